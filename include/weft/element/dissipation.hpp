@@ -1,0 +1,78 @@
+#pragma once
+/// @file dissipation.hpp
+/// The generic strain-rate dissipation layer: any strain metric × any
+/// dissipation density Ψ_d(ε̇). This is the one code path through which every
+/// element of weft is damped.
+///
+/// V_d = Ω Ψ_d(ε̇)                         (2017 Eq. 6, 2018 Eq. 6)
+/// f_d = −∇_v V_d = −Ω ∇ε S_d               (2017 Eq. 8, 2018 Eq. 7)
+/// ∂f_d/∂v = −Ω ∇ε (∂S_d/∂ε̇) ∇εᵀ           (2017 Eq. 10, 2018 Eq. 8)
+/// ∂f_d/∂q ≈ −Ω Σ_k clamp(S_d)_k Hε_k       (2017 Eq. 11, 2018 Eq. 9 and 19
+///          with the non-symmetric terms −Ω ∇ε ∂S_d/∂ε̇ ∇ε̇ᵀ and −∇ε S_d ∇Ωᵀ
+///          dropped and negative stress eigenvalues clamped, Sec. 3.4)
+///
+/// Since f_d lies in the range of ∇ε, a velocity with ε̇ = 0 (rigid motion)
+/// gets no dissipative force: the good-damping condition (2018 Eq. 1) holds
+/// by construction.
+
+#include <weft/element/jacobian_options.hpp>
+#include <weft/element/stress_hessian.hpp>
+#include <weft/strain/strain_eval.hpp>
+
+namespace weft {
+
+/// V_d = Ω Ψ_d(ε̇). Its rate of work is −f_d·v = Ω S_d·ε̇ ≥ 0 for convex Ψ_d ≥ 0
+/// with Ψ_d(0) = 0.
+template <typename T, int N, int M, class Density>
+WEFT_HD inline T dissipation_potential(const StrainEval<T, N, M>& e, const Density& density)
+{
+    return e.size * density.value(e.rate, e.strain);
+}
+
+/// f_d = −Ω ∇ε S_d(ε̇)   (2017 Eq. 8, 2018 Eq. 7)
+template <typename T, int N, int M, class Density>
+WEFT_HD inline Vec<T, N> dissipative_force(const StrainEval<T, N, M>& e, const Density& density)
+{
+    return -e.size * (e.gradient * density.stress(e.rate, e.strain));
+}
+
+/// DiffWrt::velocities: −Ω ∇ε ∂S_d/∂ε̇ ∇εᵀ (2018 Eq. 8), exact.
+/// DiffWrt::positions: the symmetric approximation −Ω Σ_k clamp(S_d)_k Hε_k
+/// (2018 Eq. 9, non-symmetric term dropped; Eq. 19, ∇Ω term dropped).
+template <typename T, int N, int M, class Density>
+WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian(const StrainEval<T, N, M>& e, const Density& density,
+                                                       DiffWrt wrt, StressClamp clamp = StressClamp::on)
+{
+    if (wrt == DiffWrt::velocities) {
+        return -e.size * (e.gradient * density.stress_derivative(e.rate, e.strain) * e.gradient.transpose());
+    }
+    const Vec<T, M> stress = density.stress(e.rate, e.strain);
+    return -e.size * stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, clamp);
+}
+
+/// The terms of the exact ∂f_d/∂q that the symmetric form drops:
+/// −Ω ∇ε (∂S_d/∂ε̇) (∂ε̇/∂q)ᵀ − ∇ε S_d ∇Ωᵀ, with ∂ε̇_k/∂q = Hε_k q̇.
+/// (For a density whose S_d also depends on ε, e.g. the Rayleigh analogy of
+/// a nonlinear elastic law, that dependence is dropped as well.)
+template <typename T, int N, int M, class Density>
+WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian_dropped_terms(const StrainEval<T, N, M>& e,
+                                                                     const Density& density,
+                                                                     const Vec<T, N>& velocities)
+{
+    const Vec<T, M> stress = density.stress(e.rate, e.strain);
+    const Mat<T, N, M> rate_gradient = e.rate_gradient(velocities);
+    return -e.size * (e.gradient * density.stress_derivative(e.rate, e.strain) * rate_gradient.transpose()) -
+           (e.gradient * stress) * e.size_gradient.transpose();
+}
+
+/// The exact (non-symmetric) ∂f_d/∂q, for testing and for users who bring a
+/// non-symmetric solver: 2018 Eq. (9) plus the ∇Ω term of Eq. (19).
+template <typename T, int N, int M, class Density>
+WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian_exact(const StrainEval<T, N, M>& e, const Density& density,
+                                                             const Vec<T, N>& velocities)
+{
+    return dissipative_force_jacobian(e, density, DiffWrt::positions, StressClamp::off) +
+           dissipative_force_jacobian_dropped_terms(e, density, velocities);
+}
+
+}  // namespace weft

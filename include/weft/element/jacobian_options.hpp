@@ -1,0 +1,16 @@
+#pragma once
+/// @file jacobian_options.hpp
+/// Named arguments of the force Jacobians (ipc-toolkit vocabulary).
+
+namespace weft {
+
+/// Which generalized coordinates a force Jacobian differentiates against.
+enum class DiffWrt { positions, velocities };
+
+/// Clamp the negative stress eigenvalues in ∂f_d/∂q (2018 Sec. 3.4).
+enum class StressClamp { off, on };
+
+/// Project a local stiffness matrix onto the PSD cone (negative eigenvalues → 0).
+enum class PsdProjection { off, on };
+
+}  // namespace weft
