@@ -5,6 +5,8 @@
 
 #include <weft/core/config.hpp>
 
+#include <Eigen/Geometry>  // cross products
+
 namespace weft {
 
 template <typename T, int N>

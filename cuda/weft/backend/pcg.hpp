@@ -1,0 +1,447 @@
+#pragma once
+/// @file pcg.hpp
+/// Filtered preconditioned conjugate gradients on a BSR matrix: the
+/// "modified PCG" of Baraff & Witkin (1998), as used for the
+/// implicit step in the GNATV paper (2019).
+///
+/// A per-scalar-DoF filter S (diagonal, 1 = free, 0 = constrained) removes
+/// constrained DoFs without resizing the system. With z the prescribed values
+/// on the constrained DoFs, the solver returns x with x = z on constrained
+/// DoFs and, on the free DoFs, the solution of the reduced system
+///     A_ff x_f = b_f − A_fc z_c,
+/// i.e. S A x = S b, by CG on S A S with the starting point x₀ = z.
+///
+/// Preconditioner: block-Jacobi, the inverse of each node's diagonal B×B
+/// block restricted to its free DoFs (identity on constrained DoFs), from a
+/// Cholesky factorization so that a diagonal block that is not positive
+/// definite is detected and reported rather than inverted.
+///
+/// Failures are reported in PcgResult, never hidden: a direction with
+/// pᵀAp ≤ 0 (the filtered matrix is not positive definite), a preconditioned
+/// residual with rᵀM⁻¹r ≤ 0 or a diagonal block that is not positive definite
+/// (the preconditioner is not), a non-finite value, or the iteration limit.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+#include <thrust/for_each.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
+#include <thrust/tuple.h>
+
+#include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/vector_ops.hpp>
+#include <weft/core/config.hpp>
+#include <weft/core/error.hpp>
+
+namespace weft {
+
+enum class PcgPreconditioner {
+    none,         ///< plain CG on the filtered system
+    block_jacobi  ///< inverse filtered diagonal B×B blocks
+};
+
+enum class PcgStatus {
+    converged,                  ///< ‖r‖ ≤ tolerance · ‖r₀‖
+    max_iterations_reached,     ///< stopped by the iteration limit
+    indefinite_matrix,          ///< pᵀ S A S p ≤ 0 for a search direction p
+    indefinite_preconditioner,  ///< a filtered diagonal block, or rᵀ M⁻¹ r, is not positive
+    non_finite                  ///< NaN or infinity in the residual or a curvature
+};
+
+/// Human-readable name of a status, for messages and logs.
+inline const char* to_string(PcgStatus status)
+{
+    switch (status) {
+        case PcgStatus::converged:
+            return "converged";
+        case PcgStatus::max_iterations_reached:
+            return "max_iterations_reached";
+        case PcgStatus::indefinite_matrix:
+            return "indefinite_matrix";
+        case PcgStatus::indefinite_preconditioner:
+            return "indefinite_preconditioner";
+        case PcgStatus::non_finite:
+            return "non_finite";
+    }
+    return "unknown";
+}
+
+template <typename T>
+struct PcgOptions {
+    /// Stop when ‖r‖ ≤ tolerance · ‖r₀‖, with r₀ = S (b − A z) the filtered
+    /// right-hand side (S b when nothing is prescribed). Must be ≥ 0.
+    T tolerance = T(1e-8);
+    /// Iteration limit (one SpMV per iteration). Must be ≥ 0.
+    int max_iterations = 1000;
+    PcgPreconditioner preconditioner = PcgPreconditioner::block_jacobi;
+};
+
+template <typename T>
+struct PcgResult {
+    PcgStatus status = PcgStatus::max_iterations_reached;
+    bool converged = false;  ///< status == PcgStatus::converged
+    int iterations = 0;      ///< completed CG updates of x
+    /// ‖r‖ / ‖r₀‖ for the recursively updated residual of the last iterate
+    /// (0 when r₀ = 0; 1 when the solve stopped before the first update;
+    /// not finite when r₀ is not).
+    T relative_residual = T(1);
+};
+
+/// Work vectors of the solver, kept between solves so that repeated solves of
+/// the same size allocate nothing. Contents are scratch.
+template <typename T, int B>
+struct PcgWorkspace {
+    thrust::device_vector<T> residual;                 ///< #DoFs, r
+    thrust::device_vector<T> preconditioned_residual;  ///< #DoFs, M⁻¹ r
+    thrust::device_vector<T> direction;                ///< #DoFs, p
+    thrust::device_vector<T> matrix_direction;         ///< #DoFs, S A p
+    thrust::device_vector<T> inverse_diagonal;         ///< #nodes · B·B, row-major M⁻¹ blocks
+    thrust::device_vector<T> node_sums_first;          ///< #nodes partial dot products
+    thrust::device_vector<T> node_sums_second;         ///< #nodes partial dot products
+    thrust::device_vector<std::uint8_t> all_free;      ///< #DoFs ones, for the unfiltered overload
+
+    /// Size every vector for a system of `nodes` nodes (no-op when already sized).
+    void resize(Index nodes)
+    {
+        const std::size_t dofs = static_cast<std::size_t>(nodes) * B;
+        residual.resize(dofs);
+        preconditioned_residual.resize(dofs);
+        direction.resize(dofs);
+        matrix_direction.resize(dofs);
+        inverse_diagonal.resize(static_cast<std::size_t>(nodes) * (B * B));
+        node_sums_first.resize(static_cast<std::size_t>(nodes));
+        node_sums_second.resize(static_cast<std::size_t>(nodes));
+    }
+};
+
+namespace pcg_detail {
+
+template <typename T>
+WEFT_HD inline bool is_positive_finite(T value)
+{
+    return value > T(0) && value <= std::numeric_limits<T>::max();
+}
+
+template <typename T>
+inline bool both_finite(T a, T b)
+{
+    using std::abs;
+    return abs(a) <= std::numeric_limits<T>::max() && abs(b) <= std::numeric_limits<T>::max();
+}
+
+/// x₀: the prescribed value on constrained DoFs, zero on free DoFs.
+template <typename T>
+struct StartValue {
+    WEFT_HD T operator()(const T& x, const std::uint8_t& is_free) const { return is_free ? T(0) : x; }
+};
+
+/// r₀ = S (b − A x₀).
+template <typename T>
+struct FilteredDifference {
+    WEFT_HD T operator()(const thrust::tuple<T, T, std::uint8_t>& b_ax_free) const
+    {
+        return thrust::get<2>(b_ax_free) ? thrust::get<0>(b_ax_free) - thrust::get<1>(b_ax_free) : T(0);
+    }
+};
+
+/// M⁻¹ block of one node: the inverse of its diagonal block restricted to
+/// its free DoFs (identity on constrained DoFs), through a Cholesky factor of
+/// the lower triangle. Returns 1 (and writes the identity) when that
+/// restricted block is not positive definite, else 0.
+template <typename T, int B>
+struct InvertFilteredDiagonal {
+    const BsrConstView<T, B> a;
+    const std::uint8_t* const free_dofs;  ///< #DoFs
+    T* const inverse;                     ///< #nodes · B·B
+
+    WEFT_HD int operator()(Index node) const
+    {
+        const Index k = bsr_find_block(a.row_ptr, a.col_idx, node, node);
+        const std::uint8_t* is_free = free_dofs + static_cast<std::size_t>(node) * B;
+        T* out = inverse + static_cast<std::size_t>(node) * (B * B);
+        T l[B][B];
+        for (int r = 0; r < B; ++r) {
+            for (int c = 0; c <= r; ++c) {
+                const bool kept = is_free[r] && is_free[c];
+                const T stored = k >= 0 ? a.values[static_cast<std::size_t>(k) * (B * B) + r * B + c] : T(0);
+                l[r][c] = kept ? stored : (r == c ? T(1) : T(0));
+            }
+        }
+        // D = L Lᵀ, column by column.
+        bool positive = true;
+        for (int j = 0; j < B && positive; ++j) {
+            T pivot = l[j][j];
+            for (int p = 0; p < j; ++p) pivot -= l[j][p] * l[j][p];
+            if (!is_positive_finite(pivot)) {
+                positive = false;
+                break;
+            }
+            using std::sqrt;
+            l[j][j] = sqrt(pivot);
+            for (int i = j + 1; i < B; ++i) {
+                T sum = l[i][j];
+                for (int p = 0; p < j; ++p) sum -= l[i][p] * l[j][p];
+                l[i][j] = sum / l[j][j];
+            }
+        }
+        if (!positive) {
+            for (int r = 0; r < B; ++r) {
+                for (int c = 0; c < B; ++c) out[r * B + c] = r == c ? T(1) : T(0);
+            }
+            return 1;
+        }
+        // Column c of D⁻¹ = L⁻ᵀ L⁻¹ e_c.
+        for (int c = 0; c < B; ++c) {
+            T y[B];
+            for (int i = 0; i < B; ++i) {
+                T sum = i == c ? T(1) : T(0);
+                for (int p = 0; p < i; ++p) sum -= l[i][p] * y[p];
+                y[i] = sum / l[i][i];
+            }
+            for (int i = B - 1; i >= 0; --i) {
+                T sum = y[i];
+                for (int p = i + 1; p < B; ++p) sum -= l[p][i] * y[p];
+                y[i] = sum / l[i][i];
+            }
+            for (int r = 0; r < B; ++r) out[r * B + c] = y[r];
+        }
+        return 0;
+    }
+};
+
+/// q = S A p for one block row, and the row's share p_iᵀ q_i of pᵀ S A S p
+/// (p is zero on constrained DoFs).
+template <typename T, int B>
+struct FilteredProductAndCurvature {
+    const BsrConstView<T, B> a;
+    const std::uint8_t* const free_dofs;  ///< #DoFs
+    const T* const p;                     ///< #DoFs
+    T* const q;                           ///< #DoFs
+    T* const curvature;                   ///< #nodes
+
+    WEFT_HD void operator()(Index row) const
+    {
+        T sum[B];
+        for (int r = 0; r < B; ++r) sum[r] = T(0);
+        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+            const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
+            const T* pk = p + static_cast<std::size_t>(a.col_idx[k]) * B;
+            for (int r = 0; r < B; ++r) {
+                for (int c = 0; c < B; ++c) sum[r] += block[r * B + c] * pk[c];
+            }
+        }
+        const std::size_t offset = static_cast<std::size_t>(row) * B;
+        T share = T(0);
+        for (int r = 0; r < B; ++r) {
+            const T filtered = free_dofs[offset + r] ? sum[r] : T(0);
+            q[offset + r] = filtered;
+            share += p[offset + r] * filtered;
+        }
+        curvature[row] = share;
+    }
+};
+
+/// One node of the CG update: x += α p, r −= α q, z = M⁻¹ r, and the node's
+/// shares of rᵀz and rᵀr. With α = 0 it only applies the preconditioner.
+template <typename T, int B>
+struct UpdateNode {
+    const T alpha;
+    const bool precondition;
+    const T* const inverse;  ///< #nodes · B·B (unused without preconditioner)
+    const T* const p;        ///< #DoFs
+    const T* const q;        ///< #DoFs
+    T* const x;              ///< #DoFs
+    T* const r;              ///< #DoFs
+    T* const z;              ///< #DoFs
+    T* const r_dot_z;        ///< #nodes
+    T* const r_dot_r;        ///< #nodes
+
+    WEFT_HD void operator()(Index node) const
+    {
+        const std::size_t offset = static_cast<std::size_t>(node) * B;
+        T ri[B];
+        for (int i = 0; i < B; ++i) {
+            x[offset + i] += alpha * p[offset + i];
+            ri[i] = r[offset + i] - alpha * q[offset + i];
+            r[offset + i] = ri[i];
+        }
+        T rz = T(0);
+        T rr = T(0);
+        const T* block = inverse + static_cast<std::size_t>(node) * (B * B);
+        for (int i = 0; i < B; ++i) {
+            T zi = ri[i];
+            if (precondition) {
+                zi = T(0);
+                for (int j = 0; j < B; ++j) zi += block[i * B + j] * ri[j];
+            }
+            z[offset + i] = zi;
+            rz += ri[i] * zi;
+            rr += ri[i] * ri[i];
+        }
+        r_dot_z[node] = rz;
+        r_dot_r[node] = rr;
+    }
+};
+
+template <typename T>
+PcgResult<T> make_result(PcgStatus status, int iterations, T relative_residual)
+{
+    PcgResult<T> result;
+    result.status = status;
+    result.converged = status == PcgStatus::converged;
+    result.iterations = iterations;
+    result.relative_residual = relative_residual;
+    return result;
+}
+
+}  // namespace pcg_detail
+
+/// Solve S A x = S b with x = z on constrained DoFs by filtered PCG.
+/// @param[in]     a          square BSR matrix, #DoFs by #DoFs (#DoFs = B · #nodes);
+///                           symmetric positive definite on the free DoFs
+/// @param[in]     b          #DoFs right-hand side
+/// @param[in]     free_dofs  #DoFs filter S: nonzero = free, 0 = constrained
+/// @param[in,out] x          #DoFs; on entry the prescribed values z on
+///                           constrained DoFs (free entries are ignored: the
+///                           iteration starts from 0 there); on exit the solution,
+///                           or the last iterate when the result is not converged
+/// @param[in,out] workspace  reusable work vectors (resized on first use)
+/// @param[in]     options    tolerance, iteration limit, preconditioner
+/// @return status, iteration count and final relative residual
+/// @throws InvalidInput on size mismatches or invalid options (host-side checks)
+template <typename T, int B>
+PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_vector<T>& b,
+                                const thrust::device_vector<std::uint8_t>& free_dofs, thrust::device_vector<T>& x,
+                                PcgWorkspace<T, B>& workspace, const PcgOptions<T>& options = {})
+{
+    using std::sqrt;
+    if (a.block_rows() != a.block_cols()) {
+        throw InvalidInput(
+            detail::describe("solve_filtered_pcg block columns", a.block_cols(), "must equal block rows"));
+    }
+    const std::size_t dofs = static_cast<std::size_t>(a.rows());
+    const std::string size_requirement = "must equal the matrix size " + std::to_string(dofs);
+    if (b.size() != dofs)
+        throw InvalidInput(detail::describe("solve_filtered_pcg b.size()", b.size(), size_requirement.c_str()));
+    if (free_dofs.size() != dofs) {
+        throw InvalidInput(
+            detail::describe("solve_filtered_pcg free_dofs.size()", free_dofs.size(), size_requirement.c_str()));
+    }
+    if (x.size() != dofs)
+        throw InvalidInput(detail::describe("solve_filtered_pcg x.size()", x.size(), size_requirement.c_str()));
+    require_non_negative("PcgOptions tolerance", options.tolerance);
+    if (options.max_iterations < 0) {
+        throw InvalidInput(detail::describe("PcgOptions max_iterations", options.max_iterations, "must be >= 0"));
+    }
+
+    const Index nodes = a.block_rows();
+    workspace.resize(nodes);
+    const auto cells = [](thrust::device_vector<T>& v) { return thrust::raw_pointer_cast(v.data()); };
+    const std::uint8_t* free_ptr = thrust::raw_pointer_cast(free_dofs.data());
+    const auto node_first = thrust::counting_iterator<Index>(0);
+    const auto node_last = thrust::counting_iterator<Index>(nodes);
+    auto& r = workspace.residual;
+    auto& z = workspace.preconditioned_residual;
+    auto& p = workspace.direction;
+    auto& q = workspace.matrix_direction;
+
+    // x₀ = z on constrained DoFs, 0 on free ones; r₀ = S (b − A x₀).
+    thrust::transform(thrust::device, x.begin(), x.end(), free_dofs.begin(), x.begin(), pcg_detail::StartValue<T>{});
+    spmv(a, x, q);
+    const auto start = thrust::make_zip_iterator(thrust::make_tuple(b.begin(), q.begin(), free_dofs.begin()));
+    thrust::transform(thrust::device, start, start + dofs, r.begin(), pcg_detail::FilteredDifference<T>{});
+    const T initial_norm = sqrt(squared_norm(r));
+    if (!(initial_norm <= std::numeric_limits<T>::max())) {
+        return pcg_detail::make_result(PcgStatus::non_finite, 0, initial_norm);
+    }
+    if (initial_norm == T(0)) return pcg_detail::make_result(PcgStatus::converged, 0, T(0));
+    const T stop_norm = options.tolerance * initial_norm;
+
+    const bool precondition = options.preconditioner == PcgPreconditioner::block_jacobi;
+    if (precondition) {
+        const int failed_blocks = thrust::transform_reduce(
+            thrust::device, node_first, node_last,
+            pcg_detail::InvertFilteredDiagonal<T, B>{a.view(), free_ptr, cells(workspace.inverse_diagonal)}, 0,
+            thrust::plus<int>{});
+        if (failed_blocks > 0) return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
+    }
+
+    // z₀ = M⁻¹ r₀ (an update with α = 0 on zeroed p and q), p₀ = z₀.
+    thrust::fill(thrust::device, p.begin(), p.end(), T(0));
+    thrust::fill(thrust::device, q.begin(), q.end(), T(0));
+    const auto update = [&](T alpha) {
+        thrust::for_each(thrust::device, node_first, node_last,
+                         pcg_detail::UpdateNode<T, B>{
+                             alpha, precondition, cells(workspace.inverse_diagonal), cells(p), cells(q), cells(x),
+                             cells(r), cells(z), cells(workspace.node_sums_first), cells(workspace.node_sums_second)});
+        return sum_pair(workspace.node_sums_first, workspace.node_sums_second);
+    };
+    SumPair<T> sums = update(T(0));
+    T r_dot_z = sums.first;
+    T residual_norm = sqrt(sums.second);
+    if (!pcg_detail::both_finite(r_dot_z, residual_norm))
+        return pcg_detail::make_result(PcgStatus::non_finite, 0, T(1));
+    if (!pcg_detail::is_positive_finite(r_dot_z)) {
+        return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
+    }
+    if (residual_norm <= stop_norm)
+        return pcg_detail::make_result(PcgStatus::converged, 0, residual_norm / initial_norm);
+    thrust::copy(thrust::device, z.begin(), z.end(), p.begin());
+
+    for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
+        // q = S A p, pᵀ S A S p in the same pass over A.
+        thrust::for_each(thrust::device, node_first, node_last,
+                         pcg_detail::FilteredProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
+                                                                       cells(workspace.node_sums_first)});
+        const T curvature = thrust::reduce(thrust::device, workspace.node_sums_first.begin(),
+                                           workspace.node_sums_first.end(), T(0), thrust::plus<T>{});
+        if (!(std::abs(curvature) <= std::numeric_limits<T>::max())) {
+            return pcg_detail::make_result(PcgStatus::non_finite, iteration, residual_norm / initial_norm);
+        }
+        if (!(curvature > T(0))) {
+            return pcg_detail::make_result(PcgStatus::indefinite_matrix, iteration, residual_norm / initial_norm);
+        }
+        const T alpha = r_dot_z / curvature;
+        sums = update(alpha);
+        residual_norm = sqrt(sums.second);
+        const T relative = residual_norm / initial_norm;
+        if (!pcg_detail::both_finite(sums.first, residual_norm)) {
+            return pcg_detail::make_result(PcgStatus::non_finite, iteration + 1, relative);
+        }
+        if (residual_norm <= stop_norm) return pcg_detail::make_result(PcgStatus::converged, iteration + 1, relative);
+        if (!(sums.first > T(0))) {
+            return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, iteration + 1, relative);
+        }
+        const T beta = sums.first / r_dot_z;
+        r_dot_z = sums.first;
+        xpby(z, beta, p);
+    }
+    return pcg_detail::make_result(PcgStatus::max_iterations_reached, options.max_iterations,
+                                   residual_norm / initial_norm);
+}
+
+/// Unfiltered PCG: every DoF free (x's entries on entry are ignored).
+/// Arguments as for the filtered overload.
+template <typename T, int B>
+PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_vector<T>& b,
+                                thrust::device_vector<T>& x, PcgWorkspace<T, B>& workspace,
+                                const PcgOptions<T>& options = {})
+{
+    const std::size_t dofs = static_cast<std::size_t>(a.rows());
+    if (workspace.all_free.size() != dofs) workspace.all_free.assign(dofs, std::uint8_t(1));
+    return solve_filtered_pcg(a, b, workspace.all_free, x, workspace, options);
+}
+
+}  // namespace weft

@@ -1,0 +1,144 @@
+#pragma once
+/// @file vector_ops.hpp
+/// Level-1 operations on Thrust device vectors, each one pass over memory
+/// (dot products are transform_reduce over zip iterators), and host copies.
+/// All vectors are flat: n scalars, B consecutive scalars per node.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
+#include <thrust/tuple.h>
+
+#include <weft/core/config.hpp>
+#include <weft/core/error.hpp>
+
+namespace weft {
+
+/// Two sums carried through one reduction (e.g. rᵀz and rᵀr in PCG).
+template <typename T>
+struct SumPair {
+    T first;
+    T second;
+    WEFT_HD SumPair operator+(const SumPair& other) const { return {first + other.first, second + other.second}; }
+};
+
+namespace vector_detail {
+
+template <typename T>
+struct Product {
+    WEFT_HD T operator()(const thrust::tuple<T, T>& ab) const { return thrust::get<0>(ab) * thrust::get<1>(ab); }
+};
+
+template <typename T>
+struct Square {
+    WEFT_HD T operator()(const T& a) const { return a * a; }
+};
+
+template <typename T>
+struct AsSumPair {
+    WEFT_HD SumPair<T> operator()(const thrust::tuple<T, T>& ab) const
+    {
+        return {thrust::get<0>(ab), thrust::get<1>(ab)};
+    }
+};
+
+template <typename T>
+struct PlusSumPair {
+    WEFT_HD SumPair<T> operator()(const SumPair<T>& a, const SumPair<T>& b) const { return a + b; }
+};
+
+/// y ← α x + y
+template <typename T>
+struct Axpy {
+    const T alpha;
+    WEFT_HD T operator()(const T& x, const T& y) const { return alpha * x + y; }
+};
+
+/// y ← x + β y
+template <typename T>
+struct Xpby {
+    const T beta;
+    WEFT_HD T operator()(const T& x, const T& y) const { return x + beta * y; }
+};
+
+template <typename T>
+void require_same_size(const char* what, const thrust::device_vector<T>& a, const thrust::device_vector<T>& b)
+{
+    if (a.size() != b.size()) {
+        throw InvalidInput(detail::describe(
+            what, b.size(), ("must equal the first vector's size " + std::to_string(a.size())).c_str()));
+    }
+}
+
+}  // namespace vector_detail
+
+/// aᵀb.
+/// @param[in] a  n values
+/// @param[in] b  n values
+template <typename T>
+T dot(const thrust::device_vector<T>& a, const thrust::device_vector<T>& b)
+{
+    vector_detail::require_same_size("dot b.size()", a, b);
+    const auto first = thrust::make_zip_iterator(thrust::make_tuple(a.begin(), b.begin()));
+    return thrust::transform_reduce(thrust::device, first, first + a.size(), vector_detail::Product<T>{}, T(0),
+                                    thrust::plus<T>{});
+}
+
+/// aᵀa.
+template <typename T>
+T squared_norm(const thrust::device_vector<T>& a)
+{
+    return thrust::transform_reduce(thrust::device, a.begin(), a.end(), vector_detail::Square<T>{}, T(0),
+                                    thrust::plus<T>{});
+}
+
+/// (Σ a_i, Σ b_i) in one pass.
+/// @param[in] a  n values
+/// @param[in] b  n values
+template <typename T>
+SumPair<T> sum_pair(const thrust::device_vector<T>& a, const thrust::device_vector<T>& b)
+{
+    vector_detail::require_same_size("sum_pair b.size()", a, b);
+    const auto first = thrust::make_zip_iterator(thrust::make_tuple(a.begin(), b.begin()));
+    return thrust::transform_reduce(thrust::device, first, first + a.size(), vector_detail::AsSumPair<T>{},
+                                    SumPair<T>{T(0), T(0)}, vector_detail::PlusSumPair<T>{});
+}
+
+/// y ← α x + y.
+/// @param[in]     x  n values
+/// @param[in,out] y  n values
+template <typename T>
+void axpy(T alpha, const thrust::device_vector<T>& x, thrust::device_vector<T>& y)
+{
+    vector_detail::require_same_size("axpy y.size()", x, y);
+    thrust::transform(thrust::device, x.begin(), x.end(), y.begin(), y.begin(), vector_detail::Axpy<T>{alpha});
+}
+
+/// y ← x + β y (the CG direction update).
+/// @param[in]     x  n values
+/// @param[in,out] y  n values
+template <typename T>
+void xpby(const thrust::device_vector<T>& x, T beta, thrust::device_vector<T>& y)
+{
+    vector_detail::require_same_size("xpby y.size()", x, y);
+    thrust::transform(thrust::device, x.begin(), x.end(), y.begin(), y.begin(), vector_detail::Xpby<T>{beta});
+}
+
+/// Host copy of a device vector (one bulk transfer).
+template <typename T>
+std::vector<T> to_host(const thrust::device_vector<T>& a)
+{
+    std::vector<T> result(a.size());
+    thrust::copy(a.begin(), a.end(), result.begin());
+    return result;
+}
+
+}  // namespace weft

@@ -1,0 +1,57 @@
+#pragma once
+/// @file implicit_system.hpp
+/// Turning an element's local force and Jacobians into its contribution to
+/// the backward-Euler system A Δv = b, scattered onto B-DoF node blocks.
+///
+/// A = M − h ∂f/∂v − h² ∂f/∂q,  b = h (f + h ∂f/∂q v)   (Baraff–Witkin 1998,
+/// the standard implicit-Euler system; one Newton step linearized at (q, v)).
+/// For later Newton iterations the caller passes the extra right-hand side
+/// −M (v_k − v_n) separately (see solver/).
+
+#include <weft/core/types.hpp>
+
+namespace weft {
+
+/// The contribution of one element with K nodes of B DoFs each.
+template <typename T, int K, int B>
+struct NodeBlocks {
+    Mat<T, B, B> a[K][K];  ///< A blocks, row node i, column node j
+    Vec<T, B> b[K];        ///< right-hand side per node
+    Vec<T, B> f[K];        ///< force per node (for residuals and reporting)
+
+    WEFT_HD void set_zero()
+    {
+        for (int i = 0; i < K; ++i) {
+            b[i].setZero();
+            f[i].setZero();
+            for (int j = 0; j < K; ++j) a[i][j].setZero();
+        }
+    }
+};
+
+/// Scatter a local N-DoF system onto node blocks. `slot[i]` and `component[i]`
+/// give the node (0..K−1) and the component (0..B−1) of local DoF i; a
+/// negative component drops that DoF (e.g. the zero s-derivatives of shear).
+/// @param[in] mass   N×N local mass (may be zero)
+/// @param[in] df_dq  N×N ∂f/∂q (symmetric form), df_dv N×N ∂f/∂v, force N, v N
+template <typename T, int N, int K, int B>
+WEFT_HD inline void scatter_implicit(NodeBlocks<T, K, B>& out, const int (&slot)[N], const int (&component)[N],
+                                     const Mat<T, N, N>& mass, const Vec<T, N>& force, const Mat<T, N, N>& df_dq,
+                                     const Mat<T, N, N>& df_dv, const Vec<T, N>& v, T h)
+{
+    // A = M − h D − h² K,  b = h (f + h K v)
+    const Vec<T, N> rhs = h * (force + h * (df_dq * v));
+    for (int i = 0; i < N; ++i) {
+        const int ci = component[i];
+        if (ci < 0) continue;
+        out.b[slot[i]](ci) += rhs(i);
+        out.f[slot[i]](ci) += force(i);
+        for (int j = 0; j < N; ++j) {
+            const int cj = component[j];
+            if (cj < 0) continue;
+            out.a[slot[i]][slot[j]](ci, cj) += mass(i, j) - h * df_dv(i, j) - h * h * df_dq(i, j);
+        }
+    }
+}
+
+}  // namespace weft

@@ -1,0 +1,247 @@
+#pragma once
+/// @file yarn_elements.hpp
+/// The elements of yarn-level cloth evaluated into their backward-Euler
+/// contributions on 5-DoF nodes (x, u, v). One function per element kind;
+/// both the Thrust backend and the Eigen reference path call these, so the
+/// physics lives in exactly one place.
+///
+/// Damping per mode goes through the generic dissipation layer
+/// (element/dissipation.hpp) with k_d per mode (2017 Eq. 6); the Rayleigh
+/// baseline uses D = −β K_e per element (2017 Eq. 4, α = 0).
+
+#include <weft/element/bending_element.hpp>
+#include <weft/element/dissipation.hpp>
+#include <weft/element/elastic.hpp>
+#include <weft/element/implicit_system.hpp>
+#include <weft/element/yarn_terms.hpp>
+#include <weft/model/yarn_model.hpp>
+#include <weft/potential/quadratic.hpp>
+#include <weft/strain/shear.hpp>
+#include <weft/strain/stretch.hpp>
+
+namespace weft {
+
+/// Energies of one element, summed for the CSV output.
+template <typename T>
+struct ElementEnergies {
+    T kinetic;
+    T elastic;
+    T gravity;
+    T dissipation;  ///< dissipation potential V_d (rate of dissipated energy / 2 for quadratic Ψ_d)
+};
+
+/// Read the (x, s) DoFs of `count` nodes into a stacked 4·count vector.
+template <typename T, int Count>
+WEFT_HD inline Vec<T, 4 * Count> gather_xs(const T* q, const int (&nodes)[Count], int coordinate)
+{
+    Vec<T, 4 * Count> out;
+    for (int k = 0; k < Count; ++k) {
+        const T* node = q + yarn_node_dofs * nodes[k];
+        out(4 * k + 0) = node[0];
+        out(4 * k + 1) = node[1];
+        out(4 * k + 2) = node[2];
+        out(4 * k + 3) = coordinate >= 0 ? node[coordinate] : T(0);
+    }
+    return out;
+}
+
+/// Local DoF → (node slot, component) tables for (x, s) stacks.
+template <int Count>
+struct XsLayout {
+    int slot[4 * Count];
+    int component[4 * Count];
+    WEFT_HD XsLayout(int coordinate)
+    {
+        for (int k = 0; k < Count; ++k) {
+            for (int c = 0; c < 3; ++c) {
+                slot[4 * k + c] = k;
+                component[4 * k + c] = c;
+            }
+            slot[4 * k + 3] = k;
+            component[4 * k + 3] = coordinate;  // −1 drops the s DoF
+        }
+    }
+};
+
+/// Segment element: stretch (2017 Eq. 12–14) with its damping, consistent
+/// mass, gravity with its Eulerian component, parallel-yarn contact on Δs.
+template <typename T>
+WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegment& seg,
+                                          const YarnMaterial<T>& mat, const Vec3<T>& gravity, T h,
+                                          NodeBlocks<T, 2, yarn_node_dofs>& out, ElementEnergies<T>& energy)
+{
+    const int nodes[2] = {seg.node0, seg.node1};
+    const Vec<T, 8> ql = gather_xs<T, 2>(q, nodes, seg.coordinate);
+    const Vec<T, 8> vl = gather_xs<T, 2>(v, nodes, seg.coordinate);
+    const StretchEval<T> e = stretch_strain<T>(ql, vl);
+
+    const QuadraticDensity<T, 1> elastic{mat.stretch_stiffness};
+    Vec<T, 8> force = elastic_force(e, elastic);
+    Mat<T, 8, 8> df_dq = elastic_force_jacobian(e, elastic);
+    Mat<T, 8, 8> df_dv = Mat<T, 8, 8>::Zero();
+    energy.elastic = elastic_energy(e, elastic);
+    energy.dissipation = T(0);
+    if (mat.damping == DampingModel::strain_rate && mat.stretch_damping > T(0)) {
+        const QuadraticDensity<T, 1> damping{mat.stretch_damping};
+        force += dissipative_force(e, damping);
+        df_dq += dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
+        df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
+        energy.dissipation = dissipation_potential(e, damping);
+    } else if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
+        const Mat<T, 8, 8> k = elastic_force_jacobian(e, elastic);
+        force += mat.rayleigh_beta * (k * vl);
+        df_dv += mat.rayleigh_beta * k;
+    }
+
+    const LocalTerms<T, 8> g = segment_gravity<T>(ql, mat.linear_density, gravity);
+    force += g.force;
+    df_dq += g.df_dq;
+    energy.gravity = g.energy;
+
+    if (mat.contact_stiffness > T(0)) {
+        const LocalTerms<T, 2> c = parallel_contact<T>(ql(3), ql(7), mat.contact_stiffness, mat.contact_min_distance);
+        const int idx[2] = {3, 7};
+        for (int a = 0; a < 2; ++a) {
+            force(idx[a]) += c.force(a);
+            for (int b = 0; b < 2; ++b) df_dq(idx[a], idx[b]) += c.df_dq(a, b);
+        }
+        energy.elastic += c.energy;
+    }
+
+    const Mat<T, 8, 8> mass = segment_mass<T>(ql, mat.linear_density);
+    energy.kinetic = T(0.5) * vl.dot(mass * vl);
+    const XsLayout<2> layout(seg.coordinate);
+    scatter_implicit<T, 8, 2, yarn_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, vl, h);
+}
+
+/// Bending element at a node (2017 Sec. 5.2, blended small-angle form). Its
+/// elastic stiffness is projected onto the PSD cone: the bending Hessian is
+/// indefinite even near θ = 0, which makes A indefinite and PCG diverge.
+template <typename T>
+WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& bend, const YarnMaterial<T>& mat, T h,
+                                       NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy)
+{
+    const int nodes[3] = {bend.prev, bend.node, bend.next};
+    const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, bend.coordinate);
+    const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, bend.coordinate);
+    const T kd = mat.damping == DampingModel::strain_rate ? mat.bending_damping : T(0);
+    const BendingElementEval<T> r = evaluate_bending<T>(ql, vl, quadratic_bending_densities<T>(mat.bending_stiffness, kd),
+                                                        PsdProjection::on, StressClamp::on);
+    Vec<T, 12> force = r.elastic_force + r.dissipative_force;
+    Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
+    Mat<T, 12, 12> df_dv = r.dissipative_force_jacobian_velocities;
+    if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
+        force += mat.rayleigh_beta * (r.elastic_force_jacobian * vl);
+        df_dv += mat.rayleigh_beta * r.elastic_force_jacobian;
+    }
+    energy.kinetic = T(0);
+    energy.gravity = T(0);
+    energy.elastic = r.energy;
+    energy.dissipation = r.dissipation_potential;
+    const XsLayout<3> layout(bend.coordinate);
+    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force,
+                                               df_dq, df_dv, vl, h);
+}
+
+/// Shear element at a crossing (2017 Eq. 22–23).
+template <typename T>
+WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear& shear, const YarnMaterial<T>& mat,
+                                        T h, NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy)
+{
+    const int nodes[3] = {shear.node, shear.along_u, shear.along_v};
+    const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, -1);
+    const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, -1);
+    const auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing));
+    const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
+    Vec<T, 12> force = elastic_force(e, elastic);
+    Mat<T, 12, 12> df_dq = elastic_force_jacobian(e, elastic);
+    Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
+    energy.elastic = elastic_energy(e, elastic);
+    energy.dissipation = T(0);
+    if (mat.damping == DampingModel::strain_rate && mat.shear_damping > T(0)) {
+        const QuadraticDensity<T, 1> damping{mat.shear_damping};
+        force += dissipative_force(e, damping);
+        df_dq += dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
+        df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
+        energy.dissipation = dissipation_potential(e, damping);
+    } else if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
+        const Mat<T, 12, 12> k = elastic_force_jacobian(e, elastic);
+        force += mat.rayleigh_beta * (k * vl);
+        df_dv += mat.rayleigh_beta * k;
+    }
+    energy.kinetic = T(0);
+    energy.gravity = T(0);
+    const XsLayout<3> layout(-1);
+    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force,
+                                               df_dq, df_dv, vl, h);
+}
+
+/// A collider seen by the node kernel: sphere (center, radius) or plane
+/// (point = center, unit normal).
+template <typename T>
+struct Collider {
+    int type;  ///< 0 sphere, 1 plane
+    Vec3<T> center;
+    Vec3<T> normal;
+    T radius;
+    T stiffness;
+    T friction;
+
+    WEFT_HD void distance(const Vec3<T>& x, T& phi, Vec3<T>& n) const
+    {
+        if (type == 0) {
+            const Vec3<T> d = x - center;
+            const T len = d.norm();
+            n = len > T(0) ? Vec3<T>(d / len) : Vec3<T>(T(0), T(0), T(1));
+            phi = len - radius;
+        } else {
+            n = normal;
+            phi = normal.dot(x - center);
+        }
+    }
+};
+
+/// Per-node terms: friction anchors on the free sliding coordinates and
+/// collider contacts.
+template <typename T>
+WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned char* free_dof, const T* anchors,
+                                       int node, const YarnMaterial<T>& mat, const Collider<T>* colliders,
+                                       int collider_count, T radius, T h, NodeBlocks<T, 1, yarn_node_dofs>& out,
+                                       ElementEnergies<T>& energy)
+{
+    Vec<T, 5> force = Vec<T, 5>::Zero();
+    Mat<T, 5, 5> df_dq = Mat<T, 5, 5>::Zero();
+    Mat<T, 5, 5> df_dv = Mat<T, 5, 5>::Zero();
+    const T* qn = q + yarn_node_dofs * node;
+    const T* vn = v + yarn_node_dofs * node;
+    energy = ElementEnergies<T>{T(0), T(0), T(0), T(0)};
+    if (mat.anchor_stiffness > T(0) && mat.friction_coefficient > T(0)) {
+        for (int c = 0; c < 2; ++c) {
+            if (!free_dof[yarn_node_dofs * node + 3 + c]) continue;
+            const LocalTerms<T, 1> a = anchor_spring<T>(qn[3 + c], anchors[2 * node + c], mat.anchor_stiffness);
+            force(3 + c) += a.force(0);
+            df_dq(3 + c, 3 + c) += a.df_dq(0, 0);
+            energy.elastic += a.energy;
+        }
+    }
+    const Vec3<T> x(qn[0], qn[1], qn[2]);
+    const Vec3<T> xv(vn[0], vn[1], vn[2]);
+    for (int k = 0; k < collider_count; ++k) {
+        T phi;
+        Vec3<T> n;
+        colliders[k].distance(x, phi, n);
+        const LocalTerms<T, 3> c = collider_contact<T>(xv, phi, n, radius, colliders[k].stiffness,
+                                                       colliders[k].friction, T(1e-3));
+        force.template head<3>() += c.force;
+        df_dq.template block<3, 3>(0, 0) += c.df_dq;
+        df_dv.template block<3, 3>(0, 0) += c.df_dv;
+        energy.elastic += c.energy;
+    }
+    Vec<T, 5> vl;
+    for (int k = 0; k < 5; ++k) vl(k) = vn[k];
+    const int slot[5] = {0, 0, 0, 0, 0};
+    const int component[5] = {0, 1, 2, 3, 4};
+    scatter_implicit<T, 5, 1, yarn_node_dofs>(out, slot, component, Mat<T, 5, 5>::Zero(), force, df_dq, df_dv, vl, h);
+}
+
+}  // namespace weft

@@ -1,0 +1,166 @@
+#pragma once
+/// @file yarn_terms.hpp
+/// The non-strain terms of the Eulerian-on-Lagrangian (EoL) yarn model:
+/// consistent segment mass, gravity with its Eulerian component, the
+/// parallel-yarn contact penalty on Δs, the friction anchor spring on a
+/// sliding coordinate, and penalty colliders (sphere, plane) with regularized
+/// Coulomb friction. Segment DoFs are q = [x₀, s₀, x₁, s₁] (8), as in stretch.
+
+#include <cmath>
+
+#include <weft/core/types.hpp>
+
+namespace weft {
+
+/// Local energy, force and force Jacobians of an element with N DoFs.
+template <typename T, int N>
+struct LocalTerms {
+    T energy;
+    Vec<T, N> force;
+    Mat<T, N, N> df_dq;  ///< symmetric (or symmetrized) ∂f/∂q
+    Mat<T, N, N> df_dv;  ///< ∂f/∂v
+
+    WEFT_HD static LocalTerms zero()
+    {
+        LocalTerms t;
+        t.energy = T(0);
+        t.force.setZero();
+        t.df_dq.setZero();
+        t.df_dv.setZero();
+        return t;
+    }
+};
+
+/// Consistent mass of one yarn segment over (x₀, s₀, x₁, s₁). A material point
+/// at parameter t moves with (1−t)(ẋ₀ − w ṡ₀) + t(ẋ₁ − w ṡ₁), w = Δx/Δs, so
+/// M = ρΔs/6 · [[2J, J], [J, 2J]], J = [[I₃, −w], [−wᵀ, wᵀw]] (DESIGN.md).
+/// The dependence of M on q (the ∇T and Ṁq̇ terms of 2017 Eq. 1) is neglected.
+/// @param[in] linear_density  mass per unit arc length ρ (kg/m)
+template <typename T>
+WEFT_HD inline Mat<T, 8, 8> segment_mass(const Vec<T, 8>& q, T linear_density)
+{
+    const T ds = q(7) - q(3);
+    const Vec3<T> w = (q.template segment<3>(4) - q.template segment<3>(0)) / ds;
+    Mat<T, 4, 4> j;
+    j.template block<3, 3>(0, 0).setIdentity();
+    j.template block<3, 1>(0, 3) = -w;
+    j.template block<1, 3>(3, 0) = -w.transpose();
+    j(3, 3) = w.squaredNorm();
+    const T c = linear_density * ds / T(6);
+    Mat<T, 8, 8> m;
+    m.template block<4, 4>(0, 0) = T(2) * c * j;
+    m.template block<4, 4>(4, 4) = T(2) * c * j;
+    m.template block<4, 4>(0, 4) = c * j;
+    m.template block<4, 4>(4, 0) = c * j;
+    return m;
+}
+
+/// Gravity on a segment: V = −ρ Δs g·(x₀ + x₁)/2. It depends on s through
+/// Δs (the Eulerian component): sliding material towards the lower node
+/// lowers the energy. Forces: f_x = ρΔs g/2 per node, f_{s₀} = −ρ g·x̄,
+/// f_{s₁} = ρ g·x̄, x̄ the segment midpoint.
+template <typename T>
+WEFT_HD inline LocalTerms<T, 8> segment_gravity(const Vec<T, 8>& q, T linear_density, const Vec3<T>& gravity)
+{
+    LocalTerms<T, 8> t = LocalTerms<T, 8>::zero();
+    const T ds = q(7) - q(3);
+    const Vec3<T> mid = T(0.5) * (q.template segment<3>(0) + q.template segment<3>(4));
+    const T g_mid = gravity.dot(mid);
+    t.energy = -linear_density * ds * g_mid;
+    const Vec3<T> fx = T(0.5) * linear_density * ds * gravity;
+    t.force.template segment<3>(0) = fx;
+    t.force.template segment<3>(4) = fx;
+    t.force(3) = -linear_density * g_mid;
+    t.force(7) = linear_density * g_mid;
+    // ∂f_x/∂s and ∂f_s/∂x are mirror images (−∇²V is symmetric).
+    const Vec3<T> c = T(0.5) * linear_density * gravity;
+    for (int node = 0; node < 2; ++node) {
+        t.df_dq.template block<3, 1>(4 * node, 3) = -c;
+        t.df_dq.template block<3, 1>(4 * node, 7) = c;
+        t.df_dq.template block<1, 3>(3, 4 * node) = -c.transpose();
+        t.df_dq.template block<1, 3>(7, 4 * node) = c.transpose();
+    }
+    return t;
+}
+
+/// Parallel-yarn contact between consecutive nodes on one yarn: a penalty on
+/// Δs = s₁ − s₀ below `min_distance` (a few yarn radii),
+/// V = ½ k (d_min − Δs)² for Δs < d_min, 0 otherwise. DoFs (s₀, s₁).
+template <typename T>
+WEFT_HD inline LocalTerms<T, 2> parallel_contact(T s0, T s1, T stiffness, T min_distance)
+{
+    LocalTerms<T, 2> t = LocalTerms<T, 2>::zero();
+    const T gap = min_distance - (s1 - s0);
+    if (gap <= T(0)) return t;
+    t.energy = T(0.5) * stiffness * gap * gap;
+    // ∂V/∂s₀ = k·gap, ∂V/∂s₁ = −k·gap
+    t.force(0) = -stiffness * gap;
+    t.force(1) = stiffness * gap;
+    t.df_dq << -stiffness, stiffness, stiffness, -stiffness;
+    return t;
+}
+
+/// Friction anchor on one sliding coordinate: V = ½ k_f (s − s̄)² (DESIGN.md).
+/// The anchor s̄ is updated after each step by `drag_anchor`.
+template <typename T>
+WEFT_HD inline LocalTerms<T, 1> anchor_spring(T s, T anchor, T stiffness)
+{
+    LocalTerms<T, 1> t = LocalTerms<T, 1>::zero();
+    const T d = s - anchor;
+    t.energy = T(0.5) * stiffness * d * d;
+    t.force(0) = -stiffness * d;
+    t.df_dq(0, 0) = -stiffness;
+    return t;
+}
+
+/// Coulomb stick/slip of an anchor: if |k_f (s − s̄)| > μ F_n the anchor is
+/// dragged so that the spring force sits exactly at the Coulomb limit.
+template <typename T>
+WEFT_HD inline T drag_anchor(T s, T anchor, T stiffness, T friction_coefficient, T normal_force)
+{
+    const T limit = friction_coefficient * normal_force;
+    const T force = stiffness * (s - anchor);
+    if (force > limit) return s - limit / stiffness;
+    if (force < -limit) return s + limit / stiffness;
+    return anchor;
+}
+
+/// Penalty contact of a point with a collider given by its signed distance
+/// φ(x) and outward unit normal n (sphere or plane): V = ½ k (r − φ)² while
+/// φ < r (r = yarn radius, the contact offset), plus regularized Coulomb
+/// friction f_t = −μ F_n v_t / max(|v_t|, ε_v) (a stiff viscous law below ε_v,
+/// the Coulomb limit above it). DoFs: x (3).
+template <typename T>
+WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_distance, const Vec3<T>& normal,
+                                                 T offset, T stiffness, T friction_coefficient, T slip_velocity)
+{
+    using std::sqrt;
+    LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
+    const T depth = offset - signed_distance;
+    if (depth <= T(0)) return t;
+    t.energy = T(0.5) * stiffness * depth * depth;
+    const T normal_force = stiffness * depth;
+    t.force = normal_force * normal;
+    // ∂(k·depth·n)/∂x = −k n nᵀ + k·depth·∇n. The curvature part k·depth·∇n is
+    // dropped: for a convex collider ∇n ⪰ 0 makes it destabilizing (indefinite
+    // −∂f/∂x), and it vanishes for planes. ∂f_friction/∂x is dropped too.
+    t.df_dq = -stiffness * normal * normal.transpose();
+    if (friction_coefficient > T(0)) {
+        const Mat3<T> tangent_projector = Mat3<T>::Identity() - normal * normal.transpose();
+        const Vec3<T> vt = tangent_projector * v;
+        const T speed = vt.norm();
+        const T limit = friction_coefficient * normal_force;
+        if (speed <= slip_velocity) {
+            t.force -= (limit / slip_velocity) * vt;
+            t.df_dv = -(limit / slip_velocity) * tangent_projector;
+        } else {
+            const Vec3<T> dir = vt / speed;
+            t.force -= limit * dir;
+            // ∂(−μF_n v̂_t)/∂v = −μF_n/|v_t| (P − v̂_t v̂_tᵀ): PSD-negative, symmetric.
+            t.df_dv = -(limit / speed) * (tangent_projector - dir * dir.transpose());
+        }
+    }
+    return t;
+}
+
+}  // namespace weft

@@ -1,0 +1,89 @@
+#pragma once
+/// @file yarn_model.hpp
+/// Topology, rest state and material of yarn-level cloth in the
+/// Eulerian-on-Lagrangian (EoL) discretization of 2017 Sec. 3 / Cirio et al.
+/// 2014: every node carries 5 DoFs (x ∈ R³, u, v), u and v the arc-length
+/// coordinates on the (at most two) yarns through the node. Fixed DoFs are
+/// removed by a per-DoF filter, never by resizing (DESIGN.md).
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include <weft/core/types.hpp>
+
+namespace weft {
+
+/// DoFs per yarn node: x (0..2), u (3), v (4).
+constexpr int yarn_node_dofs = 5;
+
+enum class DampingModel { none, strain_rate, rayleigh };
+
+/// Per-mode constants of the yarn model (SI units). Strain-rate coefficients
+/// follow 2017 Eq. 6 (V_d = ½ Ω k_d ε̇²); `rayleigh_beta` is used by
+/// DampingModel::rayleigh (f = −β K v, 2017 Eq. 4 with α = 0).
+template <typename T>
+struct YarnMaterial {
+    T linear_density = T(0);    ///< ρ π r² (kg/m)
+    T stretch_stiffness = T(0); ///< k_s (N)
+    T bending_stiffness = T(0); ///< k_b (N m²)
+    T shear_stiffness = T(0);   ///< k_sh (N)
+    DampingModel damping = DampingModel::none;
+    T stretch_damping = T(0);   ///< k_d for stretch (N s)
+    T bending_damping = T(0);   ///< k_d for bending (N m² s)
+    T shear_damping = T(0);     ///< k_d for shear (N s)
+    T rayleigh_beta = T(0);     ///< β (s)
+    T contact_stiffness = T(0); ///< parallel-yarn penalty (N/m)
+    T contact_min_distance = T(0);  ///< Δs below which the penalty acts (m)
+    T friction_coefficient = T(0);  ///< μ
+    T anchor_stiffness = T(0);  ///< k_f of the friction anchor springs (N/m)
+    T normal_force = T(0);      ///< F_n at each crossing (N)
+};
+
+/// A yarn segment between consecutive nodes; `coordinate` is 3 (u) or 4 (v).
+struct YarnSegment {
+    int node0;
+    int node1;
+    int coordinate;
+};
+
+/// Bending at `node` between its neighbours on one yarn.
+struct YarnBend {
+    int prev;
+    int node;
+    int next;
+    int coordinate;
+};
+
+/// Shear at a crossing `node` between its neighbours `along_u` and `along_v`.
+struct YarnShear {
+    int node;
+    int along_u;
+    int along_v;
+    double rest_spacing;  ///< L of 2017 Eq. 23
+};
+
+/// A whole yarn-level cloth (one or several patches).
+template <typename T>
+struct YarnModel {
+    std::vector<T> q;              ///< 5 × #nodes generalized positions
+    std::vector<T> v;              ///< 5 × #nodes generalized velocities
+    std::vector<unsigned char> free_dof;  ///< 5 × #nodes filter: 1 free, 0 fixed
+    std::vector<YarnSegment> segments;
+    std::vector<YarnBend> bends;
+    std::vector<YarnShear> shears;
+    std::vector<std::vector<int>> yarns;  ///< node lists, one per yarn
+    std::vector<int> yarn_coordinate;     ///< 3 or 4 per yarn
+    std::vector<T> anchors;               ///< 2 × #nodes: anchor of u and v
+    std::vector<unsigned char> over;      ///< per node: 1 if the u-yarn lies on top (rendering only)
+    YarnMaterial<T> material;
+    T radius = T(0);
+
+    int node_count() const { return static_cast<int>(q.size() / yarn_node_dofs); }
+    Vec3<T> position(int node) const
+    {
+        return Vec3<T>(q[yarn_node_dofs * node], q[yarn_node_dofs * node + 1], q[yarn_node_dofs * node + 2]);
+    }
+};
+
+}  // namespace weft

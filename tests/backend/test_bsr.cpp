@@ -1,0 +1,173 @@
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <vector>
+
+#include <weft/backend/bsr_matrix.hpp>
+
+#include "backend/block_system.hpp"
+#include "support/random.hpp"
+
+using weft::BsrMatrix;
+using weft::Index;
+using weft_backend_test::random_vector;
+using weft_backend_test::to_device;
+using weft_backend_test::to_eigen_vector;
+using weft_test::Random;
+
+namespace {
+
+/// Host arrays of a random block-sparse matrix (some rows left empty) and
+/// the same matrix built independently, scalar by scalar, in Eigen.
+template <int B>
+struct RandomBsr {
+    Index block_rows = 0;
+    Index block_cols = 0;
+    std::vector<Index> row_ptr{0};
+    std::vector<Index> col_idx;
+    std::vector<double> values;
+    Eigen::SparseMatrix<double> reference;
+};
+
+template <int B>
+RandomBsr<B> random_bsr(Random& rng, Index block_rows, Index block_cols, double density)
+{
+    RandomBsr<B> m;
+    m.block_rows = block_rows;
+    m.block_cols = block_cols;
+    std::vector<Eigen::Triplet<double>> triplets;
+    for (Index i = 0; i < block_rows; ++i) {
+        const bool empty_row = rng.uniform(0, 1) < 0.1;
+        for (Index j = 0; j < block_cols && !empty_row; ++j) {
+            if (rng.uniform(0, 1) >= density) continue;
+            m.col_idx.push_back(j);
+            for (int r = 0; r < B; ++r) {
+                for (int c = 0; c < B; ++c) {
+                    const double value = rng.uniform(-2, 2);
+                    m.values.push_back(value);
+                    triplets.emplace_back(B * i + r, B * j + c, value);
+                }
+            }
+        }
+        m.row_ptr.push_back(static_cast<Index>(m.col_idx.size()));
+    }
+    m.reference.resize(B * block_rows, B * block_cols);
+    m.reference.setFromTriplets(triplets.begin(), triplets.end());
+    return m;
+}
+
+template <int B>
+int check_spmv_against_eigen(Random& rng, Index block_rows, Index block_cols)
+{
+    const RandomBsr<B> m = random_bsr<B>(rng, block_rows, block_cols, 0.3);
+    REQUIRE(!m.col_idx.empty());
+    const BsrMatrix<double, B> a(m.block_rows, m.block_cols, m.row_ptr, m.col_idx, m.values);
+    REQUIRE(a.rows() == B * block_rows);
+    REQUIRE(a.cols() == B * block_cols);
+    REQUIRE(a.nonzero_blocks() == static_cast<Index>(m.col_idx.size()));
+    const Eigen::VectorXd x = random_vector(rng, B * block_cols);
+    thrust::device_vector<double> y_device(3, 7.0);  // wrong size on purpose: spmv resizes
+    weft::spmv(a, to_device(x), y_device);
+    const Eigen::VectorXd y = to_eigen_vector(y_device);
+    const Eigen::VectorXd expected = m.reference * x;
+    REQUIRE(expected.norm() > 0);
+    REQUIRE(y.size() == expected.size());
+    CHECK((y - expected).lpNorm<Eigen::Infinity>() <= 1e-12 * expected.lpNorm<Eigen::Infinity>());
+    return 1;
+}
+
+}  // namespace
+
+TEST_CASE("bsr: spmv equals Eigen's product on random block-sparse matrices (B = 3)", "[backend][bsr][spmv]")
+{
+    Random rng(31);
+    int ran = 0;
+    for (int trial = 0; trial < 5; ++trial) ran += check_spmv_against_eigen<3>(rng, 12 + trial, 9 + 2 * trial);
+    ran += check_spmv_against_eigen<3>(rng, 20, 20);
+    REQUIRE(ran == 6);
+}
+
+TEST_CASE("bsr: spmv equals Eigen's product on random block-sparse matrices (B = 5)", "[backend][bsr][spmv]")
+{
+    Random rng(53);
+    int ran = 0;
+    for (int trial = 0; trial < 5; ++trial) ran += check_spmv_against_eigen<5>(rng, 10 + trial, 14 - trial);
+    ran += check_spmv_against_eigen<5>(rng, 30, 30);
+    REQUIRE(ran == 6);
+}
+
+TEST_CASE("bsr: empty block rows give zero rows in the product", "[backend][bsr][spmv]")
+{
+    // Block row 1 of 3 stores nothing.
+    const std::vector<Index> row_ptr{0, 1, 1, 2};
+    const std::vector<Index> col_idx{0, 1};
+    std::vector<double> values(2 * 9);
+    for (std::size_t k = 0; k < values.size(); ++k) values[k] = 1.0 + static_cast<double>(k);
+    const BsrMatrix<double, 3> a(3, 2, row_ptr, col_idx, values);
+    thrust::device_vector<double> x(6, 1.0);
+    thrust::device_vector<double> y;
+    weft::spmv(a, x, y);
+    const Eigen::VectorXd result = to_eigen_vector(y);
+    REQUIRE(result.size() == 9);
+    CHECK(result.segment<3>(0).isApprox(Eigen::Vector3d(6, 15, 24)));
+    CHECK(result.segment<3>(3).isZero(0));
+    CHECK(result.segment<3>(6).isApprox(Eigen::Vector3d(33, 42, 51)));
+}
+
+TEST_CASE("bsr: to_eigen reproduces the stored blocks and to_bsr round-trips", "[backend][bsr][eigen]")
+{
+    Random rng(7);
+    int compared = 0;
+    for (int trial = 0; trial < 4; ++trial) {
+        const RandomBsr<5> m = random_bsr<5>(rng, 8, 8, 0.4);
+        const BsrMatrix<double, 5> a(m.block_rows, m.block_cols, m.row_ptr, m.col_idx, m.values);
+        const Eigen::SparseMatrix<double> eigen = weft::to_eigen(a);
+        REQUIRE(eigen.nonZeros() == static_cast<Eigen::Index>(m.values.size()));
+        REQUIRE(m.reference.norm() > 0);
+        CHECK(Eigen::MatrixXd(eigen - m.reference).isZero(0));
+
+        const BsrMatrix<double, 5> back = weft::to_bsr<5>(eigen);
+        // to_bsr adds every diagonal block of a square matrix; the values must still agree.
+        std::set<Index> diagonal_missing;
+        for (Index i = 0; i < m.block_rows; ++i) diagonal_missing.insert(i);
+        for (Index i = 0; i < m.block_rows; ++i) {
+            for (Index k = m.row_ptr[i]; k < m.row_ptr[i + 1]; ++k) {
+                if (m.col_idx[k] == i) diagonal_missing.erase(i);
+            }
+        }
+        REQUIRE(back.nonzero_blocks() == a.nonzero_blocks() + static_cast<Index>(diagonal_missing.size()));
+        CHECK(Eigen::MatrixXd(weft::to_eigen(back) - m.reference).isZero(0));
+        ++compared;
+    }
+    REQUIRE(compared == 4);
+}
+
+TEST_CASE("bsr: to_bsr keeps a rectangular matrix's values and adds no diagonal", "[backend][bsr][eigen]")
+{
+    Random rng(8);
+    const RandomBsr<3> m = random_bsr<3>(rng, 4, 7, 0.5);
+    const BsrMatrix<double, 3> a = weft::to_bsr<3>(m.reference);
+    REQUIRE(a.block_rows() == 4);
+    REQUIRE(a.block_cols() == 7);
+    REQUIRE(a.nonzero_blocks() == static_cast<Index>(m.col_idx.size()));
+    CHECK(Eigen::MatrixXd(weft::to_eigen(a) - m.reference).isZero(0));
+}
+
+TEST_CASE("bsr: inconsistent patterns and sizes are rejected", "[backend][bsr][input]")
+{
+    using Bsr = BsrMatrix<double, 3>;
+    CHECK_THROWS_AS(Bsr(2, 2, {0, 1}, {0}), weft::InvalidInput);               // row_ptr too short
+    CHECK_THROWS_AS(Bsr(2, 2, {0, 2, 1}, {0, 1}), weft::InvalidInput);         // decreasing offsets
+    CHECK_THROWS_AS(Bsr(2, 2, {0, 2, 2}, {1, 0}), weft::InvalidInput);         // unsorted columns
+    CHECK_THROWS_AS(Bsr(2, 2, {0, 2, 2}, {0, 0}), weft::InvalidInput);         // repeated column
+    CHECK_THROWS_AS(Bsr(2, 2, {0, 1, 2}, {0, 2}), weft::InvalidInput);         // column out of range
+    CHECK_THROWS_AS(Bsr(2, 2, {0, 1, 2}, {0, 1}, {1.0}), weft::InvalidInput);  // wrong value count
+    CHECK_THROWS_AS(weft::to_bsr<3>(Eigen::SparseMatrix<double>(4, 6)), weft::InvalidInput);
+
+    const Bsr a(2, 2, {0, 1, 2}, {0, 1});
+    thrust::device_vector<double> x(5, 1.0);
+    thrust::device_vector<double> y;
+    CHECK_THROWS_AS(weft::spmv(a, x, y), weft::InvalidInput);
+    thrust::device_vector<double> same(6, 1.0);
+    CHECK_THROWS_AS(weft::spmv(a, same, same), weft::InvalidInput);
+}

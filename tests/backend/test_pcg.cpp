@@ -1,0 +1,436 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include <Eigen/Eigenvalues>
+#include <Eigen/SparseCholesky>
+
+#include <weft/backend/assembly.hpp>
+#include <weft/backend/pcg.hpp>
+
+#include "backend/block_system.hpp"
+#include "support/random.hpp"
+
+using weft::BsrMatrix;
+using weft::Index;
+using weft::PcgOptions;
+using weft::PcgPreconditioner;
+using weft::PcgResult;
+using weft::PcgStatus;
+using weft::PcgWorkspace;
+using weft_backend_test::random_vector;
+using weft_backend_test::to_device;
+using weft_backend_test::to_eigen_vector;
+using weft_test::Random;
+
+namespace {
+
+using SparseMatrix = Eigen::SparseMatrix<double>;
+
+/// The grid spring network assembled by the backend, and its Eigen twin.
+template <int B>
+struct GridProblem {
+    Index nodes = 0;
+    BsrMatrix<double, B> a;
+    SparseMatrix reference;
+};
+
+template <int B>
+GridProblem<B> grid_problem(Random& rng, int nx, int ny)
+{
+    GridProblem<B> problem;
+    problem.nodes = nx * ny;
+    const auto contributions = weft_backend_test::grid_system<B>(rng, nx, ny);
+    const auto map = weft::AssemblyMap<B>::build(problem.nodes, contributions.coords, {});
+    weft::assemble_matrix(map, to_device(contributions.blocks), problem.a);
+    problem.reference = contributions.triplet_assembly(problem.nodes);
+    return problem;
+}
+
+/// Selection of the entries where `keep` is true, as a #kept by n sparse matrix.
+SparseMatrix selection(const std::vector<std::uint8_t>& keep)
+{
+    std::vector<Eigen::Triplet<double>> triplets;
+    int row = 0;
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+        if (keep[i]) triplets.emplace_back(row++, static_cast<int>(i), 1.0);
+    }
+    SparseMatrix p(row, static_cast<Eigen::Index>(keep.size()));
+    p.setFromTriplets(triplets.begin(), triplets.end());
+    return p;
+}
+
+Eigen::VectorXd sparse_ldlt_solve(const SparseMatrix& a, const Eigen::VectorXd& b)
+{
+    Eigen::SimplicialLDLT<SparseMatrix> ldlt(a);
+    REQUIRE(ldlt.info() == Eigen::Success);
+    return ldlt.solve(b);
+}
+
+double relative_error(const Eigen::VectorXd& x, const Eigen::VectorXd& expected)
+{
+    return (x - expected).lpNorm<Eigen::Infinity>() / expected.lpNorm<Eigen::Infinity>();
+}
+
+/// Random filter: about `constrained_fraction` of DoFs constrained, plus all of node 0.
+template <int B>
+std::vector<std::uint8_t> random_filter(Random& rng, Index nodes, double constrained_fraction)
+{
+    std::vector<std::uint8_t> free_dofs(static_cast<std::size_t>(B * nodes), 1);
+    for (auto& f : free_dofs) f = rng.uniform(0, 1) < constrained_fraction ? 0 : 1;
+    for (int i = 0; i < B; ++i) free_dofs[static_cast<std::size_t>(i)] = 0;
+    return free_dofs;
+}
+
+template <int B>
+int check_matches_ldlt(Random& rng, int nx, int ny, PcgPreconditioner preconditioner)
+{
+    const GridProblem<B> problem = grid_problem<B>(rng, nx, ny);
+    const Eigen::VectorXd b = random_vector(rng, B * problem.nodes);
+    const Eigen::VectorXd expected = sparse_ldlt_solve(problem.reference, b);
+    REQUIRE(expected.norm() > 0);
+
+    PcgOptions<double> options;
+    options.tolerance = 1e-10;
+    options.preconditioner = preconditioner;
+    PcgWorkspace<double, B> workspace;
+    thrust::device_vector<double> x(static_cast<std::size_t>(B * problem.nodes), 0.0);
+    const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, to_device(b), x, workspace, options);
+    REQUIRE(result.converged);
+    REQUIRE(result.status == PcgStatus::converged);
+    CHECK(result.iterations > 0);
+    CHECK(result.relative_residual <= 1e-10);
+    const Eigen::VectorXd solution = to_eigen_vector(x);
+    CHECK(relative_error(solution, expected) <= 1e-8);
+    CHECK((b - problem.reference * solution).norm() <= 1e-9 * b.norm());
+    return 1;
+}
+
+}  // namespace
+
+TEST_CASE("pcg: solution matches Eigen's SimplicialLDLT on SPD block systems", "[backend][pcg][solve]")
+{
+    Random rng(17);
+    int ran = 0;
+    for (auto preconditioner : {PcgPreconditioner::block_jacobi, PcgPreconditioner::none}) {
+        ran += check_matches_ldlt<5>(rng, 8, 6, preconditioner);
+        ran += check_matches_ldlt<5>(rng, 20, 1, preconditioner);  // a yarn-like chain
+        ran += check_matches_ldlt<3>(rng, 9, 7, preconditioner);
+    }
+    REQUIRE(ran == 6);
+}
+
+TEST_CASE("pcg: constrained DoFs stay at zero and the free DoFs solve the reduced system", "[backend][pcg][filter]")
+{
+    Random rng(23);
+    int checked_systems = 0;
+    for (int trial = 0; trial < 3; ++trial) {
+        const GridProblem<5> problem = grid_problem<5>(rng, 6, 5);
+        const Eigen::Index dofs = 5 * problem.nodes;
+        const std::vector<std::uint8_t> free_dofs = random_filter<5>(rng, problem.nodes, 0.3);
+        const Eigen::VectorXd b = random_vector(rng, dofs);
+        // Free entries of x on entry are ignored: start them at garbage.
+        Eigen::VectorXd x_start = Eigen::VectorXd::Zero(dofs);
+        for (Eigen::Index i = 0; i < dofs; ++i) {
+            if (free_dofs[static_cast<std::size_t>(i)]) x_start(i) = 1e3;
+        }
+        thrust::device_vector<double> x = to_device(x_start);
+        PcgWorkspace<double, 5> workspace;
+        PcgOptions<double> options;
+        options.tolerance = 1e-10;
+        const PcgResult<double> result =
+            weft::solve_filtered_pcg(problem.a, to_device(b), to_device(free_dofs), x, workspace, options);
+        REQUIRE(result.converged);
+        const Eigen::VectorXd solution = to_eigen_vector(x);
+
+        int constrained = 0;
+        int constrained_zero = 0;
+        for (Eigen::Index i = 0; i < dofs; ++i) {
+            if (free_dofs[static_cast<std::size_t>(i)]) continue;
+            ++constrained;
+            constrained_zero += solution(i) == 0.0 ? 1 : 0;
+        }
+        REQUIRE(constrained >= 5);
+        CHECK(constrained_zero == constrained);
+
+        const SparseMatrix p = selection(free_dofs);
+        const SparseMatrix reduced = p * problem.reference * p.transpose();
+        const Eigen::VectorXd expected = sparse_ldlt_solve(reduced, p * b);
+        REQUIRE(expected.norm() > 0);
+        CHECK(relative_error(p * solution, expected) <= 1e-8);
+        ++checked_systems;
+    }
+    REQUIRE(checked_systems == 3);
+}
+
+TEST_CASE("pcg: prescribed values on constrained DoFs are kept and enter the free right-hand side",
+          "[backend][pcg][filter]")
+{
+    Random rng(29);
+    const GridProblem<3> problem = grid_problem<3>(rng, 7, 7);
+    const Eigen::Index dofs = 3 * problem.nodes;
+    const std::vector<std::uint8_t> free_dofs = random_filter<3>(rng, problem.nodes, 0.25);
+    std::vector<std::uint8_t> constrained_dofs(free_dofs.size());
+    for (std::size_t i = 0; i < free_dofs.size(); ++i) constrained_dofs[i] = free_dofs[i] ? 0 : 1;
+    const Eigen::VectorXd b = random_vector(rng, dofs);
+    const Eigen::VectorXd z = random_vector(rng, dofs, 0.5, 2.0);
+    Eigen::VectorXd x_start = z;
+    for (Eigen::Index i = 0; i < dofs; ++i) {
+        if (free_dofs[static_cast<std::size_t>(i)]) x_start(i) = -7.0;
+    }
+    thrust::device_vector<double> x = to_device(x_start);
+    PcgWorkspace<double, 3> workspace;
+    PcgOptions<double> options;
+    options.tolerance = 1e-11;
+    const PcgResult<double> result =
+        weft::solve_filtered_pcg(problem.a, to_device(b), to_device(free_dofs), x, workspace, options);
+    REQUIRE(result.converged);
+    const Eigen::VectorXd solution = to_eigen_vector(x);
+
+    const SparseMatrix pf = selection(free_dofs);
+    const SparseMatrix pc = selection(constrained_dofs);
+    REQUIRE(pc.rows() >= 3);
+    const Eigen::VectorXd z_c = pc * z;
+    CHECK((pc * solution - z_c).lpNorm<Eigen::Infinity>() == 0.0);
+    // A_ff x_f = b_f − A_fc z_c
+    const SparseMatrix a_ff = pf * problem.reference * pf.transpose();
+    const SparseMatrix a_fc = pf * problem.reference * pc.transpose();
+    const Eigen::VectorXd expected = sparse_ldlt_solve(a_ff, pf * b - a_fc * z_c);
+    REQUIRE((a_fc * z_c).norm() > 0);
+    CHECK(relative_error(pf * solution, expected) <= 1e-8);
+}
+
+TEST_CASE("pcg: block-Jacobi converges in fewer iterations than no preconditioner on a badly scaled system",
+          "[backend][pcg][preconditioner]")
+{
+    Random rng(37);
+    const GridProblem<5> problem = grid_problem<5>(rng, 10, 8);
+    const Eigen::Index dofs = 5 * problem.nodes;
+    // A' = D A D with per-DoF scales over two orders of magnitude.
+    Eigen::VectorXd scale(dofs);
+    for (Eigen::Index i = 0; i < dofs; ++i) scale(i) = std::pow(10.0, rng.uniform(-1, 1));
+    const SparseMatrix scaled = scale.asDiagonal() * problem.reference * scale.asDiagonal();
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(scaled);
+    const Eigen::VectorXd b = random_vector(rng, dofs);
+    const Eigen::VectorXd expected = sparse_ldlt_solve(scaled, b);
+
+    PcgOptions<double> options;
+    options.tolerance = 1e-8;
+    options.max_iterations = 20000;
+    PcgWorkspace<double, 5> workspace;
+    thrust::device_vector<double> x(static_cast<std::size_t>(dofs), 0.0);
+    options.preconditioner = PcgPreconditioner::block_jacobi;
+    const PcgResult<double> jacobi = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
+    REQUIRE(jacobi.converged);
+    CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-5);
+    options.preconditioner = PcgPreconditioner::none;
+    const PcgResult<double> plain = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
+    INFO("block-Jacobi iterations " << jacobi.iterations << ", unpreconditioned " << plain.iterations << " ("
+                                    << weft::to_string(plain.status) << ")");
+    REQUIRE(plain.converged);
+    CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-5);
+    REQUIRE(jacobi.iterations > 0);
+    CHECK(2 * jacobi.iterations < plain.iterations);
+}
+
+TEST_CASE("pcg: stopping at max_iterations is reported as not converged", "[backend][pcg][status]")
+{
+    Random rng(41);
+    const GridProblem<5> problem = grid_problem<5>(rng, 10, 10);
+    const Eigen::VectorXd b = random_vector(rng, 5 * problem.nodes);
+    PcgOptions<double> options;
+    options.max_iterations = 2;
+    options.tolerance = 1e-10;
+    PcgWorkspace<double, 5> workspace;
+    thrust::device_vector<double> x(b.size(), 0.0);
+    const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, to_device(b), x, workspace, options);
+    CHECK_FALSE(result.converged);
+    CHECK(result.status == PcgStatus::max_iterations_reached);
+    CHECK(result.iterations == 2);
+    CHECK(result.relative_residual > options.tolerance);
+    CHECK(std::isfinite(result.relative_residual));
+}
+
+TEST_CASE("pcg: a direction of negative curvature is reported as an indefinite matrix", "[backend][pcg][status]")
+{
+    // [[I, 2I], [2I, I]] has eigenvalues −1 and 3; b = (1, −1) is a −1 eigenvector.
+    Eigen::MatrixXd dense = Eigen::MatrixXd::Identity(10, 10);
+    dense.block<5, 5>(0, 5).diagonal().setConstant(2.0);
+    dense.block<5, 5>(5, 0).diagonal().setConstant(2.0);
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(SparseMatrix(dense.sparseView()));
+    Eigen::VectorXd b(10);
+    b << Eigen::VectorXd::Ones(5), -Eigen::VectorXd::Ones(5);
+    int reported = 0;
+    for (auto preconditioner : {PcgPreconditioner::block_jacobi, PcgPreconditioner::none}) {
+        PcgOptions<double> options;
+        options.preconditioner = preconditioner;
+        PcgWorkspace<double, 5> workspace;
+        thrust::device_vector<double> x(10, 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
+        CHECK_FALSE(result.converged);
+        CHECK(result.status == PcgStatus::indefinite_matrix);
+        CHECK(result.iterations == 0);
+        ++reported;
+    }
+    REQUIRE(reported == 2);
+}
+
+TEST_CASE("pcg: an indefinite system with positive definite diagonal blocks is reported, not solved",
+          "[backend][pcg][status]")
+{
+    Random rng(43);
+    const GridProblem<5> problem = grid_problem<5>(rng, 6, 6);
+    const Eigen::MatrixXd dense(problem.reference);
+    // Shift between the smallest eigenvalue of A and that of its diagonal blocks:
+    // A − σI is indefinite while every diagonal block stays positive definite.
+    const double lowest = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(dense).eigenvalues()(0);
+    double lowest_block = std::numeric_limits<double>::max();
+    for (Index i = 0; i < problem.nodes; ++i) {
+        const Eigen::Matrix<double, 5, 5> block = dense.block<5, 5>(5 * i, 5 * i);
+        lowest_block =
+            std::min(lowest_block, Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, 5, 5>>(block).eigenvalues()(0));
+    }
+    REQUIRE(lowest_block > lowest + 0.5);
+    const double shift = 0.5 * (lowest + lowest_block);
+    const SparseMatrix shifted =
+        problem.reference - shift * SparseMatrix(Eigen::MatrixXd::Identity(dense.rows(), dense.cols()).sparseView());
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(shifted);
+    const Eigen::VectorXd b = random_vector(rng, dense.rows());
+    int reported = 0;
+    for (auto preconditioner : {PcgPreconditioner::block_jacobi, PcgPreconditioner::none}) {
+        PcgOptions<double> options;
+        options.tolerance = 1e-12;
+        options.preconditioner = preconditioner;
+        PcgWorkspace<double, 5> workspace;
+        thrust::device_vector<double> x(b.size(), 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
+        INFO(weft::to_string(result.status) << " after " << result.iterations << " iterations");
+        CHECK_FALSE(result.converged);
+        CHECK(result.status == PcgStatus::indefinite_matrix);
+        ++reported;
+    }
+    REQUIRE(reported == 2);
+}
+
+TEST_CASE("pcg: a diagonal block that is not positive definite is reported, unless the filter removes it",
+          "[backend][pcg][preconditioner][filter]")
+{
+    Random rng(47);
+    const GridProblem<3> problem = grid_problem<3>(rng, 5, 5);
+    SparseMatrix broken = problem.reference;
+    broken.coeffRef(4, 4) = -1.0;  // node 1's diagonal block is now indefinite
+    const BsrMatrix<double, 3> a = weft::to_bsr<3>(broken);
+    const Eigen::VectorXd b = random_vector(rng, broken.rows());
+
+    PcgWorkspace<double, 3> workspace;
+    thrust::device_vector<double> x(b.size(), 0.0);
+    const PcgResult<double> unfiltered = weft::solve_filtered_pcg(a, to_device(b), x, workspace);
+    CHECK_FALSE(unfiltered.converged);
+    CHECK(unfiltered.status == PcgStatus::indefinite_preconditioner);
+    CHECK(unfiltered.iterations == 0);
+
+    // Constraining that DoF leaves the original, SPD, principal submatrix.
+    std::vector<std::uint8_t> free_dofs(static_cast<std::size_t>(b.size()), 1);
+    free_dofs[4] = 0;
+    PcgOptions<double> options;
+    options.tolerance = 1e-10;
+    const PcgResult<double> filtered =
+        weft::solve_filtered_pcg(a, to_device(b), to_device(free_dofs), x, workspace, options);
+    REQUIRE(filtered.converged);
+    const SparseMatrix p = selection(free_dofs);
+    const Eigen::VectorXd expected = sparse_ldlt_solve(SparseMatrix(p * problem.reference * p.transpose()), p * b);
+    const Eigen::VectorXd solution = to_eigen_vector(x);
+    CHECK(solution(4) == 0.0);
+    CHECK(relative_error(p * solution, expected) <= 1e-8);
+}
+
+TEST_CASE("pcg: a non-finite right-hand side is reported", "[backend][pcg][status]")
+{
+    Random rng(53);
+    const GridProblem<3> problem = grid_problem<3>(rng, 3, 3);
+    Eigen::VectorXd b = random_vector(rng, 3 * problem.nodes);
+    b(5) = std::numeric_limits<double>::quiet_NaN();
+    PcgWorkspace<double, 3> workspace;
+    thrust::device_vector<double> x(b.size(), 0.0);
+    const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, to_device(b), x, workspace);
+    CHECK_FALSE(result.converged);
+    CHECK(result.status == PcgStatus::non_finite);
+}
+
+TEST_CASE("pcg: a zero right-hand side converges at once to x = 0", "[backend][pcg][status]")
+{
+    Random rng(59);
+    const GridProblem<5> problem = grid_problem<5>(rng, 4, 3);
+    const thrust::device_vector<double> b(static_cast<std::size_t>(5 * problem.nodes), 0.0);
+    thrust::device_vector<double> x(b.size(), 3.0);
+    PcgWorkspace<double, 5> workspace;
+    const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, b, x, workspace);
+    REQUIRE(result.converged);
+    CHECK(result.iterations == 0);
+    CHECK(result.relative_residual == 0.0);
+    CHECK(weft::squared_norm(x) == 0.0);
+}
+
+TEST_CASE("pcg: repeated solves reuse the workspace without reallocating", "[backend][pcg][workspace]")
+{
+    Random rng(61);
+    const GridProblem<5> problem = grid_problem<5>(rng, 6, 6);
+    PcgWorkspace<double, 5> workspace;
+    thrust::device_vector<double> x(static_cast<std::size_t>(5 * problem.nodes), 0.0);
+    const auto first = weft::solve_filtered_pcg(problem.a, to_device(random_vector(rng, x.size())), x, workspace);
+    REQUIRE(first.converged);
+    const std::vector<const double*> before{thrust::raw_pointer_cast(workspace.residual.data()),
+                                            thrust::raw_pointer_cast(workspace.preconditioned_residual.data()),
+                                            thrust::raw_pointer_cast(workspace.direction.data()),
+                                            thrust::raw_pointer_cast(workspace.matrix_direction.data()),
+                                            thrust::raw_pointer_cast(workspace.inverse_diagonal.data()),
+                                            thrust::raw_pointer_cast(workspace.node_sums_first.data()),
+                                            thrust::raw_pointer_cast(workspace.node_sums_second.data())};
+    const std::uint8_t* mask_before = thrust::raw_pointer_cast(workspace.all_free.data());
+    const Eigen::VectorXd b = random_vector(rng, x.size());
+    const auto second = weft::solve_filtered_pcg(problem.a, to_device(b), x, workspace);
+    REQUIRE(second.converged);
+    const std::vector<const double*> after{thrust::raw_pointer_cast(workspace.residual.data()),
+                                           thrust::raw_pointer_cast(workspace.preconditioned_residual.data()),
+                                           thrust::raw_pointer_cast(workspace.direction.data()),
+                                           thrust::raw_pointer_cast(workspace.matrix_direction.data()),
+                                           thrust::raw_pointer_cast(workspace.inverse_diagonal.data()),
+                                           thrust::raw_pointer_cast(workspace.node_sums_first.data()),
+                                           thrust::raw_pointer_cast(workspace.node_sums_second.data())};
+    REQUIRE(before.size() == 7);
+    CHECK(before == after);
+    CHECK(mask_before == thrust::raw_pointer_cast(workspace.all_free.data()));
+    CHECK(relative_error(to_eigen_vector(x), sparse_ldlt_solve(problem.reference, b)) <= 1e-6);
+}
+
+TEST_CASE("pcg: size mismatches and invalid options are rejected", "[backend][pcg][input]")
+{
+    Random rng(67);
+    const GridProblem<3> problem = grid_problem<3>(rng, 2, 2);
+    const std::size_t dofs = 12;
+    PcgWorkspace<double, 3> workspace;
+    thrust::device_vector<double> b(dofs, 1.0);
+    thrust::device_vector<double> x(dofs, 0.0);
+    thrust::device_vector<std::uint8_t> free_dofs(dofs, 1);
+    thrust::device_vector<double> short_vector(dofs - 1, 1.0);
+    thrust::device_vector<std::uint8_t> short_mask(dofs - 1, 1);
+    CHECK_THROWS_AS(weft::solve_filtered_pcg(problem.a, short_vector, free_dofs, x, workspace), weft::InvalidInput);
+    CHECK_THROWS_AS(weft::solve_filtered_pcg(problem.a, b, short_mask, x, workspace), weft::InvalidInput);
+    CHECK_THROWS_AS(weft::solve_filtered_pcg(problem.a, b, free_dofs, short_vector, workspace), weft::InvalidInput);
+    PcgOptions<double> options;
+    options.tolerance = -1e-8;
+    CHECK_THROWS_AS(weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options), weft::InvalidInput);
+    options.tolerance = 1e-8;
+    options.max_iterations = -1;
+    CHECK_THROWS_AS(weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options), weft::InvalidInput);
+    const BsrMatrix<double, 3> rectangular(1, 2, {0, 1}, {1});
+    thrust::device_vector<double> b3(3, 1.0);
+    thrust::device_vector<double> x3(3, 0.0);
+    thrust::device_vector<std::uint8_t> free3(3, 1);
+    CHECK_THROWS_AS(weft::solve_filtered_pcg(rectangular, b3, free3, x3, workspace), weft::InvalidInput);
+    options.max_iterations = 100;
+    CHECK(weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options).converged);
+}
