@@ -1,7 +1,8 @@
 #pragma once
 /// @file weft.hpp
-/// Umbrella header: the whole header-only core of weft (no Thrust backend;
-/// include <weft/backend/...> for that).
+/// Umbrella header: the header-only core of weft. Not included here: the
+/// Thrust backend (<weft/backend/...>) and the host-only I/O (<weft/io/...>,
+/// which needs nlohmann-json).
 
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
@@ -10,6 +11,9 @@
 #include <weft/core/types.hpp>
 
 #include <weft/strain/strain_eval.hpp>
+#include <weft/strain/bending.hpp>
+#include <weft/strain/green_strain.hpp>
+#include <weft/strain/shear.hpp>
 #include <weft/strain/stretch.hpp>
 
 #include <weft/potential/quadratic.hpp>
@@ -17,8 +21,20 @@
 #include <weft/potential/stress_kind.hpp>
 #include <weft/potential/stvk.hpp>
 
+#include <weft/element/bending_element.hpp>
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
+#include <weft/element/implicit_system.hpp>
 #include <weft/element/jacobian_options.hpp>
+#include <weft/element/membrane_element.hpp>
 #include <weft/element/rayleigh_damping.hpp>
 #include <weft/element/stress_hessian.hpp>
+#include <weft/element/yarn_elements.hpp>
+#include <weft/element/yarn_terms.hpp>
+
+#include <weft/model/woven.hpp>
+#include <weft/model/yarn_model.hpp>
+
+#include <weft/solver/damping_ratio_fit.hpp>
+#include <weft/solver/dense_integrators.hpp>
+#include <weft/solver/eigen_yarn_system.hpp>

@@ -1,0 +1,618 @@
+#include <weft/io/scene.hpp>
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <random>
+#include <string>
+
+using Catch::Matchers::Contains;
+using json = nlohmann::json;
+
+namespace {
+
+// The example scene of the weft-run documentation, verbatim.
+const char* const example_scene = R"({ "time_step": 0.001, "duration": 1.0, "gravity": [0,0,-9.81],
+  "solver": {"newton_iterations": 1, "pcg_tolerance": 1e-5, "pcg_max_iterations": 2000},
+  "cloth": [{ "type": "woven", "yarns": [40, 40], "spacing": 0.001, "radius": 0.00025,
+      "density": 130, "center": [0,0,0], "plane": "xy",
+      "stiffness": {"stretch": 500, "bending": 1e-5, "shear": 1e-4},
+      "friction": {"coefficient": 0.3},
+      "damping": {"model": "strain-rate", "stretch": 3e-7, "bending": 0, "shear": 0},
+      "pins": ["top-edge"],
+      "initial_velocity": {"linear": [0,0,0], "angular": [0,0,0]} }],
+  "colliders": [{"type": "sphere", "center": [0,0,-0.03], "radius": 0.02}],
+  "output": {"csv": "energy.csv", "frames": "frames", "every": 10} })";
+
+json example()
+{
+    return json::parse(example_scene);
+}
+
+json minimal()
+{
+    return json::parse(R"({"time_step": 0.002, "duration": 0.5,
+        "cloth": [{"type": "woven", "yarns": [10, 20], "spacing": 0.002, "radius": 0.0004, "density": 100,
+                   "stiffness": {"stretch": 1000, "bending": 1e-4, "shear": 1e-3}}]})");
+}
+
+/// The message of the InvalidInput that parse_scene throws, or "" if none.
+std::string error_of(const json& scene)
+{
+    try {
+        weft::parse_scene(scene);
+    } catch (const weft::InvalidInput& e) {
+        return e.what();
+    }
+    return "";
+}
+
+std::string error_of_text(const std::string& text)
+{
+    try {
+        weft::parse_scene_text(text, "test.json");
+    } catch (const weft::InvalidInput& e) {
+        return e.what();
+    }
+    return "";
+}
+
+/// A fresh directory under the system temp directory, removed at scope end.
+struct TempDir {
+    std::filesystem::path path;
+    TempDir()
+    {
+        std::random_device rd;
+        path =
+            std::filesystem::temp_directory_path() / ("weft_test_scene_" + std::to_string(rd()) + std::to_string(rd()));
+        std::filesystem::create_directories(path);
+    }
+    ~TempDir()
+    {
+        std::error_code ec;
+        std::filesystem::remove_all(path, ec);
+    }
+};
+
+void write_text(const std::filesystem::path& path, const std::string& text)
+{
+    std::ofstream out(path, std::ios::binary);
+    out << text;
+    REQUIRE(out.good());
+}
+
+}  // namespace
+
+TEST_CASE("scene: the documented example parses to the values it states", "[io][scene]")
+{
+    const weft::SceneDescription s = weft::parse_scene(example());
+    CHECK(s.time_step == 0.001);
+    CHECK(s.duration == 1.0);
+    CHECK(s.gravity == std::array<double, 3>{0, 0, -9.81});
+    CHECK(s.solver.newton_iterations == 1);
+    CHECK(s.solver.pcg_tolerance == 1e-5);
+    CHECK(s.solver.pcg_max_iterations == 2000);
+
+    REQUIRE(s.cloth.size() == 1);
+    const weft::ClothDescription& c = s.cloth[0];
+    CHECK(c.type == "woven");
+    CHECK(c.yarns == std::array<int, 2>{40, 40});
+    CHECK(c.spacing == 0.001);
+    CHECK(c.radius == 0.00025);
+    CHECK(c.density == 130);
+    CHECK(c.center == std::array<double, 3>{0, 0, 0});
+    CHECK(c.plane == "xy");
+    CHECK(c.stiffness.stretch == 500);
+    CHECK(c.stiffness.bending == 1e-5);
+    CHECK(c.stiffness.shear == 1e-4);
+    CHECK(c.friction.coefficient == 0.3);
+    CHECK(c.damping.model == "strain-rate");
+    CHECK(c.damping.stretch == 3e-7);
+    CHECK(c.damping.bending == 0);
+    CHECK(c.damping.shear == 0);
+    CHECK(c.pins.sets == std::vector<std::string>{"top-edge"});
+    CHECK(c.pins.nodes.empty());
+    CHECK(c.initial_velocity.linear == std::array<double, 3>{0, 0, 0});
+    CHECK(c.initial_velocity.angular == std::array<double, 3>{0, 0, 0});
+
+    REQUIRE(s.colliders.size() == 1);
+    CHECK(s.colliders[0].type == "sphere");
+    CHECK(s.colliders[0].center == std::array<double, 3>{0, 0, -0.03});
+    CHECK(s.colliders[0].radius == 0.02);
+
+    CHECK(s.output.csv == "energy.csv");
+    CHECK(s.output.frames == "frames");
+    CHECK(s.output.every == 10);
+    CHECK(s.source.empty());
+}
+
+TEST_CASE("scene: omitted optional keys take the documented defaults", "[io][scene][defaults]")
+{
+    const weft::SceneDescription s = weft::parse_scene(minimal());
+    CHECK(s.name.empty());
+    CHECK(s.gravity == std::array<double, 3>{0, 0, -9.81});
+    CHECK(s.solver.newton_iterations == 1);
+    CHECK(s.solver.newton_tolerance == 1e-3);
+    CHECK(s.solver.pcg_tolerance == 1e-5);
+    CHECK(s.solver.pcg_max_iterations == 2000);
+    CHECK(s.solver.adaptive_time_step);
+    CHECK(s.solver.min_time_step == 0.002 / 1024);
+
+    REQUIRE(s.cloth.size() == 1);
+    const weft::ClothDescription& c = s.cloth[0];
+    CHECK(c.pattern == "plain");
+    CHECK(c.plane == "xy");
+    CHECK(c.center == std::array<double, 3>{0, 0, 0});
+    CHECK(c.damping.model == "none");
+    CHECK(c.damping.stretch == 0);
+    CHECK(c.damping.beta == 0);
+    CHECK(c.friction.coefficient == 0.3);
+    CHECK(c.friction.normal_force == Approx(0.01 * 1000));
+    CHECK(c.friction.anchor_stiffness == Approx(1000 / 0.002));
+    CHECK(c.contact.stiffness == Approx(1000 * 1000 / 0.002));
+    CHECK(c.contact.min_distance == Approx(2 * 0.0004));
+    CHECK(c.pins.empty());
+    CHECK(c.moving_pins.empty());
+    CHECK(c.initial_velocity.linear == std::array<double, 3>{0, 0, 0});
+    CHECK(c.initial_velocity.angular == std::array<double, 3>{0, 0, 0});
+
+    CHECK(s.colliders.empty());
+    CHECK(s.output.csv.empty());
+    CHECK(s.output.frames.empty());
+    CHECK(s.output.every == 1);
+    CHECK(s.output.csv_every == 1);
+    CHECK(s.output.formats == std::vector<std::string>{"vtk"});
+}
+
+TEST_CASE("scene: collider stiffness defaults to 1000 x the stiffest cloth segment", "[io][scene][defaults]")
+{
+    json j = minimal();
+    j["cloth"].push_back(j["cloth"][0]);
+    j["cloth"][1]["stiffness"]["stretch"] = 3000;
+    j["colliders"] = json::parse(R"([{"type": "plane", "point": [0, 0, -1], "normal": [0, 0, 2]},
+                                     {"type": "sphere", "center": [1, 2, 3], "radius": 0.5,
+                                      "stiffness": 7, "friction": 0.4}])");
+    const weft::SceneDescription s = weft::parse_scene(j);
+    REQUIRE(s.colliders.size() == 2);
+    CHECK(s.colliders[0].stiffness == Approx(1000 * 3000 / 0.002));
+    CHECK(s.colliders[0].friction == 0);
+    CHECK(s.colliders[0].point == std::array<double, 3>{0, 0, -1});
+    CHECK(s.colliders[0].normal == std::array<double, 3>{0, 0, 1});  // normalized
+    CHECK(s.colliders[1].stiffness == 7);
+    CHECK(s.colliders[1].friction == 0.4);
+}
+
+TEST_CASE("scene: optional keys that are given override the defaults", "[io][scene]")
+{
+    json j = minimal();
+    j["name"] = "drop";
+    j["solver"] = json::parse(R"({"newton_iterations": 4, "newton_tolerance": 1e-6, "adaptive_time_step": false,
+                                  "min_time_step": 1e-5})");
+    json& c = j["cloth"][0];
+    c["pattern"] = "twill";
+    c["plane"] = "xz";
+    c["center"] = {1, 2, 3};
+    c["friction"] = json::parse(R"({"coefficient": 1, "normal_force": 0.5, "anchor_stiffness": 20})");
+    c["contact"] = json::parse(R"({"stiffness": 3, "min_distance": 0.001})");
+    c["moving_pins"] = json::parse(R"([{"nodes": ["left-edge", 3], "velocity": [0.1, 0, 0]}])");
+    c["initial_velocity"] = json::parse(R"({"linear": [1, 0, 0], "angular": [0, 0, 6.28]})");
+    j["output"] = json::parse(R"({"csv": "e.csv", "csv_every": 5, "frames": "out", "formats": ["vtp", "bcc", "obj"]})");
+
+    const weft::SceneDescription s = weft::parse_scene(j);
+    CHECK(s.name == "drop");
+    CHECK(s.solver.newton_iterations == 4);
+    CHECK(s.solver.newton_tolerance == 1e-6);
+    CHECK_FALSE(s.solver.adaptive_time_step);
+    CHECK(s.solver.min_time_step == 1e-5);
+    const weft::ClothDescription& d = s.cloth[0];
+    CHECK(d.pattern == "twill");
+    CHECK(d.plane == "xz");
+    CHECK(d.center == std::array<double, 3>{1, 2, 3});
+    CHECK(d.friction.coefficient == 1);
+    CHECK(d.friction.normal_force == 0.5);
+    CHECK(d.friction.anchor_stiffness == 20);
+    CHECK(d.contact.stiffness == 3);
+    CHECK(d.contact.min_distance == 0.001);
+    REQUIRE(d.moving_pins.size() == 1);
+    CHECK(d.moving_pins[0].nodes.sets == std::vector<std::string>{"left-edge"});
+    CHECK(d.moving_pins[0].nodes.nodes == std::vector<int>{3});
+    CHECK(d.moving_pins[0].velocity == std::array<double, 3>{0.1, 0, 0});
+    CHECK(d.initial_velocity.linear == std::array<double, 3>{1, 0, 0});
+    CHECK(d.initial_velocity.angular == std::array<double, 3>{0, 0, 6.28});
+    CHECK(s.output.csv_every == 5);
+    CHECK(s.output.formats == std::vector<std::string>{"vtp", "bcc", "obj"});
+}
+
+TEST_CASE("scene: an unknown key is rejected naming its full path", "[io][scene][validation]")
+{
+    json j = example();
+    SECTION("top level")
+    {
+        j["time_stpe"] = 0.1;
+        CHECK_THAT(error_of(j), Contains("time_stpe: unknown key") && Contains("did you mean \"time_step\"?"));
+    }
+    SECTION("in a cloth entry")
+    {
+        j["cloth"][0]["stiffnes"] = j["cloth"][0]["stiffness"];
+        j["cloth"][0].erase("stiffness");
+        // Reported as a misspelling, not as the missing "stiffness".
+        CHECK_THAT(error_of(j), Contains("cloth[0].stiffnes: unknown key") && Contains("did you mean \"stiffness\"?"));
+    }
+    SECTION("two levels down")
+    {
+        j["cloth"][0]["stiffness"]["strech"] = 1;
+        CHECK_THAT(error_of(j), Contains("cloth[0].stiffness.strech: unknown key"));
+    }
+    SECTION("in solver, friction, initial velocity, collider and output")
+    {
+        json a = j, b = j, c = j, d = j, e = j;
+        a["solver"]["pcg_tol"] = 1e-3;
+        b["cloth"][0]["friction"]["mu"] = 0.1;
+        c["cloth"][0]["initial_velocity"]["spin"] = {0, 0, 1};
+        d["colliders"][0]["raduis"] = 1;
+        e["output"]["fromats"] = {"vtk"};
+        CHECK_THAT(error_of(a), Contains("solver.pcg_tol: unknown key"));
+        CHECK_THAT(error_of(b), Contains("cloth[0].friction.mu: unknown key"));
+        CHECK_THAT(error_of(c), Contains("cloth[0].initial_velocity.spin: unknown key"));
+        CHECK_THAT(error_of(d), Contains("colliders[0].raduis: unknown key"));
+        CHECK_THAT(error_of(e), Contains("output.fromats: unknown key"));
+    }
+    SECTION("a key that belongs to another damping model or collider type")
+    {
+        json a = j, b = j;
+        a["cloth"][0]["damping"]["beta"] = 0.1;
+        b["colliders"][0]["normal"] = {0, 0, 1};
+        CHECK_THAT(error_of(a), Contains("cloth[0].damping.beta: unknown key for damping model \"strain-rate\""));
+        CHECK_THAT(error_of(b), Contains("colliders[0].normal: unknown key for collider type \"sphere\""));
+    }
+    SECTION("every unknown key is listed")
+    {
+        j["aaa"] = 1;
+        j["zzz"] = 2;
+        const std::string message = error_of(j);
+        CHECK_THAT(message, Contains("aaa: unknown key") && Contains("zzz: unknown key"));
+    }
+}
+
+TEST_CASE("scene: a value of the wrong type is rejected naming the path and the expected type",
+          "[io][scene][validation]")
+{
+    json j = example();
+    SECTION("string for a number")
+    {
+        j["time_step"] = "fast";
+        CHECK_THAT(error_of(j), Contains("time_step: expected a number, got string \"fast\""));
+    }
+    SECTION("boolean for a number")
+    {
+        j["cloth"][0]["density"] = true;
+        CHECK_THAT(error_of(j), Contains("cloth[0].density: expected a number, got boolean true"));
+    }
+    SECTION("float for an integer")
+    {
+        j["solver"]["pcg_max_iterations"] = 2000.5;
+        CHECK_THAT(error_of(j), Contains("solver.pcg_max_iterations: expected an integer, got number 2000.5"));
+    }
+    SECTION("wrong array length")
+    {
+        j["cloth"][0]["yarns"] = {40};
+        j["gravity"] = {0, -9.81};
+        CHECK_THAT(error_of(j), Contains("gravity: expected an array of 3 numbers, got array of 2 elements"));
+        j["gravity"] = {0, 0, -9.81};
+        CHECK_THAT(error_of(j), Contains("cloth[0].yarns: expected an array of 2 integers"));
+    }
+    SECTION("object for an array and array for an object")
+    {
+        json a = j, b = j;
+        a["cloth"] = a["cloth"][0];
+        b["solver"] = json::array();
+        CHECK_THAT(error_of(a), Contains("cloth: expected an array of cloth objects, got object"));
+        CHECK_THAT(error_of(b), Contains("solver: expected an object, got array of 0 elements"));
+    }
+    SECTION("number for a boolean")
+    {
+        j["solver"]["adaptive_time_step"] = 1;
+        CHECK_THAT(error_of(j),
+                   Contains("solver.adaptive_time_step: expected a boolean (true or false), got number 1"));
+    }
+    SECTION("a pin list that is a single string")
+    {
+        j["cloth"][0]["pins"] = "top-edge";
+        CHECK_THAT(error_of(j), Contains("cloth[0].pins: expected an array"));
+    }
+    SECTION("the scene itself is not an object")
+    {
+        CHECK_THAT(error_of(json::array()), Contains("scene: expected an object"));
+    }
+}
+
+TEST_CASE("scene: non-finite numbers are rejected whichever way they are written", "[io][scene][validation][nan]")
+{
+    SECTION("a number too large for a double, in text")
+    {
+        std::string text = example_scene;
+        text.replace(text.find("\"time_step\": 0.001"), 18, "\"time_step\": 1e999");
+        CHECK_THAT(error_of_text(text), Contains("test.json: time_step: must be a finite number"));
+    }
+    SECTION("a huge number inside an array, in text")
+    {
+        std::string text = example_scene;
+        text.replace(text.find("[0,0,-9.81]"), 11, "[0,0,-1e400]");
+        CHECK_THAT(error_of_text(text), Contains("test.json: gravity[2]: must be a finite number"));
+    }
+    SECTION("NaN and Infinity as strings")
+    {
+        json j = example();
+        j["cloth"][0]["spacing"] = "NaN";
+        CHECK_THAT(error_of(j), Contains("cloth[0].spacing: expected a number, got string \"NaN\""));
+        j = example();
+        j["duration"] = "Infinity";
+        CHECK_THAT(error_of(j), Contains("duration: expected a number, got string \"Infinity\""));
+    }
+    SECTION("a bare NaN literal is a syntax error with its byte position")
+    {
+        std::string text = example_scene;
+        const std::size_t at = text.find("0.00025");
+        text.replace(at, 7, "NaN");
+        CHECK_THAT(error_of_text(text), Contains("test.json: JSON syntax error at byte "));
+    }
+    SECTION("NaN and infinity built in C++")
+    {
+        json j = example();
+        j["cloth"][0]["stiffness"]["bending"] = std::numeric_limits<double>::quiet_NaN();
+        CHECK_THAT(error_of(j), Contains("cloth[0].stiffness.bending: must be a finite number, got nan"));
+        j = example();
+        j["colliders"][0]["center"][1] = -std::numeric_limits<double>::infinity();
+        CHECK_THAT(error_of(j), Contains("colliders[0].center[1]: must be a finite number, got -inf"));
+    }
+}
+
+TEST_CASE("scene: out-of-range values are rejected naming the path and the value", "[io][scene][validation]")
+{
+    json j = example();
+    SECTION("negative spacing")
+    {
+        j["cloth"][0]["spacing"] = -0.001;
+        CHECK_THAT(error_of(j), Contains("cloth[0].spacing: must be > 0, got -0.001"));
+    }
+    SECTION("zero time step, radius and density")
+    {
+        json a = j, b = j, c = j;
+        a["time_step"] = 0;
+        b["cloth"][0]["radius"] = 0;
+        c["cloth"][0]["density"] = -130;
+        CHECK_THAT(error_of(a), Contains("time_step: must be > 0, got 0"));
+        CHECK_THAT(error_of(b), Contains("cloth[0].radius: must be > 0, got 0"));
+        CHECK_THAT(error_of(c), Contains("cloth[0].density: must be > 0, got -130"));
+    }
+    SECTION("negative stiffness, zero allowed")
+    {
+        j["cloth"][0]["stiffness"]["shear"] = 0;
+        CHECK(error_of(j).empty());
+        j["cloth"][0]["stiffness"]["bending"] = -1e-5;
+        CHECK_THAT(error_of(j), Contains("cloth[0].stiffness.bending: must be >= 0, got -1e-05"));
+    }
+    SECTION("solver tolerances and iteration counts")
+    {
+        json a = j, b = j, c = j, d = j;
+        a["solver"]["pcg_tolerance"] = 0;
+        b["solver"]["newton_iterations"] = 0;
+        c["solver"]["pcg_tolerance"] = 1;
+        d["solver"]["min_time_step"] = 0.01;
+        CHECK_THAT(error_of(a), Contains("solver.pcg_tolerance: must be > 0, got 0"));
+        CHECK_THAT(error_of(b), Contains("solver.newton_iterations: must be >= 1, got 0"));
+        CHECK_THAT(error_of(c), Contains("solver.pcg_tolerance: must be < 1"));
+        CHECK_THAT(error_of(d), Contains("solver.min_time_step: must be <= time_step"));
+    }
+    SECTION("too few yarns")
+    {
+        j["cloth"][0]["yarns"] = {40, 1};
+        CHECK_THAT(error_of(j), Contains("cloth[0].yarns[1]: must be >= 2, got 1"));
+    }
+    SECTION("an empty cloth list")
+    {
+        j["cloth"] = json::array();
+        CHECK_THAT(error_of(j), Contains("cloth: must list at least one cloth, got []"));
+    }
+    SECTION("a missing required key")
+    {
+        j["cloth"][0].erase("density");
+        CHECK_THAT(error_of(j), Contains("cloth[0].density: required key is missing"));
+    }
+    SECTION("a time step longer than the run")
+    {
+        j["time_step"] = 2.0;
+        CHECK_THAT(error_of(j), Contains("time_step: must be <= duration"));
+    }
+    SECTION("a contact distance that would push at rest")
+    {
+        json a = j;
+        a["cloth"][0]["radius"] = 0.0006;  // default min_distance 2r = 1.2 mm > 1 mm spacing
+        CHECK_THAT(error_of(a), Contains("cloth[0].contact.min_distance: the default 2 x radius"));
+        j["cloth"][0]["contact"] = {{"min_distance", 0.001}};
+        CHECK_THAT(error_of(j), Contains("cloth[0].contact.min_distance: got 0.001"));
+    }
+    SECTION("output counts and formats")
+    {
+        json a = j, b = j, c = j, d = j;
+        a["output"]["every"] = 0;
+        b["output"]["formats"] = {"vtk", "png"};
+        c["output"]["formats"] = {"obj", "obj"};
+        d["output"].erase("frames");
+        CHECK_THAT(error_of(a), Contains("output.every: must be >= 1, got 0"));
+        CHECK_THAT(error_of(b), Contains("output.formats[1]: unknown frame format \"png\""));
+        CHECK_THAT(error_of(c), Contains("output.formats[1]: format \"obj\" is listed twice"));
+        CHECK_THAT(error_of(d), Contains("output.every: given, but output.frames"));
+    }
+}
+
+TEST_CASE("scene: damping models are strain-rate, rayleigh, rayleigh-analogy or none", "[io][scene][damping]")
+{
+    json j = example();
+    SECTION("an unknown model is named")
+    {
+        j["cloth"][0]["damping"] = {{"model", "viscous"}};
+        CHECK_THAT(error_of(j), Contains("cloth[0].damping.model: unknown damping model \"viscous\""));
+    }
+    SECTION("rayleigh takes beta")
+    {
+        j["cloth"][0]["damping"] = {{"model", "rayleigh"}, {"beta", 4e-3}};
+        const weft::DampingDescription d = weft::parse_scene(j).cloth[0].damping;
+        CHECK(d.model == "rayleigh");
+        CHECK(d.beta == 4e-3);
+        CHECK(d.stretch == 0);
+    }
+    SECTION("rayleigh-analogy sets k_d = beta k_e per mode (2018 Eq. 12)")
+    {
+        j["cloth"][0]["damping"] = {{"model", "rayleigh-analogy"}, {"beta", 0.01}};
+        const weft::DampingDescription d = weft::parse_scene(j).cloth[0].damping;
+        CHECK(d.model == "rayleigh-analogy");
+        CHECK(d.stretch == Approx(0.01 * 500));
+        CHECK(d.bending == Approx(0.01 * 1e-5));
+        CHECK(d.shear == Approx(0.01 * 1e-4));
+    }
+    SECTION("beta is required by the rayleigh models")
+    {
+        j["cloth"][0]["damping"] = {{"model", "rayleigh"}};
+        CHECK_THAT(error_of(j), Contains("cloth[0].damping.beta: required key is missing"));
+    }
+    SECTION("none takes no coefficients")
+    {
+        j["cloth"][0]["damping"] = {{"model", "none"}, {"stretch", 1}};
+        CHECK_THAT(error_of(j), Contains("cloth[0].damping.stretch: unknown key for damping model \"none\""));
+    }
+    SECTION("negative coefficients are rejected")
+    {
+        j["cloth"][0]["damping"]["shear"] = -1;
+        CHECK_THAT(error_of(j), Contains("cloth[0].damping.shear: must be >= 0, got -1"));
+    }
+}
+
+TEST_CASE("scene: pins are node-set names or node indices, mixed", "[io][scene][pins]")
+{
+    json j = example();
+    SECTION("names and indices mix")
+    {
+        j["cloth"][0]["pins"] = json::parse(R"(["corners", 0, "right-edge", 1599])");
+        const weft::NodeSelection p = weft::parse_scene(j).cloth[0].pins;
+        CHECK(p.sets == std::vector<std::string>{"corners", "right-edge"});
+        CHECK(p.nodes == std::vector<int>{0, 1599});
+    }
+    SECTION("an unknown set name")
+    {
+        j["cloth"][0]["pins"] = {"top-edge", "top"};
+        CHECK_THAT(error_of(j), Contains("cloth[0].pins[1]: unknown node set \"top\""));
+    }
+    SECTION("an index outside the patch")
+    {
+        j["cloth"][0]["pins"] = {1600};
+        CHECK_THAT(error_of(j), Contains("cloth[0].pins[0]: node index 1600 is out of range"));
+    }
+    SECTION("a negative index")
+    {
+        j["cloth"][0]["pins"] = {-1};
+        CHECK_THAT(error_of(j), Contains("cloth[0].pins[0]: must be >= 0, got -1"));
+    }
+    SECTION("neither a name nor an index")
+    {
+        j["cloth"][0]["pins"] = {2.5};
+        CHECK_THAT(error_of(j), Contains("cloth[0].pins[0]: expected a node-set name"));
+    }
+    SECTION("moving pins use the same selectors")
+    {
+        j["cloth"][0]["moving_pins"] = json::parse(R"([{"nodes": ["bottom"], "velocity": [0, 0, 1]}])");
+        CHECK_THAT(error_of(j), Contains("cloth[0].moving_pins[0].nodes[0]: unknown node set \"bottom\""));
+    }
+}
+
+TEST_CASE("scene: plane, pattern, cloth type and collider type are checked by name", "[io][scene][validation]")
+{
+    json j = example();
+    SECTION("plane")
+    {
+        j["cloth"][0]["plane"] = "yz";
+        CHECK_THAT(error_of(j), Contains("cloth[0].plane: unknown plane \"yz\" (expected one of \"xy\", \"xz\")"));
+    }
+    SECTION("pattern")
+    {
+        j["cloth"][0]["pattern"] = "satin";
+        CHECK_THAT(error_of(j), Contains("cloth[0].pattern: unknown weave pattern \"satin\""));
+    }
+    SECTION("cloth type")
+    {
+        j["cloth"][0]["type"] = "triangle";
+        CHECK_THAT(error_of(j), Contains("cloth[0].type: unknown cloth type \"triangle\""));
+    }
+    SECTION("a missing cloth type")
+    {
+        j["cloth"][0].erase("type");
+        CHECK_THAT(error_of(j), Contains("cloth[0].type: required key is missing"));
+    }
+    SECTION("collider type")
+    {
+        j["colliders"][0]["type"] = "box";
+        CHECK_THAT(error_of(j), Contains("colliders[0].type: unknown collider type \"box\""));
+    }
+    SECTION("a zero plane normal")
+    {
+        j["colliders"][0] = json::parse(R"({"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 0]})");
+        CHECK_THAT(error_of(j), Contains("colliders[0].normal: must be a non-zero finite vector"));
+    }
+}
+
+TEST_CASE("scene: a duplicate key in scene text is rejected naming its path", "[io][scene][validation]")
+{
+    std::string text = example_scene;
+    text.replace(text.find("\"spacing\": 0.001"), 16, "\"spacing\": 0.001, \"spacing\": 0.002");
+    CHECK_THAT(error_of_text(text), Contains("test.json: cloth[0].spacing: duplicate key"));
+    // Without the duplicate the same text is fine.
+    CHECK(error_of_text(example_scene).empty());
+}
+
+TEST_CASE("scene: load_scene names the file in every error", "[io][scene][file]")
+{
+    TempDir dir;
+    SECTION("a missing file")
+    {
+        const auto path = dir.path / "missing.json";
+        CHECK_THROWS_WITH(weft::load_scene(path), Contains(path.string()) && Contains("no such file"));
+    }
+    SECTION("a directory")
+    {
+        CHECK_THROWS_WITH(weft::load_scene(dir.path), Contains(dir.path.string()) && Contains("is a directory"));
+    }
+    SECTION("a syntax error, with nlohmann's byte position")
+    {
+        const auto path = dir.path / "broken.json";
+        write_text(path, "{\n  \"time_step\": 0.001,\n  \"duration\": }\n");
+        // The stray '}' is the 39th byte (nlohmann counts from 1).
+        CHECK_THROWS_WITH(weft::load_scene(path),
+                          Contains(path.string() + ": JSON syntax error at byte 39") && Contains("line 3"));
+    }
+    SECTION("an empty file")
+    {
+        const auto path = dir.path / "empty.json";
+        write_text(path, "");
+        CHECK_THROWS_WITH(weft::load_scene(path), Contains(path.string() + ": JSON syntax error"));
+    }
+    SECTION("a validation error")
+    {
+        const auto path = dir.path / "typo.json";
+        json j = example();
+        j["cloth"][0]["stiffnes"] = 1;
+        write_text(path, j.dump(2));
+        CHECK_THROWS_AS(weft::load_scene(path), weft::InvalidInput);
+        CHECK_THROWS_WITH(weft::load_scene(path), Contains(path.string() + ": cloth[0].stiffnes: unknown key"));
+    }
+    SECTION("a good file records its source")
+    {
+        const auto path = dir.path / "good.json";
+        write_text(path, example_scene);
+        const weft::SceneDescription s = weft::load_scene(path);
+        CHECK(s.source == path.string());
+        CHECK(s.cloth.size() == 1);
+    }
+}
