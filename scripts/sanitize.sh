@@ -9,7 +9,8 @@ cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-
   -DWEFT_ENABLE_SANITIZERS=ON -DWEFT_ENABLE_CUDA=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCHMARKS=OFF
 targets=$(cd "$root/tests" && ls strain/test_*.cpp potential/test_*.cpp element/test_*.cpp solver/test_*.cpp |
   sed -E 's#([a-z]+)/test_([a-z_]+)\.cpp#test_\1_\2#')
-cmake --build "$build" -j "$(nproc)" --target $targets
+# One make invocation so the targets build in parallel (Makefile generator).
+make -C "$build" -j "$(nproc)" $targets
 cd "$build"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --output-on-failure -j "$(nproc)" -L "strain|potential|element|solver"
