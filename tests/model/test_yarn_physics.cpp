@@ -7,6 +7,7 @@
 #include <weft/solver/eigen_yarn_system.hpp>
 
 #include "support/random.hpp"
+#include "support/yarn_patches.hpp"
 
 using weft::Collider;
 using weft::YarnModel;
@@ -15,40 +16,8 @@ using VectorX = Eigen::VectorXd;
 
 namespace {
 
-weft::YarnMaterial<double> table1_material(const weft::WovenPatch& p)
-{
-    weft::YarnMaterial<double> m;
-    m.linear_density = p.density * weft::Constants<double>::pi * p.radius * p.radius;
-    m.stretch_stiffness = 500;
-    m.bending_stiffness = 1e-5;
-    m.shear_stiffness = 1e-4;
-    return m;
-}
-
-YarnModel<double> make_patch(int nx, int ny, weft::DampingModel damping, double kd_scale = 1.0)
-{
-    weft::WovenPatch p;
-    p.nx = nx;
-    p.ny = ny;
-    YarnModel<double> model;
-    model.material = table1_material(p);
-    model.material.damping = damping;
-    model.material.stretch_damping = 3e-7 * kd_scale;
-    model.material.bending_damping = 1e-13 * kd_scale;
-    model.material.shear_damping = 1e-9 * kd_scale;
-    model.material.rayleigh_beta = 4e-3;
-    weft::add_woven_patch(model, p);
-    return model;
-}
-
-void perturb(YarnModel<double>& model, weft_test::Random& rng, double dx, double ds)
-{
-    for (int n = 0; n < model.node_count(); ++n) {
-        for (int k = 0; k < 3; ++k) model.q[5 * n + k] += rng.uniform(-dx, dx);
-        for (int k = 3; k < 5; ++k)
-            if (model.free_dof[5 * n + k]) model.q[5 * n + k] += rng.uniform(-ds, ds);
-    }
-}
+using weft_test::make_patch;
+using weft_test::perturb;
 
 VectorX forces(const YarnModel<double>& model, const Vec3& gravity = Vec3::Zero())
 {

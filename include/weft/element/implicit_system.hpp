@@ -5,8 +5,8 @@
 ///
 /// A = M − h ∂f/∂v − h² ∂f/∂q,  b = h (f + h ∂f/∂q v)   (Baraff–Witkin 1998,
 /// the standard implicit-Euler system; one Newton step linearized at (q, v)).
-/// For later Newton iterations the caller passes the extra right-hand side
-/// −M (v_k − v_n) separately (see solver/).
+/// Later Newton iterations add −M (v_k − v_n) to b and linearize K about the
+/// iterate (see NewtonInputs in element/yarn_elements.hpp).
 
 #include <weft/core/types.hpp>
 
@@ -34,13 +34,19 @@ struct NodeBlocks {
 /// negative component drops that DoF (e.g. the zero s-derivatives of shear).
 /// @param[in] mass   N×N local mass (may be zero)
 /// @param[in] df_dq  N×N ∂f/∂q (symmetric form), df_dv N×N ∂f/∂v, force N, v N
+/// @param[in] v  N velocities that multiply h² K in b (the linearization
+///               point's q − q₀ offset over h, see solver/; the velocity itself
+///               on the first Newton iteration)
+/// @param[in] mass_velocity  N velocities v_k − v_n for the −M (v_k − v_n)
+///               term of later Newton iterations (zero on the first)
 template <typename T, int N, int K, int B>
 WEFT_HD inline void scatter_implicit(NodeBlocks<T, K, B>& out, const int (&slot)[N], const int (&component)[N],
                                      const Mat<T, N, N>& mass, const Vec<T, N>& force, const Mat<T, N, N>& df_dq,
-                                     const Mat<T, N, N>& df_dv, const Vec<T, N>& v, T h)
+                                     const Mat<T, N, N>& df_dv, const Vec<T, N>& v, T h,
+                                     const Vec<T, N>& mass_velocity)
 {
-    // A = M − h D − h² K,  b = h (f + h K v)
-    const Vec<T, N> rhs = h * (force + h * (df_dq * v));
+    // A = M − h D − h² K,  b = h (f + h K v) − M (v_k − v_n)
+    const Vec<T, N> rhs = h * (force + h * (df_dq * v)) - mass * mass_velocity;
     for (int i = 0; i < N; ++i) {
         const int ci = component[i];
         if (ci < 0) continue;
@@ -52,6 +58,15 @@ WEFT_HD inline void scatter_implicit(NodeBlocks<T, K, B>& out, const int (&slot)
             out.a[slot[i]][slot[j]](ci, cj) += mass(i, j) - h * df_dv(i, j) - h * h * df_dq(i, j);
         }
     }
+}
+
+/// The one-Newton-step form: b = h (f + h K v).
+template <typename T, int N, int K, int B>
+WEFT_HD inline void scatter_implicit(NodeBlocks<T, K, B>& out, const int (&slot)[N], const int (&component)[N],
+                                     const Mat<T, N, N>& mass, const Vec<T, N>& force, const Mat<T, N, N>& df_dq,
+                                     const Mat<T, N, N>& df_dv, const Vec<T, N>& v, T h)
+{
+    scatter_implicit<T, N, K, B>(out, slot, component, mass, force, df_dq, df_dv, v, h, Vec<T, N>::Zero().eval());
 }
 
 }  // namespace weft

@@ -10,6 +10,7 @@
 /// baseline uses D = −β K_e per element (2017 Eq. 4, α = 0).
 
 #include <weft/element/bending_element.hpp>
+#include <weft/element/difference_projection.hpp>
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/element/implicit_system.hpp>
@@ -28,6 +29,18 @@ struct ElementEnergies {
     T elastic;
     T gravity;
     T dissipation;  ///< dissipation potential V_d (rate of dissipated energy / 2 for quadratic Ψ_d)
+};
+
+/// What changes on Newton iterations after the first (backward Euler solved
+/// for v_{n+1}, q_{n+1} = q_n + h v_{n+1}; linearized about the iterate
+/// (q_k, v_k)): b = h (f_k + h K_k w) − M (v_k − v_n) with
+/// w = (q_n + h v_k − q_k) / h. On the first iteration (q_k, v_k) = (q_n, v_n),
+/// so w = v_n and the mass term vanishes: the one-step system of 2017 Sec. 6.
+/// Null pointers mean exactly that first-iteration form.
+template <typename T>
+struct NewtonInputs {
+    const T* stiffness_velocity = nullptr;  ///< w per DoF; null: w = v
+    const T* mass_velocity = nullptr;       ///< v_k − v_n per DoF; null: zero
 };
 
 /// Read the (x, s) DoFs of `count` nodes into a stacked 4·count vector.
@@ -65,10 +78,13 @@ struct XsLayout {
 
 /// Segment element: stretch (2017 Eq. 12–14) with its damping, consistent
 /// mass, gravity with its Eulerian component, parallel-yarn contact on Δs.
+/// The elastic stiffness is PSD-projected in (Δx, Δs) (difference_projection.hpp);
+/// the Rayleigh baseline uses that same projected stiffness.
 template <typename T>
 WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegment& seg,
                                           const YarnMaterial<T>& mat, const Vec3<T>& gravity, T h,
-                                          NodeBlocks<T, 2, yarn_node_dofs>& out, ElementEnergies<T>& energy)
+                                          NodeBlocks<T, 2, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                          const NewtonInputs<T>& newton = {})
 {
     const int nodes[2] = {seg.node0, seg.node1};
     const Vec<T, 8> ql = gather_xs<T, 2>(q, nodes, seg.coordinate);
@@ -77,7 +93,8 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
 
     const QuadraticDensity<T, 1> elastic{mat.stretch_stiffness};
     Vec<T, 8> force = elastic_force(e, elastic);
-    Mat<T, 8, 8> df_dq = elastic_force_jacobian(e, elastic);
+    const Mat<T, 8, 8> stiffness = -project_segment_hessian<T>(Mat<T, 8, 8>(-elastic_force_jacobian(e, elastic)));
+    Mat<T, 8, 8> df_dq = stiffness;
     Mat<T, 8, 8> df_dv = Mat<T, 8, 8>::Zero();
     energy.elastic = elastic_energy(e, elastic);
     energy.dissipation = T(0);
@@ -88,9 +105,8 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
     } else if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
-        const Mat<T, 8, 8> k = elastic_force_jacobian(e, elastic);
-        force += mat.rayleigh_beta * (k * vl);
-        df_dv += mat.rayleigh_beta * k;
+        force += mat.rayleigh_beta * (stiffness * vl);
+        df_dv += mat.rayleigh_beta * stiffness;
     }
 
     const LocalTerms<T, 8> g = segment_gravity<T>(ql, mat.linear_density, gravity);
@@ -111,7 +127,12 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     const Mat<T, 8, 8> mass = segment_mass<T>(ql, mat.linear_density);
     energy.kinetic = T(0.5) * vl.dot(mass * vl);
     const XsLayout<2> layout(seg.coordinate);
-    scatter_implicit<T, 8, 2, yarn_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, vl, h);
+    const Vec<T, 8> wl = newton.stiffness_velocity ? gather_xs<T, 2>(newton.stiffness_velocity, nodes, seg.coordinate)
+                                                   : vl;
+    const Vec<T, 8> ml = newton.mass_velocity ? gather_xs<T, 2>(newton.mass_velocity, nodes, seg.coordinate)
+                                              : Vec<T, 8>::Zero().eval();
+    scatter_implicit<T, 8, 2, yarn_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, wl, h,
+                                              ml);
 }
 
 /// Bending element at a node (2017 Sec. 5.2, blended small-angle form). Its
@@ -119,7 +140,8 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
 /// indefinite even near θ = 0, which makes A indefinite and PCG diverge.
 template <typename T>
 WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& bend, const YarnMaterial<T>& mat, T h,
-                                       NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy)
+                                       NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                       const NewtonInputs<T>& newton = {})
 {
     const int nodes[3] = {bend.prev, bend.node, bend.next};
     const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, bend.coordinate);
@@ -139,14 +161,18 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     energy.elastic = r.energy;
     energy.dissipation = r.dissipation_potential;
     const XsLayout<3> layout(bend.coordinate);
+    const Vec<T, 12> wl =
+        newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, bend.coordinate) : vl;
     scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force,
-                                               df_dq, df_dv, vl, h);
+                                               df_dq, df_dv, wl, h);
 }
 
-/// Shear element at a crossing (2017 Eq. 22–23).
+/// Shear element at a crossing (2017 Eq. 22–23); elastic stiffness
+/// PSD-projected in (x₁ − x₀, x₂ − x₀).
 template <typename T>
 WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear& shear, const YarnMaterial<T>& mat,
-                                        T h, NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy)
+                                        T h, NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                        const NewtonInputs<T>& newton = {})
 {
     const int nodes[3] = {shear.node, shear.along_u, shear.along_v};
     const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, -1);
@@ -154,7 +180,9 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing));
     const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
     Vec<T, 12> force = elastic_force(e, elastic);
-    Mat<T, 12, 12> df_dq = elastic_force_jacobian(e, elastic);
+    const Mat<T, 12, 12> stiffness =
+        -project_crossing_hessian<T>(Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic)));
+    Mat<T, 12, 12> df_dq = stiffness;
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     energy.elastic = elastic_energy(e, elastic);
     energy.dissipation = T(0);
@@ -165,15 +193,15 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
     } else if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
-        const Mat<T, 12, 12> k = elastic_force_jacobian(e, elastic);
-        force += mat.rayleigh_beta * (k * vl);
-        df_dv += mat.rayleigh_beta * k;
+        force += mat.rayleigh_beta * (stiffness * vl);
+        df_dv += mat.rayleigh_beta * stiffness;
     }
     energy.kinetic = T(0);
     energy.gravity = T(0);
     const XsLayout<3> layout(-1);
+    const Vec<T, 12> wl = newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, -1) : vl;
     scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force,
-                                               df_dq, df_dv, vl, h);
+                                               df_dq, df_dv, wl, h);
 }
 
 /// A collider seen by the node kernel: sphere (center, radius) or plane
@@ -207,7 +235,7 @@ template <typename T>
 WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned char* free_dof, const T* anchors,
                                        int node, const YarnMaterial<T>& mat, const Collider<T>* colliders,
                                        int collider_count, T radius, T h, NodeBlocks<T, 1, yarn_node_dofs>& out,
-                                       ElementEnergies<T>& energy)
+                                       ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
 {
     Vec<T, 5> force = Vec<T, 5>::Zero();
     Mat<T, 5, 5> df_dq = Mat<T, 5, 5>::Zero();
@@ -237,11 +265,12 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
         df_dv.template block<3, 3>(0, 0) += c.df_dv;
         energy.elastic += c.energy;
     }
-    Vec<T, 5> vl;
-    for (int k = 0; k < 5; ++k) vl(k) = vn[k];
+    const T* wn = newton.stiffness_velocity ? newton.stiffness_velocity + yarn_node_dofs * node : vn;
+    Vec<T, 5> wl;
+    for (int k = 0; k < 5; ++k) wl(k) = wn[k];
     const int slot[5] = {0, 0, 0, 0, 0};
     const int component[5] = {0, 1, 2, 3, 4};
-    scatter_implicit<T, 5, 1, yarn_node_dofs>(out, slot, component, Mat<T, 5, 5>::Zero(), force, df_dq, df_dv, vl, h);
+    scatter_implicit<T, 5, 1, yarn_node_dofs>(out, slot, component, Mat<T, 5, 5>::Zero(), force, df_dq, df_dv, wl, h);
 }
 
 }  // namespace weft

@@ -1,0 +1,176 @@
+#pragma once
+/// @file scene_model.hpp
+/// From a parsed scene (io/scene.hpp) to the yarn model, colliders and solver
+/// settings that the steppers take. Host-only.
+///
+/// Several "woven" cloth entries become patches of one YarnModel; they must
+/// share one material (stiffness, damping, friction, contact, radius,
+/// density), since the model carries one YarnMaterial.
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/element/yarn_elements.hpp>
+#include <weft/io/scene.hpp>
+#include <weft/model/woven.hpp>
+
+namespace weft {
+
+template <typename T>
+struct YarnScene {
+    YarnModel<T> model;
+    std::vector<Collider<T>> colliders;
+    Vec3<T> gravity = Vec3<T>::Zero();
+    std::vector<WovenPatch> patches;  ///< one per cloth entry
+    std::vector<int> first_node;      ///< first node of each patch
+};
+
+namespace scene_model_detail {
+
+template <typename T>
+YarnMaterial<T> material_of(const ClothDescription& c)
+{
+    YarnMaterial<T> m;
+    m.linear_density = T(c.density * Constants<double>::pi * c.radius * c.radius);
+    m.stretch_stiffness = T(c.stiffness.stretch);
+    m.bending_stiffness = T(c.stiffness.bending);
+    m.shear_stiffness = T(c.stiffness.shear);
+    const std::string& model = c.damping.model;
+    if (model == "strain-rate" || model == "rayleigh-analogy") {
+        m.damping = DampingModel::strain_rate;
+        m.stretch_damping = T(c.damping.stretch);
+        m.bending_damping = T(c.damping.bending);
+        m.shear_damping = T(c.damping.shear);
+    } else if (model == "rayleigh") {
+        m.damping = DampingModel::rayleigh;
+        m.rayleigh_beta = T(c.damping.beta);
+    } else if (model == "none") {
+        m.damping = DampingModel::none;
+    } else {
+        throw InvalidInput("invalid damping.model \"" + model + "\"");
+    }
+    m.contact_stiffness = T(c.contact.stiffness);
+    m.contact_min_distance = T(c.contact.min_distance);
+    m.friction_coefficient = T(c.friction.coefficient);
+    m.anchor_stiffness = T(c.friction.anchor_stiffness);
+    m.normal_force = T(c.friction.normal_force);
+    return m;
+}
+
+template <typename T>
+bool same_material(const YarnMaterial<T>& a, const YarnMaterial<T>& b)
+{
+    return a.linear_density == b.linear_density && a.stretch_stiffness == b.stretch_stiffness &&
+           a.bending_stiffness == b.bending_stiffness && a.shear_stiffness == b.shear_stiffness &&
+           a.damping == b.damping && a.stretch_damping == b.stretch_damping &&
+           a.bending_damping == b.bending_damping && a.shear_damping == b.shear_damping &&
+           a.rayleigh_beta == b.rayleigh_beta && a.contact_stiffness == b.contact_stiffness &&
+           a.contact_min_distance == b.contact_min_distance && a.friction_coefficient == b.friction_coefficient &&
+           a.anchor_stiffness == b.anchor_stiffness && a.normal_force == b.normal_force;
+}
+
+inline std::vector<int> select_nodes(const NodeSelection& selection, const WovenPatch& patch, int first,
+                                     const std::string& path)
+{
+    std::vector<int> nodes;
+    for (const std::string& set : selection.sets) {
+        const std::vector<int> named = woven_node_set(patch, first, set);
+        nodes.insert(nodes.end(), named.begin(), named.end());
+    }
+    for (int local : selection.nodes) {
+        if (local < 0 || local >= patch.nx * patch.ny)
+            throw InvalidInput(detail::describe(path.c_str(), local, "node index out of range"));
+        nodes.push_back(first + local);
+    }
+    return nodes;
+}
+
+}  // namespace scene_model_detail
+
+/// Builds the yarn model of every woven cloth entry, the colliders and gravity.
+/// @throws InvalidInput when entries do not share one material, or for a
+///         cloth type this model does not handle
+template <typename T>
+YarnScene<T> build_yarn_scene(const SceneDescription& scene)
+{
+    using namespace scene_model_detail;
+    YarnScene<T> out;
+    out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
+    for (std::size_t k = 0; k < scene.cloth.size(); ++k) {
+        const ClothDescription& c = scene.cloth[k];
+        const std::string path = "cloth[" + std::to_string(k) + "]";
+        if (c.type != "woven")
+            throw InvalidInput("invalid " + path + ".type \"" + c.type + "\": the yarn model takes woven cloth only");
+        const YarnMaterial<T> material = material_of<T>(c);
+        if (k == 0) {
+            out.model.material = material;
+        } else if (!same_material(material, out.model.material) || T(c.radius) != out.model.radius) {
+            throw InvalidInput("invalid " + path +
+                               ": every woven cloth of a scene must share the material of cloth[0] (stiffness, "
+                               "damping, friction, contact, radius, density)");
+        }
+        WovenPatch p;
+        p.nx = c.yarns[0];
+        p.ny = c.yarns[1];
+        p.spacing = c.spacing;
+        p.radius = c.radius;
+        p.density = c.density;
+        p.center = c.center;
+        p.plane = c.plane == "xz" ? ClothPlane::xz : ClothPlane::xy;
+        p.pattern = c.pattern == "twill" ? WeavePattern::twill : WeavePattern::plain;
+        const int first = add_woven_patch(out.model, p);
+        const int count = p.nx * p.ny;
+        const auto& iv = c.initial_velocity;
+        set_rigid_velocity(out.model, first, count, Vec3<T>(T(iv.linear[0]), T(iv.linear[1]), T(iv.linear[2])),
+                           Vec3<T>(T(iv.angular[0]), T(iv.angular[1]), T(iv.angular[2])));
+        const std::vector<int> pins = select_nodes(c.pins, p, first, path + ".pins");
+        pin_nodes(out.model, pins);
+        for (int n : pins)
+            for (int d = 0; d < 3; ++d) out.model.v[yarn_node_dofs * n + d] = T(0);
+        for (std::size_t m = 0; m < c.moving_pins.size(); ++m) {
+            const std::string mpath = path + ".moving_pins[" + std::to_string(m) + "].nodes";
+            const std::vector<int> moving = select_nodes(c.moving_pins[m].nodes, p, first, mpath);
+            pin_nodes(out.model, moving);
+            for (int n : moving)
+                for (int d = 0; d < 3; ++d) out.model.v[yarn_node_dofs * n + d] = T(c.moving_pins[m].velocity[d]);
+        }
+        out.patches.push_back(p);
+        out.first_node.push_back(first);
+    }
+    for (const ColliderDescription& d : scene.colliders) {
+        Collider<T> c;
+        if (d.type == "sphere") {
+            c.type = 0;
+            c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
+            c.normal = Vec3<T>(T(0), T(0), T(1));
+            c.radius = T(d.radius);
+        } else {
+            c.type = 1;
+            c.center = Vec3<T>(T(d.point[0]), T(d.point[1]), T(d.point[2]));
+            c.normal = Vec3<T>(T(d.normal[0]), T(d.normal[1]), T(d.normal[2]));
+            c.radius = T(0);
+        }
+        c.stiffness = T(d.stiffness);
+        c.friction = T(d.friction);
+        out.colliders.push_back(c);
+    }
+    return out;
+}
+
+/// Number of halvings allowed by the scene's solver settings: as many as keep
+/// the step at or above min_time_step (none without adaptive_time_step).
+inline int max_halvings(const SceneDescription& scene)
+{
+    if (!scene.solver.adaptive_time_step || !(scene.solver.min_time_step > 0)) return 0;
+    int halvings = 0;
+    double h = scene.time_step;
+    while (h / 2 >= scene.solver.min_time_step * (1 - 1e-12) && halvings < 30) {
+        h /= 2;
+        ++halvings;
+    }
+    return halvings;
+}
+
+}  // namespace weft

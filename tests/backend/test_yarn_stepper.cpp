@@ -1,0 +1,347 @@
+// The backend time stepper against the Eigen reference path: the assembled
+// system, one step, full Newton, halving on failure, determinism of the
+// assembly for 1 and 2 threads, energy behaviour.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <vector>
+
+#include <omp.h>
+
+#include <weft/backend/yarn_stepper.hpp>
+#include <weft/solver/eigen_yarn_system.hpp>
+
+#include "support/random.hpp"
+#include "support/yarn_patches.hpp"
+
+using weft::Collider;
+using weft::YarnModel;
+using weft::YarnStepper;
+using weft::YarnStepperOptions;
+using Vec3 = weft::Vec3<double>;
+using VectorX = Eigen::VectorXd;
+
+namespace {
+
+/// A stressed, moving patch that exercises every term: stretch, blended
+/// bending, shear, parallel contact, friction anchors, a sphere collider with
+/// friction, gravity, pins, and the given damping model.
+YarnModel<double> busy_patch(weft::DampingModel damping, std::vector<Collider<double>>& colliders)
+{
+    weft_test::Random rng(21);
+    YarnModel<double> model = weft_test::make_patch(7, 6, damping, 10.0);
+    weft_test::enable_friction(model);
+    model.material.contact_stiffness = 1000 * model.material.stretch_stiffness / 1e-3;
+    model.material.contact_min_distance = 0.99e-3;  // some neighbours sit inside it after the perturbation
+    weft_test::perturb(model, rng, 5e-5, 3e-5);
+    for (double& v : model.v) v = rng.uniform(-0.02, 0.02);
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int c = 0; c < 2; ++c) model.anchors[2 * n + c] = model.q[5 * n + 3 + c] + rng.uniform(-1e-6, 1e-6);
+    weft::pin_nodes(model, {0, 6});
+    for (std::size_t i = 0; i < model.v.size(); ++i)
+        if (!model.free_dof[i]) model.v[i] = 0;  // pins and yarn-end arc lengths at rest
+    Collider<double> sphere;
+    sphere.type = 0;
+    sphere.center = Vec3(3e-3, 2.5e-3, -1.9e-3);
+    sphere.normal = Vec3(0, 0, 1);
+    sphere.radius = 2e-3;
+    sphere.stiffness = 1e4;
+    sphere.friction = 0.3;
+    colliders = {sphere};
+    return model;
+}
+
+Eigen::MatrixXd dense(const Eigen::SparseMatrix<double>& a) { return Eigen::MatrixXd(a); }
+
+VectorX host(const thrust::device_vector<double>& x)
+{
+    const std::vector<double> h = weft::to_host(x);
+    return Eigen::Map<const VectorX>(h.data(), static_cast<Eigen::Index>(h.size()));
+}
+
+}  // namespace
+
+TEST_CASE("yarn stepper: assembled A, b, f equal the Eigen reference path", "[backend][yarn]")
+{
+    int checks = 0;
+    for (auto damping : {weft::DampingModel::none, weft::DampingModel::strain_rate, weft::DampingModel::rayleigh}) {
+        std::vector<Collider<double>> colliders;
+        const YarnModel<double> model = busy_patch(damping, colliders);
+        const Vec3 g(0, 0, -9.81);
+        const double h = 1e-3;
+        YarnStepper<double> stepper(model, colliders, g);
+        stepper.assemble(h);
+        const weft::EigenYarnSystem<double> ref = weft::assemble_yarn_system_eigen<double>(model, colliders, g, h);
+        const Eigen::MatrixXd a = dense(weft::to_eigen(stepper.matrix()));
+        const Eigen::MatrixXd a_ref = dense(ref.a);
+        REQUIRE(a_ref.norm() > 0);
+        REQUIRE(ref.b.norm() > 0);
+        CHECK((a - a_ref).norm() <= 1e-13 * a_ref.norm());
+        CHECK((host(stepper.rhs()) - ref.b).norm() <= 1e-13 * ref.b.norm());
+        CHECK((host(stepper.force()) - ref.f).norm() <= 1e-13 * ref.f.norm());
+        // Energies reduce to the same totals.
+        const weft::ElementEnergies<double> e = stepper.energies();
+        CHECK(e.kinetic == Approx(ref.energy.kinetic).epsilon(1e-12));
+        CHECK(e.elastic == Approx(ref.energy.elastic).epsilon(1e-12));
+        CHECK(e.gravity == Approx(ref.energy.gravity).epsilon(1e-12));
+        checks += 7;
+    }
+    REQUIRE(checks == 21);
+}
+
+TEST_CASE("yarn stepper: the projected system matrix is positive definite on the free DoFs", "[backend][yarn]")
+{
+    // Without the PSD projection of the stretch and shear stiffness a
+    // perturbed patch has −K eigenvalues of −3·10⁴ N/m and A is indefinite.
+    std::vector<Collider<double>> colliders;
+    const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    const weft::EigenYarnSystem<double> ref =
+        weft::assemble_yarn_system_eigen<double>(model, colliders, Vec3(0, 0, -9.81), 1e-3);
+    const Eigen::MatrixXd a = dense(ref.a);
+    std::vector<int> free;
+    for (int i = 0; i < static_cast<int>(model.free_dof.size()); ++i)
+        if (model.free_dof[i]) free.push_back(i);
+    Eigen::MatrixXd af(free.size(), free.size());
+    for (std::size_t i = 0; i < free.size(); ++i)
+        for (std::size_t j = 0; j < free.size(); ++j) af(i, j) = a(free[i], free[j]);
+    REQUIRE(free.size() > 100);
+    const Eigen::VectorXd eig = Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(af).eigenvalues();
+    CHECK(eig.minCoeff() > 0);
+    CHECK((af - af.transpose()).norm() <= 1e-14 * af.norm());
+}
+
+TEST_CASE("yarn stepper: one step equals the Eigen reference step", "[backend][yarn]")
+{
+    int checks = 0;
+    for (auto damping : {weft::DampingModel::none, weft::DampingModel::strain_rate, weft::DampingModel::rayleigh}) {
+        std::vector<Collider<double>> colliders;
+        YarnModel<double> model = busy_patch(damping, colliders);
+        const Vec3 g(0, 0, -9.81);
+        const double h = 1e-3;
+        YarnStepperOptions<double> options;
+        options.pcg.tolerance = 1e-12;
+        options.pcg.max_iterations = 20000;
+        YarnStepper<double> stepper(model, colliders, g, options);
+        const weft::YarnStepReport report = stepper.step(h);
+        REQUIRE(report.ok);
+        CHECK(report.newton_iterations == 1);
+        CHECK(report.pcg_iterations > 0);
+        YarnModel<double> ref = model;
+        const weft::StepReport ref_report = weft::step_backward_euler_eigen<double>(ref, colliders, g, h, 1e-12, 20000);
+        REQUIRE(ref_report.converged);
+        YarnModel<double> out = model;
+        stepper.download(out);
+        const VectorX v = Eigen::Map<VectorX>(out.v.data(), out.v.size());
+        const VectorX v_ref = Eigen::Map<VectorX>(ref.v.data(), ref.v.size());
+        const VectorX v0 = Eigen::Map<VectorX>(model.v.data(), model.v.size());
+        REQUIRE((v_ref - v0).norm() > 1e-3);  // the step did something
+        CHECK((v - v_ref).norm() <= 1e-8 * (v_ref - v0).norm());
+        double anchor_diff = 0;
+        for (std::size_t i = 0; i < out.anchors.size(); ++i)
+            anchor_diff = std::max(anchor_diff, std::abs(out.anchors[i] - ref.anchors[i]));
+        CHECK(anchor_diff < 1e-12);
+        // Fixed DoFs did not move (pins at rest, yarn-end arc lengths).
+        double fixed_motion = 0;
+        for (std::size_t i = 0; i < out.q.size(); ++i)
+            if (!model.free_dof[i]) fixed_motion = std::max(fixed_motion, std::abs(out.q[i] - model.q[i]));
+        CHECK(fixed_motion == 0.0);
+        checks += 5;
+    }
+    REQUIRE(checks == 15);
+}
+
+TEST_CASE("yarn stepper: full Newton solves the backward-Euler equations", "[backend][yarn][newton]")
+{
+    // A patch stretched by 2 % with small random offsets and velocities: no
+    // segment is compressed, so the stretch stiffness needs no projection and
+    // Newton converges fast. (Projected or dropped Jacobian terms, and the
+    // kinks of penalty contacts, slow it down to a linear rate.)
+    weft_test::Random rng(3);
+    YarnModel<double> model = weft_test::make_patch(7, 6, weft::DampingModel::strain_rate);
+    weft_test::enable_friction(model);
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int k = 0; k < 2; ++k) model.q[5 * n + k] *= 1.02;
+    weft_test::perturb(model, rng, 2e-6, 0);
+    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
+    const std::vector<Collider<double>> colliders;
+    const Vec3 g(0, 0, -9.81);
+    const double h = 1e-3;
+    YarnStepperOptions<double> options;
+    options.newton_iterations = 12;
+    options.newton_tolerance = 1e-8;
+    options.pcg.tolerance = 1e-12;
+    options.pcg.max_iterations = 20000;
+    YarnStepper<double> stepper(model, colliders, g, options);
+    const weft::YarnStepReport report = stepper.step(h);
+    INFO(report.message);
+    REQUIRE(report.ok);
+    CHECK(report.newton_iterations >= 2);
+    INFO("Newton iterations " << report.newton_iterations << ", relative residual " << report.newton_residual);
+    CHECK(report.newton_residual <= 1e-8);
+    // Residual of the nonlinear equations at the end state, on the Eigen path:
+    // M(q₁)(v₁ − v₀) − h f(q₁, v₁) on the free DoFs.
+    YarnModel<double> end = model;
+    stepper.download(end);
+    const weft::EigenYarnSystem<double> sys = weft::assemble_yarn_system_eigen<double>(end, colliders, g, h);
+    const weft::EigenYarnSystem<double> sys0 = weft::assemble_yarn_system_eigen<double>(model, colliders, g, h);
+    VectorX dv(model.v.size());
+    for (std::size_t i = 0; i < model.v.size(); ++i) dv(i) = end.v[i] - model.v[i];
+    VectorX residual = sys.mass * dv - h * sys.f;
+    VectorX scale = h * sys0.f;
+    for (std::size_t i = 0; i < model.v.size(); ++i)
+        if (!model.free_dof[i]) residual(i) = scale(i) = 0;
+    REQUIRE(scale.norm() > 0);
+    CHECK(residual.norm() <= 1e-7 * scale.norm());
+    // The one-step scheme does not satisfy them as tightly.
+    options.newton_iterations = 1;
+    YarnStepper<double> one(model, colliders, g, options);
+    REQUIRE(one.step(h).ok);
+    YarnModel<double> end1 = model;
+    one.download(end1);
+    const weft::EigenYarnSystem<double> sys1 = weft::assemble_yarn_system_eigen<double>(end1, colliders, g, h);
+    for (std::size_t i = 0; i < model.v.size(); ++i) dv(i) = end1.v[i] - model.v[i];
+    VectorX residual1 = sys1.mass * dv - h * sys1.f;
+    for (std::size_t i = 0; i < model.v.size(); ++i)
+        if (!model.free_dof[i]) residual1(i) = 0;
+    CHECK(residual1.norm() > 10 * residual.norm());
+}
+
+TEST_CASE("yarn stepper: a failed solve is reported, undone, and halved when allowed", "[backend][yarn]")
+{
+    // A soft patch, where h² K and M are comparable: PCG needs fewer
+    // iterations for smaller steps, so an iteration limit between the two
+    // counts fails the full step and lets the halved steps through.
+    std::vector<Collider<double>> colliders;
+    YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    model.material.stretch_stiffness = 1e-3;
+    model.material.bending_stiffness = 1e-11;
+    model.material.shear_stiffness = 1e-9;
+    model.material.anchor_stiffness = 1.0;
+    model.material.contact_stiffness = 0;
+    colliders.clear();
+    const Vec3 g(0, 0, -9.81);
+    const double h = 1e-2;
+    YarnStepperOptions<double> options;
+    options.pcg.max_iterations = 100000;
+    int needed[5];
+    for (int d = 0; d < 5; ++d) {
+        YarnStepper<double> s(model, colliders, g, options);
+        double hh = h;
+        for (int k = 0; k < d; ++k) hh /= 2;
+        needed[d] = 0;
+        // Every substep of a halving to depth d.
+        for (int k = 0; k < (1 << d); ++k) {
+            const weft::YarnStepReport r = s.step(hh);
+            REQUIRE(r.ok);
+            needed[d] = std::max(needed[d], r.pcg_iterations);
+        }
+    }
+    INFO("largest PCG count per substep at h, h/2, ..., h/16: " << needed[0] << " " << needed[1] << " " << needed[2]
+                                                              << " " << needed[3] << " " << needed[4]);
+    REQUIRE(needed[4] < needed[0]);
+    options.pcg.max_iterations = needed[4];
+
+    options.max_halvings = 0;
+    YarnStepper<double> strict(model, colliders, g, options);
+    const weft::YarnStepReport failed = strict.step(h);
+    CHECK_FALSE(failed.ok);
+    CHECK(failed.pcg_status == weft::PcgStatus::max_iterations_reached);
+    CHECK(failed.message.find("PCG max_iterations_reached") != std::string::npos);
+    CHECK(failed.message.find("relative residual") != std::string::npos);
+    CHECK(failed.message.find("time step 0.01") != std::string::npos);
+    YarnModel<double> after = model;
+    strict.download(after);
+    CHECK(after.q == model.q);  // undone
+    CHECK(after.v == model.v);
+
+    options.max_halvings = 4;
+    YarnStepper<double> adaptive(model, colliders, g, options);
+    const weft::YarnStepReport halved = adaptive.step(h);
+    INFO(halved.message);
+    CHECK(halved.ok);
+    CHECK(halved.halvings >= 1);
+    CHECK(halved.substeps >= 2);
+    CHECK(halved.substeps <= 16);
+}
+
+TEST_CASE("yarn stepper: assembly is bit-identical for 1 and 2 threads; steps agree", "[backend][yarn][determinism]")
+{
+    std::vector<Collider<double>> colliders;
+    const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    const Vec3 g(0, 0, -9.81);
+    const int saved = omp_get_max_threads();
+    std::vector<double> values[2], rhs[2], q[2];
+    for (int t = 0; t < 2; ++t) {
+        omp_set_num_threads(t + 1);
+        YarnStepper<double> stepper(model, colliders, g);
+        stepper.assemble(1e-3);
+        values[t] = weft::to_host(stepper.matrix().values());
+        rhs[t] = weft::to_host(stepper.rhs());
+        for (int k = 0; k < 5; ++k) REQUIRE(stepper.step(1e-3).ok);
+        q[t] = weft::to_host(stepper.positions());
+    }
+    omp_set_num_threads(saved);
+    REQUIRE(!values[0].empty());
+    CHECK(std::memcmp(values[0].data(), values[1].data(), values[0].size() * sizeof(double)) == 0);
+    CHECK(std::memcmp(rhs[0].data(), rhs[1].data(), rhs[0].size() * sizeof(double)) == 0);
+    // PCG's reductions are summed per thread, so whole steps agree to round-off only.
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < q[0].size(); ++i) {
+        diff = std::max(diff, std::abs(q[0][i] - q[1][i]));
+        scale = std::max(scale, std::abs(q[0][i] - model.q[i]));
+    }
+    REQUIRE(scale > 0);
+    CHECK(diff <= 1e-6 * scale);
+}
+
+TEST_CASE("yarn stepper: an undamped pinned patch does not gain energy", "[backend][yarn][energy]")
+{
+    // Backward Euler dissipates and friction dissipates: the total energy
+    // (kinetic + elastic + gravity) must never rise by more than round-off.
+    weft_test::Random rng(5);
+    YarnModel<double> model = weft_test::make_patch(10, 10, weft::DampingModel::none);
+    weft_test::enable_friction(model);
+    weft::WovenPatch p;
+    p.nx = p.ny = 10;
+    weft::pin_nodes(model, weft::woven_node_set(p, 0, "top-edge"));
+    weft_test::perturb(model, rng, 1e-5, 0);
+    YarnStepper<double> stepper(model, {}, Vec3(0, -9.81, 0));
+    auto total = [&] {
+        const weft::ElementEnergies<double> e = stepper.energies();
+        return e.kinetic + e.elastic + e.gravity;
+    };
+    double previous = total();
+    const double start = previous;
+    double worst_rise = -1e300;
+    double kinetic_peak = 0;
+    for (int step = 0; step < 60; ++step) {
+        const weft::YarnStepReport r = stepper.step(1e-4);
+        REQUIRE(r.ok);
+        const double now = total();
+        worst_rise = std::max(worst_rise, now - previous);
+        kinetic_peak = std::max(kinetic_peak, stepper.energies().kinetic);
+        previous = now;
+    }
+    INFO("start " << start << " end " << previous << " worst rise " << worst_rise);
+    REQUIRE(kinetic_peak > 1e-9);  // it does move
+    CHECK(worst_rise <= 1e-12 * std::abs(start) + 1e-15);
+    CHECK(previous < start);
+}
+
+TEST_CASE("yarn stepper: bad input is rejected with the field named", "[backend][yarn][errors]")
+{
+    YarnModel<double> model = weft_test::make_patch(3, 3, weft::DampingModel::none);
+    YarnModel<double> bad = model;
+    bad.q[7] = std::nan("");
+    CHECK_THROWS_WITH(YarnStepper<double>(bad, {}, Vec3::Zero()), Catch::Contains("q"));
+    bad = model;
+    bad.anchors.pop_back();
+    CHECK_THROWS_WITH(YarnStepper<double>(bad, {}, Vec3::Zero()), Catch::Contains("anchors"));
+    YarnStepperOptions<double> options;
+    options.newton_iterations = 0;
+    CHECK_THROWS_WITH(YarnStepper<double>(model, {}, Vec3::Zero(), options), Catch::Contains("newton_iterations"));
+    YarnStepper<double> ok(model, {}, Vec3::Zero());
+    CHECK_THROWS_WITH(ok.step(-1.0), Catch::Contains("time_step"));
+}
