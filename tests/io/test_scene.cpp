@@ -164,7 +164,7 @@ TEST_CASE("scene: omitted optional keys take the documented defaults", "[io][sce
     CHECK(s.output.frames.empty());
     CHECK(s.output.every == 1);
     CHECK(s.output.csv_every == 1);
-    CHECK(s.output.formats == std::vector<std::string>{"vtk"});
+    CHECK(s.output.formats == std::vector<std::string>{"vtk", "vtp", "obj"});
 }
 
 TEST_CASE("scene: collider stiffness defaults to 1000 x the stiffest cloth segment", "[io][scene][defaults]")

@@ -100,8 +100,9 @@
 /// frames     string, non-empty       "" (none): directory for yarn-curve frames
 /// every      int ≥ 1                 1: a frame every this many steps (needs frames)
 /// formats    array of "vtk" | "vtp" | "obj" | "bcc", non-empty, no repeats
-///            ["vtk"] (needs frames). ParaView's .pvd collections can only list
-///            XML files, so a .pvd time series (PvdWriter) exists for "vtp" only.
+///            ["vtk", "vtp", "obj"] (needs frames): legacy VTK per yarn set and
+///            frame; "vtp" adds the VTK XML files and their .pvd time series
+///            (ParaView's .pvd collections can only list XML files).
 /// ```
 
 #include <algorithm>
@@ -216,7 +217,7 @@ struct OutputDescription {
     int csv_every = 1;                        ///< a CSV row every this many steps
     std::string frames;                       ///< frame directory; empty = none
     int every = 1;                            ///< a frame every this many steps
-    std::vector<std::string> formats{"vtk"};  ///< "vtk" | "vtp" | "obj" | "bcc"
+    std::vector<std::string> formats{"vtk", "vtp", "obj"};  ///< "vtk" | "vtp" | "obj" | "bcc"
 };
 
 /// A whole scene, every default resolved (no "auto" sentinels left).

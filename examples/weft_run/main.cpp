@@ -1,0 +1,28 @@
+// weft-run SCENE.json [--duration T] [--output-dir DIR] [--quiet]
+// Runs a yarn-level cloth scene on the Thrust backend (see scene_runner.hpp
+// and docs/scenes.md). Exit status: 0 done, 1 bad arguments or scene,
+// 2 a step failed (reported with the step and the solver's residual).
+#include <exception>
+#include <iostream>
+
+#include "scene_runner.hpp"
+
+int main(int argc, char** argv)
+{
+    using namespace weft::examples;
+    try {
+        const RunArguments args = parse_run_arguments(argc, argv);
+        if (args.help) {
+            std::cout << run_usage();
+            return 0;
+        }
+        const RunSummary summary = run_scene(args, std::cerr);
+        return summary.ok ? 0 : 2;
+    } catch (const weft::InvalidInput& e) {
+        std::cerr << "weft-run: " << e.what() << "\n" << run_usage();
+        return 1;
+    } catch (const std::exception& e) {
+        std::cerr << "weft-run: " << e.what() << "\n";
+        return 1;
+    }
+}

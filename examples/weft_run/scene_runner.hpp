@@ -1,0 +1,285 @@
+#pragma once
+/// @file scene_runner.hpp
+/// The scene runner behind `weft-run SCENE.json [--duration T]
+/// [--output-dir DIR] [--quiet]`: loads a scene (io/scene.hpp), builds the
+/// yarn model, steps it with the Thrust backend and writes the CSV time
+/// series, frames and a progress line. Kept in a header so that the tests
+/// drive exactly what the executable runs.
+
+#include <cmath>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <weft/backend/yarn_stepper.hpp>
+#include <weft/io/frame_writers.hpp>
+#include <weft/io/progress.hpp>
+#include <weft/io/scene.hpp>
+#include <weft/io/scene_model.hpp>
+
+namespace weft::examples {
+
+struct RunArguments {
+    std::filesystem::path scene;
+    double duration = -1;                      ///< > 0 overrides the scene's duration
+    std::filesystem::path output_dir = ".";    ///< relative output paths resolve against it
+    bool quiet = false;                        ///< no progress line, no summary
+    std::string damping;                       ///< non-empty: override every cloth's damping.model
+    double beta = -1;                          ///< with --damping rayleigh: β
+    bool help = false;
+};
+
+inline const char* run_usage()
+{
+    return "usage: weft-run SCENE.json [--duration T] [--output-dir DIR] [--quiet]\n"
+           "                [--damping none|strain-rate|rayleigh] [--beta B]\n"
+           "  --duration T      simulated time (s), overrides the scene's \"duration\"\n"
+           "  --output-dir DIR  where relative output paths of the scene resolve (default: .)\n"
+           "  --quiet           no progress line and no summary\n"
+           "  --damping MODEL   override the damping model of every cloth (per-mode k_d stay as in\n"
+           "                    the scene; 'none' switches damping off)\n"
+           "  --beta B          Rayleigh beta (s) used with --damping rayleigh\n";
+}
+
+/// @throws InvalidInput naming the option and the value
+inline RunArguments parse_run_arguments(int argc, const char* const* argv)
+{
+    RunArguments a;
+    const auto number = [&](int& i, const std::string& name) {
+        if (i + 1 >= argc) throw InvalidInput("invalid " + name + ": missing value");
+        const std::string text = argv[++i];
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value) || !(value > 0))
+            throw InvalidInput("invalid " + name + " \"" + text + "\": expected a positive number");
+        return value;
+    };
+    bool have_scene = false;
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == "--help" || arg == "-h") {
+            a.help = true;
+        } else if (arg == "--duration") {
+            a.duration = number(i, "--duration");
+        } else if (arg == "--output-dir") {
+            if (i + 1 >= argc) throw InvalidInput("invalid --output-dir: missing value");
+            a.output_dir = argv[++i];
+        } else if (arg == "--quiet") {
+            a.quiet = true;
+        } else if (arg == "--damping") {
+            if (i + 1 >= argc) throw InvalidInput("invalid --damping: missing value");
+            a.damping = argv[++i];
+            if (a.damping != "none" && a.damping != "strain-rate" && a.damping != "rayleigh")
+                throw InvalidInput("invalid --damping \"" + a.damping + "\": expected none, strain-rate or rayleigh");
+        } else if (arg == "--beta") {
+            a.beta = number(i, "--beta");
+        } else if (!arg.empty() && arg[0] == '-') {
+            throw InvalidInput("invalid option \"" + arg + "\"");
+        } else if (!have_scene) {
+            a.scene = arg;
+            have_scene = true;
+        } else {
+            throw InvalidInput("invalid argument \"" + arg + "\": only one scene file is taken");
+        }
+    }
+    if (!have_scene && !a.help) throw InvalidInput("invalid command line: missing SCENE.json");
+    if (a.damping == "rayleigh" && !(a.beta > 0)) throw InvalidInput("invalid --damping rayleigh: needs --beta B");
+    if (a.beta > 0 && a.damping != "rayleigh") throw InvalidInput("invalid --beta: only used with --damping rayleigh");
+    return a;
+}
+
+/// What a run did (also printed as the summary).
+struct RunSummary {
+    long steps = 0;
+    double simulated_time = 0;
+    double wall_seconds = 0;
+    long pcg_iterations = 0;
+    long newton_iterations = 0;
+    long substeps = 0;
+    int frames = 0;
+    int nodes = 0;
+    bool ok = true;
+    std::string error;
+};
+
+namespace runner_detail {
+
+/// The yarn curves of one set (warp: u-yarns, weft: v-yarns) as polylines.
+struct YarnSets {
+    CurveIndices warp;
+    CurveIndices weft;
+};
+
+inline YarnSets yarn_sets(const YarnModel<double>& model)
+{
+    YarnSets s;
+    for (std::size_t k = 0; k < model.yarns.size(); ++k) {
+        CurveIndices& set = model.yarn_coordinate[k] == 3 ? s.warp : s.weft;
+        set.emplace_back(model.yarns[k].begin(), model.yarns[k].end());
+    }
+    return s;
+}
+
+/// Writes frames in the scene's formats: per yarn set a legacy VTK file, a
+/// VTK XML file listed in a .pvd series, an OBJ file; one BCC file of all yarns.
+class FrameOutput {
+public:
+    FrameOutput(std::filesystem::path dir, std::vector<std::string> formats, const YarnModel<double>& model)
+        : m_dir(std::move(dir)), m_formats(std::move(formats)), m_sets(yarn_sets(model))
+    {
+        std::filesystem::create_directories(m_dir);
+        if (has("vtp")) {
+            m_pvd.emplace("warp", std::make_unique<PvdWriter>(m_dir / "warp.pvd"));
+            m_pvd.emplace("weft", std::make_unique<PvdWriter>(m_dir / "weft.pvd"));
+        }
+    }
+
+    void write(int frame, double time, const std::vector<double>& q)
+    {
+        const std::size_t nodes = q.size() / yarn_node_dofs;
+        CurvePoints points(nodes);
+        std::vector<double> u(nodes), v(nodes);
+        for (std::size_t n = 0; n < nodes; ++n) {
+            for (int k = 0; k < 3; ++k) points[n][k] = q[yarn_node_dofs * n + k];
+            u[n] = q[yarn_node_dofs * n + 3];
+            v[n] = q[yarn_node_dofs * n + 4];
+        }
+        char stem[32];
+        std::snprintf(stem, sizeof stem, "frame_%05d", frame);
+        for (const char* set : {"warp", "weft"}) {
+            const CurveIndices& lines = std::string(set) == "warp" ? m_sets.warp : m_sets.weft;
+            if (lines.empty()) continue;
+            const std::vector<PointScalars> scalars{{"arc_length", std::string(set) == "warp" ? u : v}};
+            const std::string base = std::string(stem) + "_" + set;
+            if (has("vtk")) write_vtk_polylines(m_dir / (base + ".vtk"), points, lines, scalars);
+            if (has("vtp")) {
+                write_vtp_polylines(m_dir / (base + ".vtp"), points, lines, scalars);
+                m_pvd.at(set)->add_frame(time, base + ".vtp");
+            }
+            if (has("obj")) write_obj_polylines(m_dir / (base + ".obj"), points, lines);
+        }
+        if (has("bcc")) {
+            CurveIndices all = m_sets.warp;
+            all.insert(all.end(), m_sets.weft.begin(), m_sets.weft.end());
+            write_bcc(m_dir / (std::string(stem) + ".bcc"), points, all);
+        }
+    }
+
+private:
+    bool has(const std::string& f) const
+    {
+        for (const std::string& g : m_formats)
+            if (g == f) return true;
+        return false;
+    }
+
+    std::filesystem::path m_dir;
+    std::vector<std::string> m_formats;
+    YarnSets m_sets;
+    std::map<std::string, std::unique_ptr<PvdWriter>> m_pvd;
+};
+
+inline std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& path)
+{
+    const std::filesystem::path p(path);
+    return p.is_absolute() ? p : dir / p;
+}
+
+}  // namespace runner_detail
+
+/// Runs a scene. Errors in the scene or the arguments throw InvalidInput; a
+/// failed step is reported in the summary (ok = false, error names the step,
+/// the time and the solver's message) and nothing is written after it.
+inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
+{
+    using namespace runner_detail;
+    SceneDescription scene = load_scene(args.scene);
+    if (args.duration > 0) scene.duration = args.duration;
+    if (scene.time_step > scene.duration)
+        throw InvalidInput("invalid --duration: " + std::to_string(scene.duration) + " is shorter than time_step = " +
+                           std::to_string(scene.time_step));
+    if (!args.damping.empty()) {
+        for (ClothDescription& c : scene.cloth) {
+            c.damping.model = args.damping;
+            if (args.damping == "rayleigh") c.damping.beta = args.beta;
+        }
+    }
+    YarnScene<double> built = build_yarn_scene<double>(scene);
+    YarnStepperOptions<double> options;
+    options.newton_iterations = scene.solver.newton_iterations;
+    options.newton_tolerance = scene.solver.newton_tolerance;
+    options.max_halvings = max_halvings(scene);
+    options.pcg.tolerance = scene.solver.pcg_tolerance;
+    options.pcg.max_iterations = scene.solver.pcg_max_iterations;
+    YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
+
+    std::unique_ptr<CsvWriter> csv;
+    if (!scene.output.csv.empty()) {
+        csv = std::make_unique<CsvWriter>(
+            resolve(args.output_dir, scene.output.csv),
+            std::vector<std::string>{"time", "kinetic_energy", "elastic_energy", "pcg_iterations", "gravity_energy",
+                                     "dissipation_potential", "newton_iterations", "substeps", "ms_per_step"});
+    }
+    std::unique_ptr<FrameOutput> frames;
+    if (!scene.output.frames.empty())
+        frames = std::make_unique<FrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output.formats,
+                                               built.model);
+
+    RunSummary summary;
+    summary.nodes = built.model.node_count();
+    const long steps = std::max(1L, std::lround(scene.duration / scene.time_step));
+    ProgressOptions progress_options;
+    progress_options.terminal = stderr_is_terminal();
+    std::unique_ptr<ProgressReporter> progress;
+    if (!args.quiet) progress = std::make_unique<ProgressReporter>(std::cerr, steps * scene.time_step, progress_options);
+
+    const double start = steady_clock_seconds();
+    if (frames) frames->write(summary.frames++, 0.0, to_host(stepper.positions()));
+    for (long step = 1; step <= steps; ++step) {
+        const YarnStepReport r = stepper.step(scene.time_step);
+        const double time = step * scene.time_step;
+        if (!r.ok) {
+            summary.ok = false;
+            std::ostringstream os;
+            os << "step " << step << " (t = " << time << " s) failed: " << r.message;
+            summary.error = os.str();
+            break;
+        }
+        summary.steps = step;
+        summary.simulated_time = time;
+        summary.pcg_iterations += r.pcg_iterations;
+        summary.newton_iterations += r.newton_iterations;
+        summary.substeps += r.substeps;
+        if (r.halvings > 0 && progress) {
+            std::ostringstream os;
+            os << "step " << step << ": time step halved " << r.halvings << " time(s) (" << r.substeps
+               << " substeps)";
+            progress->message(os.str());
+        }
+        if (csv && step % scene.output.csv_every == 0) {
+            const ElementEnergies<double> e = stepper.energies();
+            csv->write_row({time, e.kinetic, e.elastic, double(r.pcg_iterations), e.gravity, e.dissipation,
+                            double(r.newton_iterations), double(r.substeps), 1e3 * r.total_seconds});
+        }
+        if (frames && step % scene.output.every == 0) frames->write(summary.frames++, time, to_host(stepper.positions()));
+        if (progress) progress->update(step, time, r.newton_iterations, r.pcg_iterations);
+    }
+    if (progress) progress->finish();
+    summary.wall_seconds = steady_clock_seconds() - start;
+    if (!args.quiet || !summary.ok) {
+        if (!summary.ok) log << "weft-run: " << summary.error << "\n";
+        log << "weft-run: " << summary.steps << " steps of " << scene.time_step << " s, " << summary.nodes
+            << " nodes, " << summary.wall_seconds << " s wall ("
+            << (summary.steps > 0 ? 1e3 * summary.wall_seconds / summary.steps : 0.0) << " ms/step), "
+            << (summary.steps > 0 ? double(summary.pcg_iterations) / summary.steps : 0.0) << " PCG iterations/step, "
+            << summary.frames << " frames\n";
+    }
+    return summary;
+}
+
+}  // namespace weft::examples
