@@ -66,9 +66,11 @@ VectorX host(const thrust::device_vector<double>& x)
 TEST_CASE("yarn stepper: assembled A, b, f equal the Eigen reference path", "[backend][yarn]")
 {
     int checks = 0;
+    for (auto approximation : {weft::StiffnessApproximation::gauss_newton, weft::StiffnessApproximation::projected})
     for (auto damping : {weft::DampingModel::none, weft::DampingModel::strain_rate, weft::DampingModel::rayleigh}) {
         std::vector<Collider<double>> colliders;
-        const YarnModel<double> model = busy_patch(damping, colliders);
+        YarnModel<double> model = busy_patch(damping, colliders);
+        model.material.stiffness_approximation = approximation;
         const Vec3 g(0, 0, -9.81);
         const double h = 1e-3;
         YarnStepper<double> stepper(model, colliders, g);
@@ -88,7 +90,7 @@ TEST_CASE("yarn stepper: assembled A, b, f equal the Eigen reference path", "[ba
         CHECK(e.gravity == Approx(ref.energy.gravity).epsilon(1e-12));
         checks += 7;
     }
-    REQUIRE(checks == 21);
+    REQUIRE(checks == 42);
 }
 
 TEST_CASE("yarn stepper: the projected system matrix is positive definite on the free DoFs", "[backend][yarn]")
@@ -96,7 +98,10 @@ TEST_CASE("yarn stepper: the projected system matrix is positive definite on the
     // Without the PSD projection of the stretch and shear stiffness a
     // perturbed patch has −K eigenvalues of −3·10⁴ N/m and A is indefinite.
     std::vector<Collider<double>> colliders;
-    const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    const auto approximation = GENERATE(weft::StiffnessApproximation::gauss_newton,
+                                        weft::StiffnessApproximation::projected);
+    model.material.stiffness_approximation = approximation;
     const weft::EigenYarnSystem<double> ref =
         weft::assemble_yarn_system_eigen<double>(model, colliders, Vec3(0, 0, -9.81), 1e-3);
     const Eigen::MatrixXd a = dense(ref.a);

@@ -470,3 +470,38 @@ TEMPLATE_TEST_CASE("bending element: float and double agree", "[element][bending
     }
     REQUIRE(ran == 5);
 }
+
+TEST_CASE("bending element: the Gauss-Newton variant keeps the forces and gives a PSD stiffness",
+          "[element][bending][gauss-newton]")
+{
+    Random rng(71);
+    const Densities d = weft::quadratic_bending_densities<double>(2.0, 0.3);
+    int checks = 0;
+    for (double degrees : {0.0, 1.0, 4.4, 5.0, 5.6, 30.0, 120.0}) {
+        const Frame f = random_frame(rng);
+        const Vec12 q = degrees == 0.0 ? straight_stencil() : stencil(f, deg(degrees));
+        const Vec12 v = rng.vector<12>(-1, 1);
+        const auto exact = weft::evaluate_bending(q, v, d, weft::PsdProjection::off);
+        const auto gn = weft::evaluate_bending_gauss_newton(q, v, d);
+        CHECK(gn.energy == Approx(exact.energy).margin(1e-14));
+        CHECK((gn.elastic_force - exact.elastic_force).norm() <= 1e-12 * (1 + exact.elastic_force.norm()));
+        CHECK((gn.dissipative_force - exact.dissipative_force).norm() <= 1e-12 * (1 + exact.dissipative_force.norm()));
+        CHECK((gn.dissipative_force_jacobian_velocities - exact.dissipative_force_jacobian_velocities).norm() <=
+              1e-12 * (1 + exact.dissipative_force_jacobian_velocities.norm()));
+        CHECK(gn.dissipative_force_jacobian_positions.isZero(0));
+        const Mat12 k = -gn.elastic_force_jacobian;
+        REQUIRE(k.norm() > 0);
+        CHECK((k - k.transpose()).norm() <= 1e-14 * k.norm());
+        CHECK(Eigen::SelfAdjointEigenSolver<Mat12>(k).eigenvalues().minCoeff() >= -1e-12 * k.norm());
+        checks += 7;
+    }
+    // At the straight rest state ε = 0 and Ψ = 0: Gauss-Newton is the exact Hessian.
+    const Vec12 q = straight_stencil();
+    const Vec12 v = Vec12::Zero();
+    const auto exact = weft::evaluate_bending(q, v, d, weft::PsdProjection::off);
+    const auto gn = weft::evaluate_bending_gauss_newton(q, v, d);
+    REQUIRE(exact.elastic_force_jacobian.norm() > 0);
+    CHECK((gn.elastic_force_jacobian - exact.elastic_force_jacobian).norm() <=
+          1e-10 * exact.elastic_force_jacobian.norm());
+    REQUIRE(checks == 49);
+}

@@ -7,8 +7,8 @@
 ///   element kernels (one thread per segment, bend, shear, node) write their
 ///   local A, b, f blocks to contribution buffers → deterministic gather
 ///   assembly into BSR (assembly.hpp) → filtered block-Jacobi PCG for Δv
-///   (pcg.hpp) → v += Δv, q = q_n + h v → friction anchors dragged to the
-///   Coulomb limit.
+///   (pcg.hpp), warm-started from the previous step's Δv → v += Δv,
+///   q = q_n + h v → friction anchors dragged to the Coulomb limit.
 ///
 /// Newton: backward Euler solves M (v − v_n) = h f(q_n + h v, v) for v. The
 /// first iteration linearizes about (q_n, v_n): A Δv = h (f + h K v_n), the
@@ -258,6 +258,13 @@ struct DragAnchors {
     }
 };
 
+/// g · scale on free DoFs, 0 on prescribed ones.
+template <typename T>
+struct ScaledFiltered {
+    T scale;
+    WEFT_HD T operator()(const T& g, const std::uint8_t& is_free) const { return is_free ? scale * g : T(0); }
+};
+
 template <typename T>
 struct IsNonFinite {
     WEFT_HD int operator()(const T& x) const { return (x - x == T(0)) ? 0 : 1; }
@@ -346,6 +353,10 @@ public:
         m_dv.assign(dofs, T(0));
         m_zero.assign(dofs, T(0));
         m_mass_velocity.assign(dofs, T(0));
+        m_guess.assign(dofs, T(0));
+        m_product.assign(dofs, T(0));
+        m_residual.assign(dofs, T(0));
+        m_correction.assign(dofs, T(0));
     }
 
     Index node_count() const { return m_nodes; }
@@ -504,8 +515,7 @@ private:
             report.assembly_seconds += seconds_since(t0);
 
             t0 = std::chrono::steady_clock::now();
-            thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
-            const PcgResult<T> r = solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, m_options.pcg);
+            const PcgResult<T> r = k == 0 ? solve_warm(h, norm) : solve_cold();
             report.solve_seconds += seconds_since(t0);
             report.pcg_iterations += r.iterations;
             report.pcg_residual = static_cast<double>(r.relative_residual);
@@ -529,9 +539,55 @@ private:
             report.message = "non-finite positions or velocities after the update";
             return false;
         }
+        // This step's v_{n+1} − v_n starts the next step's first solve.
+        thrust::transform(thrust::device, m_v.begin(), m_v.end(), m_v_start.begin(), m_guess.begin(),
+                          thrust::minus<T>{});
+        m_guess_step = h;
         thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
                          DragAnchors<T>{raw(m_q), raw(m_anchors), m_material});
         return true;
+    }
+
+    /// A Δv = b from Δv = 0 (later Newton iterations).
+    PcgResult<T> solve_cold()
+    {
+        thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
+        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, m_options.pcg);
+    }
+
+    /// First Newton iteration, warm-started from the previous step's
+    /// velocity change g (scaled to this step size): solve A δ = S (b − A g)
+    /// and Δv = g + δ, with the tolerance still relative to ‖S b‖. In free
+    /// fall or steady motion g is nearly the answer and PCG has little left to
+    /// do; a stiff cloth otherwise needs hundreds of iterations to rebuild the
+    /// smooth, global part of Δv from scratch every step.
+    PcgResult<T> solve_warm(T h, T rhs_norm)
+    {
+        if (!(m_guess_step > T(0))) return solve_cold();
+        const T scale = h / m_guess_step;
+        thrust::transform(thrust::device, m_guess.begin(), m_guess.end(), m_free.begin(), m_dv.begin(),
+                          stepper_detail::ScaledFiltered<T>{scale});
+        spmv(m_matrix, m_dv, m_product);
+        const auto first = thrust::make_zip_iterator(thrust::make_tuple(m_rhs.begin(), m_product.begin(), m_free.begin()));
+        thrust::transform(thrust::device, first, first + m_rhs.size(), m_residual.begin(),
+                          pcg_detail::FilteredDifference<T>{});
+        const T residual_norm = filtered_norm(m_residual);
+        const T target = m_options.pcg.tolerance * rhs_norm;
+        if (!(residual_norm > target)) {
+            PcgResult<T> done;
+            done.status = PcgStatus::converged;
+            done.converged = true;
+            done.iterations = 0;
+            done.relative_residual = rhs_norm > T(0) ? residual_norm / rhs_norm : T(0);
+            return done;
+        }
+        PcgOptions<T> options = m_options.pcg;
+        options.tolerance = target / residual_norm;
+        thrust::fill(thrust::device, m_correction.begin(), m_correction.end(), T(0));
+        PcgResult<T> r = solve_filtered_pcg(m_matrix, m_residual, m_free, m_correction, m_workspace, options);
+        axpy(T(1), m_correction, m_dv);
+        r.relative_residual = r.relative_residual * residual_norm / rhs_norm;  // relative to ‖S b‖
+        return r;
     }
 
     bool advance(T h, int depth, YarnStepReport& report)
@@ -592,6 +648,8 @@ private:
     BsrMatrix<T, B> m_matrix;
     thrust::device_vector<T> m_rhs, m_force;
     thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start;
+    thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
+    T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
     PcgWorkspace<T, B> m_workspace;
     T m_last_h = T(0);
     bool m_energies_valid = false;

@@ -234,6 +234,43 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending(const Vec<T, 12>& q, const
     return out;
 }
 
+/// The same forces with Gauss–Newton Jacobians, for solvers that need a
+/// PSD stiffness every step at low cost: −∂f_e/∂q ≈ Σ_i Ω_i ∇ε_i (∂S_e/∂ε) ∇ε_iᵀ
+/// (PSD for a convex density, exact at the straight rest state where ε = 0
+/// and Ψ_e = 0), and ∂f_d/∂q omitted (its clamped form, 2018 Sec. 3.4, needs a
+/// 12×12 eigen-decomposition for the vector strain). Energy, forces and
+/// ∂f_d/∂v are exactly those of evaluate_bending.
+template <typename T, class Densities>
+WEFT_HD inline BendingElementEval<T> evaluate_bending_gauss_newton(const Vec<T, 12>& q, const Vec<T, 12>& v,
+                                                                   const Densities& densities,
+                                                                   const BendingBlend<T>& blend = {})
+{
+    const BendingForms<T> f = bending_forms(q, v, blend);
+    BendingElementEval<T> out;
+    out.angle = f.angle;
+    out.blend_weight = f.weight.value;
+    out.status = f.status;
+    out.energy = T(0);
+    out.elastic_force.setZero();
+    out.elastic_force_jacobian.setZero();
+    out.dissipation_potential = T(0);
+    out.dissipative_force.setZero();
+    out.dissipative_force_jacobian_velocities.setZero();
+    out.dissipative_force_jacobian_positions.setZero();
+    const auto accumulate = [&out](const auto& e, const auto& elastic, const auto& dissipative) {
+        out.energy += elastic_energy(e, elastic);
+        out.elastic_force += elastic_force(e, elastic);
+        out.elastic_force_jacobian -=
+            e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose());
+        out.dissipation_potential += dissipation_potential(e, dissipative);
+        out.dissipative_force += dissipative_force(e, dissipative);
+        out.dissipative_force_jacobian_velocities += dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
+    };
+    if (f.vector_active) accumulate(f.vector_form, densities.vector_elastic, densities.vector_dissipative);
+    if (f.angle_active) accumulate(f.angle_form, densities.angle_elastic, densities.angle_dissipative);
+    return out;
+}
+
 /// The exact (non-symmetric) ∂f_d/∂q of the blended element, for tests and
 /// non-symmetric solvers: the generic exact Jacobian per form; the ∇Ω_i term
 /// of its weighted size carries the ∇w(θ) part of the blend.

@@ -4,11 +4,13 @@
 ///
 /// Stretch and shear energies are translation invariant: they depend on q
 /// only through differences d = D q (stretch: d = (Δx, Δs), 4 variables;
-/// shear: d = (x₁ − x₀, x₂ − x₀), 6 variables). Then ∇²V = Dᵀ H_d D, and the
-/// closest PSD Hessian of that form is Dᵀ Π(H_d) D, Π the eigenvalue clamp of
-/// core/psd.hpp. Projecting the L×L H_d instead of the N×N ∇²V is the same
-/// result for a fraction of the cost, and it keeps the projected stiffness
-/// translation invariant (it still annihilates rigid translations).
+/// shear: d = (x₁ − x₀, x₂ − x₀), 6 variables). Then ∇²V = Dᵀ H_d D, and
+/// Dᵀ Π(H_d) D, Π the eigenvalue clamp of core/psd.hpp, is PSD, removes only
+/// the negative part (Dᵀ Π(H_d) D ⪰ ∇²V, equal when ∇²V ⪰ 0) and still
+/// annihilates rigid translations. For the segment (D = [−I, I], a multiple
+/// of an isometry) it is exactly the closest PSD matrix of the N×N ∇²V; for
+/// the crossing it is not, but it costs a 6×6 instead of a 12×12 eigen-
+/// decomposition.
 ///
 /// Why project at all: at a compressed segment (ε < 0) the term Ω S Hε and
 /// the Eulerian terms ∇ε S ∇Ωᵀ + ∇Ω Sᵀ ∇εᵀ are indefinite, and with

@@ -136,8 +136,9 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
 }
 
 /// Bending element at a node (2017 Sec. 5.2, blended small-angle form). Its
-/// elastic stiffness is projected onto the PSD cone: the bending Hessian is
-/// indefinite even near θ = 0, which makes A indefinite and PCG diverge.
+/// stiffness must be PSD (the exact bending Hessian is indefinite even near
+/// θ = 0, which makes A indefinite and PCG diverge): Gauss–Newton by default,
+/// or the projected exact one (YarnMaterial::stiffness_approximation).
 template <typename T>
 WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& bend, const YarnMaterial<T>& mat, T h,
                                        NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
@@ -147,8 +148,11 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, bend.coordinate);
     const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, bend.coordinate);
     const T kd = mat.damping == DampingModel::strain_rate ? mat.bending_damping : T(0);
-    const BendingElementEval<T> r = evaluate_bending<T>(ql, vl, quadratic_bending_densities<T>(mat.bending_stiffness, kd),
-                                                        PsdProjection::on, StressClamp::on);
+    const auto densities = quadratic_bending_densities<T>(mat.bending_stiffness, kd);
+    const BendingElementEval<T> r =
+        mat.stiffness_approximation == StiffnessApproximation::gauss_newton
+            ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
+            : evaluate_bending<T>(ql, vl, densities, PsdProjection::on, StressClamp::on);
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
     Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
     Mat<T, 12, 12> df_dv = r.dissipative_force_jacobian_velocities;
@@ -168,7 +172,8 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
 }
 
 /// Shear element at a crossing (2017 Eq. 22–23); elastic stiffness
-/// PSD-projected in (x₁ − x₀, x₂ − x₀).
+/// Gauss–Newton or PSD-projected in (x₁ − x₀, x₂ − x₀)
+/// (YarnMaterial::stiffness_approximation).
 template <typename T>
 WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear& shear, const YarnMaterial<T>& mat,
                                         T h, NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
@@ -181,7 +186,9 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
     Vec<T, 12> force = elastic_force(e, elastic);
     const Mat<T, 12, 12> stiffness =
-        -project_crossing_hessian<T>(Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic)));
+        mat.stiffness_approximation == StiffnessApproximation::gauss_newton
+            ? Mat<T, 12, 12>(-e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose()))
+            : Mat<T, 12, 12>(-project_crossing_hessian<T>(Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic))));
     Mat<T, 12, 12> df_dq = stiffness;
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     energy.elastic = elastic_energy(e, elastic);

@@ -19,6 +19,17 @@ constexpr int yarn_node_dofs = 5;
 
 enum class DampingModel { none, strain_rate, rayleigh };
 
+/// How the bending and shear Jacobians are formed for the implicit solve
+/// (forces are identical either way). Both exact Hessians are indefinite
+/// (bending even near θ = 0), which would make A indefinite and break PCG.
+///  - gauss_newton (default): −∂f_e/∂q ≈ Ω ∇ε (∂S/∂ε) ∇εᵀ, exact at the rest
+///    state, PSD by construction; bending's ∂f_d/∂q is omitted.
+///  - projected: the exact stiffness projected onto the PSD cone (bending:
+///    12×12, shear: 6×6 eigen-decompositions) and bending's clamped ∂f_d/∂q
+///    (2018 Sec. 3.4); closer to Newton's Jacobian, ~5–15× costlier per element.
+/// Stretch is always the exact stiffness projected in (Δx, Δs) (4×4).
+enum class StiffnessApproximation { gauss_newton, projected };
+
 /// Per-mode constants of the yarn model (SI units). Strain-rate coefficients
 /// follow 2017 Eq. 6 (V_d = ½ Ω k_d ε̇²); `rayleigh_beta` is used by
 /// DampingModel::rayleigh (f = −β K v, 2017 Eq. 4 with α = 0).
@@ -38,6 +49,7 @@ struct YarnMaterial {
     T friction_coefficient = T(0);  ///< μ
     T anchor_stiffness = T(0);  ///< k_f of the friction anchor springs (N/m)
     T normal_force = T(0);      ///< F_n at each crossing (N)
+    StiffnessApproximation stiffness_approximation = StiffnessApproximation::gauss_newton;
 };
 
 /// A yarn segment between consecutive nodes; `coordinate` is 3 (u) or 4 (v).

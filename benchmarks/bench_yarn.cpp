@@ -1,0 +1,208 @@
+// bench_yarn: the sphere drop of 2017 Fig. 4 (examples/scenes/sphere_drop.json)
+// at several resolutions of the same 11.5 × 11.5 cm patch, stepped by the
+// Thrust backend; every timed step's linear system is also solved by Eigen's
+// ConjugateGradient (diagonal preconditioner, same tolerance, same threads),
+// the solver of the 2017 paper, so the ratio comes from one run.
+//
+//   bench_yarn [--sizes 50,100,200] [--steps N] [--warmup W] [--no-eigen]
+//              [--scene FILE] [--preconditioner block-jacobi|yarn-lines]
+//
+// Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
+// same count through Eigen::setNbThreads).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include <Eigen/IterativeLinearSolvers>
+#include <Eigen/Sparse>
+
+#include <weft/backend/yarn_stepper.hpp>
+#include <weft/io/scene.hpp>
+#include <weft/io/scene_model.hpp>
+
+#ifndef WEFT_SOURCE_DIR
+#define WEFT_SOURCE_DIR "."
+#endif
+
+namespace {
+
+struct Options {
+    std::vector<int> sizes{50, 100, 200};
+    int steps = 5;
+    int warmup = 3;
+    bool eigen = true;
+    std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
+    std::string preconditioner = "block-jacobi";
+};
+
+double peak_rss_mb()
+{
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+    return -1;
+}
+
+Options parse(int argc, char** argv)
+{
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw weft::InvalidInput("invalid " + a + ": missing value");
+            return argv[++i];
+        };
+        if (a == "--sizes") {
+            o.sizes.clear();
+            std::stringstream ss(value());
+            for (std::string item; std::getline(ss, item, ',');) {
+                const int n = std::atoi(item.c_str());
+                if (n < 2) throw weft::InvalidInput("invalid --sizes entry \"" + item + "\": need an integer >= 2");
+                o.sizes.push_back(n);
+            }
+        } else if (a == "--steps") {
+            o.steps = std::atoi(value().c_str());
+            if (o.steps < 1) throw weft::InvalidInput("invalid --steps: need >= 1");
+        } else if (a == "--warmup") {
+            o.warmup = std::atoi(value().c_str());
+            if (o.warmup < 0) throw weft::InvalidInput("invalid --warmup: need >= 0");
+        } else if (a == "--no-eigen") {
+            o.eigen = false;
+        } else if (a == "--scene") {
+            o.scene = value();
+        } else if (a == "--preconditioner") {
+            o.preconditioner = value();
+            if (o.preconditioner != "block-jacobi" && o.preconditioner != "yarn-lines")
+                throw weft::InvalidInput("invalid --preconditioner \"" + o.preconditioner +
+                                         "\": expected block-jacobi or yarn-lines");
+        } else {
+            throw weft::InvalidInput("invalid option \"" + a + "\"");
+        }
+    }
+    return o;
+}
+
+/// Eigen's CG on S A S + (I − S), rhs S b, from zero, diagonal preconditioner.
+struct EigenSolve {
+    double ms;
+    int iterations;
+    double error;
+};
+
+EigenSolve eigen_solve(const weft::BsrMatrix<double, 5>& bsr, const thrust::device_vector<double>& rhs,
+                       const std::vector<unsigned char>& free, double tolerance, int max_iterations)
+{
+    using Matrix = Eigen::SparseMatrix<double, Eigen::RowMajor>;
+    const Eigen::SparseMatrix<double> col = weft::to_eigen(bsr);
+    const std::vector<double> b_host = weft::to_host(rhs);
+    const Eigen::Index n = col.rows();
+    Eigen::VectorXd filter(n), b(n);
+    for (Eigen::Index i = 0; i < n; ++i) {
+        filter(i) = free[i] ? 1.0 : 0.0;
+        b(i) = free[i] ? b_host[i] : 0.0;
+    }
+    Matrix a = Matrix(filter.asDiagonal() * col * filter.asDiagonal());
+    for (Eigen::Index i = 0; i < n; ++i)
+        if (!free[i]) a.coeffRef(i, i) = 1.0;
+    a.makeCompressed();
+    Eigen::ConjugateGradient<Matrix, Eigen::Lower | Eigen::Upper, Eigen::DiagonalPreconditioner<double>> cg;
+    cg.setTolerance(tolerance);
+    cg.setMaxIterations(max_iterations);
+    const auto t0 = std::chrono::steady_clock::now();
+    cg.compute(a);
+    const Eigen::VectorXd x = cg.solve(b);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    (void)x;
+    return {ms, static_cast<int>(cg.iterations()), cg.error()};
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    try {
+        const Options opt = parse(argc, argv);
+        const weft::SceneDescription base = weft::load_scene(opt.scene);
+        const int threads = omp_get_max_threads();
+        Eigen::setNbThreads(threads);
+        std::ostringstream json;
+        json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
+             << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
+             << "\",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+        bool first = true;
+        for (int n : opt.sizes) {
+            weft::SceneDescription scene = base;
+            weft::ClothDescription& c = scene.cloth.at(0);
+            const double width = (c.yarns[0] - 1) * c.spacing;
+            c.yarns = {n, n};
+            c.spacing = width / (n - 1);
+            // Same physical patch: the defaults derived from the spacing scale with it.
+            c.friction.anchor_stiffness = c.stiffness.stretch / c.spacing;
+            c.contact.stiffness = 1000 * c.stiffness.stretch / c.spacing;
+            // The sphere's top 0.1 mm below the yarns: contact starts within the first steps.
+            for (weft::ColliderDescription& k : scene.colliders)
+                if (k.type == "sphere") k.center[2] = c.center[2] - c.radius - 1e-4 - k.radius;
+            weft::YarnScene<double> built = weft::build_yarn_scene<double>(scene);
+            weft::YarnStepperOptions<double> options;
+            options.newton_iterations = scene.solver.newton_iterations;
+            options.newton_tolerance = scene.solver.newton_tolerance;
+            options.max_halvings = weft::max_halvings(scene);
+            options.pcg.tolerance = scene.solver.pcg_tolerance;
+            options.pcg.max_iterations = scene.solver.pcg_max_iterations;
+            weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
+            const double h = scene.time_step;
+            for (int s = 0; s < opt.warmup; ++s) {
+                const weft::YarnStepReport r = stepper.step(h);
+                if (!r.ok) throw std::runtime_error("warm-up step failed at n = " + std::to_string(n) + ": " + r.message);
+            }
+            double total = 0, assembly = 0, solve = 0, eigen_ms = 0;
+            long pcg_iterations = 0, eigen_iterations = 0, substeps = 0;
+            double eigen_worst_error = 0;
+            for (int s = 0; s < opt.steps; ++s) {
+                const weft::YarnStepReport r = stepper.step(h);
+                if (!r.ok) throw std::runtime_error("step failed at n = " + std::to_string(n) + ": " + r.message);
+                total += r.total_seconds;
+                assembly += r.assembly_seconds;
+                solve += r.solve_seconds;
+                pcg_iterations += r.pcg_iterations;
+                substeps += r.substeps;
+                if (opt.eigen) {
+                    const EigenSolve e = eigen_solve(stepper.matrix(), stepper.rhs(), built.model.free_dof,
+                                                     options.pcg.tolerance, 100000);
+                    eigen_ms += e.ms;
+                    eigen_iterations += e.iterations;
+                    eigen_worst_error = std::max(eigen_worst_error, e.error);
+                }
+            }
+            const double steps = opt.steps;
+            json << (first ? "\n" : ",\n") << "    {\"n\": " << n << ", \"nodes\": " << n * n
+                 << ", \"dofs\": " << 5 * n * n << ", \"ms_per_step\": " << 1e3 * total / steps
+                 << ", \"assembly_ms\": " << 1e3 * assembly / steps << ", \"pcg_ms\": " << 1e3 * solve / steps
+                 << ", \"rest_ms\": " << 1e3 * (total - assembly - solve) / steps
+                 << ", \"pcg_iterations\": " << pcg_iterations / steps << ", \"substeps\": " << substeps / steps
+                 << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n);
+            if (opt.eigen) {
+                json << ", \"eigen_cg_ms\": " << eigen_ms / steps << ", \"eigen_cg_iterations\": "
+                     << eigen_iterations / steps << ", \"eigen_cg_worst_error\": " << eigen_worst_error
+                     << ", \"pcg_speedup_vs_eigen\": " << (eigen_ms / steps) / (1e3 * solve / steps);
+            }
+            json << ", \"peak_rss_mb\": " << peak_rss_mb() << "}";
+            first = false;
+            std::cerr << "bench_yarn: n = " << n << " done (" << 1e3 * total / steps << " ms/step)\n";
+        }
+        json << "\n  ]\n}\n";
+        std::cout << json.str();
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "bench_yarn: " << e.what() << "\n";
+        return 1;
+    }
+}
