@@ -14,7 +14,10 @@
 /// Preconditioner: block-Jacobi, the inverse of each node's diagonal B×B
 /// block restricted to its free DoFs (identity on constrained DoFs), from a
 /// Cholesky factorization so that a diagonal block that is not positive
-/// definite is detected and reported rather than inverted.
+/// definite is detected and reported rather than inverted; or the yarn-line
+/// preconditioner of line_preconditioner.hpp (exact block-banded solves along
+/// node chains such as yarns, additive or symmetric multiplicative over
+/// families of chains).
 ///
 /// Failures are reported in PcgResult, never hidden: a direction with
 /// pᵀAp ≤ 0 (the filtered matrix is not positive definite), a preconditioned
@@ -41,6 +44,7 @@
 #include <thrust/tuple.h>
 
 #include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/line_preconditioner.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
@@ -48,15 +52,17 @@
 namespace weft {
 
 enum class PcgPreconditioner {
-    none,         ///< plain CG on the filtered system
-    block_jacobi  ///< inverse filtered diagonal B×B blocks
+    none,                 ///< plain CG on the filtered system
+    block_jacobi,         ///< inverse filtered diagonal B×B blocks
+    yarn_lines,           ///< additive line solves over PcgOptions::lines (one line pass per family)
+    yarn_lines_symmetric  ///< symmetric multiplicative line solves (2m − 1 line passes, 2m − 2 SpMVs, m families)
 };
 
 enum class PcgStatus {
     converged,                  ///< ‖r‖ ≤ tolerance · ‖r₀‖
     max_iterations_reached,     ///< stopped by the iteration limit
     indefinite_matrix,          ///< pᵀ S A S p ≤ 0 for a search direction p
-    indefinite_preconditioner,  ///< a filtered diagonal block, or rᵀ M⁻¹ r, is not positive
+    indefinite_preconditioner,  ///< a filtered diagonal or line pivot block, or rᵀ M⁻¹ r, is not positive
     non_finite                  ///< NaN or infinity in the residual or a curvature
 };
 
@@ -86,6 +92,11 @@ struct PcgOptions {
     /// Iteration limit (one SpMV per iteration). Must be ≥ 0.
     int max_iterations = 1000;
     PcgPreconditioner preconditioner = PcgPreconditioner::block_jacobi;
+    /// Node chains for the yarn_lines preconditioners (not owned; must
+    /// outlive the solve and match the matrix's node count).
+    const LineSet* lines = nullptr;
+    /// Relaxation ω ∈ (0, 1] of each family update of yarn_lines_symmetric.
+    T line_relaxation = T(1);
 };
 
 template <typename T>
@@ -111,6 +122,7 @@ struct PcgWorkspace {
     thrust::device_vector<T> node_sums_first;          ///< #nodes partial dot products
     thrust::device_vector<T> node_sums_second;         ///< #nodes partial dot products
     thrust::device_vector<std::uint8_t> all_free;      ///< #DoFs ones, for the unfiltered overload
+    LineFactors<T, B> line_factors;                    ///< yarn_lines factors, sized on first use
 
     /// Size every vector for a system of `nodes` nodes (no-op when already sized).
     void resize(Index nodes)
@@ -295,6 +307,47 @@ struct UpdateNode {
     }
 };
 
+/// x += α p, r −= α q for one node (the line preconditioner is applied after).
+template <typename T, int B>
+struct UpdateIterate {
+    const T alpha;
+    const T* const p;  ///< #DoFs
+    const T* const q;  ///< #DoFs
+    T* const x;        ///< #DoFs
+    T* const r;        ///< #DoFs
+
+    WEFT_HD void operator()(Index node) const
+    {
+        const std::size_t offset = static_cast<std::size_t>(node) * B;
+        for (int i = 0; i < B; ++i) {
+            x[offset + i] += alpha * p[offset + i];
+            r[offset + i] -= alpha * q[offset + i];
+        }
+    }
+};
+
+/// The node's shares of rᵀz and rᵀr.
+template <typename T, int B>
+struct NodeDots {
+    const T* const r;  ///< #DoFs
+    const T* const z;  ///< #DoFs
+    T* const r_dot_z;  ///< #nodes
+    T* const r_dot_r;  ///< #nodes
+
+    WEFT_HD void operator()(Index node) const
+    {
+        const std::size_t offset = static_cast<std::size_t>(node) * B;
+        T rz = T(0);
+        T rr = T(0);
+        for (int i = 0; i < B; ++i) {
+            rz += r[offset + i] * z[offset + i];
+            rr += r[offset + i] * r[offset + i];
+        }
+        r_dot_z[node] = rz;
+        r_dot_r[node] = rr;
+    }
+};
+
 template <typename T>
 PcgResult<T> make_result(PcgStatus status, int iterations, T relative_residual)
 {
@@ -318,7 +371,8 @@ PcgResult<T> make_result(PcgStatus status, int iterations, T relative_residual)
 ///                           iteration starts from 0 there); on exit the solution,
 ///                           or the last iterate when the result is not converged
 /// @param[in,out] workspace  reusable work vectors (resized on first use)
-/// @param[in]     options    tolerance, iteration limit, preconditioner
+/// @param[in]     options    tolerance, iteration limit, preconditioner (and
+///                           its LineSet for the yarn_lines preconditioners)
 /// @return status, iteration count and final relative residual
 /// @throws InvalidInput on size mismatches or invalid options (host-side checks)
 template <typename T, int B>
@@ -345,6 +399,23 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     if (options.max_iterations < 0) {
         throw InvalidInput(detail::describe("PcgOptions max_iterations", options.max_iterations, "must be >= 0"));
     }
+    const bool line_preconditioner = options.preconditioner == PcgPreconditioner::yarn_lines ||
+                                     options.preconditioner == PcgPreconditioner::yarn_lines_symmetric;
+    if (line_preconditioner) {
+        if (options.lines == nullptr) {
+            throw InvalidInput(detail::describe("PcgOptions lines", "nullptr",
+                                                "a LineSet is required by the yarn_lines preconditioners"));
+        }
+        if (!(options.line_relaxation > T(0) && options.line_relaxation <= T(1))) {
+            throw InvalidInput(
+                detail::describe("PcgOptions line_relaxation", options.line_relaxation, "must be in (0, 1]"));
+        }
+        if (options.lines->node_count() != a.block_rows()) {
+            throw InvalidInput(
+                detail::describe("PcgOptions lines->node_count()", options.lines->node_count(),
+                                 ("must equal the matrix's block rows " + std::to_string(a.block_rows())).c_str()));
+        }
+    }
 
     const Index nodes = a.block_rows();
     workspace.resize(nodes);
@@ -370,6 +441,9 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     const T stop_norm = options.tolerance * initial_norm;
 
     const bool precondition = options.preconditioner == PcgPreconditioner::block_jacobi;
+    if (line_preconditioner && factor_lines(a, free_dofs, *options.lines, workspace.line_factors) > 0) {
+        return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
+    }
     if (precondition) {
         const int failed_blocks = thrust::transform_reduce(
             thrust::device, node_first, node_last,
@@ -382,6 +456,20 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     thrust::fill(thrust::device, p.begin(), p.end(), T(0));
     thrust::fill(thrust::device, q.begin(), q.end(), T(0));
     const auto update = [&](T alpha) {
+        if (line_preconditioner) {
+            thrust::for_each(thrust::device, node_first, node_last,
+                             pcg_detail::UpdateIterate<T, B>{alpha, cells(p), cells(q), cells(x), cells(r)});
+            if (options.preconditioner == PcgPreconditioner::yarn_lines) {
+                apply_lines_additive(*options.lines, workspace.line_factors, r, z);
+            } else {
+                apply_lines_symmetric(a, free_dofs, *options.lines, workspace.line_factors, r, z,
+                                      options.line_relaxation);
+            }
+            thrust::for_each(thrust::device, node_first, node_last,
+                             pcg_detail::NodeDots<T, B>{cells(r), cells(z), cells(workspace.node_sums_first),
+                                                        cells(workspace.node_sums_second)});
+            return sum_pair(workspace.node_sums_first, workspace.node_sums_second);
+        }
         thrust::for_each(thrust::device, node_first, node_last,
                          pcg_detail::UpdateNode<T, B>{
                              alpha, precondition, cells(workspace.inverse_diagonal), cells(p), cells(q), cells(x),

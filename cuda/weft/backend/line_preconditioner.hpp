@@ -1,0 +1,570 @@
+#pragma once
+/// @file line_preconditioner.hpp
+/// Yarn-line preconditioner for the filtered PCG of pcg.hpp: exact solves of
+/// the block-banded restriction of the filtered matrix to node chains
+/// (yarns), one thread per chain.
+///
+/// A LineSet groups chains into families (e.g. warp and weft yarns); the
+/// chains of one family are disjoint. Ã_l is the restriction of
+/// S A S + (I − S) to chain l = (n_0, n_1, …) keeping the blocks A(n_i, n_j)
+/// with |i − j| ≤ bandwidth (constrained rows and columns replaced by identity
+/// as in block-Jacobi; a block A does not store is zero):
+///   bandwidth 1: block tridiagonal, A(n_i, n_i) and A(n_i, n_{i±1});
+///   bandwidth 2: also A(n_i, n_{i±2}), which bending (n_{i−1}, n_i, n_{i+1})
+///                couples. For a yarn chain this is the whole principal
+///                submatrix of A on the chain, hence SPD when A is SPD.
+/// The tridiagonal truncation is not SPD in general: on a yarn the bending
+/// stencil c (1, −4, 6, −4, 1) on the normal displacement loses its
+/// (1, 1) entries, leaving tridiag(−4c, 6c, −4c), which is indefinite where
+/// the mass is small next to c. The factorization detects a pivot block that
+/// is not positive definite and reports it instead of inverting it.
+///
+/// Preconditioners (M⁻¹ symmetric):
+///   additive:   M⁻¹ = Σ_families Σ_lines R_lᵀ Ã_l⁻¹ R_l
+///   symmetric:  symmetric multiplicative Schwarz (block Gauss–Seidel over
+///               families F₁ … F_m … F₁), z ← z + M_f⁻¹ S (r − A z) with the
+///               residual refreshed by one SpMV between families.
+/// Nodes covered by no chain form one more family of single-node chains,
+/// i.e. they get block-Jacobi.
+///
+/// Factorization: block LDLᵀ of the block-banded Ã_l, for bandwidth 1 the
+/// block Thomas algorithm S₀ = D₀, S_i = D_i − C_{i−1}ᵀ S_{i−1}⁻¹ C_{i−1};
+/// stored as S_i⁻¹ and W_{i,d} = S_i⁻¹ Ū_{i,i+d}, Ū = S Lᵀ the unscaled upper
+/// factor. Every application is deterministic: families are processed one
+/// after another and the chains of a family write disjoint nodes.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+#include <thrust/for_each.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform_reduce.h>
+
+#include <weft/backend/bsr_matrix.hpp>
+#include <weft/core/config.hpp>
+#include <weft/core/error.hpp>
+#include <weft/model/yarn_model.hpp>
+
+namespace weft {
+
+/// Largest supported LineSet bandwidth.
+constexpr int max_line_bandwidth = 2;
+
+/// Node chains grouped into families, flattened into device vectors.
+///
+/// Storage: lines are numbered family by family; the nodes not covered by any
+/// given family follow as one extra family of single-node lines (absent when
+/// every node is covered). line_ptr() has #lines + 1 offsets into
+/// line_nodes(); a position in line_nodes() is a line entry.
+class LineSet {
+public:
+    /// An empty set over zero nodes.
+    LineSet() = default;
+
+    /// @param[in] num_nodes  number of nodes of the system (≥ 0)
+    /// @param[in] families   families[f][l] = chain of node indices (length ≥ 1),
+    ///                       consecutive entries coupled; within a family every
+    ///                       node appears at most once
+    /// @param[in] bandwidth  1 (block tridiagonal) or 2 (also couplings two
+    ///                       chain positions apart, e.g. yarn bending)
+    /// @throws InvalidInput naming families[f][l][i] on an empty line, a node
+    ///                      out of range or a node repeated within a family,
+    ///                      or naming the bandwidth
+    LineSet(Index num_nodes, const std::vector<std::vector<std::vector<Index>>>& families, int bandwidth = 2)
+    {
+        if (num_nodes < 0) throw InvalidInput(detail::describe("LineSet num_nodes", num_nodes, "must be >= 0"));
+        if (bandwidth < 1 || bandwidth > max_line_bandwidth)
+            throw InvalidInput(detail::describe("LineSet bandwidth", bandwidth, "must be 1 or 2"));
+        const auto where = [](std::size_t f, std::size_t l) {
+            return "LineSet families[" + std::to_string(f) + "][" + std::to_string(l) + "]";
+        };
+        std::vector<Index> family_ptr(1, 0);
+        std::vector<Index> line_ptr(1, 0);
+        std::vector<Index> line_nodes;
+        std::vector<std::uint8_t> covered(static_cast<std::size_t>(num_nodes), 0);
+        // (line, entry) of each node within the current family, for duplicate messages; line −1 = not seen.
+        std::vector<std::pair<long long, long long>> seen(static_cast<std::size_t>(num_nodes), {-1, -1});
+        for (std::size_t f = 0; f < families.size(); ++f) {
+            for (std::size_t l = 0; l < families[f].size(); ++l) {
+                const std::vector<Index>& line = families[f][l];
+                if (line.empty()) {
+                    throw InvalidInput(
+                        detail::describe((where(f, l) + ".size()").c_str(), line.size(), "a line needs >= 1 node"));
+                }
+                for (std::size_t i = 0; i < line.size(); ++i) {
+                    const Index node = line[i];
+                    const auto field = [&] { return where(f, l) + "[" + std::to_string(i) + "] node"; };
+                    if (node < 0 || node >= num_nodes) {
+                        throw InvalidInput(detail::describe(
+                            field().c_str(), node,
+                            ("must be in [0, num_nodes = " + std::to_string(num_nodes) + ")").c_str()));
+                    }
+                    auto& previous = seen[static_cast<std::size_t>(node)];
+                    if (previous.first >= 0) {
+                        const std::string first = where(f, static_cast<std::size_t>(previous.first)) + "[" +
+                                                  std::to_string(previous.second) + "]";
+                        throw InvalidInput(detail::describe(
+                            field().c_str(), node,
+                            ("already appears as " + first + "; the lines of a family must be disjoint").c_str()));
+                    }
+                    previous = {static_cast<long long>(l), static_cast<long long>(i)};
+                    covered[static_cast<std::size_t>(node)] = 1;
+                    line_nodes.push_back(node);
+                }
+                line_ptr.push_back(static_cast<Index>(line_nodes.size()));
+            }
+            for (const auto& line : families[f]) {
+                for (Index node : line) seen[static_cast<std::size_t>(node)] = {-1, -1};
+            }
+            family_ptr.push_back(static_cast<Index>(line_ptr.size() - 1));
+        }
+        m_family_count = static_cast<int>(families.size());
+        for (Index node = 0; node < num_nodes; ++node) {
+            if (covered[static_cast<std::size_t>(node)]) continue;
+            line_nodes.push_back(node);
+            line_ptr.push_back(static_cast<Index>(line_nodes.size()));
+            ++m_uncovered;
+        }
+        if (m_uncovered > 0) family_ptr.push_back(static_cast<Index>(line_ptr.size() - 1));
+        m_num_nodes = num_nodes;
+        m_bandwidth = bandwidth;
+        m_family_line_ptr = family_ptr;
+        m_line_ptr.assign(line_ptr.begin(), line_ptr.end());
+        m_line_nodes.assign(line_nodes.begin(), line_nodes.end());
+    }
+
+    /// Number of nodes of the system the set was built for.
+    Index node_count() const { return m_num_nodes; }
+    /// Largest |i − j| of the kept blocks A(n_i, n_j) of a line.
+    int bandwidth() const { return m_bandwidth; }
+    /// Number of families given to the constructor.
+    int family_count() const { return m_family_count; }
+    /// Nodes on no given line (preconditioned by their diagonal block).
+    Index uncovered_node_count() const { return m_uncovered; }
+    /// Families as processed: the given ones, then the uncovered nodes if any.
+    int sweep_family_count() const { return static_cast<int>(m_family_line_ptr.size()) - 1; }
+    /// First line of sweep family f (f = sweep_family_count() gives #lines).
+    Index family_first_line(int f) const { return m_family_line_ptr[static_cast<std::size_t>(f)]; }
+    /// Number of lines, uncovered single-node lines included.
+    Index line_count() const { return m_family_line_ptr.back(); }
+    /// Number of line entries (Σ line lengths, uncovered nodes included).
+    Index entry_count() const { return static_cast<Index>(m_line_nodes.size()); }
+
+    /// #lines + 1 offsets into line_nodes().
+    const thrust::device_vector<Index>& line_ptr() const { return m_line_ptr; }
+    /// #entries node indices, line after line.
+    const thrust::device_vector<Index>& line_nodes() const { return m_line_nodes; }
+
+private:
+    Index m_num_nodes = 0;
+    int m_bandwidth = 2;
+    int m_family_count = 0;
+    Index m_uncovered = 0;
+    std::vector<Index> m_family_line_ptr = std::vector<Index>(1, 0);
+    thrust::device_vector<Index> m_line_ptr = thrust::device_vector<Index>(1, 0);
+    thrust::device_vector<Index> m_line_nodes;
+};
+
+/// The yarns of a model as a LineSet of bandwidth 2: family 0 the u-yarns
+/// (coordinate 3), family 1 the v-yarns (coordinate 4), each yarn one line in
+/// node order.
+/// @throws InvalidInput as LineSet does (e.g. two u-yarns sharing a node)
+template <typename T>
+LineSet yarn_line_set(const YarnModel<T>& model)
+{
+    std::vector<std::vector<std::vector<Index>>> families(2);
+    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+        const int coordinate = y < model.yarn_coordinate.size() ? model.yarn_coordinate[y] : -1;
+        if (coordinate != 3 && coordinate != 4) {
+            throw InvalidInput(detail::describe(("yarn_line_set yarn_coordinate[" + std::to_string(y) + "]").c_str(),
+                                                coordinate, "must be 3 (u) or 4 (v)"));
+        }
+        families[static_cast<std::size_t>(coordinate - 3)].emplace_back(model.yarns[y].begin(), model.yarns[y].end());
+    }
+    return LineSet(model.node_count(), families, 2);
+}
+
+/// Factors of the line preconditioner for one matrix and filter, and its
+/// scratch vectors. Sized on demand; contents are unspecified after a failed
+/// factorization.
+template <typename T, int B>
+struct LineFactors {
+    thrust::device_vector<T> inverse_pivots;  ///< #entries · B·B, row-major S_i⁻¹
+    thrust::device_vector<T> couplings;       ///< #entries · max_line_bandwidth · B·B, W_{i,d} (d = 1, 2)
+    thrust::device_vector<T> scratch;         ///< #entries · B, S_i⁻¹ g_i of the forward sweep
+    thrust::device_vector<T> sweep_residual;  ///< #DoFs, residual between families (symmetric variant)
+
+    /// Size the vectors for `lines` (no-op when already sized).
+    void resize(const LineSet& lines)
+    {
+        const std::size_t entries = static_cast<std::size_t>(lines.entry_count());
+        inverse_pivots.resize(entries * (B * B));
+        couplings.resize(entries * (max_line_bandwidth * B * B));
+        scratch.resize(entries * B);
+        sweep_residual.resize(static_cast<std::size_t>(lines.node_count()) * B);
+    }
+};
+
+namespace line_detail {
+
+/// out = L⁻ᵀ L⁻¹ for the SPD matrix whose lower triangle is `l` (overwritten
+/// by its Cholesky factor). Returns false, writing nothing, when a pivot is
+/// not positive and finite.
+template <typename T, int B>
+WEFT_HD inline bool invert_spd_lower(T (&l)[B][B], T* out)
+{
+    using std::sqrt;
+    for (int j = 0; j < B; ++j) {
+        T pivot = l[j][j];
+        for (int p = 0; p < j; ++p) pivot -= l[j][p] * l[j][p];
+        if (!(pivot > T(0) && pivot <= std::numeric_limits<T>::max())) return false;
+        l[j][j] = sqrt(pivot);
+        for (int i = j + 1; i < B; ++i) {
+            T sum = l[i][j];
+            for (int p = 0; p < j; ++p) sum -= l[i][p] * l[j][p];
+            l[i][j] = sum / l[j][j];
+        }
+    }
+    for (int c = 0; c < B; ++c) {
+        T y[B];
+        for (int i = 0; i < B; ++i) {
+            T sum = i == c ? T(1) : T(0);
+            for (int p = 0; p < i; ++p) sum -= l[i][p] * y[p];
+            y[i] = sum / l[i][i];
+        }
+        for (int i = B - 1; i >= 0; --i) {
+            T sum = y[i];
+            for (int p = i + 1; p < B; ++p) sum -= l[p][i] * y[p];
+            y[i] = sum / l[i][i];
+        }
+        for (int r = 0; r < B; ++r) out[r * B + c] = y[r];
+    }
+    return true;
+}
+
+/// Block LDLᵀ factorization of one line of S A S + (I − S), half-bandwidth
+/// `bandwidth` (≤ 2) in blocks:
+///   S_i = D_i − Σ_d W_{i−d,d}ᵀ Ū_{i−d,i},   Ū_{i,i+d} = A_{i,i+d} − Σ_k W_{k,i−k}ᵀ Ū_{k,i+d},
+///   W_{i,d} = S_i⁻¹ Ū_{i,i+d}   (bandwidth 1: the block Thomas algorithm).
+/// Returns 1 when a pivot block S_i is not positive definite (the line's
+/// factors are then incomplete), else 0.
+template <typename T, int B>
+struct FactorLine {
+    const BsrConstView<T, B> a;
+    const std::uint8_t* const free_dofs;  ///< #DoFs
+    const Index* const line_ptr;          ///< #lines + 1
+    const Index* const line_nodes;        ///< #entries
+    const int bandwidth;                  ///< 1 or 2
+    T* const inverse_pivots;              ///< #entries · B·B
+    T* const couplings;                   ///< #entries · 2 · B·B
+
+    /// out = filtered A(row_node, col_node), zero when not stored.
+    WEFT_HD void load_coupling(Index row_node, Index col_node, T (&out)[B][B]) const
+    {
+        const std::uint8_t* row_free = free_dofs + static_cast<std::size_t>(row_node) * B;
+        const std::uint8_t* col_free = free_dofs + static_cast<std::size_t>(col_node) * B;
+        const Index k = bsr_find_block(a.row_ptr, a.col_idx, row_node, col_node);
+        for (int r = 0; r < B; ++r) {
+            for (int c = 0; c < B; ++c) {
+                const bool kept = k >= 0 && row_free[r] && col_free[c];
+                out[r][c] = kept ? a.values[static_cast<std::size_t>(k) * (B * B) + r * B + c] : T(0);
+            }
+        }
+    }
+
+    WEFT_HD int operator()(Index line) const
+    {
+        const Index first = line_ptr[line];
+        const Index last = line_ptr[line + 1];
+        // upper[j][d − 1] = Ū_{i−j, i−j+d} for the two previous entries (j = 1, 2).
+        T upper[3][max_line_bandwidth][B][B] = {};
+        for (Index e = first; e < last; ++e) {
+            const Index node = line_nodes[e];
+            const std::uint8_t* is_free = free_dofs + static_cast<std::size_t>(node) * B;
+            const Index k = bsr_find_block(a.row_ptr, a.col_idx, node, node);
+            T pivot[B][B];  // lower triangle of S_i
+            for (int r = 0; r < B; ++r) {
+                for (int c = 0; c <= r; ++c) {
+                    const bool kept = is_free[r] && is_free[c];
+                    const T stored = k >= 0 ? a.values[static_cast<std::size_t>(k) * (B * B) + r * B + c] : T(0);
+                    pivot[r][c] = kept ? stored : (r == c ? T(1) : T(0));
+                }
+            }
+            for (int d = 1; d <= bandwidth && e - d >= first; ++d) {
+                const T* w = couplings + (static_cast<std::size_t>(e - d) * max_line_bandwidth + (d - 1)) * (B * B);
+                const T(&u)[B][B] = upper[d][d - 1];  // Ū_{i−d, i}
+                for (int r = 0; r < B; ++r) {
+                    for (int c = 0; c <= r; ++c) {
+                        T sum = T(0);
+                        for (int p = 0; p < B; ++p) sum += w[p * B + r] * u[p][c];
+                        pivot[r][c] -= sum;
+                    }
+                }
+            }
+            T* inverse = inverse_pivots + static_cast<std::size_t>(e) * (B * B);
+            if (!invert_spd_lower<T, B>(pivot, inverse)) return 1;
+            // Ū_{i,i+d}, then W_{i,d}; upper[0] holds the current entry's row.
+            for (int d = 1; d <= bandwidth && e + d < last; ++d) {
+                T(&u)[B][B] = upper[0][d - 1];
+                load_coupling(node, line_nodes[e + d], u);
+                if (d == 1 && bandwidth == 2 && e > first) {
+                    // k = i − 1: Ū_{i,i+1} −= W_{i−1,1}ᵀ Ū_{i−1,i+1}
+                    const T* w = couplings + static_cast<std::size_t>(e - 1) * max_line_bandwidth * (B * B);
+                    const T(&u_previous)[B][B] = upper[1][1];
+                    for (int r = 0; r < B; ++r) {
+                        for (int c = 0; c < B; ++c) {
+                            T sum = T(0);
+                            for (int p = 0; p < B; ++p) sum += w[p * B + r] * u_previous[p][c];
+                            u[r][c] -= sum;
+                        }
+                    }
+                }
+                T* w = couplings + (static_cast<std::size_t>(e) * max_line_bandwidth + (d - 1)) * (B * B);
+                for (int r = 0; r < B; ++r) {
+                    for (int c = 0; c < B; ++c) {
+                        T sum = T(0);
+                        for (int p = 0; p < B; ++p) sum += inverse[r * B + p] * u[p][c];
+                        w[r * B + c] = sum;
+                    }
+                }
+            }
+            for (int j = 2; j >= 1; --j) {
+                for (int d = 0; d < max_line_bandwidth; ++d) {
+                    for (int r = 0; r < B; ++r) {
+                        for (int c = 0; c < B; ++c) upper[j][d][r][c] = upper[j - 1][d][r][c];
+                    }
+                }
+            }
+        }
+        return 0;
+    }
+};
+
+/// output += ω Ã_l⁻¹ input on one line's nodes, by block forward and backward
+/// substitution: g_i = r_i − Σ_d W_{i−d,d}ᵀ g_{i−d}; h_i = S_i⁻¹ g_i;
+/// y_i = h_i − Σ_d W_{i,d} y_{i+d}.
+template <typename T, int B>
+struct SolveLine {
+    const Index* const line_ptr;    ///< #lines + 1
+    const Index* const line_nodes;  ///< #entries
+    const int bandwidth;            ///< 1 or 2
+    const T* const inverse_pivots;  ///< #entries · B·B
+    const T* const couplings;       ///< #entries · 2 · B·B
+    const T* const input;           ///< #DoFs
+    const T weight;                 ///< ω
+    T* const scratch;               ///< #entries · B
+    T* const output;                ///< #DoFs
+
+    WEFT_HD void operator()(Index line) const
+    {
+        const Index first = line_ptr[line];
+        const Index last = line_ptr[line + 1];
+        T previous[max_line_bandwidth][B] = {};  // g_{i−1}, g_{i−2}, then y_{i+1}, y_{i+2}
+        for (Index e = first; e < last; ++e) {
+            const T* r = input + static_cast<std::size_t>(line_nodes[e]) * B;
+            T g[B];
+            for (int i = 0; i < B; ++i) g[i] = r[i];
+            for (int d = 1; d <= bandwidth && e - d >= first; ++d) {
+                const T* w = couplings + (static_cast<std::size_t>(e - d) * max_line_bandwidth + (d - 1)) * (B * B);
+                for (int i = 0; i < B; ++i) {
+                    for (int p = 0; p < B; ++p) g[i] -= w[p * B + i] * previous[d - 1][p];
+                }
+            }
+            const T* inverse = inverse_pivots + static_cast<std::size_t>(e) * (B * B);
+            T* h = scratch + static_cast<std::size_t>(e) * B;
+            for (int i = 0; i < B; ++i) {
+                T sum = T(0);
+                for (int p = 0; p < B; ++p) sum += inverse[i * B + p] * g[p];
+                h[i] = sum;
+                previous[1][i] = previous[0][i];
+                previous[0][i] = g[i];
+            }
+        }
+        for (Index e = last - 1; e >= first; --e) {
+            const T* h = scratch + static_cast<std::size_t>(e) * B;
+            T y[B];
+            for (int i = 0; i < B; ++i) y[i] = h[i];
+            for (int d = 1; d <= bandwidth && e + d < last; ++d) {
+                const T* w = couplings + (static_cast<std::size_t>(e) * max_line_bandwidth + (d - 1)) * (B * B);
+                for (int i = 0; i < B; ++i) {
+                    for (int p = 0; p < B; ++p) y[i] -= w[i * B + p] * previous[d - 1][p];
+                }
+            }
+            T* out = output + static_cast<std::size_t>(line_nodes[e]) * B;
+            for (int i = 0; i < B; ++i) {
+                out[i] += weight * y[i];
+                previous[1][i] = previous[0][i];
+                previous[0][i] = y[i];
+            }
+        }
+    }
+};
+
+/// w = S (r − A z) for one block row (z is zero on constrained DoFs).
+template <typename T, int B>
+struct FilteredResidual {
+    const BsrConstView<T, B> a;
+    const std::uint8_t* const free_dofs;  ///< #DoFs
+    const T* const r;                     ///< #DoFs
+    const T* const z;                     ///< #DoFs
+    T* const w;                           ///< #DoFs
+
+    WEFT_HD void operator()(Index row) const
+    {
+        const std::size_t offset = static_cast<std::size_t>(row) * B;
+        T sum[B];
+        for (int i = 0; i < B; ++i) sum[i] = r[offset + i];
+        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+            const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
+            const T* zk = z + static_cast<std::size_t>(a.col_idx[k]) * B;
+            for (int i = 0; i < B; ++i) {
+                for (int c = 0; c < B; ++c) sum[i] -= block[i * B + c] * zk[c];
+            }
+        }
+        for (int i = 0; i < B; ++i) w[offset + i] = free_dofs[offset + i] ? sum[i] : T(0);
+    }
+};
+
+template <typename T, int B>
+void require_line_sizes(const char* caller, const LineSet& lines, const LineFactors<T, B>& factors,
+                        const thrust::device_vector<T>& r, const thrust::device_vector<T>& z)
+{
+    const std::size_t dofs = static_cast<std::size_t>(lines.node_count()) * B;
+    const std::string requirement = "must equal B * LineSet node_count() = " + std::to_string(dofs);
+    if (r.size() != dofs)
+        throw InvalidInput(
+            detail::describe((std::string(caller) + " r.size()").c_str(), r.size(), requirement.c_str()));
+    if (z.size() != dofs)
+        throw InvalidInput(
+            detail::describe((std::string(caller) + " z.size()").c_str(), z.size(), requirement.c_str()));
+    const std::size_t factor_size = static_cast<std::size_t>(lines.entry_count()) * (B * B);
+    if (factors.inverse_pivots.size() != factor_size || factors.couplings.size() != factor_size * max_line_bandwidth ||
+        factors.scratch.size() != static_cast<std::size_t>(lines.entry_count()) * B) {
+        throw InvalidInput(detail::describe((std::string(caller) + " factors.inverse_pivots.size()").c_str(),
+                                            factors.inverse_pivots.size(),
+                                            "factors do not match the LineSet: call factor_lines first"));
+    }
+}
+
+/// output += ω Σ_{lines l of sweep family f} R_lᵀ Ã_l⁻¹ R_l input.
+template <typename T, int B>
+void solve_family(const LineSet& lines, LineFactors<T, B>& factors, int family, const thrust::device_vector<T>& input,
+                  T weight, thrust::device_vector<T>& output)
+{
+    thrust::for_each(
+        thrust::device, thrust::counting_iterator<Index>(lines.family_first_line(family)),
+        thrust::counting_iterator<Index>(lines.family_first_line(family + 1)),
+        SolveLine<T, B>{
+            thrust::raw_pointer_cast(lines.line_ptr().data()), thrust::raw_pointer_cast(lines.line_nodes().data()),
+            lines.bandwidth(), thrust::raw_pointer_cast(factors.inverse_pivots.data()),
+            thrust::raw_pointer_cast(factors.couplings.data()), thrust::raw_pointer_cast(input.data()), weight,
+            thrust::raw_pointer_cast(factors.scratch.data()), thrust::raw_pointer_cast(output.data())});
+}
+
+}  // namespace line_detail
+
+/// Factor every line's block-banded restriction of S A S + (I − S)
+/// (block LDLᵀ; block Thomas algorithm for bandwidth 1), one thread per line.
+/// @param[in]  a          square BSR matrix, B·#nodes square, #nodes = lines.node_count()
+/// @param[in]  free_dofs  #DoFs filter S: nonzero = free, 0 = constrained
+/// @param[in]  lines      node chains
+/// @param[out] factors    resized and filled
+/// @return number of lines with a pivot block that is not positive definite
+///         (0 on success; otherwise the factors must not be applied)
+/// @throws InvalidInput on size mismatches
+template <typename T, int B>
+Index factor_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, const LineSet& lines,
+                   LineFactors<T, B>& factors)
+{
+    if (a.block_rows() != a.block_cols() || a.block_rows() != lines.node_count()) {
+        throw InvalidInput(detail::describe(
+            "factor_lines matrix block rows", a.block_rows(),
+            ("must be square and equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
+    }
+    if (free_dofs.size() != static_cast<std::size_t>(a.rows())) {
+        throw InvalidInput(detail::describe("factor_lines free_dofs.size()", free_dofs.size(),
+                                            ("must equal the matrix size " + std::to_string(a.rows())).c_str()));
+    }
+    factors.resize(lines);
+    return thrust::transform_reduce(
+        thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(lines.line_count()),
+        line_detail::FactorLine<T, B>{a.view(), thrust::raw_pointer_cast(free_dofs.data()),
+                                      thrust::raw_pointer_cast(lines.line_ptr().data()),
+                                      thrust::raw_pointer_cast(lines.line_nodes().data()), lines.bandwidth(),
+                                      thrust::raw_pointer_cast(factors.inverse_pivots.data()),
+                                      thrust::raw_pointer_cast(factors.couplings.data())},
+        Index(0), thrust::plus<Index>{});
+}
+
+/// Additive line preconditioner: z = Σ_families Σ_lines R_lᵀ Ã_l⁻¹ R_l r
+/// (+ block-Jacobi on uncovered nodes). Families are summed in order.
+/// @param[in]     lines    node chains
+/// @param[in,out] factors  from factor_lines (scratch is overwritten)
+/// @param[in]     r        #DoFs, zero on constrained DoFs
+/// @param[out]    z        #DoFs, must not alias r
+/// @throws InvalidInput on size mismatches or aliasing
+template <typename T, int B>
+void apply_lines_additive(const LineSet& lines, LineFactors<T, B>& factors, const thrust::device_vector<T>& r,
+                          thrust::device_vector<T>& z)
+{
+    line_detail::require_line_sizes("apply_lines_additive", lines, factors, r, z);
+    if (&r == &z) throw InvalidInput("invalid apply_lines_additive arguments: r and z must be different vectors");
+    thrust::fill(thrust::device, z.begin(), z.end(), T(0));
+    for (int f = 0; f < lines.sweep_family_count(); ++f) line_detail::solve_family(lines, factors, f, r, T(1), z);
+}
+
+/// Symmetric multiplicative line preconditioner (symmetric block Gauss–Seidel
+/// over the families F₁ … F_m … F₁, m = sweep_family_count()):
+///   z ← z + ω M_f⁻¹ S (r − A z) for each family f of the sequence,
+/// with one SpMV per residual refresh (2m − 2 in all). M⁻¹ is symmetric; it is
+/// positive definite when every family's update contracts in the A-norm,
+/// i.e. 2 M_f / ω − S A S is positive definite (block-Jacobi across the lines
+/// of a family need not satisfy this for ω = 1 when lines of a family are
+/// coupled, e.g. by the other yarn direction's bending).
+/// @param[in]     a          the matrix the factors were computed from
+/// @param[in]     free_dofs  #DoFs filter used for the factors
+/// @param[in]     lines      node chains
+/// @param[in,out] factors    from factor_lines (scratch and sweep_residual are overwritten)
+/// @param[in]     r          #DoFs, zero on constrained DoFs
+/// @param[out]    z          #DoFs, must not alias r
+/// @param[in]     weight     relaxation ω of each family update, in (0, 1]
+/// @throws InvalidInput on size mismatches, aliasing or a weight out of range
+template <typename T, int B>
+void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+                           const LineSet& lines, LineFactors<T, B>& factors, const thrust::device_vector<T>& r,
+                           thrust::device_vector<T>& z, T weight = T(1))
+{
+    if (!(weight > T(0) && weight <= T(1)))
+        throw InvalidInput(detail::describe("apply_lines_symmetric weight", weight, "must be in (0, 1]"));
+    line_detail::require_line_sizes("apply_lines_symmetric", lines, factors, r, z);
+    if (&r == &z) throw InvalidInput("invalid apply_lines_symmetric arguments: r and z must be different vectors");
+    if (a.rows() != static_cast<Index>(r.size()) || free_dofs.size() != r.size()) {
+        throw InvalidInput(detail::describe("apply_lines_symmetric matrix rows", a.rows(),
+                                            "must equal r.size() and free_dofs.size()"));
+    }
+    auto& w = factors.sweep_residual;
+    thrust::fill(thrust::device, z.begin(), z.end(), T(0));
+    const int m = lines.sweep_family_count();
+    const int steps = m > 0 ? 2 * m - 1 : 0;
+    for (int s = 0; s < steps; ++s) {
+        const int family = s < m ? s : 2 * m - 2 - s;
+        line_detail::solve_family(lines, factors, family, s == 0 ? r : w, weight, z);
+        if (s + 1 == steps) break;
+        thrust::for_each(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(a.block_rows()),
+            line_detail::FilteredResidual<T, B>{a.view(), thrust::raw_pointer_cast(free_dofs.data()),
+                                                thrust::raw_pointer_cast(r.data()), thrust::raw_pointer_cast(z.data()),
+                                                thrust::raw_pointer_cast(w.data())});
+    }
+}
+
+}  // namespace weft

@@ -1,0 +1,523 @@
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstdint>
+#include <iostream>
+#include <numeric>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+#include <Eigen/Dense>
+#include <Eigen/SparseCholesky>
+
+#include <weft/backend/assembly.hpp>
+#include <weft/backend/line_preconditioner.hpp>
+#include <weft/backend/pcg.hpp>
+#include <weft/model/woven.hpp>
+#include <weft/solver/eigen_yarn_system.hpp>
+
+#include "backend/block_system.hpp"
+#include "support/random.hpp"
+
+using weft::BsrMatrix;
+using weft::Index;
+using weft::LineFactors;
+using weft::LineSet;
+using weft::PcgOptions;
+using weft::PcgPreconditioner;
+using weft::PcgResult;
+using weft::PcgStatus;
+using weft::PcgWorkspace;
+using weft_backend_test::random_vector;
+using weft_backend_test::to_device;
+using weft_backend_test::to_eigen_vector;
+using weft_test::Random;
+
+namespace {
+
+using SparseMatrix = Eigen::SparseMatrix<double>;
+using Families = std::vector<std::vector<std::vector<Index>>>;
+
+/// SPD system coupled only along chains: a stiff random spring between
+/// consecutive chain nodes, with bandwidth 2 also a bending-like term
+/// (1, −2, 1)(1, −2, 1)ᵀ ⊗ K on consecutive triples, and a random mass block
+/// on every node (isolated nodes get the mass only).
+template <int B>
+SparseMatrix chain_system(Random& rng, Index nodes, const std::vector<std::vector<Index>>& chains, int bandwidth,
+                          double stiffness)
+{
+    weft_backend_test::BlockContributions<B> system;
+    for (const auto& chain : chains) {
+        for (std::size_t i = 0; i + 1 < chain.size(); ++i) {
+            const Eigen::Matrix<double, B, B> k = stiffness * weft_backend_test::random_spd_block<B>(rng, 0.1);
+            system.add(chain[i], chain[i], k);
+            system.add(chain[i], chain[i + 1], -k);
+            system.add(chain[i + 1], chain[i], -k);
+            system.add(chain[i + 1], chain[i + 1], k);
+        }
+        for (std::size_t i = 0; bandwidth == 2 && i + 2 < chain.size(); ++i) {
+            const Eigen::Matrix<double, B, B> k = 0.1 * stiffness * weft_backend_test::random_spd_block<B>(rng, 0.1);
+            const double stencil[3] = {1, -2, 1};
+            for (int p = 0; p < 3; ++p) {
+                for (int q = 0; q < 3; ++q) system.add(chain[i + p], chain[i + q], stencil[p] * stencil[q] * k);
+            }
+        }
+    }
+    for (Index node = 0; node < nodes; ++node) system.add(node, node, weft_backend_test::random_spd_block<B>(rng, 0.5));
+    return system.triplet_assembly(nodes);
+}
+
+/// `count` chains of `length` nodes over randomly permuted node labels, and
+/// `isolated` further nodes on no chain.
+struct Chains {
+    Index nodes = 0;
+    std::vector<std::vector<Index>> lines;
+};
+
+Chains random_chains(Random& rng, int count, int length, int isolated)
+{
+    Chains chains;
+    chains.nodes = count * length + isolated;
+    std::vector<Index> labels(static_cast<std::size_t>(chains.nodes));
+    std::iota(labels.begin(), labels.end(), 0);
+    for (std::size_t i = labels.size(); i > 1; --i) {
+        const auto j = static_cast<std::size_t>(rng.uniform(0, static_cast<double>(i)));
+        std::swap(labels[i - 1], labels[std::min(j, i - 1)]);
+    }
+    for (int l = 0; l < count; ++l) {
+        chains.lines.emplace_back(labels.begin() + l * length, labels.begin() + (l + 1) * length);
+    }
+    return chains;
+}
+
+Eigen::MatrixXd filtered_dense(const SparseMatrix& a, const std::vector<std::uint8_t>& free_dofs)
+{
+    Eigen::MatrixXd dense(a);
+    for (Eigen::Index i = 0; i < dense.rows(); ++i) {
+        if (free_dofs[static_cast<std::size_t>(i)]) continue;
+        dense.row(i).setZero();
+        dense.col(i).setZero();
+        dense(i, i) = 1.0;
+    }
+    return dense;
+}
+
+double relative_error(const Eigen::VectorXd& x, const Eigen::VectorXd& expected)
+{
+    return (x - expected).lpNorm<Eigen::Infinity>() / expected.lpNorm<Eigen::Infinity>();
+}
+
+/// The first backward-Euler system of a hanging woven patch with realistic
+/// yarn parameters (h² k_s / (m L) ≈ 6·10⁹), top edge pinned.
+struct YarnProblem {
+    weft::YarnModel<double> model;
+    weft::EigenYarnSystem<double> system;
+    BsrMatrix<double, 5> a;
+    std::vector<std::uint8_t> free_dofs;
+};
+
+YarnProblem yarn_problem(int nx, int ny)
+{
+    YarnProblem problem;
+    weft::WovenPatch patch;
+    patch.nx = nx;
+    patch.ny = ny;
+    patch.spacing = 0.575e-3;
+    patch.radius = 1.1e-4;
+    patch.density = 130.0;
+    weft::YarnMaterial<double>& m = problem.model.material;
+    m.linear_density = patch.density * weft::Constants<double>::pi * patch.radius * patch.radius;
+    m.stretch_stiffness = 1e4;
+    m.bending_stiffness = 1e-8;
+    m.shear_stiffness = 1e-4;
+    m.friction_coefficient = 0.3;
+    m.anchor_stiffness = m.stretch_stiffness / patch.spacing;
+    m.normal_force = 0.01 * m.stretch_stiffness;
+    const int first = weft::add_woven_patch(problem.model, patch);
+    weft::pin_nodes(problem.model, weft::woven_node_set(patch, first, "top-edge"));
+    problem.system = weft::assemble_yarn_system_eigen(problem.model, {}, weft::Vec3<double>(0, 0, -9.81), 1e-3);
+    problem.a = weft::to_bsr<5>(problem.system.a);
+    problem.free_dofs.assign(problem.model.free_dof.begin(), problem.model.free_dof.end());
+    return problem;
+}
+
+/// Message of the InvalidInput thrown by f, or "" when none is thrown.
+template <typename F>
+std::string invalid_input_message(F&& f)
+{
+    try {
+        f();
+    } catch (const weft::InvalidInput& e) {
+        return e.what();
+    }
+    return "";
+}
+
+template <int B>
+int check_exact_on_one_family(Random& rng, int bandwidth)
+{
+    const Chains chains = random_chains(rng, 5, 9, 3);
+    const SparseMatrix a_eigen = chain_system<B>(rng, chains.nodes, chains.lines, bandwidth, 1e4);
+    const BsrMatrix<double, B> a = weft::to_bsr<B>(a_eigen);
+    const LineSet lines(chains.nodes, Families{chains.lines}, bandwidth);
+    REQUIRE(lines.uncovered_node_count() == 3);
+    REQUIRE(lines.sweep_family_count() == 2);
+
+    const std::vector<std::uint8_t> free_dofs(static_cast<std::size_t>(B * chains.nodes), 1);
+    LineFactors<double, B> factors;
+    REQUIRE(weft::factor_lines(a, to_device(free_dofs), lines, factors) == 0);
+    const Eigen::VectorXd r = random_vector(rng, B * chains.nodes);
+    const Eigen::VectorXd expected = Eigen::MatrixXd(a_eigen).ldlt().solve(r);
+    thrust::device_vector<double> z(r.size(), 0.0);
+    weft::apply_lines_additive(lines, factors, to_device(r), z);
+    CHECK(relative_error(to_eigen_vector(z), expected) <= 1e-10);
+    weft::apply_lines_symmetric(a, to_device(free_dofs), lines, factors, to_device(r), z);
+    CHECK(relative_error(to_eigen_vector(z), expected) <= 1e-10);
+
+    int solved = 0;
+    for (auto preconditioner : {PcgPreconditioner::yarn_lines, PcgPreconditioner::yarn_lines_symmetric}) {
+        PcgOptions<double> options;
+        options.tolerance = 1e-9;
+        options.preconditioner = preconditioner;
+        options.lines = &lines;
+        PcgWorkspace<double, B> workspace;
+        thrust::device_vector<double> x(r.size(), 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(r), x, workspace, options);
+        INFO(weft::to_string(result.status) << " after " << result.iterations << " iterations");
+        REQUIRE(result.converged);
+        CHECK(result.iterations == 1);
+        CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-10);
+        ++solved;
+    }
+    return solved;
+}
+
+}  // namespace
+
+TEST_CASE("line preconditioner: on a matrix banded along one family of lines M⁻¹ is the exact solve",
+          "[backend][line_preconditioner][exact]")
+{
+    Random rng(71);
+    int solved = 0;
+    for (int bandwidth : {1, 2}) {
+        solved += check_exact_on_one_family<5>(rng, bandwidth);
+        solved += check_exact_on_one_family<3>(rng, bandwidth);
+    }
+    REQUIRE(solved == 8);
+}
+
+TEST_CASE("line preconditioner: with constrained DoFs it is the exact solve of the filtered system",
+          "[backend][line_preconditioner][filter]")
+{
+    Random rng(73);
+    constexpr int B = 5;
+    const Chains chains = random_chains(rng, 4, 10, 2);
+    const SparseMatrix a_eigen = chain_system<B>(rng, chains.nodes, chains.lines, 2, 1e4);
+    const BsrMatrix<double, B> a = weft::to_bsr<B>(a_eigen);
+    const LineSet lines(chains.nodes, Families{chains.lines});
+    const Eigen::Index dofs = B * chains.nodes;
+    std::vector<std::uint8_t> free_dofs(static_cast<std::size_t>(dofs), 1);
+    for (auto& f : free_dofs) f = rng.uniform(0, 1) < 0.3 ? 0 : 1;
+    for (int i = 0; i < B; ++i) free_dofs[static_cast<std::size_t>(B * chains.lines[0][3] + i)] = 0;
+    const Eigen::MatrixXd filtered = filtered_dense(a_eigen, free_dofs);
+
+    LineFactors<double, B> factors;
+    REQUIRE(weft::factor_lines(a, to_device(free_dofs), lines, factors) == 0);
+    Eigen::VectorXd r = random_vector(rng, dofs);
+    int constrained = 0;
+    for (Eigen::Index i = 0; i < dofs; ++i) {
+        if (free_dofs[static_cast<std::size_t>(i)]) continue;
+        r(i) = 0.0;
+        ++constrained;
+    }
+    REQUIRE(constrained >= B);
+    const Eigen::VectorXd expected = filtered.ldlt().solve(r);
+    thrust::device_vector<double> z(static_cast<std::size_t>(dofs), 0.0);
+    weft::apply_lines_additive(lines, factors, to_device(r), z);
+    const Eigen::VectorXd applied = to_eigen_vector(z);
+    CHECK(relative_error(applied, expected) <= 1e-10);
+    int zero_on_constrained = 0;
+    for (Eigen::Index i = 0; i < dofs; ++i) {
+        if (!free_dofs[static_cast<std::size_t>(i)]) zero_on_constrained += applied(i) == 0.0 ? 1 : 0;
+    }
+    CHECK(zero_on_constrained == constrained);
+
+    // PCG with prescribed values z_c: A_ff x_f = b_f − A_fc z_c in one iteration.
+    const Eigen::VectorXd b = random_vector(rng, dofs);
+    const Eigen::VectorXd prescribed = random_vector(rng, dofs, 0.5, 2.0);
+    // filtered · x = (b − A z_c on free rows, z_c on constrained rows).
+    Eigen::VectorXd z_c = Eigen::VectorXd::Zero(dofs);
+    for (Eigen::Index i = 0; i < dofs; ++i) {
+        if (!free_dofs[static_cast<std::size_t>(i)]) z_c(i) = prescribed(i);
+    }
+    Eigen::VectorXd b_reduced = b - a_eigen * z_c;
+    for (Eigen::Index i = 0; i < dofs; ++i) {
+        if (!free_dofs[static_cast<std::size_t>(i)]) b_reduced(i) = prescribed(i);
+    }
+    const Eigen::VectorXd expected_x = filtered.ldlt().solve(b_reduced);
+    int solved = 0;
+    for (auto preconditioner : {PcgPreconditioner::yarn_lines, PcgPreconditioner::yarn_lines_symmetric}) {
+        PcgOptions<double> options;
+        options.tolerance = 1e-9;
+        options.preconditioner = preconditioner;
+        options.lines = &lines;
+        PcgWorkspace<double, B> workspace;
+        thrust::device_vector<double> x = to_device(prescribed);
+        const PcgResult<double> result =
+            weft::solve_filtered_pcg(a, to_device(b), to_device(free_dofs), x, workspace, options);
+        INFO(weft::to_string(result.status) << " after " << result.iterations << " iterations");
+        REQUIRE(result.converged);
+        CHECK(result.iterations == 1);
+        const Eigen::VectorXd solution = to_eigen_vector(x);
+        CHECK(relative_error(solution, expected_x) <= 1e-10);
+        int kept = 0;
+        for (Eigen::Index i = 0; i < dofs; ++i) {
+            if (!free_dofs[static_cast<std::size_t>(i)]) kept += solution(i) == prescribed(i) ? 1 : 0;
+        }
+        CHECK(kept == constrained);
+        ++solved;
+    }
+    REQUIRE(solved == 2);
+}
+
+TEST_CASE("line preconditioner: without lines, yarn_lines is block-Jacobi bit for bit",
+          "[backend][line_preconditioner][jacobi]")
+{
+    Random rng(79);
+    const auto contributions = weft_backend_test::grid_system<5>(rng, 7, 6);
+    const Index nodes = 42;
+    const SparseMatrix a_eigen = contributions.triplet_assembly(nodes);
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(a_eigen);
+    const LineSet no_lines(nodes, {});
+    REQUIRE(no_lines.uncovered_node_count() == nodes);
+    const Eigen::VectorXd b = random_vector(rng, 5 * nodes);
+    std::vector<std::vector<double>> solutions;
+    std::vector<int> iterations;
+    for (auto preconditioner : {PcgPreconditioner::block_jacobi, PcgPreconditioner::yarn_lines}) {
+        PcgOptions<double> options;
+        options.tolerance = 1e-10;
+        options.preconditioner = preconditioner;
+        options.lines = &no_lines;
+        PcgWorkspace<double, 5> workspace;
+        thrust::device_vector<double> x(b.size(), 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
+        REQUIRE(result.converged);
+        solutions.push_back(weft::to_host(x));
+        iterations.push_back(result.iterations);
+    }
+    REQUIRE(solutions.size() == 2);
+    CHECK(iterations[0] > 1);
+    CHECK(iterations[0] == iterations[1]);
+    CHECK(solutions[0] == solutions[1]);
+}
+
+TEST_CASE("line preconditioner: on a woven patch, yarn-line PCG reaches block-Jacobi's solution in fewer iterations",
+          "[backend][line_preconditioner][yarn]")
+{
+    const YarnProblem problem = yarn_problem(24, 20);
+    const LineSet lines = weft::yarn_line_set(problem.model);
+    REQUIRE(lines.family_count() == 2);
+    REQUIRE(lines.line_count() == 24 + 20);
+    REQUIRE(lines.uncovered_node_count() == 0);
+
+    // Reference: sparse LDLᵀ of the filtered system S A S + (I − S) with S b.
+    const Eigen::Index dofs = problem.system.b.size();
+    Eigen::VectorXd filter(dofs);
+    for (Eigen::Index i = 0; i < dofs; ++i) filter(i) = problem.free_dofs[static_cast<std::size_t>(i)] ? 1.0 : 0.0;
+    SparseMatrix filtered = filter.asDiagonal() * problem.system.a * filter.asDiagonal();
+    for (Eigen::Index i = 0; i < dofs; ++i) {
+        if (filter(i) == 0.0) filtered.coeffRef(i, i) = 1.0;
+    }
+    const Eigen::VectorXd b = filter.cwiseProduct(problem.system.b);
+    Eigen::SimplicialLDLT<SparseMatrix> ldlt(filtered);
+    REQUIRE(ldlt.info() == Eigen::Success);
+    const Eigen::VectorXd expected = ldlt.solve(b);
+    REQUIRE(expected.norm() > 0);
+
+    struct Case {
+        PcgPreconditioner preconditioner;
+        double relaxation;
+        const char* name;
+    };
+    // ω = 0.7 for the multiplicative variant: with ω = 1 block-Jacobi across the
+    // lines of one family does not contract here (2 M_f − A is indefinite
+    // through the other yarn direction's bending), so M⁻¹ is not SPD.
+    const Case cases[] = {{PcgPreconditioner::block_jacobi, 1.0, "block_jacobi"},
+                          {PcgPreconditioner::yarn_lines, 1.0, "yarn_lines"},
+                          {PcgPreconditioner::yarn_lines_symmetric, 0.7, "yarn_lines_symmetric (0.7)"}};
+    std::vector<int> iterations;
+    for (const Case& c : cases) {
+        PcgOptions<double> options;
+        options.tolerance = 1e-10;
+        options.max_iterations = 20000;
+        options.preconditioner = c.preconditioner;
+        options.lines = &lines;
+        options.line_relaxation = c.relaxation;
+        PcgWorkspace<double, 5> workspace;
+        thrust::device_vector<double> x(static_cast<std::size_t>(dofs), 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, to_device(problem.system.b),
+                                                                  to_device(problem.free_dofs), x, workspace, options);
+        std::cout << "woven patch 24 x 20, tolerance 1e-10: " << c.name << " " << result.iterations << " iterations ("
+                  << weft::to_string(result.status) << ")\n";
+        INFO(c.name << ": " << weft::to_string(result.status) << " after " << result.iterations << " iterations");
+        REQUIRE(result.converged);
+        const Eigen::VectorXd solution = to_eigen_vector(x);
+        CHECK(relative_error(solution, expected) <= 1e-6);
+        CHECK((filter.cwiseProduct(problem.system.b - problem.system.a * solution)).norm() <= 1e-9 * b.norm());
+        iterations.push_back(result.iterations);
+    }
+    REQUIRE(iterations.size() == 3);
+    CHECK(iterations[1] < iterations[0]);
+    CHECK(iterations[2] < iterations[0]);
+}
+
+TEST_CASE("line preconditioner: results are bit-identical for 1 and 2 OpenMP threads",
+          "[backend][line_preconditioner][determinism]")
+{
+    const YarnProblem problem = yarn_problem(16, 14);
+    const LineSet lines = weft::yarn_line_set(problem.model);
+    const thrust::device_vector<double> b = to_device(problem.system.b);
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
+    const int previous = omp_get_max_threads();
+    int compared = 0;
+    for (auto preconditioner : {PcgPreconditioner::yarn_lines, PcgPreconditioner::yarn_lines_symmetric}) {
+        std::vector<std::vector<double>> solutions;
+        std::vector<std::vector<double>> applied;
+        std::vector<PcgResult<double>> results;
+        for (int threads : {1, 2}) {
+            omp_set_num_threads(threads);
+            PcgOptions<double> options;
+            options.tolerance = 1e-10;
+            options.max_iterations = 20000;
+            options.preconditioner = preconditioner;
+            options.lines = &lines;
+            options.line_relaxation = 0.7;
+            PcgWorkspace<double, 5> workspace;
+            thrust::device_vector<double> x(b.size(), 0.0);
+            results.push_back(weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options));
+            solutions.push_back(weft::to_host(x));
+            // One application on the filtered right-hand side (factors of the solve above).
+            thrust::device_vector<double> r(b.size());
+            thrust::transform(b.begin(), b.end(), free_dofs.begin(), r.begin(),
+                              [](double value, std::uint8_t is_free) { return is_free ? value : 0.0; });
+            thrust::device_vector<double> z(b.size(), 0.0);
+            if (preconditioner == PcgPreconditioner::yarn_lines) {
+                weft::apply_lines_additive(lines, workspace.line_factors, r, z);
+            } else {
+                weft::apply_lines_symmetric(problem.a, free_dofs, lines, workspace.line_factors, r, z, 0.7);
+            }
+            applied.push_back(weft::to_host(z));
+        }
+        omp_set_num_threads(previous);
+        REQUIRE(results[0].converged);
+        CHECK(results[0].iterations == results[1].iterations);
+        CHECK(results[0].relative_residual == results[1].relative_residual);
+        CHECK(solutions[0] == solutions[1]);
+        CHECK(applied[0] == applied[1]);
+        ++compared;
+    }
+    REQUIRE(compared == 2);
+}
+
+TEST_CASE("line preconditioner: a pivot block that is not positive definite is reported",
+          "[backend][line_preconditioner][status]")
+{
+    // [[I, 2I], [2I, I]]: positive definite diagonal blocks, Schur complement −3I.
+    Eigen::MatrixXd dense = Eigen::MatrixXd::Identity(10, 10);
+    dense.block<5, 5>(0, 5).diagonal().setConstant(2.0);
+    dense.block<5, 5>(5, 0).diagonal().setConstant(2.0);
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(SparseMatrix(dense.sparseView()));
+    const LineSet lines(2, {{{0, 1}}});
+    LineFactors<double, 5> factors;
+    CHECK(weft::factor_lines(a, thrust::device_vector<std::uint8_t>(10, 1), lines, factors) == 1);
+    Eigen::VectorXd b(10);
+    b << Eigen::VectorXd::Ones(5), -Eigen::VectorXd::Ones(5);
+    int reported = 0;
+    for (auto preconditioner : {PcgPreconditioner::yarn_lines, PcgPreconditioner::yarn_lines_symmetric}) {
+        PcgOptions<double> options;
+        options.preconditioner = preconditioner;
+        options.lines = &lines;
+        PcgWorkspace<double, 5> workspace;
+        thrust::device_vector<double> x(10, 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
+        CHECK_FALSE(result.converged);
+        CHECK(result.status == PcgStatus::indefinite_preconditioner);
+        CHECK(result.iterations == 0);
+        ++reported;
+    }
+    REQUIRE(reported == 2);
+
+    // A real yarn matrix: the tridiagonal truncation drops bending's (i, i ± 2)
+    // blocks and is indefinite on the out-of-plane DoFs; bandwidth 2 keeps them.
+    const YarnProblem problem = yarn_problem(8, 6);
+    Families families(2);
+    for (std::size_t y = 0; y < problem.model.yarns.size(); ++y) {
+        families[static_cast<std::size_t>(problem.model.yarn_coordinate[y] - 3)].push_back(problem.model.yarns[y]);
+    }
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
+    LineFactors<double, 5> yarn_factors;
+    CHECK(weft::factor_lines(problem.a, free_dofs, LineSet(problem.model.node_count(), families, 1), yarn_factors) > 0);
+    CHECK(weft::factor_lines(problem.a, free_dofs, LineSet(problem.model.node_count(), families, 2), yarn_factors) ==
+          0);
+}
+
+TEST_CASE("line preconditioner: invalid line sets and options are rejected with the field named",
+          "[backend][line_preconditioner][input]")
+{
+    int rejected = 0;
+    const auto expect = [&rejected](const std::string& message, const std::vector<std::string>& parts) {
+        INFO("message: " << message);
+        REQUIRE_FALSE(message.empty());
+        for (const std::string& part : parts) CHECK(message.find(part) != std::string::npos);
+        ++rejected;
+    };
+    expect(invalid_input_message([] { LineSet(4, {{{0, 1, 4}}}); }), {"families[0][0][2]", "= 4", "num_nodes = 4"});
+    expect(invalid_input_message([] { LineSet(4, {{{0}}, {{2}, {-1, 3}}}); }), {"families[1][1][0]", "= -1"});
+    expect(invalid_input_message([] {
+               LineSet(5, {{{0, 1}, {2, 1, 3}}});
+           }),
+           {"families[0][1][1]", "= 1", "families[0][0][1]", "disjoint"});
+    expect(invalid_input_message([] { LineSet(5, {{{0, 1}}, {{2}, {}}}); }), {"families[1][1].size()"});
+    expect(invalid_input_message([] { LineSet(-1, {}); }), {"num_nodes", "-1"});
+    expect(invalid_input_message([] { LineSet(3, {{{0, 1, 2}}}, 3); }), {"bandwidth", "3"});
+
+    // The same node on lines of different families is the intended use.
+    const LineSet crossing(4, {{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}});
+    CHECK(crossing.family_count() == 2);
+    CHECK(crossing.line_count() == 4);
+    CHECK(crossing.entry_count() == 8);
+    CHECK(crossing.uncovered_node_count() == 0);
+
+    Random rng(83);
+    const auto contributions = weft_backend_test::grid_system<5>(rng, 2, 2);
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(contributions.triplet_assembly(4));
+    thrust::device_vector<double> b(20, 1.0);
+    thrust::device_vector<double> x(20, 0.0);
+    PcgWorkspace<double, 5> workspace;
+    PcgOptions<double> options;
+    options.preconditioner = PcgPreconditioner::yarn_lines;
+    expect(invalid_input_message([&] { weft::solve_filtered_pcg(a, b, x, workspace, options); }),
+           {"PcgOptions lines", "LineSet"});
+    options.preconditioner = PcgPreconditioner::yarn_lines_symmetric;
+    expect(invalid_input_message([&] { weft::solve_filtered_pcg(a, b, x, workspace, options); }), {"PcgOptions lines"});
+    const LineSet wrong_size(5, {{{0, 1, 2, 3, 4}}});
+    options.lines = &wrong_size;
+    expect(invalid_input_message([&] { weft::solve_filtered_pcg(a, b, x, workspace, options); }),
+           {"PcgOptions lines->node_count()", "= 5", "4"});
+    options.lines = &crossing;
+    options.line_relaxation = 0.0;
+    expect(invalid_input_message([&] { weft::solve_filtered_pcg(a, b, x, workspace, options); }),
+           {"PcgOptions line_relaxation", "= 0"});
+    LineFactors<double, 5> unfactored;
+    thrust::device_vector<double> z(20, 0.0);
+    expect(invalid_input_message([&] { weft::apply_lines_additive(crossing, unfactored, b, z); }), {"factor_lines"});
+    expect(invalid_input_message(
+               [&] { weft::factor_lines(a, thrust::device_vector<std::uint8_t>(20, 1), wrong_size, unfactored); }),
+           {"factor_lines", "node_count() = 5"});
+    REQUIRE(rejected == 12);
+
+    options.line_relaxation = 1.0;
+    const PcgResult<double> result = weft::solve_filtered_pcg(a, b, x, workspace, options);
+    CHECK(result.converged);
+}
