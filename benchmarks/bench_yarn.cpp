@@ -157,6 +157,8 @@ int main(int argc, char** argv)
             options.max_halvings = weft::max_halvings(scene);
             options.pcg.tolerance = scene.solver.pcg_tolerance;
             options.pcg.max_iterations = scene.solver.pcg_max_iterations;
+            options.pcg.preconditioner =
+                opt.preconditioner == "yarn-lines" ? weft::PcgPreconditioner::yarn_lines : weft::PcgPreconditioner::block_jacobi;
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {

@@ -216,6 +216,8 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     options.max_halvings = max_halvings(scene);
     options.pcg.tolerance = scene.solver.pcg_tolerance;
     options.pcg.max_iterations = scene.solver.pcg_max_iterations;
+    options.pcg.preconditioner = scene.solver.preconditioner == "yarn-lines" ? PcgPreconditioner::yarn_lines
+                                                                             : PcgPreconditioner::block_jacobi;
     YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
 
     std::unique_ptr<CsvWriter> csv;

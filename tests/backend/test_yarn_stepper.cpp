@@ -350,3 +350,39 @@ TEST_CASE("yarn stepper: bad input is rejected with the field named", "[backend]
     YarnStepper<double> ok(model, {}, Vec3::Zero());
     CHECK_THROWS_WITH(ok.step(-1.0), Catch::Contains("time_step"));
 }
+
+TEST_CASE("yarn stepper: the yarn-line preconditioners give the block-Jacobi step", "[backend][yarn][lines]")
+{
+    std::vector<Collider<double>> colliders;
+    const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    const Vec3 g(0, 0, -9.81);
+    YarnStepperOptions<double> options;
+    options.pcg.tolerance = 1e-12;
+    options.pcg.max_iterations = 20000;
+    std::vector<double> v[3];
+    int iterations[3];
+    const weft::PcgPreconditioner kinds[3] = {weft::PcgPreconditioner::block_jacobi,
+                                              weft::PcgPreconditioner::yarn_lines,
+                                              weft::PcgPreconditioner::yarn_lines_symmetric};
+    for (int k = 0; k < 3; ++k) {
+        options.pcg.preconditioner = kinds[k];
+        options.pcg.line_relaxation = 0.7;
+        YarnStepper<double> stepper(model, colliders, g, options);
+        const weft::YarnStepReport r = stepper.step(1e-3);
+        INFO(r.message);
+        REQUIRE(r.ok);
+        iterations[k] = r.pcg_iterations;
+        v[k] = weft::to_host(stepper.velocities());
+    }
+    double diff = 0, scale = 0;
+    for (std::size_t i = 0; i < v[0].size(); ++i) {
+        scale = std::max(scale, std::abs(v[0][i] - model.v[i]));
+        diff = std::max({diff, std::abs(v[1][i] - v[0][i]), std::abs(v[2][i] - v[0][i])});
+    }
+    INFO("PCG iterations: block-Jacobi " << iterations[0] << ", lines " << iterations[1] << ", symmetric "
+                                         << iterations[2]);
+    REQUIRE(scale > 0);
+    CHECK(diff <= 1e-8 * scale);
+    CHECK(iterations[1] < iterations[0]);
+    CHECK(iterations[2] < iterations[0]);
+}

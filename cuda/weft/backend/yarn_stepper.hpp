@@ -50,6 +50,7 @@
 
 #include <weft/backend/assembly.hpp>
 #include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/line_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/error.hpp>
@@ -63,6 +64,8 @@ struct YarnStepperOptions {
     int newton_iterations = 1;        ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
     T newton_tolerance = T(1e-3);     ///< relative residual ‖S b_k‖ / ‖S b_0‖
     int max_halvings = 0;             ///< how often a failed step may be halved (0: never)
+    /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the
+    /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
     PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
 };
 
@@ -353,6 +356,7 @@ public:
         m_dv.assign(dofs, T(0));
         m_zero.assign(dofs, T(0));
         m_mass_velocity.assign(dofs, T(0));
+        m_lines = yarn_line_set(model);
         m_guess.assign(dofs, T(0));
         m_product.assign(dofs, T(0));
         m_residual.assign(dofs, T(0));
@@ -552,7 +556,14 @@ private:
     PcgResult<T> solve_cold()
     {
         thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
-        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, m_options.pcg);
+        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, pcg_options());
+    }
+
+    PcgOptions<T> pcg_options() const
+    {
+        PcgOptions<T> options = m_options.pcg;
+        options.lines = &m_lines;
+        return options;
     }
 
     /// First Newton iteration, warm-started from the previous step's
@@ -581,7 +592,7 @@ private:
             done.relative_residual = rhs_norm > T(0) ? residual_norm / rhs_norm : T(0);
             return done;
         }
-        PcgOptions<T> options = m_options.pcg;
+        PcgOptions<T> options = pcg_options();
         options.tolerance = target / residual_norm;
         thrust::fill(thrust::device, m_correction.begin(), m_correction.end(), T(0));
         PcgResult<T> r = solve_filtered_pcg(m_matrix, m_residual, m_free, m_correction, m_workspace, options);
@@ -651,6 +662,7 @@ private:
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
     T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
     PcgWorkspace<T, B> m_workspace;
+    LineSet m_lines;  ///< warp and weft yarns, for the yarn-line preconditioners
     T m_last_h = T(0);
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;

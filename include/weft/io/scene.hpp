@@ -24,8 +24,10 @@
 ///                                     force norm has dropped by this factor
 ///   pcg_tolerance       number 1e-5   0 < tol < 1, relative PCG residual
 ///   pcg_max_iterations  int    2000   ≥ 1
-///   adaptive_time_step  bool   true   halve dt when a step fails, grow it back
+///   adaptive_time_step  bool   true   redo a failed step as two of dt/2 (recursively)
 ///   min_time_step       number time_step / 1024 (10 halvings); 0 < min ≤ time_step
+///   preconditioner      string "block-jacobi" | "yarn-lines" (banded solves along
+///                              every warp and weft yarn, added)
 /// cloth*            array of cloth objects, at least one
 /// colliders         array of collider objects, default []
 /// output            object   nothing is written by default
@@ -149,6 +151,7 @@ struct SolverDescription {
     int pcg_max_iterations = 2000;
     bool adaptive_time_step = true;
     double min_time_step = 0;  ///< s; the parser sets time_step / 1024 when not given
+    std::string preconditioner = "block-jacobi";  ///< "block-jacobi" | "yarn-lines"
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -492,7 +495,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
 {
     const Object o(j, path);
     o.allow_only({"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step",
-                  "min_time_step"});
+                  "min_time_step", "preconditioner"});
     SolverDescription s;
     auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
     s.newton_iterations = o.get_or("newton_iterations", at_least_one, s.newton_iterations);
@@ -502,6 +505,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         fail(o.path("pcg_tolerance"), "must be < 1 (a relative residual), got " + format_number(s.pcg_tolerance));
     s.pcg_max_iterations = o.get_or("pcg_max_iterations", at_least_one, s.pcg_max_iterations);
     s.adaptive_time_step = o.get_or("adaptive_time_step", read_bool, s.adaptive_time_step);
+    s.preconditioner = o.get_or(
+        "preconditioner",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"block-jacobi", "yarn-lines"}, "preconditioner");
+        },
+        s.preconditioner);
     s.min_time_step = o.get_or("min_time_step", read_positive, time_step / 1024);
     if (s.min_time_step > time_step)
         fail(o.path("min_time_step"),
