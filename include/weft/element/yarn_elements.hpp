@@ -93,20 +93,27 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
 
     const QuadraticDensity<T, 1> elastic{mat.stretch_stiffness};
     Vec<T, 8> force = elastic_force(e, elastic);
-    const Mat<T, 8, 8> stiffness = -project_segment_hessian<T>(Mat<T, 8, 8>(-elastic_force_jacobian(e, elastic)));
-    Mat<T, 8, 8> df_dq = stiffness;
+    // −∂f/∂q of stretch and its damping, projected together in (Δx, Δs): the
+    // clamped ∂f_d/∂q = −Ω max(S_d, 0) Hε is indefinite too, since the
+    // Eulerian stretch strain has an indefinite Hessian (large strain rates at
+    // impacts made A's diagonal blocks indefinite without this).
+    Mat<T, 8, 8> hessian = -elastic_force_jacobian(e, elastic);
     Mat<T, 8, 8> df_dv = Mat<T, 8, 8>::Zero();
     energy.elastic = elastic_energy(e, elastic);
     energy.dissipation = T(0);
-    if (mat.damping == DampingModel::strain_rate && mat.stretch_damping > T(0)) {
+    const bool strain_rate = mat.damping == DampingModel::strain_rate && mat.stretch_damping > T(0);
+    if (strain_rate) {
         const QuadraticDensity<T, 1> damping{mat.stretch_damping};
         force += dissipative_force(e, damping);
-        df_dq += dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
+        hessian -= dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
-    } else if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
-        force += mat.rayleigh_beta * (stiffness * vl);
-        df_dv += mat.rayleigh_beta * stiffness;
+    }
+    Mat<T, 8, 8> df_dq = -project_segment_hessian<T>(hessian);
+    if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
+        // df_dq is the projected elastic stiffness here.
+        force += mat.rayleigh_beta * (df_dq * vl);
+        df_dv += mat.rayleigh_beta * df_dq;
     }
 
     const LocalTerms<T, 8> g = segment_gravity<T>(ql, mat.linear_density, gravity);
@@ -185,23 +192,28 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing));
     const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
     Vec<T, 12> force = elastic_force(e, elastic);
-    const Mat<T, 12, 12> stiffness =
-        mat.stiffness_approximation == StiffnessApproximation::gauss_newton
-            ? Mat<T, 12, 12>(-e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose()))
-            : Mat<T, 12, 12>(-project_crossing_hessian<T>(Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic))));
-    Mat<T, 12, 12> df_dq = stiffness;
+    // Gauss–Newton: Ω ∇ε k ∇εᵀ, and ∂f_d/∂q omitted as for bending.
+    // Projected: the exact elastic and clamped dissipative stiffness, projected together.
+    const bool gauss_newton = mat.stiffness_approximation == StiffnessApproximation::gauss_newton;
+    Mat<T, 12, 12> hessian = gauss_newton
+                                 ? Mat<T, 12, 12>(e.size * (e.gradient * elastic.stress_derivative(e.strain) *
+                                                            e.gradient.transpose()))
+                                 : Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic));
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     energy.elastic = elastic_energy(e, elastic);
     energy.dissipation = T(0);
-    if (mat.damping == DampingModel::strain_rate && mat.shear_damping > T(0)) {
+    const bool strain_rate = mat.damping == DampingModel::strain_rate && mat.shear_damping > T(0);
+    if (strain_rate) {
         const QuadraticDensity<T, 1> damping{mat.shear_damping};
         force += dissipative_force(e, damping);
-        df_dq += dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
+        if (!gauss_newton) hessian -= dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
-    } else if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
-        force += mat.rayleigh_beta * (stiffness * vl);
-        df_dv += mat.rayleigh_beta * stiffness;
+    }
+    Mat<T, 12, 12> df_dq = gauss_newton ? Mat<T, 12, 12>(-hessian) : Mat<T, 12, 12>(-project_crossing_hessian<T>(hessian));
+    if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
+        force += mat.rayleigh_beta * (df_dq * vl);
+        df_dv += mat.rayleigh_beta * df_dq;
     }
     energy.kinetic = T(0);
     energy.gravity = T(0);

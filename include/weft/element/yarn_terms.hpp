@@ -156,8 +156,14 @@ WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_dist
         } else {
             const Vec3<T> dir = vt / speed;
             t.force -= limit * dir;
-            // ∂(−μF_n v̂_t)/∂v = −μF_n/|v_t| (P − v̂_t v̂_tᵀ): PSD-negative, symmetric.
-            t.df_dv = -(limit / speed) * (tangent_projector - dir * dir.transpose());
+            // The exact ∂(−μF_n v̂_t)/∂v = −μF_n/|v_t| (P − v̂_t v̂_tᵀ) has no
+            // component along v̂_t: the implicit step then applies the full
+            // Coulomb force h μF_n/m along −v̂_t explicitly, which overshoots
+            // v_t = 0 and reverses the sliding (it blew up a cloth landing on
+            // a sphere). The lagged viscous form f ≈ −(μF_n/|v_t|) v_t, with
+            // Jacobian −μF_n/|v_t| P, gives the same force at v and can only
+            // slow the sliding down, never reverse it.
+            t.df_dv = -(limit / speed) * tangent_projector;
         }
     }
     return t;
