@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds the examples and runs the main demo: the
-# rotating spring of 2018 Sec. 3.6 with no damping, strain-rate damping and
-# Rayleigh damping, written to out/rotating_spring.csv and out/rotating_spring.png.
+# Installs dependencies, builds the examples and runs the main demo:
+#  1. the yarn-level swing scene (2017 Fig. 3 "stretch test") with no damping,
+#     strain-rate damping and Rayleigh damping through weft-run, kinetic energy
+#     plotted to out/compare_swing/swing_kinetic_energy.png, frames (VTK/PVD/OBJ)
+#     of each run under out/compare_swing/<model>/;
+#  2. the rotating spring of 2018 Sec. 3.6, out/rotating_spring.{csv,png}.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-demo}"
 bash "$root/scripts/install-deps.sh"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_TESTS=OFF -DWEFT_ENABLE_CUDA=OFF
-cmake --build "$build" -j "$(nproc)" --target rotating_spring
+cmake --build "$build" -j "$(nproc)" --target weft-run rotating_spring damping_ratio
 mkdir -p "$root/out"
+WEFT_BUILD="$build" bash "$root/scripts/compare_damping.sh" "$root/examples/scenes/swing.json" --out "$root/out/compare_swing"
 "$build/examples/rotating_spring/rotating_spring" --damping strain-rate --beta 0.05 --csv "$root/out/rotating_spring.csv"
 "$build/examples/rotating_spring/rotating_spring" --plot "$root/out/rotating_spring.png"
-echo "wrote $root/out/rotating_spring.csv and $root/out/rotating_spring.png"
+echo "wrote $root/out/compare_swing/ and $root/out/rotating_spring.{csv,png}"
