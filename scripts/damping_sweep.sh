@@ -170,6 +170,13 @@ if gnuplot -e 'set terminal' 2>&1 | grep -q '^ *pngcairo '; then
 else
     terminal="png size 1200,500"
 fi
+# One panel: zeta of both scenes for one damping model, and their undamped zeta (dashed).
+panel() {
+    echo "plot '$work/$1_hang.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' title 'hang (calibration)', \\"
+    echo "     '$work/$1_swing.dat' using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title 'swing (test)', \\"
+    echo "     $z_hang with lines dt 2 lc rgb '#1f77b4' notitle, \\"
+    echo "     $z_swing with lines dt 2 lc rgb '#ff7f0e' notitle"
+}
 duration_text="${duration:-scene duration}"
 [ -z "$duration" ] || duration_text="$duration s"
 gnuplot <<EOF
@@ -185,17 +192,11 @@ set yrange [0:$ymax]
 set xlabel 'stretch k_d (N s)'
 set xrange $kd_range
 set title 'strain-rate damping'
-plot '$work/strain-rate_hang.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' title 'hang (calibration)', \
-     '$work/strain-rate_swing.dat' using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title 'swing (test)', \
-     $z_hang with lines dt 2 lc rgb '#1f77b4' notitle, \
-     $z_swing with lines dt 2 lc rgb '#ff7f0e' notitle
+$(panel strain-rate)
 set xlabel 'Rayleigh beta (s)'
 set xrange $beta_range
 set title 'Rayleigh damping'
-plot '$work/rayleigh_hang.dat' using 1:2 with linespoints lw 2 pt 7 lc rgb '#1f77b4' title 'hang (calibration)', \
-     '$work/rayleigh_swing.dat' using 1:2 with linespoints lw 2 pt 5 lc rgb '#ff7f0e' title 'swing (test)', \
-     $z_hang with lines dt 2 lc rgb '#1f77b4' notitle, \
-     $z_swing with lines dt 2 lc rgb '#ff7f0e' notitle
+$(panel rayleigh)
 unset multiplot
 EOF
 echo "wrote $csv, $out/damping_sweep.png and $out/fits.log ($(( $(date +%s) - sweep_start )) s)"
