@@ -474,3 +474,51 @@ TEST_CASE("yarn stepper: sliding friction stops the patch without reversing it",
     CHECK(lowest_velocity > -1e-4);  // the explicit Coulomb force along v̂ overshot to about −5 mm/s
     CHECK(slid == Approx(v0 * v0 / (2 * mu * g)).epsilon(0.15));
 }
+
+TEST_CASE("yarn stepper: a free patch in zero gravity keeps its momentum", "[backend][yarn][momentum]")
+{
+    // Internal forces sum to zero, so M(q_n)(v_{n+1} − v_n) sums to zero over
+    // the x rows in every step. The consistent EoL mass depends on q (its Ṁ
+    // terms are neglected), so the momentum Σ_x-rows M(q) v measured at the
+    // next state may drift by O(h); without sliding it is exact.
+    weft_test::Random rng(9);
+    YarnModel<double> model = weft_test::make_patch(6, 6, weft::DampingModel::strain_rate, 10.0);
+    weft_test::enable_friction(model);
+    weft_test::perturb(model, rng, 3e-5, 0);
+    for (std::size_t i = 0; i < model.v.size(); ++i)
+        model.v[i] = i % 5 < 3 ? rng.uniform(-0.02, 0.02) : 0.0;
+    weft::set_rigid_velocity<double>(model, 0, model.node_count(), Vec3(0.01, -0.02, 0.03), Vec3(0, 0, 0));
+    const auto momentum = [](const YarnModel<double>& m) {
+        const weft::EigenYarnSystem<double> sys = weft::assemble_yarn_system_eigen<double>(m, {}, Vec3::Zero(), 1e-3);
+        const VectorX v = Eigen::Map<const VectorX>(m.v.data(), static_cast<Eigen::Index>(m.v.size()));
+        const VectorX mv = sys.mass * v;
+        Vec3 p = Vec3::Zero();
+        for (int n = 0; n < m.node_count(); ++n) p += mv.segment<3>(5 * n);
+        return p;
+    };
+    const Vec3 p0 = momentum(model);
+    REQUIRE(p0.norm() > 0);
+    YarnStepperOptions<double> options;
+    options.pcg.tolerance = 1e-10;
+    YarnStepper<double> stepper(model, {}, Vec3::Zero(), options);
+    YarnModel<double> state = model;
+    double worst = 0;
+    for (int s = 0; s < 20; ++s) {
+        // Momentum after the step, with the mass of the state the step started from.
+        const YarnModel<double> before = state;
+        REQUIRE(stepper.step(1e-3).ok);
+        stepper.download(state);
+        YarnModel<double> mixed = before;
+        mixed.v = state.v;
+        worst = std::max(worst, (momentum(mixed) - momentum(before)).norm());
+    }
+    // The step's impulses h f are far larger than p: the per-step change is
+    // bounded by the PCG residual, 1e-10 of ‖h f‖.
+    const weft::EigenYarnSystem<double> sys0 = weft::assemble_yarn_system_eigen<double>(model, {}, Vec3::Zero(), 1e-3);
+    const double impulse = 1e-3 * sys0.f.lpNorm<1>();
+    INFO("largest per-step change " << worst << " against |p| = " << p0.norm() << " and sum |h f| = " << impulse);
+    REQUIRE(impulse > 1e3 * p0.norm());
+    CHECK(worst <= 1e-8 * impulse);
+    // Across 20 steps, measured with each state's own mass.
+    CHECK((momentum(state) - p0).norm() <= 1e-3 * p0.norm());
+}
