@@ -132,57 +132,45 @@ struct KernelInputs {
     ElementEnergies<T>* energies;
 };
 
+/// The element functions behind one kernel, by element type.
 template <typename T>
-struct SegmentKernel {
-    KernelInputs<T> in;
-    const YarnSegment* segments;
-    WEFT_HD void operator()(Index k) const
-    {
-        NodeBlocks<T, 2, B> blocks;
-        blocks.set_zero();
-        ElementEnergies<T> e;
-        evaluate_yarn_segment<T>(in.q, in.v, segments[k], in.material, in.gravity, in.h, blocks, e, in.newton);
-        write_blocks<T, 2>(blocks, in.matrix, 4 * static_cast<std::size_t>(k), in.rhs, in.force,
-                           2 * static_cast<std::size_t>(k));
-        in.energies[k] = e;
-    }
-};
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnSegment& s, NodeBlocks<T, 2, B>& blocks,
+                                     ElementEnergies<T>& e)
+{
+    evaluate_yarn_segment<T>(in.q, in.v, s, in.material, in.gravity, in.h, blocks, e, in.newton);
+}
+template <typename T>
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnBend& b, NodeBlocks<T, 3, B>& blocks,
+                                     ElementEnergies<T>& e)
+{
+    evaluate_yarn_bend<T>(in.q, in.v, b, in.material, in.h, blocks, e, in.newton);
+}
+template <typename T>
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnShear& s, NodeBlocks<T, 3, B>& blocks,
+                                     ElementEnergies<T>& e)
+{
+    evaluate_yarn_shear<T>(in.q, in.v, s, in.material, in.h, blocks, e, in.newton);
+}
 
-template <typename T>
-struct BendKernel {
+/// One thread per element of a kind with K nodes: its K×K matrix blocks go to
+/// contributions matrix_base + K²·k + …, its K vectors to vector_base + K·k + ….
+template <typename T, class Element, int K>
+struct ElementKernel {
     KernelInputs<T> in;
-    const YarnBend* bends;
+    const Element* elements;
     std::size_t matrix_base;
     std::size_t vector_base;
     std::size_t energy_base;
     WEFT_HD void operator()(Index k) const
     {
-        NodeBlocks<T, 3, B> blocks;
+        NodeBlocks<T, K, B> blocks;
         blocks.set_zero();
         ElementEnergies<T> e;
-        evaluate_yarn_bend<T>(in.q, in.v, bends[k], in.material, in.h, blocks, e, in.newton);
-        write_blocks<T, 3>(blocks, in.matrix, matrix_base + 9 * static_cast<std::size_t>(k), in.rhs, in.force,
-                           vector_base + 3 * static_cast<std::size_t>(k));
-        in.energies[energy_base + static_cast<std::size_t>(k)] = e;
-    }
-};
-
-template <typename T>
-struct ShearKernel {
-    KernelInputs<T> in;
-    const YarnShear* shears;
-    std::size_t matrix_base;
-    std::size_t vector_base;
-    std::size_t energy_base;
-    WEFT_HD void operator()(Index k) const
-    {
-        NodeBlocks<T, 3, B> blocks;
-        blocks.set_zero();
-        ElementEnergies<T> e;
-        evaluate_yarn_shear<T>(in.q, in.v, shears[k], in.material, in.h, blocks, e, in.newton);
-        write_blocks<T, 3>(blocks, in.matrix, matrix_base + 9 * static_cast<std::size_t>(k), in.rhs, in.force,
-                           vector_base + 3 * static_cast<std::size_t>(k));
-        in.energies[energy_base + static_cast<std::size_t>(k)] = e;
+        evaluate_element<T>(in, elements[k], blocks, e);
+        const std::size_t element = static_cast<std::size_t>(k);
+        write_blocks<T, K>(blocks, in.matrix, matrix_base + K * K * element, in.rhs, in.force,
+                           vector_base + K * element);
+        in.energies[energy_base + element] = e;
     }
 };
 
@@ -441,11 +429,12 @@ private:
         const std::size_t bend_m = seg_m + 9 * m_bend_count;
         const std::size_t bend_v = seg_v + 3 * m_bend_count;
         thrust::for_each(thrust::device, first, first + static_cast<Index>(m_segment_count),
-                         SegmentKernel<T>{in, raw(m_segments)});
+                         ElementKernel<T, YarnSegment, 2>{in, raw(m_segments), 0, 0, 0});
         thrust::for_each(thrust::device, first, first + static_cast<Index>(m_bend_count),
-                         BendKernel<T>{in, raw(m_bends), seg_m, seg_v, m_segment_count});
-        thrust::for_each(thrust::device, first, first + static_cast<Index>(m_shear_count),
-                         ShearKernel<T>{in, raw(m_shears), bend_m, bend_v, m_segment_count + m_bend_count});
+                         ElementKernel<T, YarnBend, 3>{in, raw(m_bends), seg_m, seg_v, m_segment_count});
+        thrust::for_each(
+            thrust::device, first, first + static_cast<Index>(m_shear_count),
+            ElementKernel<T, YarnShear, 3>{in, raw(m_shears), bend_m, bend_v, m_segment_count + m_bend_count});
         thrust::for_each(thrust::device, first, first + m_nodes,
                          NodeKernel<T>{in, bend_m + 9 * m_shear_count, bend_v + 3 * m_shear_count,
                                        m_segment_count + m_bend_count + m_shear_count});

@@ -177,16 +177,41 @@ struct BendingElementEval {
 
 namespace detail {
 
+/// The evaluation with the forms' angle, weight and status and all sums zero.
+template <typename T>
+WEFT_HD inline BendingElementEval<T> empty_bending_eval(const BendingForms<T>& f)
+{
+    BendingElementEval<T> out;
+    out.angle = f.angle;
+    out.blend_weight = f.weight.value;
+    out.status = f.status;
+    out.energy = T(0);
+    out.elastic_force.setZero();
+    out.elastic_force_jacobian.setZero();
+    out.dissipation_potential = T(0);
+    out.dissipative_force.setZero();
+    out.dissipative_force_jacobian_velocities.setZero();
+    out.dissipative_force_jacobian_positions.setZero();
+    return out;
+}
+
+/// Adds one form's energy, forces and Jacobians. gauss_newton: elastic
+/// stiffness −Ω ∇ε (∂S/∂ε) ∇εᵀ and no ∂f_d/∂q (evaluate_bending_gauss_newton).
 template <typename T, int M, class Elastic, class Dissipative>
 WEFT_HD inline void accumulate_bending_form(BendingElementEval<T>& out, const StrainEval<T, 12, M>& e,
-                                            const Elastic& elastic, const Dissipative& dissipative, StressClamp clamp)
+                                            const Elastic& elastic, const Dissipative& dissipative, StressClamp clamp,
+                                            bool gauss_newton = false)
 {
     out.energy += elastic_energy(e, elastic);
     out.elastic_force += elastic_force(e, elastic);
-    out.elastic_force_jacobian += elastic_force_jacobian(e, elastic, PsdProjection::off);
     out.dissipation_potential += dissipation_potential(e, dissipative);
     out.dissipative_force += dissipative_force(e, dissipative);
     out.dissipative_force_jacobian_velocities += dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
+    if (gauss_newton) {
+        out.elastic_force_jacobian -= e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose());
+        return;
+    }
+    out.elastic_force_jacobian += elastic_force_jacobian(e, elastic, PsdProjection::off);
     out.dissipative_force_jacobian_positions += dissipative_force_jacobian(e, dissipative, DiffWrt::positions, clamp);
 }
 
@@ -207,17 +232,7 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending(const Vec<T, 12>& q, const
                                                       const BendingBlend<T>& blend = {})
 {
     const BendingForms<T> f = bending_forms(q, v, blend);
-    BendingElementEval<T> out;
-    out.angle = f.angle;
-    out.blend_weight = f.weight.value;
-    out.status = f.status;
-    out.energy = T(0);
-    out.elastic_force.setZero();
-    out.elastic_force_jacobian.setZero();
-    out.dissipation_potential = T(0);
-    out.dissipative_force.setZero();
-    out.dissipative_force_jacobian_velocities.setZero();
-    out.dissipative_force_jacobian_positions.setZero();
+    BendingElementEval<T> out = detail::empty_bending_eval(f);
 
     // V = Σ_i Ω_i Ψ_i (2018 Eq. 4, 6): every output is the sum over the active forms.
     if (f.vector_active) {
@@ -246,28 +261,15 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending_gauss_newton(const Vec<T, 
                                                                    const BendingBlend<T>& blend = {})
 {
     const BendingForms<T> f = bending_forms(q, v, blend);
-    BendingElementEval<T> out;
-    out.angle = f.angle;
-    out.blend_weight = f.weight.value;
-    out.status = f.status;
-    out.energy = T(0);
-    out.elastic_force.setZero();
-    out.elastic_force_jacobian.setZero();
-    out.dissipation_potential = T(0);
-    out.dissipative_force.setZero();
-    out.dissipative_force_jacobian_velocities.setZero();
-    out.dissipative_force_jacobian_positions.setZero();
-    const auto accumulate = [&out](const auto& e, const auto& elastic, const auto& dissipative) {
-        out.energy += elastic_energy(e, elastic);
-        out.elastic_force += elastic_force(e, elastic);
-        out.elastic_force_jacobian -=
-            e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose());
-        out.dissipation_potential += dissipation_potential(e, dissipative);
-        out.dissipative_force += dissipative_force(e, dissipative);
-        out.dissipative_force_jacobian_velocities += dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
-    };
-    if (f.vector_active) accumulate(f.vector_form, densities.vector_elastic, densities.vector_dissipative);
-    if (f.angle_active) accumulate(f.angle_form, densities.angle_elastic, densities.angle_dissipative);
+    BendingElementEval<T> out = detail::empty_bending_eval(f);
+    if (f.vector_active) {
+        detail::accumulate_bending_form(out, f.vector_form, densities.vector_elastic, densities.vector_dissipative,
+                                        StressClamp::off, true);
+    }
+    if (f.angle_active) {
+        detail::accumulate_bending_form(out, f.angle_form, densities.angle_elastic, densities.angle_dissipative,
+                                        StressClamp::off, true);
+    }
     return out;
 }
 
