@@ -1,7 +1,8 @@
 #pragma once
 /// @file yarn_stepper.hpp
 /// Backward Euler for yarn-level cloth on the Thrust backend (one source for
-/// CUDA and OpenMP threads).
+/// CUDA and OpenMP threads): the yarn element kernels and friction anchors on
+/// top of the shared Newton/PCG/halving driver of implicit_stepper.hpp.
 ///
 /// One step (DESIGN.md, "One time step"):
 ///   element kernels (one thread per segment, bend, shear, node) write their
@@ -28,31 +29,15 @@
 /// Consistent EoL mass: M(q) enters A and the kinetic energy; ∂T/∂q and the
 /// Ṁ q̇ terms of 2017 Eq. 1 are neglected (see yarn_terms.hpp).
 
-#include <chrono>
-#include <cmath>
-#include <cstdint>
-#include <limits>
-#include <string>
 #include <vector>
 
-#include <thrust/copy.h>
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
-#include <thrust/fill.h>
 #include <thrust/for_each.h>
-#include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
-#include <thrust/iterator/zip_iterator.h>
-#include <thrust/reduce.h>
-#include <thrust/transform.h>
-#include <thrust/transform_reduce.h>
-#include <thrust/tuple.h>
 
-#include <weft/backend/assembly.hpp>
-#include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/implicit_stepper.hpp>
 #include <weft/backend/line_preconditioner.hpp>
-#include <weft/backend/pcg.hpp>
-#include <weft/backend/vector_ops.hpp>
 #include <weft/core/error.hpp>
 #include <weft/element/yarn_elements.hpp>
 #include <weft/model/yarn_model.hpp>
@@ -60,57 +45,12 @@
 namespace weft {
 
 template <typename T>
-struct YarnStepperOptions {
-    int newton_iterations = 1;        ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
-    T newton_tolerance = T(1e-3);     ///< relative residual ‖S b_k‖ / ‖S b_0‖
-    int max_halvings = 0;             ///< how often a failed step may be halved (0: never)
-    /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the
-    /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
-    PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
-};
+using YarnStepperOptions = StepperOptions<T>;
+using YarnStepReport = BackendStepReport;
 
-/// What one call of YarnStepper::step did.
-struct YarnStepReport {
-    bool ok = true;
-    int substeps = 0;                ///< successful (sub)steps taken (1 without halving)
-    int halvings = 0;                ///< deepest halving used (dt / 2^halvings)
-    int newton_iterations = 0;       ///< summed over substeps
-    int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
-    double pcg_residual = 0;         ///< relative residual of the last PCG solve
-    double newton_residual = 0;      ///< ‖S b_k‖ / ‖S b_0‖ at the end (0 for one-step)
-    PcgStatus pcg_status = PcgStatus::converged;  ///< status of the last PCG solve
-    std::string message;             ///< why the step failed (empty when ok)
-    double assembly_seconds = 0;     ///< element kernels + assembly
-    double solve_seconds = 0;        ///< PCG
-    double total_seconds = 0;        ///< the whole call
-};
-
-namespace stepper_detail {
+namespace yarn_stepper_detail {
 
 constexpr int B = yarn_node_dofs;
-constexpr int BB = B * B;
-
-/// Copy one element's node blocks into the contribution buffers: matrix
-/// block (i, j) at contribution `matrix_first + i·K + j`, vector i at
-/// `vector_first + i`.
-template <typename T, int K>
-WEFT_HD inline void write_blocks(const NodeBlocks<T, K, B>& blocks, T* matrix, std::size_t matrix_first, T* rhs,
-                                 T* force, std::size_t vector_first)
-{
-    for (int i = 0; i < K; ++i) {
-        for (int j = 0; j < K; ++j) {
-            T* out = matrix + (matrix_first + static_cast<std::size_t>(i * K + j)) * BB;
-            for (int r = 0; r < B; ++r)
-                for (int c = 0; c < B; ++c) out[r * B + c] = blocks.a[i][j](r, c);
-        }
-        T* rb = rhs + (vector_first + static_cast<std::size_t>(i)) * B;
-        T* fb = force + (vector_first + static_cast<std::size_t>(i)) * B;
-        for (int r = 0; r < B; ++r) {
-            rb[r] = blocks.b[i](r);
-            fb[r] = blocks.f[i](r);
-        }
-    }
-}
 
 /// Pointers and constants shared by the element kernels.
 template <typename T>
@@ -126,10 +66,7 @@ struct KernelInputs {
     T h;
     const Collider<T>* colliders;
     int collider_count;
-    T* matrix;
-    T* rhs;
-    T* force;
-    ElementEnergies<T>* energies;
+    ElementBuffers<T> out;
 };
 
 /// The element functions behind one kernel, by element type.
@@ -152,27 +89,8 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnShear&
     evaluate_yarn_shear<T>(in.q, in.v, s, in.material, in.h, blocks, e, in.newton);
 }
 
-/// One thread per element of a kind with K nodes: its K×K matrix blocks go to
-/// contributions matrix_base + K²·k + …, its K vectors to vector_base + K·k + ….
 template <typename T, class Element, int K>
-struct ElementKernel {
-    KernelInputs<T> in;
-    const Element* elements;
-    std::size_t matrix_base;
-    std::size_t vector_base;
-    std::size_t energy_base;
-    WEFT_HD void operator()(Index k) const
-    {
-        NodeBlocks<T, K, B> blocks;
-        blocks.set_zero();
-        ElementEnergies<T> e;
-        evaluate_element<T>(in, elements[k], blocks, e);
-        const std::size_t element = static_cast<std::size_t>(k);
-        write_blocks<T, K>(blocks, in.matrix, matrix_base + K * K * element, in.rhs, in.force,
-                           vector_base + K * element);
-        in.energies[energy_base + element] = e;
-    }
-};
+using ElementKernel = stepper_detail::ElementKernel<T, B, KernelInputs<T>, Element, K>;
 
 template <typename T>
 struct NodeKernel {
@@ -187,48 +105,9 @@ struct NodeKernel {
         ElementEnergies<T> e;
         evaluate_yarn_node<T>(in.q, in.v, in.free_dof, in.anchors, node, in.material, in.colliders,
                               in.collider_count, in.radius, in.h, blocks, e, in.newton);
-        write_blocks<T, 1>(blocks, in.matrix, matrix_base + static_cast<std::size_t>(node), in.rhs, in.force,
-                           vector_base + static_cast<std::size_t>(node));
-        in.energies[energy_base + static_cast<std::size_t>(node)] = e;
-    }
-};
-
-template <typename T>
-struct PlusEnergies {
-    WEFT_HD ElementEnergies<T> operator()(const ElementEnergies<T>& a, const ElementEnergies<T>& b) const
-    {
-        return ElementEnergies<T>{a.kinetic + b.kinetic, a.elastic + b.elastic, a.gravity + b.gravity,
-                                  a.dissipation + b.dissipation};
-    }
-};
-
-/// ‖S x‖² share of one DoF.
-template <typename T>
-struct FilteredSquare {
-    WEFT_HD T operator()(const thrust::tuple<T, std::uint8_t>& x_free) const
-    {
-        const T x = thrust::get<0>(x_free);
-        return thrust::get<1>(x_free) ? x * x : T(0);
-    }
-};
-
-/// v_k += Δv; q_k = q_n + h v_k; w = (q_n + h v_k − q_k)/h = 0 after the
-/// update; v_k − v_n for the mass term.
-template <typename T>
-struct NewtonUpdate {
-    T h;
-    const T* q_start;
-    const T* v_start;
-    const T* dv;
-    T* q;
-    T* v;
-    T* mass_velocity;
-    WEFT_HD void operator()(std::size_t i) const
-    {
-        const T vi = v[i] + dv[i];
-        v[i] = vi;
-        q[i] = q_start[i] + h * vi;
-        mass_velocity[i] = vi - v_start[i];
+        stepper_detail::write_blocks<T, 1, B>(blocks, in.out, matrix_base + static_cast<std::size_t>(node),
+                              vector_base + static_cast<std::size_t>(node));
+        in.out.energies[energy_base + static_cast<std::size_t>(node)] = e;
     }
 };
 
@@ -249,29 +128,14 @@ struct DragAnchors {
     }
 };
 
-/// g · scale on free DoFs, 0 on prescribed ones.
-template <typename T>
-struct ScaledFiltered {
-    T scale;
-    WEFT_HD T operator()(const T& g, const std::uint8_t& is_free) const { return is_free ? scale * g : T(0); }
-};
-
-template <typename T>
-struct IsNonFinite {
-    WEFT_HD int operator()(const T& x) const { return (x - x == T(0)) ? 0 : 1; }
-};
-
-inline double seconds_since(std::chrono::steady_clock::time_point start)
-{
-    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-}
-
-}  // namespace stepper_detail
+}  // namespace yarn_stepper_detail
 
 /// Device state and solver of one yarn model. Construct once; call step().
 template <typename T>
-class YarnStepper {
+class YarnStepper : public ImplicitStepper<T, yarn_node_dofs, YarnStepper<T>> {
     static constexpr int B = yarn_node_dofs;
+    using Base = ImplicitStepper<T, yarn_node_dofs, YarnStepper<T>>;
+    friend Base;
 
 public:
     /// @param[in] model      topology, material and initial state (q, v, free_dof, anchors)
@@ -281,37 +145,12 @@ public:
     /// @throws InvalidInput for inconsistent model arrays or options
     YarnStepper(const YarnModel<T>& model, const std::vector<Collider<T>>& colliders, const Vec3<T>& gravity,
                 const YarnStepperOptions<T>& options = {})
-        : m_material(model.material), m_gravity(gravity), m_radius(model.radius), m_options(options)
+        : Base(validated(model, options).q, model.v, model.free_dof, options),
+          m_material(model.material),
+          m_gravity(gravity),
+          m_radius(model.radius)
     {
         const std::size_t nodes = static_cast<std::size_t>(model.node_count());
-        const std::size_t dofs = nodes * B;
-        if (model.q.size() != dofs || model.q.size() % B != 0)
-            throw InvalidInput(detail::describe("YarnModel q.size()", model.q.size(), "must be 5 x #nodes"));
-        if (model.v.size() != dofs)
-            throw InvalidInput(detail::describe("YarnModel v.size()", model.v.size(), "must equal q.size()"));
-        if (model.free_dof.size() != dofs) {
-            throw InvalidInput(
-                detail::describe("YarnModel free_dof.size()", model.free_dof.size(), "must equal q.size()"));
-        }
-        if (model.anchors.size() != 2 * nodes)
-            throw InvalidInput(detail::describe("YarnModel anchors.size()", model.anchors.size(), "must be 2 x #nodes"));
-        if (options.newton_iterations < 1) {
-            throw InvalidInput(
-                detail::describe("solver.newton_iterations", options.newton_iterations, "must be >= 1"));
-        }
-        if (options.max_halvings < 0 || options.max_halvings > 30)
-            throw InvalidInput(detail::describe("max_halvings", options.max_halvings, "must be in [0, 30]"));
-        require_non_negative("solver.newton_tolerance", options.newton_tolerance);
-        for (const T x : model.q)
-            if (!std::isfinite(static_cast<double>(x))) throw InvalidInput("invalid YarnModel q: non-finite value");
-        for (const T x : model.v)
-            if (!std::isfinite(static_cast<double>(x))) throw InvalidInput("invalid YarnModel v: non-finite value");
-
-        m_nodes = static_cast<Index>(nodes);
-        m_q.assign(model.q.begin(), model.q.end());
-        m_v.assign(model.v.begin(), model.v.end());
-        std::vector<std::uint8_t> free(model.free_dof.begin(), model.free_dof.end());
-        m_free.assign(free.begin(), free.end());
         m_anchors.assign(model.anchors.begin(), model.anchors.end());
         m_segments.assign(model.segments.begin(), model.segments.end());
         m_bends.assign(model.bends.begin(), model.bends.end());
@@ -324,9 +163,10 @@ public:
         // Contribution order: segments (2×2 blocks), bends (3×3), shears (3×3), nodes (1).
         std::vector<BlockCoordinate> blocks;
         std::vector<Index> vectors;
+        const Index node_total = this->m_nodes;
         const auto add_element = [&](std::initializer_list<int> element_nodes) {
             for (int i : element_nodes) {
-                if (i < 0 || i >= m_nodes)
+                if (i < 0 || i >= node_total)
                     throw InvalidInput(detail::describe("YarnModel element node", i, "out of range"));
                 for (int j : element_nodes) blocks.push_back({i, j});
                 vectors.push_back(i);
@@ -335,326 +175,94 @@ public:
         for (const YarnSegment& s : model.segments) add_element({s.node0, s.node1});
         for (const YarnBend& b : model.bends) add_element({b.prev, b.node, b.next});
         for (const YarnShear& s : model.shears) add_element({s.node, s.along_u, s.along_v});
-        for (Index n = 0; n < m_nodes; ++n) add_element({n});
-        m_map = AssemblyMap<B>::build(m_nodes, blocks, vectors);
-        m_matrix_contributions.resize(static_cast<std::size_t>(m_map.matrix_contributions()) * B * B);
-        m_rhs_contributions.resize(static_cast<std::size_t>(m_map.vector_contributions()) * B);
-        m_force_contributions.resize(m_rhs_contributions.size());
-        m_energies.resize(m_segment_count + m_bend_count + m_shear_count + nodes);
-        m_dv.assign(dofs, T(0));
-        m_zero.assign(dofs, T(0));
-        m_mass_velocity.assign(dofs, T(0));
+        for (Index n = 0; n < node_total; ++n) add_element({n});
+        this->build_assembly(blocks, vectors, m_segment_count + m_bend_count + m_shear_count + nodes);
         m_lines = yarn_line_set(model);
-        m_guess.assign(dofs, T(0));
-        m_product.assign(dofs, T(0));
-        m_residual.assign(dofs, T(0));
-        m_correction.assign(dofs, T(0));
     }
 
-    Index node_count() const { return m_nodes; }
-    const YarnStepperOptions<T>& options() const { return m_options; }
-    void set_options(const YarnStepperOptions<T>& options) { m_options = options; }
-
-    /// Advance by h (in 2^k substeps when a step had to be halved).
-    YarnStepReport step(T h)
-    {
-        const auto start = std::chrono::steady_clock::now();
-        YarnStepReport report;
-        require_positive("time_step", h);
-        report.ok = advance(h, 0, report);
-        report.total_seconds = stepper_detail::seconds_since(start);
-        return report;
-    }
-
-    /// Assembles A, b, f at the current state (first-iteration form).
-    void assemble(T h)
-    {
-        evaluate(h, NewtonInputs<T>{});
-        assemble_matrix(m_map, m_matrix_contributions, m_matrix);
-        assemble_vector(m_map, m_rhs_contributions, m_rhs);
-        assemble_vector(m_map, m_force_contributions, m_force);
-    }
-
-    /// Energies of the current state (kinetic ½vᵀMv, elastic incl. contact,
-    /// anchors and colliders, gravity, dissipation potential).
-    ElementEnergies<T> energies()
-    {
-        if (!m_energies_valid) evaluate(m_last_h > T(0) ? m_last_h : T(1e-3), NewtonInputs<T>{});
-        return thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
-                              ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
-    }
-
-    const BsrMatrix<T, B>& matrix() const { return m_matrix; }
-    const thrust::device_vector<T>& rhs() const { return m_rhs; }
-    const thrust::device_vector<T>& force() const { return m_force; }
-    const thrust::device_vector<T>& positions() const { return m_q; }
-    const thrust::device_vector<T>& velocities() const { return m_v; }
     const thrust::device_vector<T>& anchors() const { return m_anchors; }
-    const AssemblyMap<B>& assembly_map() const { return m_map; }
-
-    /// Overwrite the velocities (e.g. a rigid initial velocity set on the host).
-    void set_velocities(const std::vector<T>& v)
-    {
-        if (v.size() != m_v.size())
-            throw InvalidInput(detail::describe("set_velocities v.size()", v.size(), "must be 5 x #nodes"));
-        m_v.assign(v.begin(), v.end());
-        m_energies_valid = false;
-    }
 
     /// Copies q, v and anchors back into `model` (same topology).
     void download(YarnModel<T>& model) const
     {
-        if (model.q.size() != m_q.size())
+        if (model.q.size() != this->m_q.size())
             throw InvalidInput(detail::describe("download model q.size()", model.q.size(), "must match the stepper"));
-        thrust::copy(m_q.begin(), m_q.end(), model.q.begin());
-        thrust::copy(m_v.begin(), m_v.end(), model.v.begin());
+        thrust::copy(this->m_q.begin(), this->m_q.end(), model.q.begin());
+        thrust::copy(this->m_v.begin(), this->m_v.end(), model.v.begin());
         model.anchors.resize(m_anchors.size());
         thrust::copy(m_anchors.begin(), m_anchors.end(), model.anchors.begin());
     }
 
 private:
-    /// Runs every element kernel at (q, v) and fills the contribution
-    /// buffers and per-element energies.
-    void evaluate(T h, const NewtonInputs<T>& newton)
+    static const YarnModel<T>& validated(const YarnModel<T>& model, const YarnStepperOptions<T>& options)
     {
-        using namespace stepper_detail;
-        KernelInputs<T> in{raw(m_q),        raw(m_v),        raw(m_free),     raw(m_anchors),
-                           newton,          m_material,      m_gravity,       m_radius,
-                           h,               raw(m_colliders), static_cast<int>(m_colliders.size()),
-                           raw(m_matrix_contributions), raw(m_rhs_contributions), raw(m_force_contributions),
-                           raw(m_energies)};
+        stepper_detail::validate_state<T>("YarnModel", model.q, model.v, model.free_dof, B, options);
+        if (model.anchors.size() != 2 * static_cast<std::size_t>(model.node_count()))
+            throw InvalidInput(detail::describe("YarnModel anchors.size()", model.anchors.size(), "must be 2 x #nodes"));
+        return model;
+    }
+
+    void evaluate_elements(T h, const NewtonInputs<T>& newton, const ElementBuffers<T>& out)
+    {
+        using namespace yarn_stepper_detail;
+        KernelInputs<T> in{this->raw(this->m_q),
+                           this->raw(this->m_v),
+                           this->raw(this->m_free),
+                           this->raw(m_anchors),
+                           newton,
+                           m_material,
+                           m_gravity,
+                           m_radius,
+                           h,
+                           this->raw(m_colliders),
+                           static_cast<int>(m_colliders.size()),
+                           out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t seg_m = 4 * m_segment_count;
         const std::size_t seg_v = 2 * m_segment_count;
         const std::size_t bend_m = seg_m + 9 * m_bend_count;
         const std::size_t bend_v = seg_v + 3 * m_bend_count;
         thrust::for_each(thrust::device, first, first + static_cast<Index>(m_segment_count),
-                         ElementKernel<T, YarnSegment, 2>{in, raw(m_segments), 0, 0, 0});
+                         ElementKernel<T, YarnSegment, 2>{in, this->raw(m_segments), 0, 0, 0});
         thrust::for_each(thrust::device, first, first + static_cast<Index>(m_bend_count),
-                         ElementKernel<T, YarnBend, 3>{in, raw(m_bends), seg_m, seg_v, m_segment_count});
-        thrust::for_each(
-            thrust::device, first, first + static_cast<Index>(m_shear_count),
-            ElementKernel<T, YarnShear, 3>{in, raw(m_shears), bend_m, bend_v, m_segment_count + m_bend_count});
-        thrust::for_each(thrust::device, first, first + m_nodes,
+                         ElementKernel<T, YarnBend, 3>{in, this->raw(m_bends), seg_m, seg_v, m_segment_count});
+        thrust::for_each(thrust::device, first, first + static_cast<Index>(m_shear_count),
+                         ElementKernel<T, YarnShear, 3>{in, this->raw(m_shears), bend_m, bend_v,
+                                                        m_segment_count + m_bend_count});
+        thrust::for_each(thrust::device, first, first + this->m_nodes,
                          NodeKernel<T>{in, bend_m + 9 * m_shear_count, bend_v + 3 * m_shear_count,
                                        m_segment_count + m_bend_count + m_shear_count});
-        m_last_h = h;
-        // Energies describe (q, v) whatever the Newton inputs; the
-        // contributions are reusable only in the first-iteration form.
-        m_energies_valid = true;
-        m_first_iteration_ready = newton.stiffness_velocity == nullptr && newton.mass_velocity == nullptr;
     }
 
-    T filtered_norm(const thrust::device_vector<T>& x) const
+    void after_step()
     {
-        const auto first = thrust::make_zip_iterator(thrust::make_tuple(x.begin(), m_free.begin()));
-        using std::sqrt;
-        return sqrt(thrust::transform_reduce(thrust::device, first, first + x.size(),
-                                             stepper_detail::FilteredSquare<T>{}, T(0), thrust::plus<T>{}));
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                         thrust::counting_iterator<Index>(this->m_nodes),
+                         yarn_stepper_detail::DragAnchors<T>{this->raw(this->m_q), this->raw(m_anchors), m_material});
     }
-
-    bool state_finite() const
-    {
-        const int bad_q = thrust::transform_reduce(thrust::device, m_q.begin(), m_q.end(),
-                                                   stepper_detail::IsNonFinite<T>{}, 0, thrust::plus<int>{});
-        const int bad_v = thrust::transform_reduce(thrust::device, m_v.begin(), m_v.end(),
-                                                   stepper_detail::IsNonFinite<T>{}, 0, thrust::plus<int>{});
-        return bad_q == 0 && bad_v == 0;
-    }
-
-    /// One attempt at a step of size h; on failure the state is restored by the caller.
-    bool newton_step(T h, YarnStepReport& report)
-    {
-        using namespace stepper_detail;
-        const std::size_t dofs = m_q.size();
-        m_q_start = m_q;
-        m_v_start = m_v;
-        T initial_norm = T(0);
-        const int iterations = m_options.newton_iterations;
-        report.newton_residual = 0;
-        for (int k = 0; k <= iterations; ++k) {
-            // Iteration k's system; k == iterations only measures the residual.
-            const bool measure_only = k == iterations;
-            if (measure_only && iterations == 1) break;  // one-step scheme: no residual check
-            auto t0 = std::chrono::steady_clock::now();
-            if (k == 0) {
-                if (!(m_first_iteration_ready && m_energies_valid && m_last_h == h)) evaluate(h, NewtonInputs<T>{});
-            } else {
-                evaluate(h, NewtonInputs<T>{raw(m_zero), raw(m_mass_velocity)});
-            }
-            m_first_iteration_ready = false;
-            assemble_vector(m_map, m_rhs_contributions, m_rhs);
-            const T norm = filtered_norm(m_rhs);
-            if (k == 0) initial_norm = norm;
-            if (!std::isfinite(static_cast<double>(norm))) {
-                report.message = "non-finite right-hand side at Newton iteration " + std::to_string(k);
-                report.assembly_seconds += seconds_since(t0);
-                return false;
-            }
-            if (k > 0) {
-                report.newton_residual = initial_norm > T(0) ? static_cast<double>(norm / initial_norm) : 0.0;
-                if (norm <= m_options.newton_tolerance * initial_norm) {
-                    report.assembly_seconds += seconds_since(t0);
-                    break;
-                }
-                if (measure_only) {
-                    report.assembly_seconds += seconds_since(t0);
-                    report.message = "Newton did not converge in " + std::to_string(iterations) +
-                                     " iterations (relative residual " + std::to_string(report.newton_residual) + ")";
-                    return false;
-                }
-            }
-            assemble_matrix(m_map, m_matrix_contributions, m_matrix);
-            report.assembly_seconds += seconds_since(t0);
-
-            t0 = std::chrono::steady_clock::now();
-            const PcgResult<T> r = k == 0 ? solve_warm(h, norm) : solve_cold();
-            report.solve_seconds += seconds_since(t0);
-            report.pcg_iterations += r.iterations;
-            report.pcg_residual = static_cast<double>(r.relative_residual);
-            report.pcg_status = r.status;
-            report.newton_iterations += 1;
-            if (!r.converged) {
-                report.message = std::string("PCG ") + to_string(r.status) + " after " +
-                                 std::to_string(r.iterations) + " iterations (relative residual " +
-                                 std::to_string(static_cast<double>(r.relative_residual)) + ") at Newton iteration " +
-                                 std::to_string(k);
-                return false;
-            }
-            thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0),
-                             thrust::counting_iterator<std::size_t>(dofs),
-                             NewtonUpdate<T>{h, raw(m_q_start), raw(m_v_start), raw(m_dv), raw(m_q), raw(m_v),
-                                             raw(m_mass_velocity)});
-            m_energies_valid = false;
-        }
-        m_energies_valid = false;
-        if (!state_finite()) {
-            report.message = "non-finite positions or velocities after the update";
-            return false;
-        }
-        // This step's v_{n+1} − v_n starts the next step's first solve.
-        thrust::transform(thrust::device, m_v.begin(), m_v.end(), m_v_start.begin(), m_guess.begin(),
-                          thrust::minus<T>{});
-        m_guess_step = h;
-        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
-                         DragAnchors<T>{raw(m_q), raw(m_anchors), m_material});
-        return true;
-    }
-
-    /// A Δv = b from Δv = 0 (later Newton iterations).
-    PcgResult<T> solve_cold()
-    {
-        thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
-        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, pcg_options());
-    }
+    void save_extra() { m_anchors_saved = m_anchors; }
+    void restore_extra() { m_anchors = m_anchors_saved; }
 
     PcgOptions<T> pcg_options() const
     {
-        PcgOptions<T> options = m_options.pcg;
+        PcgOptions<T> options = this->m_options.pcg;
         options.lines = &m_lines;
         return options;
-    }
-
-    /// First Newton iteration, warm-started from the previous step's
-    /// velocity change g (scaled to this step size): solve A δ = S (b − A g)
-    /// and Δv = g + δ, with the tolerance still relative to ‖S b‖. In free
-    /// fall or steady motion g is nearly the answer and PCG has little left to
-    /// do; a stiff cloth otherwise needs hundreds of iterations to rebuild the
-    /// smooth, global part of Δv from scratch every step.
-    PcgResult<T> solve_warm(T h, T rhs_norm)
-    {
-        if (!(m_guess_step > T(0))) return solve_cold();
-        const T scale = h / m_guess_step;
-        thrust::transform(thrust::device, m_guess.begin(), m_guess.end(), m_free.begin(), m_dv.begin(),
-                          stepper_detail::ScaledFiltered<T>{scale});
-        spmv(m_matrix, m_dv, m_product);
-        const auto first = thrust::make_zip_iterator(thrust::make_tuple(m_rhs.begin(), m_product.begin(), m_free.begin()));
-        thrust::transform(thrust::device, first, first + m_rhs.size(), m_residual.begin(),
-                          pcg_detail::FilteredDifference<T>{});
-        const T residual_norm = filtered_norm(m_residual);
-        const T target = m_options.pcg.tolerance * rhs_norm;
-        if (!(residual_norm > target)) {
-            PcgResult<T> done;
-            done.status = PcgStatus::converged;
-            done.converged = true;
-            done.iterations = 0;
-            done.relative_residual = rhs_norm > T(0) ? residual_norm / rhs_norm : T(0);
-            return done;
-        }
-        PcgOptions<T> options = pcg_options();
-        options.tolerance = target / residual_norm;
-        thrust::fill(thrust::device, m_correction.begin(), m_correction.end(), T(0));
-        PcgResult<T> r = solve_filtered_pcg(m_matrix, m_residual, m_free, m_correction, m_workspace, options);
-        axpy(T(1), m_correction, m_dv);
-        r.relative_residual = r.relative_residual * residual_norm / rhs_norm;  // relative to ‖S b‖
-        return r;
-    }
-
-    bool advance(T h, int depth, YarnStepReport& report)
-    {
-        const thrust::device_vector<T> q0 = m_q;
-        const thrust::device_vector<T> v0 = m_v;
-        const thrust::device_vector<T> anchors0 = m_anchors;
-        if (newton_step(h, report)) {
-            report.substeps += 1;
-            report.halvings = depth > report.halvings ? depth : report.halvings;
-            report.message.clear();
-            return true;
-        }
-        m_q = q0;
-        m_v = v0;
-        m_anchors = anchors0;
-        m_energies_valid = false;
-        m_first_iteration_ready = false;
-        if (depth >= m_options.max_halvings) {
-            report.halvings = depth;
-            report.message += " (time step " + std::to_string(static_cast<double>(h)) + " s after " +
-                              std::to_string(depth) + " halvings)";
-            return false;
-        }
-        return advance(h / T(2), depth + 1, report) && advance(h / T(2), depth + 1, report);
-    }
-
-    template <typename U>
-    static U* raw(thrust::device_vector<U>& v)
-    {
-        return thrust::raw_pointer_cast(v.data());
-    }
-    template <typename U>
-    static const U* raw(const thrust::device_vector<U>& v)
-    {
-        return thrust::raw_pointer_cast(v.data());
     }
 
     YarnMaterial<T> m_material;
     Vec3<T> m_gravity;
     T m_radius;
-    YarnStepperOptions<T> m_options;
-    Index m_nodes = 0;
     std::size_t m_segment_count = 0;
     std::size_t m_bend_count = 0;
     std::size_t m_shear_count = 0;
 
-    thrust::device_vector<T> m_q, m_v, m_anchors;
-    thrust::device_vector<std::uint8_t> m_free;
+    thrust::device_vector<T> m_anchors, m_anchors_saved;
     thrust::device_vector<YarnSegment> m_segments;
     thrust::device_vector<YarnBend> m_bends;
     thrust::device_vector<YarnShear> m_shears;
     thrust::device_vector<Collider<T>> m_colliders;
-
-    AssemblyMap<B> m_map;
-    thrust::device_vector<T> m_matrix_contributions, m_rhs_contributions, m_force_contributions;
-    thrust::device_vector<ElementEnergies<T>> m_energies;
-    BsrMatrix<T, B> m_matrix;
-    thrust::device_vector<T> m_rhs, m_force;
-    thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start;
-    thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
-    T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
-    PcgWorkspace<T, B> m_workspace;
     LineSet m_lines;  ///< warp and weft yarns, for the yarn-line preconditioners
-    T m_last_h = T(0);
-    bool m_energies_valid = false;
-    bool m_first_iteration_ready = false;
 };
 
 }  // namespace weft

@@ -6,11 +6,32 @@
 /// A = M − h ∂f/∂v − h² ∂f/∂q,  b = h (f + h ∂f/∂q v)   (Baraff–Witkin 1998,
 /// the standard implicit-Euler system; one Newton step linearized at (q, v)).
 /// Later Newton iterations add −M (v_k − v_n) to b and linearize K about the
-/// iterate (see NewtonInputs in element/yarn_elements.hpp).
+/// iterate (see NewtonInputs below).
 
 #include <weft/core/types.hpp>
 
 namespace weft {
+
+/// Energies of one element, summed for the CSV output.
+template <typename T>
+struct ElementEnergies {
+    T kinetic;
+    T elastic;
+    T gravity;
+    T dissipation;  ///< dissipation potential V_d (rate of dissipated energy / 2 for quadratic Ψ_d)
+};
+
+/// What changes on Newton iterations after the first (backward Euler solved
+/// for v_{n+1}, q_{n+1} = q_n + h v_{n+1}; linearized about the iterate
+/// (q_k, v_k)): b = h (f_k + h K_k w) − M (v_k − v_n) with
+/// w = (q_n + h v_k − q_k) / h. On the first iteration (q_k, v_k) = (q_n, v_n),
+/// so w = v_n and the mass term vanishes: the one-step system of 2017 Sec. 6.
+/// Null pointers mean exactly that first-iteration form.
+template <typename T>
+struct NewtonInputs {
+    const T* stiffness_velocity = nullptr;  ///< w per DoF; null: w = v
+    const T* mass_velocity = nullptr;       ///< v_k − v_n per DoF; null: zero
+};
 
 /// The contribution of one element with K nodes of B DoFs each.
 template <typename T, int K, int B>

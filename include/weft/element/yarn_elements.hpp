@@ -22,27 +22,6 @@
 
 namespace weft {
 
-/// Energies of one element, summed for the CSV output.
-template <typename T>
-struct ElementEnergies {
-    T kinetic;
-    T elastic;
-    T gravity;
-    T dissipation;  ///< dissipation potential V_d (rate of dissipated energy / 2 for quadratic Ψ_d)
-};
-
-/// What changes on Newton iterations after the first (backward Euler solved
-/// for v_{n+1}, q_{n+1} = q_n + h v_{n+1}; linearized about the iterate
-/// (q_k, v_k)): b = h (f_k + h K_k w) − M (v_k − v_n) with
-/// w = (q_n + h v_k − q_k) / h. On the first iteration (q_k, v_k) = (q_n, v_n),
-/// so w = v_n and the mass term vanishes: the one-step system of 2017 Sec. 6.
-/// Null pointers mean exactly that first-iteration form.
-template <typename T>
-struct NewtonInputs {
-    const T* stiffness_velocity = nullptr;  ///< w per DoF; null: w = v
-    const T* mass_velocity = nullptr;       ///< v_k − v_n per DoF; null: zero
-};
-
 /// Read the (x, s) DoFs of `count` nodes into a stacked 4·count vector.
 template <typename T, int Count>
 WEFT_HD inline Vec<T, 4 * Count> gather_xs(const T* q, const int (&nodes)[Count], int coordinate)

@@ -1,0 +1,541 @@
+#pragma once
+/// @file implicit_stepper.hpp
+/// Backward Euler on the Thrust backend, shared by every model (yarn-level
+/// cloth with 5-DoF nodes, triangle cloth with 3-DoF nodes): device state,
+/// deterministic assembly, filtered PCG, Newton iterations and time-step
+/// halving. A model supplies its element kernels through CRTP.
+///
+/// One step (DESIGN.md, "One time step"):
+///   element kernels write their local A, b, f blocks to contribution buffers
+///   → deterministic gather assembly into BSR (assembly.hpp) → filtered PCG
+///   for Δv (pcg.hpp), warm-started from the previous step's Δv → v += Δv,
+///   q = q_n + h v → the model's after-step update (e.g. friction anchors).
+///
+/// Newton: backward Euler solves M (v − v_n) = h f(q_n + h v, v) for v. The
+/// first iteration linearizes about (q_n, v_n): A Δv = h (f + h K v_n), the
+/// one-step scheme of 2017 Sec. 6 (`newton_iterations = 1`). Later iterations
+/// linearize about the iterate (q_k = q_n + h v_k, v_k) with
+/// b_k = h f_k − M (v_k − v_n), the residual of the nonlinear equations; the
+/// iteration stops when ‖S b_k‖ ≤ newton_tolerance · ‖S b_0‖ (S the DoF
+/// filter). A step whose PCG fails, whose Newton iteration does not converge
+/// within `newton_iterations` (when > 1) or whose state turns non-finite is
+/// undone and retried as two steps of h/2, down to `max_halvings` halvings
+/// (2018 Sec. 5); beyond that the failure is reported, never hidden.
+///
+/// Prescribed DoFs (pins, yarn-end arc lengths) are filtered: their Δv is 0,
+/// so a pin keeps its velocity (zero, or the velocity of a moving pin) and
+/// q += h v moves it along.
+///
+/// What a model (the `Derived` class) provides:
+///   void evaluate_elements(T h, const NewtonInputs<T>&, const ElementBuffers<T>&)
+///       runs its kernels at (q, v), filling the contribution buffers in the
+///       order given to `build_assembly` and one ElementEnergies per entry;
+///   void after_step()        state updates after an accepted step (may be empty);
+///   void save_extra(), restore_extra()  model state beyond (q, v) that a
+///                            failed step must undo (may be empty);
+///   PcgOptions<T> pcg_options() const   the PCG settings of a solve.
+
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/fill.h>
+#include <thrust/for_each.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/iterator/zip_iterator.h>
+#include <thrust/reduce.h>
+#include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
+#include <thrust/tuple.h>
+
+#include <weft/backend/assembly.hpp>
+#include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/pcg.hpp>
+#include <weft/backend/vector_ops.hpp>
+#include <weft/core/error.hpp>
+#include <weft/element/implicit_system.hpp>
+
+namespace weft {
+
+template <typename T>
+struct StepperOptions {
+    int newton_iterations = 1;        ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
+    T newton_tolerance = T(1e-3);     ///< relative residual ‖S b_k‖ / ‖S b_0‖
+    int max_halvings = 0;             ///< how often a failed step may be halved (0: never)
+    /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
+    /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
+    PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
+};
+
+/// What one call of step() did.
+struct BackendStepReport {
+    bool ok = true;
+    int substeps = 0;                ///< successful (sub)steps taken (1 without halving)
+    int halvings = 0;                ///< deepest halving used (dt / 2^halvings)
+    int newton_iterations = 0;       ///< summed over substeps
+    int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
+    double pcg_residual = 0;         ///< relative residual of the last PCG solve
+    double newton_residual = 0;      ///< ‖S b_k‖ / ‖S b_0‖ at the end (0 for one-step)
+    PcgStatus pcg_status = PcgStatus::converged;  ///< status of the last PCG solve
+    std::string message;             ///< why the step failed (empty when ok)
+    double assembly_seconds = 0;     ///< element kernels + assembly
+    double solve_seconds = 0;        ///< PCG
+    double total_seconds = 0;        ///< the whole call
+};
+
+/// Raw pointers to the contribution buffers an element kernel writes.
+template <typename T>
+struct ElementBuffers {
+    T* matrix;                     ///< B×B blocks, one per matrix contribution
+    T* rhs;                        ///< B-vectors, one per vector contribution
+    T* force;                      ///< B-vectors, one per vector contribution
+    ElementEnergies<T>* energies;  ///< one per element entry
+};
+
+namespace stepper_detail {
+
+/// Copy one element's node blocks into the contribution buffers: matrix
+/// block (i, j) at contribution `matrix_first + i·K + j`, vector i at
+/// `vector_first + i`.
+template <typename T, int K, int B>
+WEFT_HD inline void write_blocks(const NodeBlocks<T, K, B>& blocks, const ElementBuffers<T>& out,
+                                 std::size_t matrix_first, std::size_t vector_first)
+{
+    for (int i = 0; i < K; ++i) {
+        for (int j = 0; j < K; ++j) {
+            T* a = out.matrix + (matrix_first + static_cast<std::size_t>(i * K + j)) * B * B;
+            for (int r = 0; r < B; ++r)
+                for (int c = 0; c < B; ++c) a[r * B + c] = blocks.a[i][j](r, c);
+        }
+        T* rb = out.rhs + (vector_first + static_cast<std::size_t>(i)) * B;
+        T* fb = out.force + (vector_first + static_cast<std::size_t>(i)) * B;
+        for (int r = 0; r < B; ++r) {
+            rb[r] = blocks.b[i](r);
+            fb[r] = blocks.f[i](r);
+        }
+    }
+}
+
+/// One thread per element of a kind with K nodes: its K×K matrix blocks go
+/// to contributions matrix_base + K²·k + …, its K vectors to
+/// vector_base + K·k + …, its energies to energy_base + k. `Inputs` carries
+/// the model's pointers and constants plus `out` (ElementBuffers); the local
+/// system comes from the model's `evaluate_element(in, element, blocks,
+/// energies)` overload, found by argument-dependent lookup.
+template <typename T, int B, class Inputs, class Element, int K>
+struct ElementKernel {
+    Inputs in;
+    const Element* elements;
+    std::size_t matrix_base;
+    std::size_t vector_base;
+    std::size_t energy_base;
+    WEFT_HD void operator()(Index k) const
+    {
+        NodeBlocks<T, K, B> blocks;
+        blocks.set_zero();
+        ElementEnergies<T> e;
+        evaluate_element(in, elements[k], blocks, e);
+        const std::size_t element = static_cast<std::size_t>(k);
+        write_blocks<T, K, B>(blocks, in.out, matrix_base + K * K * element, vector_base + K * element);
+        in.out.energies[energy_base + element] = e;
+    }
+};
+
+template <typename T>
+struct PlusEnergies {
+    WEFT_HD ElementEnergies<T> operator()(const ElementEnergies<T>& a, const ElementEnergies<T>& b) const
+    {
+        return ElementEnergies<T>{a.kinetic + b.kinetic, a.elastic + b.elastic, a.gravity + b.gravity,
+                                  a.dissipation + b.dissipation};
+    }
+};
+
+/// ‖S x‖² share of one DoF.
+template <typename T>
+struct FilteredSquare {
+    WEFT_HD T operator()(const thrust::tuple<T, std::uint8_t>& x_free) const
+    {
+        const T x = thrust::get<0>(x_free);
+        return thrust::get<1>(x_free) ? x * x : T(0);
+    }
+};
+
+/// v_k += Δv; q_k = q_n + h v_k; w = (q_n + h v_k − q_k)/h = 0 after the
+/// update; v_k − v_n for the mass term.
+template <typename T>
+struct NewtonUpdate {
+    T h;
+    const T* q_start;
+    const T* v_start;
+    const T* dv;
+    T* q;
+    T* v;
+    T* mass_velocity;
+    WEFT_HD void operator()(std::size_t i) const
+    {
+        const T vi = v[i] + dv[i];
+        v[i] = vi;
+        q[i] = q_start[i] + h * vi;
+        mass_velocity[i] = vi - v_start[i];
+    }
+};
+
+/// g · scale on free DoFs, 0 on prescribed ones.
+template <typename T>
+struct ScaledFiltered {
+    T scale;
+    WEFT_HD T operator()(const T& g, const std::uint8_t& is_free) const { return is_free ? scale * g : T(0); }
+};
+
+template <typename T>
+struct IsNonFinite {
+    WEFT_HD int operator()(const T& x) const { return (x - x == T(0)) ? 0 : 1; }
+};
+
+inline double seconds_since(std::chrono::steady_clock::time_point start)
+{
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// Host-side checks shared by the steppers' constructors.
+template <typename T>
+inline void validate_state(const char* model, const std::vector<T>& q, const std::vector<T>& v,
+                           const std::vector<unsigned char>& free_dof, int block, const StepperOptions<T>& options)
+{
+    const std::string name(model);
+    const std::string per_node = "must be " + std::to_string(block) + " x #nodes";
+    if (q.size() % static_cast<std::size_t>(block) != 0)
+        throw InvalidInput(detail::describe((name + " q.size()").c_str(), q.size(), per_node.c_str()));
+    if (v.size() != q.size())
+        throw InvalidInput(detail::describe((name + " v.size()").c_str(), v.size(), "must equal q.size()"));
+    if (free_dof.size() != q.size())
+        throw InvalidInput(detail::describe((name + " free_dof.size()").c_str(), free_dof.size(), "must equal q.size()"));
+    if (options.newton_iterations < 1)
+        throw InvalidInput(detail::describe("solver.newton_iterations", options.newton_iterations, "must be >= 1"));
+    if (options.max_halvings < 0 || options.max_halvings > 30)
+        throw InvalidInput(detail::describe("max_halvings", options.max_halvings, "must be in [0, 30]"));
+    require_non_negative("solver.newton_tolerance", options.newton_tolerance);
+    for (const T x : q)
+        if (!std::isfinite(static_cast<double>(x))) throw InvalidInput("invalid " + name + " q: non-finite value");
+    for (const T x : v)
+        if (!std::isfinite(static_cast<double>(x))) throw InvalidInput("invalid " + name + " v: non-finite value");
+}
+
+}  // namespace stepper_detail
+
+/// The model-independent part of a backward-Euler stepper with B-DoF nodes.
+template <typename T, int B, class Derived>
+class ImplicitStepper {
+public:
+    using Report = BackendStepReport;
+
+    Index node_count() const { return m_nodes; }
+    const StepperOptions<T>& options() const { return m_options; }
+    void set_options(const StepperOptions<T>& options) { m_options = options; }
+
+    /// Advance by h (in 2^k substeps when a step had to be halved).
+    BackendStepReport step(T h)
+    {
+        const auto start = std::chrono::steady_clock::now();
+        BackendStepReport report;
+        require_positive("time_step", h);
+        report.ok = advance(h, 0, report);
+        report.total_seconds = stepper_detail::seconds_since(start);
+        return report;
+    }
+
+    /// Assembles A, b, f at the current state (first-iteration form).
+    void assemble(T h)
+    {
+        evaluate(h, NewtonInputs<T>{});
+        assemble_matrix(m_map, m_matrix_contributions, m_matrix);
+        assemble_vector(m_map, m_rhs_contributions, m_rhs);
+        assemble_vector(m_map, m_force_contributions, m_force);
+    }
+
+    /// Energies of the current state (kinetic ½vᵀMv, elastic incl. contact
+    /// and colliders, gravity, dissipation potential).
+    ElementEnergies<T> energies()
+    {
+        if (!m_energies_valid) evaluate(m_last_h > T(0) ? m_last_h : T(1e-3), NewtonInputs<T>{});
+        return thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
+                              ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
+    }
+
+    const BsrMatrix<T, B>& matrix() const { return m_matrix; }
+    const thrust::device_vector<T>& rhs() const { return m_rhs; }
+    const thrust::device_vector<T>& force() const { return m_force; }
+    const thrust::device_vector<T>& positions() const { return m_q; }
+    const thrust::device_vector<T>& velocities() const { return m_v; }
+    const AssemblyMap<B>& assembly_map() const { return m_map; }
+
+    /// Overwrite the velocities (e.g. a rigid initial velocity set on the host).
+    void set_velocities(const std::vector<T>& v)
+    {
+        if (v.size() != m_v.size()) {
+            const std::string per_node = "must be " + std::to_string(B) + " x #nodes";
+            throw InvalidInput(detail::describe("set_velocities v.size()", v.size(), per_node.c_str()));
+        }
+        m_v.assign(v.begin(), v.end());
+        m_energies_valid = false;
+    }
+
+protected:
+    ImplicitStepper(const std::vector<T>& q, const std::vector<T>& v, const std::vector<unsigned char>& free_dof,
+                    const StepperOptions<T>& options)
+        : m_options(options)
+    {
+        m_nodes = static_cast<Index>(q.size() / B);
+        m_q.assign(q.begin(), q.end());
+        m_v.assign(v.begin(), v.end());
+        std::vector<std::uint8_t> free(free_dof.begin(), free_dof.end());
+        m_free.assign(free.begin(), free.end());
+        const std::size_t dofs = q.size();
+        m_dv.assign(dofs, T(0));
+        m_zero.assign(dofs, T(0));
+        m_mass_velocity.assign(dofs, T(0));
+        m_guess.assign(dofs, T(0));
+        m_product.assign(dofs, T(0));
+        m_residual.assign(dofs, T(0));
+        m_correction.assign(dofs, T(0));
+    }
+
+    /// Builds the assembly map from the contributions in kernel order and
+    /// sizes the buffers; `energy_entries` ElementEnergies are reduced.
+    void build_assembly(const std::vector<BlockCoordinate>& blocks, const std::vector<Index>& vectors,
+                        std::size_t energy_entries)
+    {
+        m_map = AssemblyMap<B>::build(m_nodes, blocks, vectors);
+        m_matrix_contributions.resize(static_cast<std::size_t>(m_map.matrix_contributions()) * B * B);
+        m_rhs_contributions.resize(static_cast<std::size_t>(m_map.vector_contributions()) * B);
+        m_force_contributions.resize(m_rhs_contributions.size());
+        m_energies.resize(energy_entries);
+    }
+
+    ElementBuffers<T> buffers()
+    {
+        return ElementBuffers<T>{raw(m_matrix_contributions), raw(m_rhs_contributions), raw(m_force_contributions),
+                                 raw(m_energies)};
+    }
+
+    template <typename U>
+    static U* raw(thrust::device_vector<U>& v)
+    {
+        return thrust::raw_pointer_cast(v.data());
+    }
+    template <typename U>
+    static const U* raw(const thrust::device_vector<U>& v)
+    {
+        return thrust::raw_pointer_cast(v.data());
+    }
+
+    // Hooks with empty defaults.
+    void after_step() {}
+    void save_extra() {}
+    void restore_extra() {}
+    PcgOptions<T> pcg_options() const { return m_options.pcg; }
+
+    StepperOptions<T> m_options;
+    Index m_nodes = 0;
+    thrust::device_vector<T> m_q, m_v;
+    thrust::device_vector<std::uint8_t> m_free;
+    T m_last_h = T(0);
+
+private:
+    Derived& self() { return static_cast<Derived&>(*this); }
+
+    /// Runs every element kernel at (q, v) and fills the contribution
+    /// buffers and per-element energies.
+    void evaluate(T h, const NewtonInputs<T>& newton)
+    {
+        self().evaluate_elements(h, newton, buffers());
+        m_last_h = h;
+        // Energies describe (q, v) whatever the Newton inputs; the
+        // contributions are reusable only in the first-iteration form.
+        m_energies_valid = true;
+        m_first_iteration_ready = newton.stiffness_velocity == nullptr && newton.mass_velocity == nullptr;
+    }
+
+    T filtered_norm(const thrust::device_vector<T>& x) const
+    {
+        const auto first = thrust::make_zip_iterator(thrust::make_tuple(x.begin(), m_free.begin()));
+        using std::sqrt;
+        return sqrt(thrust::transform_reduce(thrust::device, first, first + x.size(),
+                                             stepper_detail::FilteredSquare<T>{}, T(0), thrust::plus<T>{}));
+    }
+
+    bool state_finite() const
+    {
+        const int bad_q = thrust::transform_reduce(thrust::device, m_q.begin(), m_q.end(),
+                                                   stepper_detail::IsNonFinite<T>{}, 0, thrust::plus<int>{});
+        const int bad_v = thrust::transform_reduce(thrust::device, m_v.begin(), m_v.end(),
+                                                   stepper_detail::IsNonFinite<T>{}, 0, thrust::plus<int>{});
+        return bad_q == 0 && bad_v == 0;
+    }
+
+    /// One attempt at a step of size h; on failure the state is restored by the caller.
+    bool newton_step(T h, BackendStepReport& report)
+    {
+        using namespace stepper_detail;
+        const std::size_t dofs = m_q.size();
+        m_q_start = m_q;
+        m_v_start = m_v;
+        T initial_norm = T(0);
+        const int iterations = m_options.newton_iterations;
+        report.newton_residual = 0;
+        for (int k = 0; k <= iterations; ++k) {
+            // Iteration k's system; k == iterations only measures the residual.
+            const bool measure_only = k == iterations;
+            if (measure_only && iterations == 1) break;  // one-step scheme: no residual check
+            auto t0 = std::chrono::steady_clock::now();
+            if (k == 0) {
+                if (!(m_first_iteration_ready && m_energies_valid && m_last_h == h)) evaluate(h, NewtonInputs<T>{});
+            } else {
+                evaluate(h, NewtonInputs<T>{raw(m_zero), raw(m_mass_velocity)});
+            }
+            m_first_iteration_ready = false;
+            assemble_vector(m_map, m_rhs_contributions, m_rhs);
+            const T norm = filtered_norm(m_rhs);
+            if (k == 0) initial_norm = norm;
+            if (!std::isfinite(static_cast<double>(norm))) {
+                report.message = "non-finite right-hand side at Newton iteration " + std::to_string(k);
+                report.assembly_seconds += seconds_since(t0);
+                return false;
+            }
+            if (k > 0) {
+                report.newton_residual = initial_norm > T(0) ? static_cast<double>(norm / initial_norm) : 0.0;
+                if (norm <= m_options.newton_tolerance * initial_norm) {
+                    report.assembly_seconds += seconds_since(t0);
+                    break;
+                }
+                if (measure_only) {
+                    report.assembly_seconds += seconds_since(t0);
+                    report.message = "Newton did not converge in " + std::to_string(iterations) +
+                                     " iterations (relative residual " + std::to_string(report.newton_residual) + ")";
+                    return false;
+                }
+            }
+            assemble_matrix(m_map, m_matrix_contributions, m_matrix);
+            report.assembly_seconds += seconds_since(t0);
+
+            t0 = std::chrono::steady_clock::now();
+            const PcgResult<T> r = k == 0 ? solve_warm(h, norm) : solve_cold();
+            report.solve_seconds += seconds_since(t0);
+            report.pcg_iterations += r.iterations;
+            report.pcg_residual = static_cast<double>(r.relative_residual);
+            report.pcg_status = r.status;
+            report.newton_iterations += 1;
+            if (!r.converged) {
+                report.message = std::string("PCG ") + to_string(r.status) + " after " +
+                                 std::to_string(r.iterations) + " iterations (relative residual " +
+                                 std::to_string(static_cast<double>(r.relative_residual)) + ") at Newton iteration " +
+                                 std::to_string(k);
+                return false;
+            }
+            thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                             thrust::counting_iterator<std::size_t>(dofs),
+                             NewtonUpdate<T>{h, raw(m_q_start), raw(m_v_start), raw(m_dv), raw(m_q), raw(m_v),
+                                             raw(m_mass_velocity)});
+            m_energies_valid = false;
+        }
+        m_energies_valid = false;
+        if (!state_finite()) {
+            report.message = "non-finite positions or velocities after the update";
+            return false;
+        }
+        // This step's v_{n+1} − v_n starts the next step's first solve.
+        thrust::transform(thrust::device, m_v.begin(), m_v.end(), m_v_start.begin(), m_guess.begin(),
+                          thrust::minus<T>{});
+        m_guess_step = h;
+        self().after_step();
+        return true;
+    }
+
+    /// A Δv = b from Δv = 0 (later Newton iterations).
+    PcgResult<T> solve_cold()
+    {
+        thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
+        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, self().pcg_options());
+    }
+
+    /// First Newton iteration, warm-started from the previous step's
+    /// velocity change g (scaled to this step size): solve A δ = S (b − A g)
+    /// and Δv = g + δ, with the tolerance still relative to ‖S b‖. In free
+    /// fall or steady motion g is nearly the answer and PCG has little left to
+    /// do; a stiff cloth otherwise needs hundreds of iterations to rebuild the
+    /// smooth, global part of Δv from scratch every step.
+    PcgResult<T> solve_warm(T h, T rhs_norm)
+    {
+        if (!(m_guess_step > T(0))) return solve_cold();
+        const T scale = h / m_guess_step;
+        thrust::transform(thrust::device, m_guess.begin(), m_guess.end(), m_free.begin(), m_dv.begin(),
+                          stepper_detail::ScaledFiltered<T>{scale});
+        spmv(m_matrix, m_dv, m_product);
+        const auto first = thrust::make_zip_iterator(thrust::make_tuple(m_rhs.begin(), m_product.begin(), m_free.begin()));
+        thrust::transform(thrust::device, first, first + m_rhs.size(), m_residual.begin(),
+                          pcg_detail::FilteredDifference<T>{});
+        const T residual_norm = filtered_norm(m_residual);
+        const T target = m_options.pcg.tolerance * rhs_norm;
+        if (!(residual_norm > target)) {
+            PcgResult<T> done;
+            done.status = PcgStatus::converged;
+            done.converged = true;
+            done.iterations = 0;
+            done.relative_residual = rhs_norm > T(0) ? residual_norm / rhs_norm : T(0);
+            return done;
+        }
+        PcgOptions<T> options = self().pcg_options();
+        options.tolerance = target / residual_norm;
+        thrust::fill(thrust::device, m_correction.begin(), m_correction.end(), T(0));
+        PcgResult<T> r = solve_filtered_pcg(m_matrix, m_residual, m_free, m_correction, m_workspace, options);
+        axpy(T(1), m_correction, m_dv);
+        r.relative_residual = r.relative_residual * residual_norm / rhs_norm;  // relative to ‖S b‖
+        return r;
+    }
+
+    bool advance(T h, int depth, BackendStepReport& report)
+    {
+        const thrust::device_vector<T> q0 = m_q;
+        const thrust::device_vector<T> v0 = m_v;
+        self().save_extra();
+        if (newton_step(h, report)) {
+            report.substeps += 1;
+            report.halvings = depth > report.halvings ? depth : report.halvings;
+            report.message.clear();
+            return true;
+        }
+        m_q = q0;
+        m_v = v0;
+        self().restore_extra();
+        m_energies_valid = false;
+        m_first_iteration_ready = false;
+        if (depth >= m_options.max_halvings) {
+            report.halvings = depth;
+            report.message += " (time step " + std::to_string(static_cast<double>(h)) + " s after " +
+                              std::to_string(depth) + " halvings)";
+            return false;
+        }
+        return advance(h / T(2), depth + 1, report) && advance(h / T(2), depth + 1, report);
+    }
+
+    AssemblyMap<B> m_map;
+    thrust::device_vector<T> m_matrix_contributions, m_rhs_contributions, m_force_contributions;
+    thrust::device_vector<ElementEnergies<T>> m_energies;
+    BsrMatrix<T, B> m_matrix;
+    thrust::device_vector<T> m_rhs, m_force;
+    thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start;
+    thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
+    T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
+    PcgWorkspace<T, B> m_workspace;
+    bool m_energies_valid = false;
+    bool m_first_iteration_ready = false;
+};
+
+}  // namespace weft
