@@ -16,8 +16,9 @@
 /// one-step scheme of 2017 Sec. 6 (`newton_iterations = 1`). Later iterations
 /// linearize about the iterate (q_k = q_n + h v_k, v_k) with
 /// b_k = h f_k − M (v_k − v_n), the residual of the nonlinear equations; the
-/// iteration stops when ‖S b_k‖ ≤ newton_tolerance · ‖S b_0‖ (S the DoF
-/// filter). A step whose PCG fails, whose Newton iteration does not converge
+/// iteration stops when ‖S b_k‖ ≤ newton_tolerance · max(‖S b_0‖, h ‖S f_k‖)
+/// (S the DoF filter; the force term keeps the test meaningful when b_0 ≈ 0,
+/// e.g. a free rigid rotation of an unstressed sheet). A step whose PCG fails, whose Newton iteration does not converge
 /// within `newton_iterations` (when > 1) or whose state turns non-finite is
 /// undone and retried as two steps of h/2, down to `max_halvings` halvings
 /// (2018 Sec. 5); beyond that the failure is reported, never hidden.
@@ -67,7 +68,7 @@ namespace weft {
 template <typename T>
 struct StepperOptions {
     int newton_iterations = 1;        ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
-    T newton_tolerance = T(1e-3);     ///< relative residual ‖S b_k‖ / ‖S b_0‖
+    T newton_tolerance = T(1e-3);     ///< relative residual ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖)
     int max_halvings = 0;             ///< how often a failed step may be halved (0: never)
     /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
     /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
@@ -82,7 +83,7 @@ struct BackendStepReport {
     int newton_iterations = 0;       ///< summed over substeps
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
     double pcg_residual = 0;         ///< relative residual of the last PCG solve
-    double newton_residual = 0;      ///< ‖S b_k‖ / ‖S b_0‖ at the end (0 for one-step)
+    double newton_residual = 0;      ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
     PcgStatus pcg_status = PcgStatus::converged;  ///< status of the last PCG solve
     std::string message;             ///< why the step failed (empty when ok)
     double assembly_seconds = 0;     ///< element kernels + assembly
@@ -410,8 +411,14 @@ private:
                 return false;
             }
             if (k > 0) {
-                report.newton_residual = initial_norm > T(0) ? static_cast<double>(norm / initial_norm) : 0.0;
-                if (norm <= m_options.newton_tolerance * initial_norm) {
+                // Scale: max(‖S b_0‖, h ‖S f_k‖). b_0 = h (f_0 + h K_0 v_n) vanishes for a
+                // free rigid motion of an unstressed body (nothing to correct at the
+                // linearization point), while the step still balances the forces h f_k.
+                assemble_vector(m_map, m_force_contributions, m_force);
+                const T force_scale = h * filtered_norm(m_force);
+                const T scale = initial_norm > force_scale ? initial_norm : force_scale;
+                report.newton_residual = scale > T(0) ? static_cast<double>(norm / scale) : 0.0;
+                if (norm <= m_options.newton_tolerance * scale) {
                     report.assembly_seconds += seconds_since(t0);
                     break;
                 }

@@ -4,27 +4,9 @@
 /// CUDA and OpenMP threads): the yarn element kernels and friction anchors on
 /// top of the shared Newton/PCG/halving driver of implicit_stepper.hpp.
 ///
-/// One step (DESIGN.md, "One time step"):
-///   element kernels (one thread per segment, bend, shear, node) write their
-///   local A, b, f blocks to contribution buffers → deterministic gather
-///   assembly into BSR (assembly.hpp) → filtered block-Jacobi PCG for Δv
-///   (pcg.hpp), warm-started from the previous step's Δv → v += Δv,
-///   q = q_n + h v → friction anchors dragged to the Coulomb limit.
-///
-/// Newton: backward Euler solves M (v − v_n) = h f(q_n + h v, v) for v. The
-/// first iteration linearizes about (q_n, v_n): A Δv = h (f + h K v_n), the
-/// one-step scheme of 2017 Sec. 6 (`newton_iterations = 1`). Later iterations
-/// linearize about the iterate (q_k = q_n + h v_k, v_k) with
-/// b_k = h f_k − M (v_k − v_n), the residual of the nonlinear equations; the
-/// iteration stops when ‖S b_k‖ ≤ newton_tolerance · ‖S b_0‖ (S the DoF
-/// filter). A step whose PCG fails, whose Newton iteration does not converge
-/// within `newton_iterations` (when > 1) or whose state turns non-finite is
-/// undone and retried as two steps of h/2, down to `max_halvings` halvings
-/// (2018 Sec. 5); beyond that the failure is reported, never hidden.
-///
-/// Prescribed DoFs (pins, yarn-end arc lengths) are filtered: their Δv is 0,
-/// so a pin keeps its velocity (zero, or the velocity of a moving pin) and
-/// q += h v moves it along.
+/// Yarn specifics: one thread per segment, bend, shear and node; after each
+/// accepted step the friction anchors are dragged to the Coulomb limit; the
+/// yarn-line preconditioners get the model's warp and weft yarns.
 ///
 /// Consistent EoL mass: M(q) enters A and the kinetic energy; ∂T/∂q and the
 /// Ṁ q̇ terms of 2017 Eq. 1 are neglected (see yarn_terms.hpp).

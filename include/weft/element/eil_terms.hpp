@@ -1,0 +1,247 @@
+#pragma once
+/// @file eil_terms.hpp
+/// Element terms of EIL nodes (Eulerian with Interpolated Lagrangian, thesis
+/// Sec. 4.2.3 and 4.3.2): the interpolated Lagrangian position of an EIL node
+/// with its derivatives, and the stiff zero-rest-length contact spring that
+/// replaces the implicit contact constraint (thesis Eq. 4.1) at an EIL node.
+///
+/// Stacked DoFs of one interpolation (9): [x_a (3), s_a, x_b (3), s_b, s],
+/// a and b the bracketing EoL nodes on the EIL node's yarn, s the EIL node's
+/// own arc length on that yarn. The first 8 are the (x, s) stack of the
+/// bypassing segment (a, b), as `gather_xs` reads it.
+///
+/// Stretch across an EIL node needs no new element: `evaluate_yarn_segment`
+/// (yarn_elements.hpp) takes any two node ids, and with the EIL node on the
+/// straight line between a and b the stretch energy of (a, b) equals the sum
+/// over (a, e) and (e, b) (thesis Sec. 4.2.3; tests/element/test_eil_terms.cpp).
+/// The backend only has to build its segment and bend lists from consecutive
+/// EoL nodes (model/eil_assignment.hpp: `eol_segments`, `eol_bends`).
+
+#include <weft/core/error.hpp>
+#include <weft/core/types.hpp>
+#include <weft/element/yarn_terms.hpp>
+#include <weft/strain/strain_eval.hpp>
+#include <weft/strain/stretch.hpp>
+
+namespace weft {
+
+/// DoFs of one interpolated position: x_a, s_a, x_b, s_b, s.
+constexpr int eil_interpolation_dofs = 9;
+
+/// How the contact spring's stiffness −∂f/∂q is formed.
+///  - exact: the Hessian of V, including k Σ_c r_c ∇²x_c of the
+///    interpolation (indefinite in general: it couples s with x_a, x_b);
+///  - gauss_newton: k Gᵀ G, G the Jacobian of the gap r; PSD by construction,
+///    exact when the gap is closed (r = 0), which the stiff spring enforces.
+enum class EilSpringHessian { exact, gauss_newton };
+
+/// Interpolated position of an EIL node and its first derivatives.
+template <typename T>
+struct EilInterpolation {
+    Vec3<T> position;       ///< x(s) = (1 − t) x_a + t x_b, thesis Eq. (4.3)
+    T weight;               ///< t = (s − s_a) / (s_b − s_a)
+    T arc_length_span;      ///< s_b − s_a as used (clamped to the floor if degenerate)
+    Mat<T, 3, 9> jacobian;  ///< ∂x/∂(x_a, s_a, x_b, s_b, s)
+    StrainStatus status;    ///< ok, or degenerate_arc_length when s_b − s_a ≤ floor
+};
+
+/// Interpolated Lagrangian position of an EIL node, thesis Eq. (4.3), with
+/// t = (s − s_a)/(s_b − s_a). t is not clamped to [0, 1]: within a step the
+/// Newton iterates may slide s past a bracket, and the linear extrapolation
+/// keeps V smooth; the next step's assignment re-sorts the nodes.
+/// Degenerate span (s_b − s_a ≤ min_arc_length, including crossed brackets):
+/// the span is clamped to the floor and treated as a constant, so the
+/// derivatives are those of the clamped function (finite, status flagged).
+/// @param[in] x_a, s_a  position and arc length of the EoL node before
+/// @param[in] x_b, s_b  position and arc length of the EoL node after
+/// @param[in] s         arc length of the EIL node
+template <typename T>
+WEFT_HD inline EilInterpolation<T> eil_interpolation(const Vec3<T>& x_a, T s_a, const Vec3<T>& x_b, T s_b, T s,
+                                                     T min_arc_length = default_min_arc_length<T>())
+{
+    EilInterpolation<T> r;
+    r.status = StrainStatus::ok;
+    T span = s_b - s_a;
+    const bool degenerate = !(span > min_arc_length);
+    if (degenerate) {
+        span = min_arc_length;
+        r.status = StrainStatus::degenerate_arc_length;
+    }
+    const T t = (s - s_a) / span;
+    const Vec3<T> dx = x_b - x_a;
+    r.weight = t;
+    r.arc_length_span = span;
+    // thesis Eq. (4.3): x(s) = (s_b − s)/(s_b − s_a) x_a + (s − s_a)/(s_b − s_a) x_b
+    r.position = x_a + t * dx;
+    // ∂x/∂x_a = (1 − t) I, ∂x/∂x_b = t I, ∂x/∂s_k = Δx ∂t/∂s_k with
+    // ∂t/∂s_a = −(1 − t)/Δs, ∂t/∂s_b = −t/Δs, ∂t/∂s = 1/Δs (Δs constant if clamped)
+    const T dt_da = degenerate ? T(-1) / span : -(T(1) - t) / span;
+    const T dt_db = degenerate ? T(0) : -t / span;
+    const T dt_ds = T(1) / span;
+    r.jacobian.setZero();
+    r.jacobian.template block<3, 3>(0, 0) = (T(1) - t) * Mat3<T>::Identity();
+    r.jacobian.template block<3, 3>(0, 4) = t * Mat3<T>::Identity();
+    r.jacobian.template block<3, 1>(0, 3) = dt_da * dx;
+    r.jacobian.template block<3, 1>(0, 7) = dt_db * dx;
+    r.jacobian.template block<3, 1>(0, 8) = dt_ds * dx;
+    return r;
+}
+
+/// Stacked-vector form of `eil_interpolation`: q = [x_a, s_a, x_b, s_b, s].
+template <typename T>
+WEFT_HD inline EilInterpolation<T> eil_interpolation(const Vec<T, 9>& q, T min_arc_length = default_min_arc_length<T>())
+{
+    return eil_interpolation<T>(q.template segment<3>(0), q(3), q.template segment<3>(4), q(7), q(8), min_arc_length);
+}
+
+/// Second derivatives of the interpolation contracted with a vector λ ∈ R³:
+/// Σ_c λ_c ∇²x_c(q), 9 by 9 symmetric, q = [x_a, s_a, x_b, s_b, s]. This is
+/// the curvature term of any energy V(x(q)) with λ = ∂V/∂x:
+/// ∇²V = Jᵀ (∂²V/∂x²) J + Σ_c λ_c ∇²x_c.
+/// Non-zero blocks: ∂²x/∂x_a∂s_k = −I ∂t/∂s_k, ∂²x/∂x_b∂s_k = I ∂t/∂s_k,
+/// ∂²x/∂s_k∂s_l = Δx ∂²t/∂s_k∂s_l, with (Δs = s_b − s_a)
+/// ∂²t/∂s_a² = −2(1−t)/Δs², ∂²t/∂s_a∂s_b = (1−2t)/Δs², ∂²t/∂s_a∂s = 1/Δs²,
+/// ∂²t/∂s_b² = 2t/Δs², ∂²t/∂s_b∂s = −1/Δs², ∂²t/∂s² = 0.
+/// With a clamped (degenerate) span t is linear in (s_a, s), so only the
+/// mixed x–s blocks remain.
+template <typename T>
+WEFT_HD inline Mat<T, 9, 9> eil_interpolation_curvature(const Vec<T, 9>& q, const Vec3<T>& lambda,
+                                                        T min_arc_length = default_min_arc_length<T>())
+{
+    T span = q(7) - q(3);
+    const bool degenerate = !(span > min_arc_length);
+    if (degenerate) span = min_arc_length;
+    const T t = (q(8) - q(3)) / span;
+    const Vec3<T> dx = q.template segment<3>(4) - q.template segment<3>(0);
+    // ∇t over (s_a, s_b, s) and its Hessian
+    const T g[3] = {degenerate ? T(-1) / span : -(T(1) - t) / span, degenerate ? T(0) : -t / span, T(1) / span};
+    const int s_index[3] = {3, 7, 8};
+    Mat<T, 9, 9> h = Mat<T, 9, 9>::Zero();
+    for (int k = 0; k < 3; ++k) {
+        const Vec3<T> mixed = g[k] * lambda;
+        h.template block<3, 1>(0, s_index[k]) = -mixed;
+        h.template block<1, 3>(s_index[k], 0) = -mixed.transpose();
+        h.template block<3, 1>(4, s_index[k]) = mixed;
+        h.template block<1, 3>(s_index[k], 4) = mixed.transpose();
+    }
+    if (!degenerate) {
+        const T c = lambda.dot(dx) / (span * span);
+        Mat3<T> tt;
+        tt << -T(2) * (T(1) - t), T(1) - T(2) * t, T(1),  //
+            T(1) - T(2) * t, T(2) * t, T(-1),             //
+            T(1), T(-1), T(0);
+        for (int k = 0; k < 3; ++k)
+            for (int l = 0; l < 3; ++l) h(s_index[k], s_index[l]) = c * tt(k, l);
+    }
+    return h;
+}
+
+/// Energy, force and stiffness of a contact spring, with the status of its
+/// interpolation(s). `terms.df_dq` = −∇²V (exact or Gauss–Newton, as asked),
+/// `terms.df_dv` = 0: the spring carries no damping of its own (the thesis
+/// adds none; the yarn's own damping acts through the EoL nodes).
+template <typename T, int N>
+struct EilContactEval {
+    LocalTerms<T, N> terms;
+    Vec3<T> gap;          ///< r = x_interp − x_partner
+    StrainStatus status;  ///< first non-ok status of the interpolation(s)
+};
+
+namespace detail {
+/// V = ½ k |r|², r(q) with Jacobian G (3 by N) and curvature C = Σ_c r_c ∇²r_c:
+/// ∇V = k Gᵀ r, ∇²V = k (Gᵀ G + C).
+template <typename T, int N>
+WEFT_HD inline LocalTerms<T, N> zero_length_spring(const Vec3<T>& gap, const Mat<T, 3, N>& gap_jacobian,
+                                                   const Mat<T, N, N>& gap_curvature, T stiffness,
+                                                   EilSpringHessian form)
+{
+    LocalTerms<T, N> t = LocalTerms<T, N>::zero();
+    t.energy = T(0.5) * stiffness * gap.squaredNorm();
+    t.force = -stiffness * (gap_jacobian.transpose() * gap);
+    // −∇²V = −k (Gᵀ G + Σ_c r_c ∇²r_c)
+    t.df_dq = -stiffness * (gap_jacobian.transpose() * gap_jacobian);
+    if (form == EilSpringHessian::exact) t.df_dq -= stiffness * gap_curvature;
+    return t;
+}
+}  // namespace detail
+
+/// Contact spring between an EIL node and an EoL partner (thesis Sec. 4.3.2):
+/// V = ½ k |x(s) − x_p|², x(s) of thesis Eq. (4.3), a soft form of the
+/// contact constraint (4.1). In the 5-DoF node model x_p is the crossing
+/// node's own x, which belongs to the other yarn where that node is EoL.
+/// The force on the interpolated position is mapped to (x_a, s_a, x_b, s_b, s)
+/// through the interpolation Jacobian.
+/// @param[in] q  12 stacked DoFs [x_a, s_a, x_b, s_b, s, x_p]
+/// @param[in] stiffness  k (N/m), see `eil_contact_stiffness`
+template <typename T>
+WEFT_HD inline EilContactEval<T, 12> eil_contact_spring(const Vec<T, 12>& q, T stiffness,
+                                                        EilSpringHessian form = EilSpringHessian::gauss_newton,
+                                                        T min_arc_length = default_min_arc_length<T>())
+{
+    const Vec<T, 9> qi = q.template head<9>();
+    const EilInterpolation<T> x = eil_interpolation<T>(qi, min_arc_length);
+    EilContactEval<T, 12> e;
+    e.gap = x.position - q.template tail<3>();
+    e.status = x.status;
+    // G = [∂x/∂q_interp, −I]
+    Mat<T, 3, 12> g;
+    g.template block<3, 9>(0, 0) = x.jacobian;
+    g.template block<3, 3>(0, 9) = -Mat3<T>::Identity();
+    Mat<T, 12, 12> c = Mat<T, 12, 12>::Zero();
+    if (form == EilSpringHessian::exact)
+        c.template block<9, 9>(0, 0) = eil_interpolation_curvature<T>(qi, e.gap, min_arc_length);
+    e.terms = detail::zero_length_spring<T, 12>(e.gap, g, c, stiffness, form);
+    return e;
+}
+
+/// Contact spring between two EIL nodes, one on each yarn of a crossing
+/// (thesis Sec. 4.3.2: "the constraint may be acting between two EIL nodes"):
+/// V = ½ k |x₁(s) − x₂(s')|², each side interpolated by thesis Eq. (4.3) on
+/// its own yarn. The crossing node's x DoFs take no part (they are filtered
+/// while the node is EIL on both yarns).
+/// @param[in] q  18 stacked DoFs [x_a, s_a, x_b, s_b, s | x_c, s'_c, x_d, s'_d, s'],
+///               the first interpolation on the first yarn, the second on the other
+template <typename T>
+WEFT_HD inline EilContactEval<T, 18> eil_pair_contact_spring(const Vec<T, 18>& q, T stiffness,
+                                                             EilSpringHessian form = EilSpringHessian::gauss_newton,
+                                                             T min_arc_length = default_min_arc_length<T>())
+{
+    const Vec<T, 9> q1 = q.template head<9>();
+    const Vec<T, 9> q2 = q.template tail<9>();
+    const EilInterpolation<T> x1 = eil_interpolation<T>(q1, min_arc_length);
+    const EilInterpolation<T> x2 = eil_interpolation<T>(q2, min_arc_length);
+    EilContactEval<T, 18> e;
+    e.gap = x1.position - x2.position;
+    e.status = x1.status != StrainStatus::ok ? x1.status : x2.status;
+    // G = [J₁, −J₂]; Σ_c r_c ∇²r_c = diag(Σ r_c ∇²x₁_c, −Σ r_c ∇²x₂_c)
+    Mat<T, 3, 18> g;
+    g.template block<3, 9>(0, 0) = x1.jacobian;
+    g.template block<3, 9>(0, 9) = -x2.jacobian;
+    Mat<T, 18, 18> c = Mat<T, 18, 18>::Zero();
+    if (form == EilSpringHessian::exact) {
+        c.template block<9, 9>(0, 0) = eil_interpolation_curvature<T>(q1, e.gap, min_arc_length);
+        c.template block<9, 9>(9, 9) = eil_interpolation_curvature<T>(q2, Vec3<T>(-e.gap), min_arc_length);
+    }
+    e.terms = detail::zero_length_spring<T, 18>(e.gap, g, c, stiffness, form);
+    return e;
+}
+
+/// Stiffness of the EIL contact spring (host side, validated): thesis
+/// Sec. 4.3.2 uses 1000 × the effective stretch stiffness k_s/Δu of
+/// rest-shape rod segments.
+/// @param[in] stretch_stiffness    k_s (N), YarnMaterial::stretch_stiffness
+/// @param[in] rest_segment_length  Δu of a rest-shape segment (m), e.g. the weave spacing
+/// @param[in] factor               multiple of k_s/Δu (default 1000)
+/// @return k (N/m)
+/// @throws InvalidInput naming the offending argument and its value
+template <typename T>
+inline T eil_contact_stiffness(T stretch_stiffness, T rest_segment_length, T factor = T(1000))
+{
+    require_positive("stretch_stiffness", stretch_stiffness);
+    require_positive("rest_segment_length", rest_segment_length);
+    require_positive("eil contact stiffness factor", factor);
+    const T k = factor * stretch_stiffness / rest_segment_length;
+    return require_finite("eil contact stiffness", k);
+}
+
+}  // namespace weft

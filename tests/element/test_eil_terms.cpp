@@ -1,0 +1,423 @@
+// EIL element terms (element/eil_terms.hpp): the interpolated position of
+// thesis Eq. (4.3) and its derivatives, the contact spring of thesis
+// Sec. 4.3.2 (EIL–EoL and EIL–EIL), its Gauss–Newton stiffness, the stiffness
+// helper, and stretch across an EIL node with the existing segment element.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <limits>
+
+#include <Eigen/Eigenvalues>
+
+#include <weft/element/eil_terms.hpp>
+#include <weft/element/elastic.hpp>
+#include <weft/element/yarn_elements.hpp>
+#include <weft/potential/quadratic.hpp>
+#include <weft/strain/stretch.hpp>
+
+#include "support/fd_check.hpp"
+#include "support/random.hpp"
+
+using weft::EilSpringHessian;
+using weft_test::AllowZero;
+using weft_test::FdChecker;
+using weft_test::MatrixX;
+using weft_test::Random;
+using weft_test::VectorX;
+using Vec3 = Eigen::Vector3d;
+using Vec8 = Eigen::Matrix<double, 8, 1>;
+using Vec9 = Eigen::Matrix<double, 9, 1>;
+using Vec12 = Eigen::Matrix<double, 12, 1>;
+using Vec18 = Eigen::Matrix<double, 18, 1>;
+
+namespace {
+
+/// Interpolation DoFs [x_a, s_a, x_b, s_b, s] with span Δs = s_b − s_a, weight
+/// t, and |x_b − x_a| = stretch · Δs.
+Vec9 interpolation_dofs(Random& rng, const Vec3& x_a, double s_a, double span, double t, double stretch)
+{
+    Vec9 q;
+    q << x_a, s_a, x_a + stretch * span * rng.unit_vector(), s_a + span, s_a + t * span;
+    return q;
+}
+
+Vec9 random_interpolation(Random& rng, double t_lo = -0.2, double t_hi = 1.2)
+{
+    return interpolation_dofs(rng, rng.vector<3>(-1, 1), rng.uniform(-1, 1), rng.uniform(0.5, 2.0),
+                              rng.uniform(t_lo, t_hi), rng.uniform(0.7, 1.4));
+}
+
+/// FD checks of the interpolation: position Jacobian and the curvature
+/// Σ λ_c ∇²x_c against the FD Jacobian of Jᵀλ (2 comparisons).
+int check_interpolation(FdChecker& checker, const Vec9& q, const Vec3& lambda,
+                        weft::StrainStatus expected = weft::StrainStatus::ok)
+{
+    const int before = checker.checks;
+    const auto x0 = weft::eil_interpolation<double>(q);
+    REQUIRE(x0.status == expected);
+    checker.jacobian([](const VectorX& qq) { return VectorX(weft::eil_interpolation<double>(Vec9(qq)).position); },
+                     VectorX(q), MatrixX(x0.jacobian), "interpolation Jacobian, thesis Eq. (4.3)");
+    const Eigen::Matrix<double, 9, 9> curvature = weft::eil_interpolation_curvature<double>(q, lambda);
+    checker.jacobian(
+        [&](const VectorX& qq) {
+            return VectorX(weft::eil_interpolation<double>(Vec9(qq)).jacobian.transpose() * lambda);
+        },
+        VectorX(q), MatrixX(curvature), "interpolation curvature sum_c lambda_c Hess x_c");
+    return checker.checks - before;
+}
+
+template <int N>
+double min_eigenvalue(const Eigen::Matrix<double, N, N>& a)
+{
+    return Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, N, N>>(a).eigenvalues().minCoeff();
+}
+
+/// FD and structure checks of a contact spring (5 comparisons + 2 CHECKs):
+/// force = −∇V, exact df_dq = FD Jacobian of the force, exact symmetric,
+/// Gauss–Newton = exact without the curvature, Gauss–Newton PSD.
+template <int N, class Spring>
+int check_spring(FdChecker& checker, const Spring& spring, const Eigen::Matrix<double, N, 1>& q,
+                 const Eigen::Matrix<double, N, N>& curvature, double stiffness, bool& exact_indefinite)
+{
+    using VecN = Eigen::Matrix<double, N, 1>;
+    using MatN = Eigen::Matrix<double, N, N>;
+    const int before = checker.checks;
+    const auto exact = spring(q, EilSpringHessian::exact);
+    const auto gn = spring(q, EilSpringHessian::gauss_newton);
+    REQUIRE(exact.status == weft::StrainStatus::ok);
+    REQUIRE(exact.gap.norm() > 0);
+    CHECK(exact.terms.energy == Approx(0.5 * stiffness * exact.gap.squaredNorm()));
+    CHECK(gn.terms.df_dv.norm() == 0.0);
+    checker.gradient([&](const VectorX& qq) { return -spring(VecN(qq), EilSpringHessian::exact).terms.energy; },
+                     VectorX(q), VectorX(exact.terms.force), "spring force = -grad V");
+    checker.jacobian([&](const VectorX& qq) { return VectorX(spring(VecN(qq), EilSpringHessian::exact).terms.force); },
+                     VectorX(q), MatrixX(exact.terms.df_dq), "spring exact df/dq");
+    checker.compare(MatrixX(exact.terms.df_dq), MatrixX(exact.terms.df_dq.transpose()), "exact df/dq symmetric");
+    checker.compare(MatrixX(gn.terms.df_dq), MatrixX(exact.terms.df_dq + stiffness * curvature),
+                    "Gauss-Newton = exact without the interpolation curvature");
+    checker.compare(MatrixX(gn.terms.force), MatrixX(exact.terms.force), "same force in both forms");
+    const MatN gn_hessian = -gn.terms.df_dq;
+    CHECK(min_eigenvalue<N>(gn_hessian) >= -1e-12 * gn_hessian.norm());
+    const MatN exact_hessian = -exact.terms.df_dq;
+    if (min_eigenvalue<N>(exact_hessian) < -1e-9 * exact_hessian.norm()) exact_indefinite = true;
+    return checker.checks - before;
+}
+
+Vec12 spring_dofs(Random& rng, const Vec9& qi, double gap_scale)
+{
+    Vec12 q;
+    q << qi, weft::eil_interpolation<double>(qi).position + gap_scale * rng.vector<3>(-1, 1);
+    return q;
+}
+
+auto single = [](double k) {
+    return [k](const Vec12& q, EilSpringHessian form) { return weft::eil_contact_spring<double>(q, k, form); };
+};
+auto pair = [](double k) {
+    return [k](const Vec18& q, EilSpringHessian form) { return weft::eil_pair_contact_spring<double>(q, k, form); };
+};
+
+Eigen::Matrix<double, 12, 12> single_curvature(const Vec12& q)
+{
+    const Vec9 qi = q.head<9>();
+    Eigen::Matrix<double, 12, 12> c = Eigen::Matrix<double, 12, 12>::Zero();
+    const Vec3 gap = weft::eil_interpolation<double>(qi).position - q.tail<3>();
+    c.topLeftCorner<9, 9>() = weft::eil_interpolation_curvature<double>(qi, gap);
+    return c;
+}
+
+Eigen::Matrix<double, 18, 18> pair_curvature(const Vec18& q)
+{
+    const Vec9 q1 = q.head<9>(), q2 = q.tail<9>();
+    const Vec3 gap = weft::eil_interpolation<double>(q1).position - weft::eil_interpolation<double>(q2).position;
+    Eigen::Matrix<double, 18, 18> c = Eigen::Matrix<double, 18, 18>::Zero();
+    c.topLeftCorner<9, 9>() = weft::eil_interpolation_curvature<double>(q1, gap);
+    c.bottomRightCorner<9, 9>() = weft::eil_interpolation_curvature<double>(q2, Vec3(-gap));
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("eil terms: interpolation reproduces thesis Eq. (4.3)", "[element][eil][interpolation]")
+{
+    Vec9 q;
+    q << 0, 0, 0, 1.0, 3, 4, 0, 3.0, 1.5;  // Δs = 2, t = 1/4
+    const auto x = weft::eil_interpolation<double>(q);
+    CHECK(x.status == weft::StrainStatus::ok);
+    CHECK(x.weight == Approx(0.25));
+    CHECK(x.arc_length_span == Approx(2.0));
+    CHECK((x.position - Vec3(0.75, 1.0, 0.0)).norm() < 1e-15);
+    // Eq. (4.3) as printed: x(u_b) = (u_c − u_b)/(u_c − u_a) x_a + (u_b − u_a)/(u_c − u_a) x_c
+    const Vec3 printed = (3.0 - 1.5) / 2.0 * Vec3(0, 0, 0) + (1.5 - 1.0) / 2.0 * Vec3(3, 4, 0);
+    CHECK((x.position - printed).norm() < 1e-15);
+}
+
+TEST_CASE("eil terms: interpolation derivatives match finite differences", "[element][eil][interpolation][gradient]")
+{
+    Random rng(101);
+    FdChecker checker;
+    int ran = 0;
+    for (int trial = 0; trial < 30; ++trial)
+        ran += check_interpolation(checker, random_interpolation(rng), rng.vector<3>(-1, 1));
+    REQUIRE(ran == 30 * 2);
+    REQUIRE(checker.checks == ran);
+}
+
+TEST_CASE("eil terms: interpolation derivatives at t near 0 and 1 and for tiny spans",
+          "[element][eil][interpolation][edge]")
+{
+    // The terms are invariant to translations in x and in s, so the edge cases
+    // sit near the origin, where an FD step of 1e-4 Δs is representable.
+    Random rng(102);
+    int ran = 0;
+    const double rest = 1e-3;  // a yarn segment (m)
+    for (double span : {rest, 1e-6 * rest}) {
+        for (double t : {0.0, 1e-9, 0.5, 1.0 - 1e-9, 1.0}) {
+            for (double stretch : {1.1, rest / span}) {  // |Δx| ≈ Δs, and |Δx| = rest (huge stretch)
+                INFO("span = " << span << ", t = " << t << ", |dx|/ds = " << stretch);
+                FdChecker checker;
+                checker.step = 1e-4 * span;
+                checker.tolerance = 1e-6;
+                const Vec9 q = interpolation_dofs(rng, span * rng.vector<3>(-1, 1), 0.0, span, t, stretch);
+                const auto x = weft::eil_interpolation<double>(q);
+                CHECK(std::abs(x.weight - t) <= 1e-12);
+                ran += check_interpolation(checker, q, rng.vector<3>(-1, 1));
+            }
+        }
+    }
+    REQUIRE(ran == 2 * 5 * 2 * 2);
+}
+
+TEST_CASE("eil terms: a degenerate span gives finite values, a status, and consistent derivatives",
+          "[element][eil][interpolation][edge]")
+{
+    Random rng(103);
+    FdChecker checker;
+    int ran = 0;
+    for (double span : {0.0, -0.1, 1e-14}) {
+        INFO("span = " << span);
+        Vec9 q;
+        q << 0.1, 0.2, 0.3, 0.0, 0.4, 0.2, 0.3, span, 1e-13;
+        const auto x = weft::eil_interpolation<double>(q);
+        CHECK(x.status == weft::StrainStatus::degenerate_arc_length);
+        CHECK(x.arc_length_span == weft::default_min_arc_length<double>());
+        CHECK(x.position.allFinite());
+        CHECK(x.jacobian.allFinite());
+        const auto spring =
+            weft::eil_contact_spring<double>((Vec12() << q, 0.0, 0.0, 0.0).finished(), 1e3, EilSpringHessian::exact);
+        CHECK(spring.status == weft::StrainStatus::degenerate_arc_length);
+        CHECK(spring.terms.force.allFinite());
+        CHECK(spring.terms.df_dq.allFinite());
+        if (span < 0) {
+            // Away from the floor the clamped span is locally constant: the
+            // derivatives are exactly those of the clamped function.
+            ran += check_interpolation(checker, q, rng.vector<3>(-1, 1), weft::StrainStatus::degenerate_arc_length);
+        }
+    }
+    REQUIRE(ran == 2);
+}
+
+TEST_CASE("eil terms: EIL-EoL contact spring force and Hessian match finite differences",
+          "[element][eil][spring][gradient][hessian]")
+{
+    Random rng(104);
+    FdChecker checker;
+    int ran = 0;
+    bool indefinite = false;
+    for (int trial = 0; trial < 30; ++trial) {
+        const double k = rng.uniform(1, 1e3);
+        const Vec12 q = spring_dofs(rng, random_interpolation(rng), trial % 2 ? 0.5 : 1e-3);
+        ran += check_spring<12>(checker, single(k), q, single_curvature(q), k, indefinite);
+    }
+    CHECK(indefinite);  // the exact Hessian is indefinite for some gaps: Gauss–Newton is needed
+    REQUIRE(ran == 30 * 5);
+    REQUIRE(checker.checks == ran);
+}
+
+TEST_CASE("eil terms: EIL-EIL contact spring force and Hessian match finite differences",
+          "[element][eil][spring][gradient][hessian]")
+{
+    Random rng(105);
+    FdChecker checker;
+    int ran = 0;
+    bool indefinite = false;
+    for (int trial = 0; trial < 30; ++trial) {
+        const double k = rng.uniform(1, 1e3);
+        const Vec9 q1 = random_interpolation(rng);
+        Vec9 q2 = random_interpolation(rng);
+        // Put the second interpolated point near the first (a crossing).
+        const Vec3 shift = weft::eil_interpolation<double>(q1).position - weft::eil_interpolation<double>(q2).position +
+                           (trial % 2 ? 0.5 : 1e-3) * rng.vector<3>(-1, 1);
+        q2.segment<3>(0) += shift;
+        q2.segment<3>(4) += shift;
+        const Vec18 q = (Vec18() << q1, q2).finished();
+        ran += check_spring<18>(checker, pair(k), q, pair_curvature(q), k, indefinite);
+    }
+    CHECK(indefinite);
+    REQUIRE(ran == 30 * 5);
+    REQUIRE(checker.checks == ran);
+}
+
+TEST_CASE("eil terms: contact spring at t near 0 and 1 and for tiny spans", "[element][eil][spring][edge]")
+{
+    Random rng(106);
+    int ran = 0;
+    bool indefinite = false;
+    const double rest = 1e-3;
+    const double k = weft::eil_contact_stiffness(500.0, rest);
+    for (double span : {rest, 1e-6 * rest}) {
+        for (double t : {0.0, 1e-9, 1.0 - 1e-9, 1.0}) {
+            INFO("span = " << span << ", t = " << t);
+            FdChecker checker;
+            checker.step = 1e-4 * span;
+            checker.tolerance = 1e-6;
+            const Vec9 qi = interpolation_dofs(rng, span * rng.vector<3>(-1, 1), 0.0, span, t, 1.1);
+            const Vec12 q = spring_dofs(rng, qi, 0.1 * span);
+            ran += check_spring<12>(checker, single(k), q, single_curvature(q), k, indefinite);
+            const Vec9 q2 = interpolation_dofs(rng, span * rng.vector<3>(-1, 1), 0.0, span, 1.0 - t, 0.9);
+            const Vec18 qp = (Vec18() << qi, q2).finished();
+            ran += check_spring<18>(checker, pair(k), qp, pair_curvature(qp), k, indefinite);
+        }
+    }
+    REQUIRE(ran == 2 * 4 * 2 * 5);
+}
+
+TEST_CASE("eil terms: a closed gap has no force and exact = Gauss-Newton", "[element][eil][spring]")
+{
+    Random rng(107);
+    int checks = 0;
+    for (int trial = 0; trial < 10; ++trial) {
+        const Vec9 qi = random_interpolation(rng);
+        const Vec12 q = spring_dofs(rng, qi, 0.0);
+        const auto exact = weft::eil_contact_spring<double>(q, 100.0, EilSpringHessian::exact);
+        const auto gn = weft::eil_contact_spring<double>(q, 100.0, EilSpringHessian::gauss_newton);
+        REQUIRE(gn.terms.df_dq.norm() > 0);
+        CHECK(exact.terms.energy == 0.0);
+        CHECK(exact.terms.force.norm() <= 1e-12);
+        CHECK((exact.terms.df_dq - gn.terms.df_dq).norm() <= 1e-12 * gn.terms.df_dq.norm());
+        // Rigid translations of x and of s leave the gap unchanged: null space of the stiffness.
+        Vec12 tx = Vec12::Zero(), ts = Vec12::Zero();
+        for (int c = 0; c < 3; ++c) tx(c) = tx(4 + c) = tx(9 + c) = 1;
+        ts(3) = ts(7) = ts(8) = 1;
+        CHECK((gn.terms.df_dq * tx).norm() <= 1e-10 * gn.terms.df_dq.norm());
+        CHECK((gn.terms.df_dq * ts).norm() <= 1e-10 * gn.terms.df_dq.norm());
+        checks += 5;
+    }
+    REQUIRE(checks == 50);
+}
+
+TEST_CASE("eil terms: contact stiffness helper, thesis Sec. 4.3.2", "[element][eil][spring][error]")
+{
+    using Catch::Matchers::Contains;
+    CHECK(weft::eil_contact_stiffness(500.0, 1e-3) == Approx(5e8));  // 1000 k_s / Δs
+    CHECK(weft::eil_contact_stiffness(500.0, 1e-3, 10.0) == Approx(5e6));
+    REQUIRE_THROWS_WITH(weft::eil_contact_stiffness(-1.0, 1e-3), Contains("stretch_stiffness = -1"));
+    REQUIRE_THROWS_WITH(weft::eil_contact_stiffness(500.0, 0.0), Contains("rest_segment_length = 0"));
+    REQUIRE_THROWS_WITH(weft::eil_contact_stiffness(500.0, 1e-3, std::numeric_limits<double>::quiet_NaN()),
+                        Contains("eil contact stiffness factor = nan"));
+    REQUIRE_THROWS_WITH(weft::eil_contact_stiffness(1e300, 1e-300), Contains("eil contact stiffness = inf"));
+    REQUIRE_THROWS_AS(weft::eil_contact_stiffness(500.0, -1e-3), weft::InvalidInput);
+}
+
+TEST_CASE("eil terms: stretch across an EIL node is the stretch of the bypassing segment", "[element][eil][stretch]")
+{
+    // thesis Sec. 4.2.3: with x_e interpolated on the line (a, b), stretch is
+    // the same on both halves, so V(a, e) + V(e, b) = V(a, b) and the sum does
+    // not depend on s_e: the existing segment element applied to (a, b)
+    // bypasses the EIL node exactly.
+    Random rng(108);
+    FdChecker checker;
+    const weft::QuadraticDensity<double, 1> elastic{500.0};
+    const Vec8 zero = Vec8::Zero();
+    auto energy = [&](const Vec8& q) { return weft::elastic_energy(weft::stretch_strain<double>(q, zero), elastic); };
+    auto halves = [&](const Vec9& q) {  // V(a, e) + V(e, b), x_e = x(s_e)
+        const Vec3 xe = weft::eil_interpolation<double>(q).position;
+        Vec8 ae, eb;
+        ae << q.segment<3>(0), q(3), xe, q(8);
+        eb << xe, q(8), q.segment<3>(4), q(7);
+        return energy(ae) + energy(eb);
+    };
+    int checks = 0;
+    for (int trial = 0; trial < 20; ++trial) {
+        const Vec9 q = random_interpolation(rng, 0.05, 0.95);
+        const Vec8 ab = q.head<8>();
+        const double whole = energy(ab);
+        REQUIRE(whole > 0);
+        CHECK(halves(q) == Approx(whole).epsilon(1e-12));
+        // ∂/∂(x_a, s_a, x_b, s_b) of the halves = the (a, b) element's gradient; ∂/∂s_e = 0.
+        const VectorX fd = checker.fd_gradient([&](const VectorX& qq) { return halves(Vec9(qq)); }, VectorX(q));
+        const Vec8 element_force = weft::elastic_force(weft::stretch_strain<double>(ab, zero), elastic);
+        checker.compare(MatrixX(-element_force), MatrixX(fd.head<8>()), "grad of halves = grad of (a, b)");
+        CHECK(std::abs(fd(8)) <= 1e-6 * element_force.cwiseAbs().maxCoeff());
+        checks += 2;
+    }
+    REQUIRE(checks == 40);
+    REQUIRE(checker.checks == 20);
+}
+
+TEST_CASE("eil terms: evaluate_yarn_segment applies to non-adjacent EoL nodes", "[element][eil][stretch]")
+{
+    // Three nodes on one u-yarn; the segment element is evaluated on (0, 2),
+    // bypassing node 1. Its force blocks must be −∇ of its energy over the 10
+    // DoFs of nodes 0 and 2, and node 1 must not matter.
+    Random rng(109);
+    weft::YarnModel<double> model;
+    model.q = {0, 0, 0, 0, 0, 0.9e-3, 0.1e-3, 0, 0.5e-3, 0, 2.2e-3, 0.1e-3, 0.2e-3, 2e-3, 0};
+    model.v.assign(15, 0.0);
+    model.material.stretch_stiffness = 500;
+    model.material.linear_density = 1e-5;
+    const weft::YarnSegment seg{0, 2, 3};
+    const Vec3 gravity = Vec3::Zero();
+    auto evaluate = [&](const std::vector<double>& q, weft::NodeBlocks<double, 2, 5>& out) {
+        weft::ElementEnergies<double> e{};
+        out.set_zero();
+        weft::evaluate_yarn_segment<double>(q.data(), model.v.data(), seg, model.material, gravity, 1e-3, out, e);
+        return e.elastic;
+    };
+    weft::NodeBlocks<double, 2, 5> blocks;
+    const double energy0 = evaluate(model.q, blocks);
+    REQUIRE(energy0 > 0);
+    VectorX force(10), dofs(10);
+    for (int k = 0; k < 5; ++k) {
+        force(k) = blocks.f[0](k);
+        force(5 + k) = blocks.f[1](k);
+        dofs(k) = model.q[k];
+        dofs(5 + k) = model.q[10 + k];
+    }
+    FdChecker checker;
+    checker.step = 1e-9;
+    checker.gradient(
+        [&](const VectorX& d) {
+            std::vector<double> q = model.q;
+            for (int k = 0; k < 5; ++k) {
+                q[k] = d(k);
+                q[10 + k] = d(5 + k);
+            }
+            weft::NodeBlocks<double, 2, 5> b;
+            return -evaluate(q, b);
+        },
+        dofs, force, "segment (0, 2) force = -grad V");
+    std::vector<double> moved = model.q;
+    for (int k = 5; k < 10; ++k) moved[k] += rng.uniform(-1e-3, 1e-3);
+    weft::NodeBlocks<double, 2, 5> moved_blocks;
+    CHECK(evaluate(moved, moved_blocks) == energy0);
+    // Equal to the stretch of the stacked (a, b) DoFs directly.
+    Vec8 ab;
+    ab << 0, 0, 0, 0, 2.2e-3, 0.1e-3, 0.2e-3, 2e-3;
+    const weft::QuadraticDensity<double, 1> elastic{500.0};
+    CHECK(weft::elastic_energy(weft::stretch_strain<double>(ab, Vec8::Zero()), elastic) == Approx(energy0));
+    REQUIRE(checker.checks == 1);
+}
+
+TEMPLATE_TEST_CASE("eil terms: float and double agree", "[element][eil][float]", float, double)
+{
+    using T = TestType;
+    weft::Vec<T, 12> q;
+    q << T(0), T(0), T(0), T(0.1), T(1.1), T(0.2), T(0), T(1.1), T(0.35), T(0.3), T(0.1), T(0.05);
+    const auto e = weft::eil_contact_spring<T>(q, T(100), EilSpringHessian::exact);
+    const auto d = weft::eil_contact_spring<double>(q.template cast<double>(), 100.0, EilSpringHessian::exact);
+    REQUIRE(d.terms.force.norm() > 0);
+    CHECK(double(e.terms.energy) == Approx(d.terms.energy).epsilon(1e-5));
+    CHECK((e.terms.force.template cast<double>() - d.terms.force).norm() <= 1e-4 * d.terms.force.norm());
+    CHECK((e.terms.df_dq.template cast<double>() - d.terms.df_dq).norm() <= 1e-4 * d.terms.df_dq.norm());
+}
