@@ -6,7 +6,8 @@
 #   scripts/compare_damping.sh SCENE.json [--beta B] [--duration T] [--out DIR]
 #
 #   --beta B      Rayleigh beta (s); default by scene file name: hang, swing 4e-3,
-#                 flap 3e-2 (2017 Table 1); required for other scenes
+#                 flap 3e-2 (2017 Table 1), stvk_hang, stvk_swing 0.15 (2018
+#                 Fig. 3); required for other scenes
 #   --duration T  simulated time (s), overrides the scene's duration
 #   --out DIR     output directory (default: out/compare_<scene> under the repo root)
 #
@@ -44,6 +45,7 @@ if [ -z "$beta" ]; then
     case "$name" in
         hang|swing) beta=4e-3 ;;
         flap) beta=3e-2 ;;
+        stvk_hang|stvk_swing) beta=0.15 ;;
         *) die "no default Rayleigh beta for scene '$name': pass --beta B" ;;
     esac
 fi

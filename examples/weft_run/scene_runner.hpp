@@ -2,8 +2,8 @@
 /// @file scene_runner.hpp
 /// The scene runner behind `weft-run SCENE.json [--duration T]
 /// [--output-dir DIR] [--quiet]`: loads a scene (io/scene.hpp), builds the
-/// yarn model, steps it with the Thrust backend and writes the CSV time
-/// series, frames and a progress line. Kept in a header so that the tests
+/// yarn or triangle model, steps it with the Thrust backend and writes the
+/// CSV time series, frames and a progress line. Kept in a header so that the tests
 /// drive exactly what the executable runs.
 
 #include <cmath>
@@ -16,11 +16,13 @@
 #include <string>
 #include <vector>
 
+#include <weft/backend/triangle_stepper.hpp>
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/io/frame_writers.hpp>
 #include <weft/io/progress.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
+#include <weft/io/triangle_scene.hpp>
 
 namespace weft::examples {
 
@@ -184,6 +186,45 @@ private:
     std::map<std::string, std::unique_ptr<PvdWriter>> m_pvd;
 };
 
+/// Frames of a triangle scene: frame_NNNNN_cloth.{vtk,vtp,obj} and cloth.pvd.
+class TriangleFrameOutput {
+public:
+    TriangleFrameOutput(std::filesystem::path dir, std::vector<std::string> formats, const TriangleMesh& mesh)
+        : m_dir(std::move(dir)), m_formats(std::move(formats))
+    {
+        for (const std::string& f : m_formats)
+            if (f == "bcc")
+                throw InvalidInput("output.formats: \"bcc\" stores yarn curves; a triangle scene cannot write it");
+        for (const auto& t : mesh.triangles) m_faces.push_back({t[0], t[1], t[2]});
+        std::filesystem::create_directories(m_dir);
+        if (has("vtp")) m_pvd = std::make_unique<PvdWriter>(m_dir / "cloth.pvd");
+    }
+
+    void write(int frame, double time, const std::vector<double>& q)
+    {
+        CurvePoints points(q.size() / 3);
+        for (std::size_t n = 0; n < points.size(); ++n)
+            for (int k = 0; k < 3; ++k) points[n][k] = q[3 * n + k];
+        char stem[40];
+        std::snprintf(stem, sizeof stem, "frame_%05d_cloth", frame);
+        const std::string base(stem);
+        if (has("vtk")) write_vtk_triangles(m_dir / (base + ".vtk"), points, m_faces);
+        if (has("vtp")) {
+            write_vtp_triangles(m_dir / (base + ".vtp"), points, m_faces);
+            m_pvd->add_frame(time, base + ".vtp");
+        }
+        if (has("obj")) write_obj_triangles(m_dir / (base + ".obj"), points, m_faces);
+    }
+
+private:
+    bool has(const std::string& f) const { return std::find(m_formats.begin(), m_formats.end(), f) != m_formats.end(); }
+
+    std::filesystem::path m_dir;
+    std::vector<std::string> m_formats;
+    CurveIndices m_faces;
+    std::unique_ptr<PvdWriter> m_pvd;
+};
+
 inline std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& path)
 {
     const std::filesystem::path p(path);
@@ -192,34 +233,12 @@ inline std::filesystem::path resolve(const std::filesystem::path& dir, const std
 
 }  // namespace runner_detail
 
-/// Runs a scene. Errors in the scene or the arguments throw InvalidInput; a
-/// failed step is reported in the summary (ok = false, error names the step,
-/// the time and the solver's message) and nothing is written after it.
-inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
+/// The time loop shared by both models: steps, CSV rows, frames, progress, summary.
+template <class Stepper, class Frames>
+RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Stepper& stepper,
+                    std::unique_ptr<Frames>& frames, int nodes, std::ostream& log)
 {
     using namespace runner_detail;
-    SceneDescription scene = load_scene(args.scene);
-    if (args.duration > 0) scene.duration = args.duration;
-    if (scene.time_step > scene.duration)
-        throw InvalidInput("invalid --duration: " + std::to_string(scene.duration) + " is shorter than time_step = " +
-                           std::to_string(scene.time_step));
-    if (!args.damping.empty()) {
-        for (ClothDescription& c : scene.cloth) {
-            c.damping.model = args.damping;
-            if (args.damping == "rayleigh") c.damping.beta = args.beta;
-        }
-    }
-    YarnScene<double> built = build_yarn_scene<double>(scene);
-    YarnStepperOptions<double> options;
-    options.newton_iterations = scene.solver.newton_iterations;
-    options.newton_tolerance = scene.solver.newton_tolerance;
-    options.max_halvings = max_halvings(scene);
-    options.pcg.tolerance = scene.solver.pcg_tolerance;
-    options.pcg.max_iterations = scene.solver.pcg_max_iterations;
-    options.pcg.preconditioner = scene.solver.preconditioner == "yarn-lines" ? PcgPreconditioner::yarn_lines
-                                                                             : PcgPreconditioner::block_jacobi;
-    YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
-
     std::unique_ptr<CsvWriter> csv;
     if (!scene.output.csv.empty()) {
         csv = std::make_unique<CsvWriter>(
@@ -227,13 +246,8 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
             std::vector<std::string>{"time", "kinetic_energy", "elastic_energy", "pcg_iterations", "gravity_energy",
                                      "dissipation_potential", "newton_iterations", "substeps", "ms_per_step"});
     }
-    std::unique_ptr<FrameOutput> frames;
-    if (!scene.output.frames.empty())
-        frames = std::make_unique<FrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output.formats,
-                                               built.model);
-
     RunSummary summary;
-    summary.nodes = built.model.node_count();
+    summary.nodes = nodes;
     const long steps = std::max(1L, std::lround(scene.duration / scene.time_step));
     ProgressOptions progress_options;
     progress_options.terminal = stderr_is_terminal();
@@ -243,7 +257,7 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     const double start = steady_clock_seconds();
     if (frames) frames->write(summary.frames++, 0.0, to_host(stepper.positions()));
     for (long step = 1; step <= steps; ++step) {
-        const YarnStepReport r = stepper.step(scene.time_step);
+        const BackendStepReport r = stepper.step(scene.time_step);
         const double time = step * scene.time_step;
         if (!r.ok) {
             summary.ok = false;
@@ -282,6 +296,51 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
             << summary.frames << " frames\n";
     }
     return summary;
+}
+
+/// Runs a scene. Errors in the scene or the arguments throw InvalidInput; a
+/// failed step is reported in the summary (ok = false, error names the step,
+/// the time and the solver's message) and nothing is written after it.
+inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
+{
+    using namespace runner_detail;
+    SceneDescription scene = load_scene(args.scene);
+    if (args.duration > 0) scene.duration = args.duration;
+    if (scene.time_step > scene.duration)
+        throw InvalidInput("invalid --duration: " + std::to_string(scene.duration) + " is shorter than time_step = " +
+                           std::to_string(scene.time_step));
+    if (!args.damping.empty()) {
+        for (ClothDescription& c : scene.cloth) {
+            c.damping.model = args.damping;
+            if (args.damping == "rayleigh") c.damping.beta = args.beta;
+        }
+    }
+    StepperOptions<double> options;
+    options.newton_iterations = scene.solver.newton_iterations;
+    options.newton_tolerance = scene.solver.newton_tolerance;
+    options.max_halvings = max_halvings(scene);
+    options.pcg.tolerance = scene.solver.pcg_tolerance;
+    options.pcg.max_iterations = scene.solver.pcg_max_iterations;
+    if (is_triangle_scene(scene)) {
+        if (scene.solver.preconditioner == "yarn-lines")
+            throw InvalidInput("solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
+        TriangleScene<double> built = build_triangle_scene<double>(scene);
+        TriangleStepper<double> stepper(built.model, built.colliders, built.gravity, options);
+        std::unique_ptr<TriangleFrameOutput> frames;
+        if (!scene.output.frames.empty())
+            frames = std::make_unique<TriangleFrameOutput>(resolve(args.output_dir, scene.output.frames),
+                                                           scene.output.formats, built.mesh);
+        return run_loop(scene, args, stepper, frames, built.model.node_count(), log);
+    }
+    YarnScene<double> built = build_yarn_scene<double>(scene);
+    options.pcg.preconditioner = scene.solver.preconditioner == "yarn-lines" ? PcgPreconditioner::yarn_lines
+                                                                             : PcgPreconditioner::block_jacobi;
+    YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
+    std::unique_ptr<FrameOutput> frames;
+    if (!scene.output.frames.empty())
+        frames = std::make_unique<FrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output.formats,
+                                               built.model);
+    return run_loop(scene, args, stepper, frames, built.model.node_count(), log);
 }
 
 }  // namespace weft::examples

@@ -12,6 +12,7 @@
 
 #include <weft/strain/strain_eval.hpp>
 #include <weft/strain/bending.hpp>
+#include <weft/strain/dihedral.hpp>
 #include <weft/strain/green_strain.hpp>
 #include <weft/strain/shear.hpp>
 #include <weft/strain/stretch.hpp>
@@ -20,18 +21,26 @@
 #include <weft/potential/rayleigh_analogy.hpp>
 #include <weft/potential/stress_kind.hpp>
 #include <weft/potential/stvk.hpp>
+#include <weft/potential/tabulated.hpp>
 
 #include <weft/element/bending_element.hpp>
+#include <weft/element/collider.hpp>
+#include <weft/element/dihedral_bending_element.hpp>
 #include <weft/element/dissipation.hpp>
+#include <weft/element/eil_terms.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/element/implicit_system.hpp>
 #include <weft/element/jacobian_options.hpp>
 #include <weft/element/membrane_element.hpp>
 #include <weft/element/rayleigh_damping.hpp>
 #include <weft/element/stress_hessian.hpp>
+#include <weft/element/triangle_elements.hpp>
 #include <weft/element/yarn_elements.hpp>
 #include <weft/element/yarn_terms.hpp>
 
+#include <weft/model/eil_assignment.hpp>
+#include <weft/model/triangle_mesh.hpp>
+#include <weft/model/triangle_model.hpp>
 #include <weft/model/woven.hpp>
 #include <weft/model/yarn_model.hpp>
 

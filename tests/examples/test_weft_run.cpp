@@ -191,3 +191,127 @@ TEST_CASE("weft-run: bad scenes are rejected with the key named", "[examples][we
     args.duration = 1e-4;  // shorter than one step
     CHECK_THROWS_WITH(run_scene(args, log), Catch::Contains("--duration"));
 }
+
+namespace {
+
+std::string triangle_scene(const std::string& cloth_extra, const std::string& output)
+{
+    return R"({ "time_step": 0.002, "duration": 0.02, "gravity": [0, 0, -9.81],
+      "cloth": [{ "type": "triangle", "resolution": [6, 5], "size": [0.5, 0.4], "plane": "xz",
+          "center": [0, 0, 0.3],
+          "material": {"model": "stvk", "lambda": 2e5, "mu": 2e5, "thickness": 0.001, "density": 200},
+          "damping": {"model": "rayleigh-analogy", "beta": 0.15},
+          "pins": ["top-edge"])" +
+           cloth_extra + R"( }],
+      "colliders": [{"type": "plane", "point": [0, 0, 0], "normal": [0, 0, 1]}],
+      "output": )" +
+           output + "}";
+}
+
+}  // namespace
+
+TEST_CASE("weft-run: a triangle scene runs and writes the CSV and mesh frames", "[examples][weft-run][triangle]")
+{
+    const fs::path dir = fresh_dir("triangle");
+    const fs::path scene = write_scene(
+        dir, triangle_scene("", R"({"csv": "energy.csv", "frames": "frames", "every": 5, "formats": ["vtk", "vtp", "obj"]})"));
+    RunArguments args;
+    args.scene = scene;
+    args.output_dir = dir;
+    args.quiet = true;
+    std::ostringstream log;
+    const RunSummary summary = run_scene(args, log);
+    INFO(log.str() << summary.error);
+    REQUIRE(summary.ok);
+    CHECK(summary.steps == 10);
+    CHECK(summary.nodes == 30);
+    CHECK(summary.frames == 3);
+    const std::vector<std::string> csv = lines_of(dir / "energy.csv");
+    REQUIRE(csv.size() == 11);
+    CHECK(csv[0] == "time,kinetic_energy,elastic_energy,pcg_iterations,gravity_energy,dissipation_potential,"
+                    "newton_iterations,substeps,ms_per_step");
+    const std::vector<double> last = fields(csv.back());
+    REQUIRE(last.size() == 9);
+    CHECK(last[0] == Approx(0.02));
+    CHECK(last[1] > 0);  // falling, so moving
+    CHECK(last[4] < fields(csv[1])[4]);  // gravity energy drops
+    for (const char* f : {"frame_00000_cloth.vtk", "frame_00002_cloth.vtp", "frame_00001_cloth.obj", "cloth.pvd"})
+        CHECK(fs::exists(dir / "frames" / f));
+    // 30 vertices, 40 triangles
+    const std::vector<std::string> obj = lines_of(dir / "frames" / "frame_00001_cloth.obj");
+    int v = 0, f = 0;
+    for (const std::string& line : obj) {
+        v += line.rfind("v ", 0) == 0;
+        f += line.rfind("f ", 0) == 0;
+    }
+    CHECK(v == 30);
+    CHECK(f == 40);
+    bool polygons = false;
+    for (const std::string& line : lines_of(dir / "frames" / "frame_00000_cloth.vtk"))
+        polygons = polygons || line.rfind("POLYGONS 40 160", 0) == 0;
+    CHECK(polygons);
+}
+
+TEST_CASE("weft-run: a triangle scene with a mesh file and a tabulated material", "[examples][weft-run][triangle]")
+{
+    const fs::path dir = fresh_dir("triangle_mesh");
+    std::ofstream(dir / "square.obj") << "v -0.1 0 0.3\nv 0.1 0 0.3\nv 0.1 0 0.1\nv -0.1 0 0.1\nv 0 0 0.2\n"
+                                         "f 1 2 5\nf 2 3 5\nf 3 4 5\nf 4 1 5\n";
+    const fs::path material =
+        fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "materials" / "gnatv_sample.json";
+    REQUIRE(fs::exists(material));
+    const std::string scene_text = R"({ "time_step": 0.002, "duration": 0.01, "gravity": [0, 0, -9.81],
+      "cloth": [{ "type": "triangle", "mesh": "square.obj",
+          "material": {"model": "tabulated", "file": ")" +
+                                   material.string() + R"(", "thickness": 0.001, "density": 200, "bending": 1e-5},
+          "damping": {"model": "strain-rate", "lambda": 10, "mu": 10, "bending": 1e-6},
+          "pins": [0, 1] }],
+      "output": {"csv": "energy.csv"} })";
+    RunArguments args;
+    args.scene = write_scene(dir, scene_text);
+    args.output_dir = dir;
+    args.quiet = true;
+    std::ostringstream log;
+    const RunSummary summary = run_scene(args, log);
+    INFO(log.str() << summary.error);
+    REQUIRE(summary.ok);
+    CHECK(summary.nodes == 5);
+    CHECK(lines_of(dir / "energy.csv").size() == 6);
+}
+
+TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[examples][weft-run][triangle]")
+{
+    const fs::path dir = fresh_dir("triangle_bad");
+    const auto error = [&](const std::string& text) {
+        RunArguments args;
+        args.scene = write_scene(dir, text);
+        args.output_dir = dir;
+        args.quiet = true;
+        std::ostringstream log;
+        try {
+            run_scene(args, log);
+        } catch (const weft::InvalidInput& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    using Catch::Contains;
+    CHECK_THAT(error(triangle_scene(R"(, "mesh": "a.obj")", "{}")), Contains("cloth[0].mesh: give either"));
+    std::string pins = triangle_scene("", "{}");
+    pins.replace(pins.find("\"pins\": [\"top-edge\"]"), std::string("\"pins\": [\"top-edge\"]").size(), "\"pins\": [99]");
+    CHECK_THAT(error(pins), Contains("cloth[0].pins[0]"));
+    CHECK_THAT(error(triangle_scene("", R"({"frames": "f", "formats": ["bcc"]})")), Contains("\"bcc\""));
+    std::string no_file = triangle_scene("", "{}");
+    no_file.replace(no_file.find("\"resolution\": [6, 5], \"size\": [0.5, 0.4]"),
+                    std::string("\"resolution\": [6, 5], \"size\": [0.5, 0.4]").size(), "\"mesh\": \"missing.obj\"");
+    no_file.replace(no_file.find("\"plane\": \"xz\","), std::string("\"plane\": \"xz\",").size(), "");
+    CHECK_THAT(error(no_file), Contains("cloth[0].mesh: cannot open mesh file"));
+    std::string tabulated = triangle_scene("", "{}");
+    tabulated.replace(tabulated.find("\"model\": \"stvk\", \"lambda\": 2e5, \"mu\": 2e5,"),
+                      std::string("\"model\": \"stvk\", \"lambda\": 2e5, \"mu\": 2e5,").size(),
+                      "\"model\": \"tabulated\", \"file\": \"x.json\",");
+    CHECK_THAT(error(tabulated), Contains("material.bending: is required for the tabulated model"));
+    std::string lines = triangle_scene("", "{}");
+    lines.replace(lines.find("\"cloth\""), 7, R"("solver": {"preconditioner": "yarn-lines"}, "cloth")");
+    CHECK_THAT(error(lines), Contains("yarn-lines"));
+}

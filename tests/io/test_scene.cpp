@@ -543,8 +543,8 @@ TEST_CASE("scene: plane, pattern, cloth type and collider type are checked by na
     }
     SECTION("cloth type")
     {
-        j["cloth"][0]["type"] = "triangle";
-        CHECK_THAT(error_of(j), Contains("cloth[0].type: unknown cloth type \"triangle\""));
+        j["cloth"][0]["type"] = "knit";
+        CHECK_THAT(error_of(j), Contains("cloth[0].type: unknown cloth type \"knit\" (supported: \"woven\", \"triangle\")"));
     }
     SECTION("a missing cloth type")
     {

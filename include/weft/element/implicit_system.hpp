@@ -12,6 +12,25 @@
 
 namespace weft {
 
+/// Local energy, force and force Jacobians of an element with N DoFs.
+template <typename T, int N>
+struct LocalTerms {
+    T energy;
+    Vec<T, N> force;
+    Mat<T, N, N> df_dq;  ///< symmetric (or symmetrized) ∂f/∂q
+    Mat<T, N, N> df_dv;  ///< ∂f/∂v
+
+    WEFT_HD static LocalTerms zero()
+    {
+        LocalTerms t;
+        t.energy = T(0);
+        t.force.setZero();
+        t.df_dq.setZero();
+        t.df_dv.setZero();
+        return t;
+    }
+};
+
 /// Energies of one element, summed for the CSV output.
 template <typename T>
 struct ElementEnergies {

@@ -1,8 +1,13 @@
 #pragma once
 /// @file membrane_element.hpp
-/// A StVK membrane triangle with strain-rate dissipation (2018 Sec. 4): the
-/// Green strain of `green_strain.hpp` × StVKDensity(λ, μ) for elasticity
-/// (Eq. 13–14) × StVKDensity(λ_d, μ_d) for dissipation (Eq. 15–16).
+/// A membrane triangle with strain-rate dissipation (2018 Sec. 4): the Green
+/// strain of `green_strain.hpp` × an elastic density × StVKDensity(λ_d, μ_d)
+/// for dissipation (2018 Eq. 15–16). The elastic density is a template
+/// parameter: StVKDensity(λ, μ) (2018 Eq. 13–14, the default) or the GNATV
+/// tabulated warp/weft/shear curves, TabulatedMembraneDensity (2019 Sec.
+/// 3.1–3.2, potential/tabulated.hpp). Any density with the StVKDensity
+/// interface (strain_dim 3, StressKind::symmetric_2x2, value / stress /
+/// stress_derivative of the Voigt Green strain) works.
 ///
 /// Everything is delegated to the generic layers (element/elastic.hpp,
 /// element/dissipation.hpp); this file only bundles the three ingredients and
@@ -14,17 +19,48 @@
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/potential/stvk.hpp>
+#include <weft/potential/tabulated.hpp>
 #include <weft/strain/green_strain.hpp>
 
 namespace weft {
 
-/// One membrane triangle: rest state and the two StVK densities. Plain data.
-template <typename T>
+/// One membrane triangle: rest state, elastic density and the StVK
+/// dissipation density. Plain data.
+template <typename T, class ElasticDensity = StVKDensity<T>>
 struct MembraneElement {
+    static_assert(ElasticDensity::strain_dim == 3 && ElasticDensity::stress_kind == StressKind::symmetric_2x2,
+                  "a membrane density acts on the Voigt Green strain (e11, e22, e12)");
+    using Elastic = ElasticDensity;
+
     TriangleRest<T> rest;
-    StVKDensity<T> elastic;      ///< λ, μ per unit rest area (N/m)
+    ElasticDensity elastic;      ///< per unit rest area: λ, μ (N/m) or warp/weft/shear curves (N/m)
     StVKDensity<T> dissipative;  ///< λ_d, μ_d per unit rest area (N·s/m), 2018 Eq. (15)
 };
+
+/// A membrane element with the GNATV tabulated elastic density (2019 Sec. 3).
+template <typename T>
+using TabulatedMembraneElement = MembraneElement<T, TabulatedMembraneDensity<T>>;
+
+namespace membrane_detail {
+
+template <typename T>
+inline void require_valid_rest(const TriangleRest<T>& rest)
+{
+    require_positive("membrane rest area", rest.area);
+    if (!rest.dm_inverse.allFinite()) {
+        throw InvalidInput("invalid membrane rest state: Dm^-1 is not finite (use make_triangle_rest)");
+    }
+}
+
+template <typename T>
+inline void require_valid_damping(const StVKDensity<T>& dissipative)
+{
+    require_finite("membrane lambda_d", dissipative.lambda);
+    require_non_negative("membrane mu_d", dissipative.mu);
+    require_non_negative("membrane lambda_d + mu_d", dissipative.lambda + dissipative.mu);
+}
+
+}  // namespace membrane_detail
 
 /// Host-side factory that validates the parameters. Each density must be
 /// finite and convex in its argument: with Voigt (ε₁₁, ε₂₂, ε₁₂) the Hessian
@@ -35,60 +71,74 @@ template <typename T>
 inline MembraneElement<T> make_membrane_element(const TriangleRest<T>& rest, const StVKDensity<T>& elastic,
                                                 const StVKDensity<T>& dissipative)
 {
-    require_positive("membrane rest area", rest.area);
-    if (!rest.dm_inverse.allFinite()) {
-        throw InvalidInput("invalid membrane rest state: Dm^-1 is not finite (use make_triangle_rest)");
-    }
+    membrane_detail::require_valid_rest(rest);
     require_finite("membrane lambda", elastic.lambda);
     require_non_negative("membrane mu", elastic.mu);
     require_non_negative("membrane lambda + mu", elastic.lambda + elastic.mu);
-    require_finite("membrane lambda_d", dissipative.lambda);
-    require_non_negative("membrane mu_d", dissipative.mu);
-    require_non_negative("membrane lambda_d + mu_d", dissipative.lambda + dissipative.mu);
+    membrane_detail::require_valid_damping(dissipative);
     return MembraneElement<T>{rest, elastic, dissipative};
 }
 
-/// Green strain (and rate) of the element's triangle.
+/// Host-side factory for the GNATV tabulated membrane (2019 Sec. 3). The
+/// curves must satisfy require_valid_tabulated_curve (make_tabulated_curve
+/// or load_tabulated_material build them so): then the elastic density is
+/// convex in ε. The dissipative StVK density is checked as above.
+/// @throws InvalidInput naming the offending curve field or parameter and its value.
 template <typename T>
-WEFT_HD inline GreenStrainEval<T> membrane_strain(const MembraneElement<T>& element, const Vec<T, 9>& q,
+inline TabulatedMembraneElement<T> make_membrane_element(const TriangleRest<T>& rest,
+                                                         const TabulatedMembraneDensity<T>& elastic,
+                                                         const StVKDensity<T>& dissipative)
+{
+    membrane_detail::require_valid_rest(rest);
+    require_valid_tabulated_curve("warp", elastic.warp);
+    require_valid_tabulated_curve("weft", elastic.weft);
+    require_valid_tabulated_curve("shear", elastic.shear);
+    membrane_detail::require_valid_damping(dissipative);
+    return TabulatedMembraneElement<T>{rest, elastic, dissipative};
+}
+
+/// Green strain (and rate) of the element's triangle.
+template <typename T, class E>
+WEFT_HD inline GreenStrainEval<T> membrane_strain(const MembraneElement<T, E>& element, const Vec<T, 9>& q,
                                                   const Vec<T, 9>& v)
 {
     return green_strain(element.rest, q, v);
 }
 
-/// V_e = Ω Ψ_e(ε) (2018 Eq. 4, 13)
-template <typename T>
-WEFT_HD inline T membrane_elastic_energy(const MembraneElement<T>& element, const Vec<T, 9>& q)
+/// V_e = Ω Ψ_e(ε) (2018 Eq. 4, 13; tabulated: 2019 Sec. 3.1)
+template <typename T, class E>
+WEFT_HD inline T membrane_elastic_energy(const MembraneElement<T, E>& element, const Vec<T, 9>& q)
 {
     return elastic_energy(green_strain(element.rest, q, Vec<T, 9>::Zero().eval()), element.elastic);
 }
 
-/// f_e = −Ω ∇ε S_e (2018 Eq. 5, 14)
-template <typename T>
-WEFT_HD inline Vec<T, 9> membrane_elastic_force(const MembraneElement<T>& element, const Vec<T, 9>& q)
+/// f_e = −Ω ∇ε S_e (2018 Eq. 5, 14; tabulated: 2019 Eq. 4)
+template <typename T, class E>
+WEFT_HD inline Vec<T, 9> membrane_elastic_force(const MembraneElement<T, E>& element, const Vec<T, 9>& q)
 {
     return elastic_force(green_strain(element.rest, q, Vec<T, 9>::Zero().eval()), element.elastic);
 }
 
-/// ∂f_e/∂q = −∇²V_e, optionally with −∂f_e/∂q projected onto the PSD cone.
-template <typename T>
-WEFT_HD inline Mat<T, 9, 9> membrane_elastic_force_jacobian(const MembraneElement<T>& element, const Vec<T, 9>& q,
+/// ∂f_e/∂q = −∇²V_e (tabulated: the exact form of 2019 Eq. 5), optionally
+/// with −∂f_e/∂q projected onto the PSD cone.
+template <typename T, class E>
+WEFT_HD inline Mat<T, 9, 9> membrane_elastic_force_jacobian(const MembraneElement<T, E>& element, const Vec<T, 9>& q,
                                                             PsdProjection projection = PsdProjection::off)
 {
     return elastic_force_jacobian(green_strain(element.rest, q, Vec<T, 9>::Zero().eval()), element.elastic, projection);
 }
 
 /// V_d = Ω Ψ_d(ε̇) (2018 Eq. 6, 15)
-template <typename T>
-WEFT_HD inline T membrane_dissipation_potential(const MembraneElement<T>& element, const Vec<T, 9>& q,
+template <typename T, class E>
+WEFT_HD inline T membrane_dissipation_potential(const MembraneElement<T, E>& element, const Vec<T, 9>& q,
                                                 const Vec<T, 9>& v)
 {
     return dissipation_potential(green_strain(element.rest, q, v), element.dissipative);
 }
 
 /// f_d = −Ω ∇ε S_d(ε̇) (2018 Eq. 7, 16)
-template <typename T>
-WEFT_HD inline Vec<T, 9> membrane_dissipative_force(const MembraneElement<T>& element, const Vec<T, 9>& q,
+template <typename T, class E>
+WEFT_HD inline Vec<T, 9> membrane_dissipative_force(const MembraneElement<T, E>& element, const Vec<T, 9>& q,
                                                     const Vec<T, 9>& v)
 {
     return dissipative_force(green_strain(element.rest, q, v), element.dissipative);
@@ -97,9 +147,9 @@ WEFT_HD inline Vec<T, 9> membrane_dissipative_force(const MembraneElement<T>& el
 /// ∂f_d/∂v (2018 Eq. 8, exact) or the symmetric ∂f_d/∂q (Eq. 9 without its
 /// non-symmetric term, with the dissipative stress eigenvalues clamped when
 /// `clamp` is on, as 2018 Sec. 4 prescribes for StVK).
-template <typename T>
-WEFT_HD inline Mat<T, 9, 9> membrane_dissipative_force_jacobian(const MembraneElement<T>& element, const Vec<T, 9>& q,
-                                                                const Vec<T, 9>& v, DiffWrt wrt,
+template <typename T, class E>
+WEFT_HD inline Mat<T, 9, 9> membrane_dissipative_force_jacobian(const MembraneElement<T, E>& element,
+                                                                const Vec<T, 9>& q, const Vec<T, 9>& v, DiffWrt wrt,
                                                                 StressClamp clamp = StressClamp::on)
 {
     return dissipative_force_jacobian(green_strain(element.rest, q, v), element.dissipative, wrt, clamp);
@@ -123,8 +173,8 @@ struct MembraneForces {
 
 /// @param[in] projection  PSD projection of the elastic stiffness block
 /// @param[in] clamp       clamp of the dissipative stress in ∂f_d/∂q (2018 Sec. 3.4)
-template <typename T>
-WEFT_HD inline MembraneForces<T> evaluate_membrane(const MembraneElement<T>& element, const Vec<T, 9>& q,
+template <typename T, class E>
+WEFT_HD inline MembraneForces<T> evaluate_membrane(const MembraneElement<T, E>& element, const Vec<T, 9>& q,
                                                    const Vec<T, 9>& v, PsdProjection projection = PsdProjection::off,
                                                    StressClamp clamp = StressClamp::on)
 {

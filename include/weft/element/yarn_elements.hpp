@@ -202,30 +202,6 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
                                                df_dq, df_dv, wl, h);
 }
 
-/// A collider seen by the node kernel: sphere (center, radius) or plane
-/// (point = center, unit normal).
-template <typename T>
-struct Collider {
-    int type;  ///< 0 sphere, 1 plane
-    Vec3<T> center;
-    Vec3<T> normal;
-    T radius;
-    T stiffness;
-    T friction;
-
-    WEFT_HD void distance(const Vec3<T>& x, T& phi, Vec3<T>& n) const
-    {
-        if (type == 0) {
-            const Vec3<T> d = x - center;
-            const T len = d.norm();
-            n = len > T(0) ? Vec3<T>(d / len) : Vec3<T>(T(0), T(0), T(1));
-            phi = len - radius;
-        } else {
-            n = normal;
-            phi = normal.dot(x - center);
-        }
-    }
-};
 
 /// Per-node terms: friction anchors on the free sliding coordinates and
 /// collider contacts.

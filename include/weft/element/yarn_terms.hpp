@@ -3,33 +3,15 @@
 /// The non-strain terms of the Eulerian-on-Lagrangian (EoL) yarn model:
 /// consistent segment mass, gravity with its Eulerian component, the
 /// parallel-yarn contact penalty on Δs, the friction anchor spring on a
-/// sliding coordinate, and penalty colliders (sphere, plane) with regularized
-/// Coulomb friction. Segment DoFs are q = [x₀, s₀, x₁, s₁] (8), as in stretch.
+/// sliding coordinate (penalty colliders live in collider.hpp). Segment DoFs are q = [x₀, s₀, x₁, s₁] (8), as in stretch.
 
 #include <cmath>
 
 #include <weft/core/types.hpp>
+#include <weft/element/collider.hpp>
+#include <weft/element/implicit_system.hpp>
 
 namespace weft {
-
-/// Local energy, force and force Jacobians of an element with N DoFs.
-template <typename T, int N>
-struct LocalTerms {
-    T energy;
-    Vec<T, N> force;
-    Mat<T, N, N> df_dq;  ///< symmetric (or symmetrized) ∂f/∂q
-    Mat<T, N, N> df_dv;  ///< ∂f/∂v
-
-    WEFT_HD static LocalTerms zero()
-    {
-        LocalTerms t;
-        t.energy = T(0);
-        t.force.setZero();
-        t.df_dq.setZero();
-        t.df_dv.setZero();
-        return t;
-    }
-};
 
 /// Consistent mass of one yarn segment over (x₀, s₀, x₁, s₁). A material point
 /// at parameter t moves with (1−t)(ẋ₀ − w ṡ₀) + t(ẋ₁ − w ṡ₁), w = Δx/Δs, so
@@ -123,50 +105,6 @@ WEFT_HD inline T drag_anchor(T s, T anchor, T stiffness, T friction_coefficient,
     if (force > limit) return s - limit / stiffness;
     if (force < -limit) return s + limit / stiffness;
     return anchor;
-}
-
-/// Penalty contact of a point with a collider given by its signed distance
-/// φ(x) and outward unit normal n (sphere or plane): V = ½ k (r − φ)² while
-/// φ < r (r = yarn radius, the contact offset), plus regularized Coulomb
-/// friction f_t = −μ F_n v_t / max(|v_t|, ε_v) (a stiff viscous law below ε_v,
-/// the Coulomb limit above it). DoFs: x (3).
-template <typename T>
-WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_distance, const Vec3<T>& normal,
-                                                 T offset, T stiffness, T friction_coefficient, T slip_velocity)
-{
-    using std::sqrt;
-    LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
-    const T depth = offset - signed_distance;
-    if (depth <= T(0)) return t;
-    t.energy = T(0.5) * stiffness * depth * depth;
-    const T normal_force = stiffness * depth;
-    t.force = normal_force * normal;
-    // ∂(k·depth·n)/∂x = −k n nᵀ + k·depth·∇n. The curvature part k·depth·∇n is
-    // dropped: for a convex collider ∇n ⪰ 0 makes it destabilizing (indefinite
-    // −∂f/∂x), and it vanishes for planes. ∂f_friction/∂x is dropped too.
-    t.df_dq = -stiffness * normal * normal.transpose();
-    if (friction_coefficient > T(0)) {
-        const Mat3<T> tangent_projector = Mat3<T>::Identity() - normal * normal.transpose();
-        const Vec3<T> vt = tangent_projector * v;
-        const T speed = vt.norm();
-        const T limit = friction_coefficient * normal_force;
-        if (speed <= slip_velocity) {
-            t.force -= (limit / slip_velocity) * vt;
-            t.df_dv = -(limit / slip_velocity) * tangent_projector;
-        } else {
-            const Vec3<T> dir = vt / speed;
-            t.force -= limit * dir;
-            // The exact ∂(−μF_n v̂_t)/∂v = −μF_n/|v_t| (P − v̂_t v̂_tᵀ) has no
-            // component along v̂_t: the implicit step then applies the full
-            // Coulomb force h μF_n/m along −v̂_t explicitly, which overshoots
-            // v_t = 0 and reverses the sliding (it blew up a cloth landing on
-            // a sphere). The lagged viscous form f ≈ −(μF_n/|v_t|) v_t, with
-            // Jacobian −μF_n/|v_t| P, gives the same force at v and can only
-            // slow the sliding down, never reverse it.
-            t.df_dv = -(limit / speed) * tangent_projector;
-        }
-    }
-    return t;
 }
 
 }  // namespace weft

@@ -219,16 +219,20 @@ inline void put_f32(std::string& bytes, float f)
 
 }  // namespace io_detail
 
-/// Writes legacy VTK (3.0, ASCII) POLYDATA: POINTS (double), LINES (one cell
-/// per polyline) and, if given, POINT_DATA scalars.
-inline void write_vtk_polylines(const std::filesystem::path& path, const CurvePoints& points,
-                                const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars = {})
+namespace io_detail {
+
+/// Polydata cells: open polylines or polygons (triangles of a cloth mesh).
+enum class CellKind { lines, polygons };
+
+inline void write_vtk_cells(const std::filesystem::path& path, const CurvePoints& points,
+                            const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars,
+                            CellKind kind)
 {
-    io_detail::check_curves(path, points, polylines);
+    check_curves(path, points, polylines);
     io_detail::check_scalars(path, point_scalars, points.size());
     std::ofstream out = io_detail::open_for_writing(path);
     out << "# vtk DataFile Version 3.0\n"
-        << "weft yarn curves\n"
+        << (kind == CellKind::lines ? "weft yarn curves\n" : "weft triangle mesh\n")
         << "ASCII\n"
         << "DATASET POLYDATA\n"
         << "POINTS " << points.size() << " double\n";
@@ -238,7 +242,7 @@ inline void write_vtk_polylines(const std::filesystem::path& path, const CurvePo
     }
     std::size_t size = 0;
     for (const auto& line : polylines) size += line.size() + 1;
-    out << "LINES " << polylines.size() << ' ' << size << '\n';
+    out << (kind == CellKind::lines ? "LINES " : "POLYGONS ") << polylines.size() << ' ' << size << '\n';
     for (const auto& line : polylines) {
         out << line.size();
         for (const Index i : line) out << ' ' << i;
@@ -257,19 +261,20 @@ inline void write_vtk_polylines(const std::filesystem::path& path, const CurvePo
     io_detail::finish_writing(out, path);
 }
 
-/// Writes VTK XML PolyData (.vtp, ASCII, version 0.1): the same content as
-/// write_vtk_polylines, in the format a .pvd collection can list.
-inline void write_vtp_polylines(const std::filesystem::path& path, const CurvePoints& points,
-                                const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars = {})
+inline void write_vtp_cells(const std::filesystem::path& path, const CurvePoints& points,
+                            const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars,
+                            CellKind kind)
 {
-    io_detail::check_curves(path, points, polylines);
+    check_curves(path, points, polylines);
     io_detail::check_scalars(path, point_scalars, points.size());
     std::ofstream out = io_detail::open_for_writing(path);
     out << "<?xml version=\"1.0\"?>\n"
         << "<VTKFile type=\"PolyData\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
         << "  <PolyData>\n"
         << "    <Piece NumberOfPoints=\"" << points.size() << "\" NumberOfVerts=\"0\" NumberOfLines=\""
-        << polylines.size() << "\" NumberOfStrips=\"0\" NumberOfPolys=\"0\">\n";
+        << (kind == CellKind::lines ? polylines.size() : 0) << "\" NumberOfStrips=\"0\" NumberOfPolys=\""
+        << (kind == CellKind::polygons ? polylines.size() : 0) << "\">\n";
+    const char* cells = kind == CellKind::lines ? "Lines" : "Polys";
     if (!point_scalars.empty()) {
         out << "      <PointData Scalars=\"" << point_scalars.front().name << "\">\n";
         for (const PointScalars& field : point_scalars) {
@@ -292,7 +297,7 @@ inline void write_vtp_polylines(const std::filesystem::path& path, const CurvePo
     }
     out << "        </DataArray>\n"
         << "      </Points>\n"
-        << "      <Lines>\n"
+        << "      <" << cells << ">\n"
         << "        <DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n";
     for (const auto& line : polylines) {
         out << "         ";
@@ -304,11 +309,49 @@ inline void write_vtp_polylines(const std::filesystem::path& path, const CurvePo
     std::size_t offset = 0;
     for (const auto& line : polylines) out << "          " << (offset += line.size()) << '\n';
     out << "        </DataArray>\n"
-        << "      </Lines>\n"
+        << "      </" << cells << ">\n"
         << "    </Piece>\n"
         << "  </PolyData>\n"
         << "</VTKFile>\n";
     io_detail::finish_writing(out, path);
+}
+
+inline void write_obj_cells(const std::filesystem::path& path, const CurvePoints& points,
+                            const CurveIndices& polylines, CellKind kind)
+{
+    check_curves(path, points, polylines);
+    std::ofstream out = open_for_writing(path);
+    out << (kind == CellKind::lines ? "# weft yarn curves: " : "# weft triangle mesh: ") << points.size()
+        << " points, " << polylines.size() << (kind == CellKind::lines ? " polylines\n" : " faces\n");
+    for (const auto& p : points) {
+        out << "v ";
+        io_detail::put_point(out, p);
+        out << '\n';
+    }
+    for (const auto& line : polylines) {
+        out << (kind == CellKind::lines ? 'l' : 'f');
+        for (const Index i : line) out << ' ' << (i + 1);
+        out << '\n';
+    }
+    finish_writing(out, path);
+}
+
+}  // namespace io_detail
+
+/// Writes legacy VTK (3.0, ASCII) POLYDATA: POINTS (double), LINES (one cell
+/// per polyline) and, if given, POINT_DATA scalars.
+inline void write_vtk_polylines(const std::filesystem::path& path, const CurvePoints& points,
+                                const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars = {})
+{
+    io_detail::write_vtk_cells(path, points, polylines, point_scalars, io_detail::CellKind::lines);
+}
+
+/// Writes VTK XML PolyData (.vtp, ASCII, version 0.1): the same content as
+/// write_vtk_polylines, in the format a .pvd collection can list.
+inline void write_vtp_polylines(const std::filesystem::path& path, const CurvePoints& points,
+                                const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars = {})
+{
+    io_detail::write_vtp_cells(path, points, polylines, point_scalars, io_detail::CellKind::lines);
 }
 
 /// Writes Wavefront OBJ: one `v x y z` per point, one `l i j k ...` per
@@ -316,20 +359,25 @@ inline void write_vtp_polylines(const std::filesystem::path& path, const CurvePo
 inline void write_obj_polylines(const std::filesystem::path& path, const CurvePoints& points,
                                 const CurveIndices& polylines)
 {
-    io_detail::check_curves(path, points, polylines);
-    std::ofstream out = io_detail::open_for_writing(path);
-    out << "# weft yarn curves: " << points.size() << " points, " << polylines.size() << " polylines\n";
-    for (const auto& p : points) {
-        out << "v ";
-        io_detail::put_point(out, p);
-        out << '\n';
-    }
-    for (const auto& line : polylines) {
-        out << 'l';
-        for (const Index i : line) out << ' ' << (i + 1);
-        out << '\n';
-    }
-    io_detail::finish_writing(out, path);
+    io_detail::write_obj_cells(path, points, polylines, io_detail::CellKind::lines);
+}
+
+/// Triangle meshes: the same three formats with POLYGONS / Polys / `f` cells
+/// (each index list one face, at least 3 points).
+inline void write_vtk_triangles(const std::filesystem::path& path, const CurvePoints& points,
+                                const CurveIndices& faces, const std::vector<PointScalars>& point_scalars = {})
+{
+    io_detail::write_vtk_cells(path, points, faces, point_scalars, io_detail::CellKind::polygons);
+}
+inline void write_vtp_triangles(const std::filesystem::path& path, const CurvePoints& points,
+                                const CurveIndices& faces, const std::vector<PointScalars>& point_scalars = {})
+{
+    io_detail::write_vtp_cells(path, points, faces, point_scalars, io_detail::CellKind::polygons);
+}
+inline void write_obj_triangles(const std::filesystem::path& path, const CurvePoints& points,
+                                const CurveIndices& faces)
+{
+    io_detail::write_obj_cells(path, points, faces, io_detail::CellKind::polygons);
 }
 
 /// Writes a BCC (binary curve collection, Cem Yuksel's yarn-model format).

@@ -185,8 +185,28 @@ struct InitialVelocityDescription {
     std::array<double, 3> angular{0, 0, 0};  ///< rad/s, about the patch centre
 };
 
-/// One cloth entry. `type` decides which of the other fields are meaningful;
-/// today only "woven" exists and all fields below belong to it.
+/// The keys of a "triangle" cloth entry beyond the placement keys it shares
+/// with woven entries (center, plane, pins, moving_pins, initial_velocity).
+struct TriangleClothDescription {
+    std::array<int, 2> resolution{0, 0};       ///< vertices along the first and second axis (grid)
+    std::array<double, 2> size{0, 0};          ///< grid width and height (m)
+    std::string diagonals = "alternating";     ///< "alternating" | "regular" (grid)
+    std::string mesh;                          ///< OBJ file (instead of a grid), relative to the scene file
+    double uv_scale = 1;                       ///< metres per OBJ texture unit
+    std::string material_model = "stvk";       ///< "stvk" | "tabulated"
+    double lambda = 0;                         ///< λ (Pa), stvk
+    double mu = 0;                             ///< μ (Pa), stvk
+    std::string material_file;                 ///< tabulated curves (JSON), relative to the scene file
+    double thickness = 0;                      ///< h (m)
+    double density = 0;                        ///< ρ (kg/m³)
+    double bending = 0;                        ///< hinge stiffness k (N m); the parser sets the default
+    double collision_offset = 0;               ///< distance kept from colliders (m); default thickness / 2
+};
+
+/// One cloth entry. `type` decides which of the other fields are meaningful:
+/// "woven" uses everything but `triangle`; "triangle" uses `triangle`,
+/// `damping` (model, beta, and stretch = λ_d, shear = μ_d, bending = k_d
+/// per unit thickness as parsed, see parse_triangle) and the placement keys.
 struct ClothDescription {
     std::string type = "woven";
     std::string pattern = "plain";   ///< "plain" | "twill"
@@ -203,6 +223,7 @@ struct ClothDescription {
     NodeSelection pins;
     std::vector<MovingPins> moving_pins;
     InitialVelocityDescription initial_velocity;
+    TriangleClothDescription triangle;  ///< "triangle" entries only
 };
 
 struct ColliderDescription {
@@ -558,6 +579,40 @@ inline DampingDescription parse_damping(const json& j, const std::string& path, 
     return d;
 }
 
+inline const std::vector<std::string>& triangle_keys()
+{
+    static const std::vector<std::string> keys{
+        "type",     "resolution", "size",    "diagonals", "mesh",        "uv_scale",        "material",
+        "damping",  "center",     "plane",   "pins",      "moving_pins", "initial_velocity", "collision_offset"};
+    return keys;
+}
+
+/// Shared by woven and triangle entries: pins, moving pins, initial velocity.
+inline void parse_placement(const Object& o, ClothDescription& c, int node_count)
+{
+    if (o.has("pins")) c.pins = read_node_selection(o.required("pins"), o.path("pins"), node_count);
+    if (o.has("moving_pins")) {
+        const json& list = o.required("moving_pins");
+        const std::string list_path = o.path("moving_pins");
+        if (!list.is_array())
+            fail(list_path, "expected an array of {nodes, velocity} objects, got " + describe_value(list));
+        for (std::size_t k = 0; k < list.size(); ++k) {
+            const Object m(list[k], element_path(list_path, k));
+            m.allow_only({"nodes", "velocity"});
+            MovingPins pins;
+            pins.nodes = read_node_selection(m.required("nodes"), m.path("nodes"), node_count);
+            pins.velocity = m.get("velocity", read_vector3);
+            c.moving_pins.push_back(pins);
+        }
+    }
+    if (o.has("initial_velocity")) {
+        const Object v(o.required("initial_velocity"), o.path("initial_velocity"));
+        v.allow_only({"linear", "angular"});
+        c.initial_velocity.linear = v.get_or("linear", read_vector3, c.initial_velocity.linear);
+        c.initial_velocity.angular = v.get_or("angular", read_vector3, c.initial_velocity.angular);
+    }
+}
+
 inline const std::vector<std::string>& woven_keys()
 {
     static const std::vector<std::string> keys{"type",     "pattern", "yarns", "spacing",     "radius",
@@ -631,27 +686,118 @@ inline ClothDescription parse_woven(const Object& o)
                        ": the contact penalty would push at rest" + (min_distance_given ? "" : "; set it explicitly"));
     }
 
-    if (o.has("pins")) c.pins = read_node_selection(o.required("pins"), o.path("pins"), node_count);
-    if (o.has("moving_pins")) {
-        const json& list = o.required("moving_pins");
-        const std::string list_path = o.path("moving_pins");
-        if (!list.is_array())
-            fail(list_path, "expected an array of {nodes, velocity} objects, got " + describe_value(list));
-        for (std::size_t k = 0; k < list.size(); ++k) {
-            const Object m(list[k], element_path(list_path, k));
-            m.allow_only({"nodes", "velocity"});
-            MovingPins pins;
-            pins.nodes = read_node_selection(m.required("nodes"), m.path("nodes"), node_count);
-            pins.velocity = m.get("velocity", read_vector3);
-            c.moving_pins.push_back(pins);
+    parse_placement(o, c, node_count);
+    return c;
+}
+
+/// A "triangle" cloth entry (see docs/triangles.md). Moduli are 3D (Pa,
+/// Pa·s) and are multiplied by the thickness when the model is built;
+/// damping is stored in DampingDescription as stretch = λ_d, shear = μ_d
+/// (Pa·s) and bending = k_d (N m s).
+inline ClothDescription parse_triangle(const Object& o)
+{
+    o.allow_only(triangle_keys());
+    ClothDescription c;
+    c.type = "triangle";
+    TriangleClothDescription& t = c.triangle;
+    const bool grid = o.has("resolution") || o.has("size");
+    if (o.has("mesh") && grid)
+        fail(o.path("mesh"), "give either \"mesh\" or \"resolution\" and \"size\", not both");
+    int node_count = std::numeric_limits<int>::max();  // a mesh's vertex count is checked when it is loaded
+    if (o.has("mesh")) {
+        t.mesh = o.get("mesh", read_non_empty_string);
+        t.uv_scale = o.get_or("uv_scale", read_positive, t.uv_scale);
+        if (o.has("diagonals")) fail(o.path("diagonals"), "applies to grids (resolution, size), not to a mesh");
+    } else {
+        const json& res = o.required("resolution");
+        const std::string res_path = o.path("resolution");
+        if (!res.is_array() || res.size() != 2)
+            fail(res_path, "expected an array of 2 integers (vertices along the first and second axis), got " +
+                               describe_value(res));
+        for (std::size_t k = 0; k < 2; ++k) t.resolution[k] = read_integer(res[k], element_path(res_path, k), 2);
+        if (std::int64_t(t.resolution[0]) * t.resolution[1] > std::numeric_limits<int>::max() / 3)
+            fail(res_path, "too many vertices: " + std::to_string(t.resolution[0]) + " x " +
+                               std::to_string(t.resolution[1]));
+        node_count = t.resolution[0] * t.resolution[1];
+        const json& size = o.required("size");
+        const std::string size_path = o.path("size");
+        if (!size.is_array() || size.size() != 2)
+            fail(size_path, "expected an array of 2 numbers (width, height in m), got " + describe_value(size));
+        for (std::size_t k = 0; k < 2; ++k) t.size[k] = read_positive(size[k], element_path(size_path, k));
+        t.diagonals = o.get_or(
+            "diagonals",
+            [](const json& v, const std::string& p) {
+                return read_choice(v, p, {"alternating", "regular"}, "diagonal pattern");
+            },
+            t.diagonals);
+        if (o.has("uv_scale")) fail(o.path("uv_scale"), "applies to a mesh, not to a grid");
+    }
+    c.center = o.get_or("center", read_vector3, c.center);
+    c.plane = o.get_or(
+        "plane",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"xy", "xz"}, "plane");
+        },
+        std::string("xy"));
+
+    const Object m(o.required("material"), o.path("material"));
+    static const std::vector<std::string> models{"stvk", "tabulated"};
+    if (!m.has("model")) m.allow_only({"model", "lambda", "mu", "thickness", "density", "bending", "file"});
+    t.material_model = read_choice(m.required("model"), m.path("model"), models, "material model");
+    const std::string context = " for material model \"" + t.material_model + "\"";
+    t.thickness = m.get("thickness", read_positive);
+    t.density = m.get("density", read_positive);
+    if (t.material_model == "stvk") {
+        m.allow_only({"model", "lambda", "mu", "thickness", "density", "bending"}, context);
+        t.lambda = m.get("lambda", read_number);
+        t.mu = m.get("mu", read_non_negative);
+        if (!(t.lambda + t.mu >= 0))
+            fail(m.path("lambda"), "lambda + mu must be >= 0 (a convex StVK density), got lambda = " +
+                                       format_number(t.lambda) + ", mu = " + format_number(t.mu));
+        // Plate bending stiffness D = E h³ / (12 (1 − ν²)) from the Lamé parameters.
+        const double e = t.lambda + t.mu > 0 ? t.mu * (3 * t.lambda + 2 * t.mu) / (t.lambda + t.mu) : 0.0;
+        const double nu = t.lambda + t.mu > 0 ? t.lambda / (2 * (t.lambda + t.mu)) : 0.0;
+        t.bending = e * t.thickness * t.thickness * t.thickness / (12 * (1 - nu * nu));
+    } else {
+        m.allow_only({"model", "file", "thickness", "density", "bending"}, context);
+        t.material_file = m.get("file", read_non_empty_string);
+        t.bending = 0;
+        if (!m.has("bending"))
+            fail(m.path("bending"), "is required for the tabulated model (no Lamé parameters to derive it from)");
+    }
+    t.bending = m.get_or("bending", read_non_negative, t.bending);
+    t.collision_offset = o.get_or("collision_offset", read_non_negative, t.thickness / 2);
+
+    if (o.has("damping")) {
+        const Object d(o.required("damping"), o.path("damping"));
+        static const std::vector<std::string> damping_models{"strain-rate", "rayleigh", "rayleigh-analogy", "none"};
+        if (!d.has("model")) d.allow_only({"model", "lambda", "mu", "bending", "beta"});
+        c.damping.model = read_choice(d.required("model"), d.path("model"), damping_models, "damping model");
+        const std::string dcontext = " for damping model \"" + c.damping.model + "\"";
+        if (c.damping.model == "strain-rate") {
+            d.allow_only({"model", "lambda", "mu", "bending"}, dcontext);
+            c.damping.stretch = d.get_or("lambda", read_number, 0.0);
+            c.damping.shear = d.get_or("mu", read_non_negative, 0.0);
+            c.damping.bending = d.get_or("bending", read_non_negative, 0.0);
+            if (!(c.damping.stretch + c.damping.shear >= 0))
+                fail(d.path("lambda"), "lambda + mu must be >= 0 (a convex dissipation potential), got lambda = " +
+                                           format_number(c.damping.stretch) + ", mu = " + format_number(c.damping.shear));
+        } else if (c.damping.model == "rayleigh" || c.damping.model == "rayleigh-analogy") {
+            d.allow_only({"model", "beta"}, dcontext);
+            c.damping.beta = d.get("beta", read_non_negative);
+            if (c.damping.model == "rayleigh-analogy") {
+                if (t.material_model != "stvk")
+                    fail(d.path("model"), "\"rayleigh-analogy\" needs an stvk material (its λ, μ), got \"" +
+                                              t.material_model + "\"; use \"strain-rate\" with explicit values");
+                // 2018 Eq. (12): (λ_d, μ_d) = β (λ, μ); membrane only, like the Rayleigh baseline
+                c.damping.stretch = c.damping.beta * t.lambda;
+                c.damping.shear = c.damping.beta * t.mu;
+            }
+        } else {
+            d.allow_only({"model"}, dcontext);
         }
     }
-    if (o.has("initial_velocity")) {
-        const Object v(o.required("initial_velocity"), o.path("initial_velocity"));
-        v.allow_only({"linear", "angular"});
-        c.initial_velocity.linear = v.get_or("linear", read_vector3, c.initial_velocity.linear);
-        c.initial_velocity.angular = v.get_or("angular", read_vector3, c.initial_velocity.angular);
-    }
+    parse_placement(o, c, node_count);
     return c;
 }
 
@@ -663,7 +809,8 @@ inline ClothDescription parse_cloth(const json& j, const std::string& path)
     if (!o.has("type")) o.allow_only(woven_keys());
     const std::string type = o.get("type", read_string);
     if (type == "woven") return parse_woven(o);
-    fail(o.path("type"), "unknown cloth type \"" + type + "\" (supported: \"woven\")");
+    if (type == "triangle") return parse_triangle(o);
+    fail(o.path("type"), "unknown cloth type \"" + type + "\" (supported: \"woven\", \"triangle\")");
 }
 
 inline ColliderDescription parse_collider(const json& j, const std::string& path, double default_stiffness)
@@ -694,8 +841,9 @@ inline ColliderDescription parse_collider(const json& j, const std::string& path
     } else {
         if (!(default_stiffness > 0))
             fail(o.path("stiffness"),
-                 "the default (1000 x stretch stiffness / spacing of the stiffest cloth) is 0 "
-                 "because every cloth has zero stretch stiffness; set it explicitly");
+                 "the default (1000 x stretch stiffness / spacing of the stiffest woven cloth, 1000 x (lambda + "
+                 "2 mu) x thickness of the stiffest stvk cloth) is 0 here (zero stiffness, or only tabulated "
+                 "materials); set it explicitly");
         c.stiffness = default_stiffness;
     }
     return c;
@@ -822,7 +970,13 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
     double stiffest_segment = 0;
     for (std::size_t k = 0; k < cloth.size(); ++k) {
         s.cloth.push_back(parse_cloth(cloth[k], element_path("cloth", k)));
-        stiffest_segment = std::max(stiffest_segment, s.cloth.back().stiffness.stretch / s.cloth.back().spacing);
+        const ClothDescription& c = s.cloth.back();
+        if (c.type == "woven") {
+            stiffest_segment = std::max(stiffest_segment, c.stiffness.stretch / c.spacing);
+        } else if (c.triangle.material_model == "stvk") {
+            // (λ + 2μ) h: the membrane's stiffness per unit length, N/m
+            stiffest_segment = std::max(stiffest_segment, (c.triangle.lambda + 2 * c.triangle.mu) * c.triangle.thickness);
+        }
     }
 
     if (o.has("colliders")) {

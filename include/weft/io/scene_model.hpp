@@ -89,6 +89,31 @@ inline std::vector<int> select_nodes(const NodeSelection& selection, const Woven
 
 }  // namespace scene_model_detail
 
+/// The scene's colliders as the node kernels see them.
+template <typename T>
+std::vector<Collider<T>> colliders_of(const SceneDescription& scene)
+{
+    std::vector<Collider<T>> out;
+    for (const ColliderDescription& d : scene.colliders) {
+        Collider<T> c;
+        if (d.type == "sphere") {
+            c.type = 0;
+            c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
+            c.normal = Vec3<T>(T(0), T(0), T(1));
+            c.radius = T(d.radius);
+        } else {
+            c.type = 1;
+            c.center = Vec3<T>(T(d.point[0]), T(d.point[1]), T(d.point[2]));
+            c.normal = Vec3<T>(T(d.normal[0]), T(d.normal[1]), T(d.normal[2]));
+            c.radius = T(0);
+        }
+        c.stiffness = T(d.stiffness);
+        c.friction = T(d.friction);
+        out.push_back(c);
+    }
+    return out;
+}
+
 /// Builds the yarn model of every woven cloth entry, the colliders and gravity.
 /// @throws InvalidInput when entries do not share one material, or for a
 ///         cloth type this model does not handle
@@ -139,23 +164,7 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         out.patches.push_back(p);
         out.first_node.push_back(first);
     }
-    for (const ColliderDescription& d : scene.colliders) {
-        Collider<T> c;
-        if (d.type == "sphere") {
-            c.type = 0;
-            c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
-            c.normal = Vec3<T>(T(0), T(0), T(1));
-            c.radius = T(d.radius);
-        } else {
-            c.type = 1;
-            c.center = Vec3<T>(T(d.point[0]), T(d.point[1]), T(d.point[2]));
-            c.normal = Vec3<T>(T(d.normal[0]), T(d.normal[1]), T(d.normal[2]));
-            c.radius = T(0);
-        }
-        c.stiffness = T(d.stiffness);
-        c.friction = T(d.friction);
-        out.colliders.push_back(c);
-    }
+    out.colliders = colliders_of<T>(scene);
     return out;
 }
 

@@ -14,6 +14,7 @@ enum class StrainStatus : int {
     degenerate_arc_length = 2,  ///< Δs at or below its floor (Eulerian size → 0)
     parallel_segments = 3,      ///< angle at 0 or π, where |a×b| → 0
     obtuse_small_angle = 4,     ///< small-angle vector strain with a·b ≤ 0
+    degenerate_triangle = 5,    ///< a (deformed) triangle of (near) zero height over its edge
 };
 
 /// Human-readable name of a status, for error messages.
@@ -25,6 +26,7 @@ inline const char* to_string(StrainStatus s)
         case StrainStatus::degenerate_arc_length: return "degenerate arc length (delta s <= floor)";
         case StrainStatus::parallel_segments: return "parallel segments (angle 0 or pi)";
         case StrainStatus::obtuse_small_angle: return "small-angle strain used with a.b <= 0";
+        case StrainStatus::degenerate_triangle: return "degenerate triangle (height <= floor x edge length)";
     }
     return "unknown";
 }

@@ -1,0 +1,243 @@
+// bench_triangle: a 1 m × 1 m StVK sheet hanging in its own (vertical) plane
+// from its two top corners under gravity, at several resolutions of the same
+// sheet, stepped by the Thrust backend (TriangleStepper): one-step backward
+// Euler (one Newton iteration per time step), block-Jacobi PCG to 1e-5
+// relative to ‖S b‖, warm-started from the previous step's Δv.
+//
+// Material (a light cloth, 1 mm thick, 200 kg/m³): λh = 2000 N/m,
+// μh = 1000 N/m (E ≈ 2.7 MPa, ν = 1/3), ρh = 0.2 kg/m², hinge bending
+// k = 1e-4 N·m; strain-rate damping matched to Rayleigh β = 0.15 s through
+// 2018 Eq. (12): λ_d = βλ, μ_d = βμ, and k_d = βk on the hinges. Alternating
+// diagonals (no preferred shear direction).
+//
+//   bench_triangle [--sizes 100,300] [--steps N] [--warmup W] [--dt SECONDS]
+//                  [--damping strain-rate|rayleigh|none] [--table]
+//
+// --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
+// with --table one Markdown row per size (the columns of benchmarks/RESULTS.md).
+// Threads: OMP_NUM_THREADS. Peak RSS is the process high-water mark (VmHWM),
+// so with several sizes it is that of the largest size run so far.
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include <weft/backend/triangle_stepper.hpp>
+#include <weft/model/triangle_mesh.hpp>
+#include <weft/model/triangle_model.hpp>
+
+namespace {
+
+struct Options {
+    std::vector<int> sizes{100, 300};
+    int steps = 5;
+    int warmup = 3;
+    double dt = 2e-3;
+    std::string damping = "strain-rate";
+    bool table = false;
+};
+
+double peak_rss_mb()
+{
+    std::ifstream status("/proc/self/status");
+    for (std::string line; std::getline(status, line);)
+        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
+    return -1;
+}
+
+Options parse(int argc, char** argv)
+{
+    Options o;
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        const auto value = [&]() -> std::string {
+            if (i + 1 >= argc) throw weft::InvalidInput("invalid " + a + ": missing value");
+            return argv[++i];
+        };
+        if (a == "--sizes") {
+            o.sizes.clear();
+            std::stringstream ss(value());
+            for (std::string item; std::getline(ss, item, ',');) {
+                const int n = std::atoi(item.c_str());
+                if (n < 2) throw weft::InvalidInput("invalid --sizes entry \"" + item + "\": need an integer >= 2");
+                o.sizes.push_back(n);
+            }
+            if (o.sizes.empty()) throw weft::InvalidInput("invalid --sizes: need at least one size");
+        } else if (a == "--steps") {
+            o.steps = std::atoi(value().c_str());
+            if (o.steps < 1) throw weft::InvalidInput("invalid --steps: need >= 1");
+        } else if (a == "--warmup") {
+            o.warmup = std::atoi(value().c_str());
+            if (o.warmup < 0) throw weft::InvalidInput("invalid --warmup: need >= 0");
+        } else if (a == "--dt") {
+            o.dt = std::atof(value().c_str());
+            if (!(o.dt > 0)) throw weft::InvalidInput("invalid --dt: need a time step > 0 (s)");
+        } else if (a == "--damping") {
+            o.damping = value();
+            if (o.damping != "strain-rate" && o.damping != "rayleigh" && o.damping != "none")
+                throw weft::InvalidInput("invalid --damping \"" + o.damping +
+                                         "\": expected strain-rate, rayleigh or none");
+        } else if (a == "--table") {
+            o.table = true;
+        } else {
+            throw weft::InvalidInput("invalid option \"" + a + "\"");
+        }
+    }
+    return o;
+}
+
+weft::TriangleMaterial<double> cloth_material(const std::string& damping)
+{
+    const double thickness = 1e-3;        // m
+    const double lambda = 2e6, mu = 1e6;  // Pa
+    const double density = 200;           // kg/m³
+    const double bending = 1e-4;          // N·m
+    const double beta = 0.15;             // s, the Rayleigh β the strain-rate damping is matched to
+    weft::TriangleMaterial<double> m;
+    m.membrane = weft::MembraneModel::stvk;
+    m.stvk = weft::StVKDensity<double>{lambda * thickness, mu * thickness};
+    m.areal_density = density * thickness;
+    m.bending_stiffness = bending;
+    if (damping == "strain-rate") {
+        m.damping = weft::TriangleDamping::strain_rate;
+        // 2018 Eq. (12): λ_d = βλ, μ_d = βμ
+        m.membrane_damping = weft::StVKDensity<double>{beta * lambda * thickness, beta * mu * thickness};
+        m.bending_damping = beta * bending;
+    } else if (damping == "rayleigh") {
+        m.damping = weft::TriangleDamping::rayleigh;
+        m.rayleigh_beta = beta;
+    }
+    return m;
+}
+
+struct SizeResult {
+    int n = 0;
+    int vertices = 0, triangles = 0, hinges = 0;
+    double ms_per_step = 0, assembly_ms = 0, pcg_ms = 0, rest_ms = 0;
+    double pcg_iterations = 0, substeps = 0;
+    int pcg_iterations_max = 0;
+    double setup_ms = 0;
+    double lowest_y = 0;  ///< lowest vertex after the timed steps (m); the sheet starts at −0.5
+    double peak_rss_mb = 0;
+};
+
+SizeResult run_size(int n, const Options& opt)
+{
+    using clock = std::chrono::steady_clock;
+    const auto setup_start = clock::now();
+    const double side = 1.0;
+    const weft::TriangleMesh mesh = weft::make_triangle_grid(n, n, side, side, weft::DiagonalPattern::alternating);
+    weft::TriangleModel<double> model = weft::build_triangle_model<double>(mesh, cloth_material(opt.damping));
+    // The grid lies in the xy-plane; gravity along −y hangs it in its own plane
+    // from the two top corners, vertices (0, n−1) and (n−1, n−1).
+    for (const int corner : {(n - 1) * n, n * n - 1})
+        for (int c = 0; c < weft::triangle_node_dofs; ++c) model.free_dof[weft::triangle_node_dofs * corner + c] = 0;
+    const weft::Vec3<double> gravity(0, -9.81, 0);
+    weft::StepperOptions<double> options;
+    options.newton_iterations = 1;
+    options.max_halvings = 0;  // a failed step is reported, never hidden
+    options.pcg.tolerance = 1e-5;
+    options.pcg.max_iterations = 20000;
+    options.pcg.preconditioner = weft::PcgPreconditioner::block_jacobi;
+    weft::TriangleStepper<double> stepper(model, {}, gravity, options);
+
+    SizeResult r;
+    r.n = n;
+    r.vertices = model.node_count();
+    r.triangles = static_cast<int>(model.triangles.size());
+    r.hinges = static_cast<int>(model.hinges.size());
+    r.setup_ms = 1e3 * std::chrono::duration<double>(clock::now() - setup_start).count();
+
+    for (int s = 0; s < opt.warmup; ++s) {
+        const weft::BackendStepReport report = stepper.step(opt.dt);
+        if (!report.ok)
+            throw std::runtime_error("warm-up step " + std::to_string(s) + " failed at n = " + std::to_string(n) +
+                                     ": " + report.message);
+    }
+    double total = 0, assembly = 0, solve = 0;
+    long pcg_iterations = 0, substeps = 0;
+    for (int s = 0; s < opt.steps; ++s) {
+        const weft::BackendStepReport report = stepper.step(opt.dt);
+        if (!report.ok)
+            throw std::runtime_error("step " + std::to_string(s) + " failed at n = " + std::to_string(n) + ": " +
+                                     report.message);
+        total += report.total_seconds;
+        assembly += report.assembly_seconds;
+        solve += report.solve_seconds;
+        pcg_iterations += report.pcg_iterations;
+        r.pcg_iterations_max = std::max(r.pcg_iterations_max, report.pcg_iterations);
+        substeps += report.substeps;
+    }
+    const double steps = opt.steps;
+    r.ms_per_step = 1e3 * total / steps;
+    r.assembly_ms = 1e3 * assembly / steps;
+    r.pcg_ms = 1e3 * solve / steps;
+    r.rest_ms = 1e3 * (total - assembly - solve) / steps;
+    r.pcg_iterations = pcg_iterations / steps;
+    r.substeps = substeps / steps;
+    stepper.download(model);
+    r.lowest_y = 0.5 * side;
+    for (int i = 0; i < model.node_count(); ++i)
+        r.lowest_y = std::min(r.lowest_y, model.q[weft::triangle_node_dofs * i + 1]);
+    r.peak_rss_mb = peak_rss_mb();
+    return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv)
+{
+    try {
+        const Options opt = parse(argc, argv);
+        const int threads = omp_get_max_threads();
+        std::ostringstream out;
+        if (opt.table) {
+            out << "| N × N | vertices | triangles | hinges | ms/step | assembly ms | PCG ms | PCG it./step | "
+                   "µs per vertex-step | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|\n";
+        } else {
+            out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
+                << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
+                << "\",\n  \"preconditioner\": \"block-jacobi\",\n  \"damping\": \"" << opt.damping
+                << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup
+                << ",\n  \"results\": [";
+        }
+        bool first = true;
+        for (const int n : opt.sizes) {
+            const SizeResult r = run_size(n, opt);
+            const double us_per_vertex = 1e3 * r.ms_per_step / r.vertices;
+            if (opt.table) {
+                out << std::fixed << std::setprecision(1) << "| " << n << "² | " << r.vertices << " | " << r.triangles
+                    << " | " << r.hinges << " | " << r.ms_per_step << " | " << r.assembly_ms << " | " << r.pcg_ms
+                    << " | " << r.pcg_iterations << " | " << std::setprecision(2) << us_per_vertex << " | "
+                    << std::setprecision(0) << r.peak_rss_mb << " MB |\n";
+            } else {
+                out << (first ? "\n" : ",\n") << "    {\"n\": " << n << ", \"vertices\": " << r.vertices
+                    << ", \"triangles\": " << r.triangles << ", \"hinges\": " << r.hinges
+                    << ", \"dofs\": " << 3 * r.vertices << ", \"setup_ms\": " << r.setup_ms
+                    << ", \"ms_per_step\": " << r.ms_per_step << ", \"assembly_ms\": " << r.assembly_ms
+                    << ", \"pcg_ms\": " << r.pcg_ms << ", \"rest_ms\": " << r.rest_ms
+                    << ", \"pcg_iterations\": " << r.pcg_iterations
+                    << ", \"pcg_iterations_max\": " << r.pcg_iterations_max << ", \"substeps\": " << r.substeps
+                    << ", \"us_per_vertex_step\": " << us_per_vertex << ", \"lowest_y_m\": " << r.lowest_y
+                    << ", \"peak_rss_mb\": " << r.peak_rss_mb << "}";
+            }
+            first = false;
+            std::cerr << "bench_triangle: n = " << n << " done (" << r.ms_per_step << " ms/step, " << r.pcg_iterations
+                      << " PCG it./step)\n";
+        }
+        if (!opt.table) out << "\n  ]\n}\n";
+        std::cout << out.str();
+        return 0;
+    } catch (const std::exception& e) {
+        std::cerr << "bench_triangle: " << e.what() << "\n";
+        return 1;
+    }
+}

@@ -1,0 +1,83 @@
+#pragma once
+/// @file collider.hpp
+/// Penalty colliders (sphere, plane) seen by the nodes of any model — yarn
+/// crossings and triangle-mesh vertices alike — with regularized Coulomb
+/// friction. DoFs: the node position x (3).
+
+#include <cmath>
+
+#include <weft/core/types.hpp>
+#include <weft/element/implicit_system.hpp>
+
+namespace weft {
+
+/// A collider seen by the node kernel: sphere (center, radius) or plane
+/// (point = center, unit normal).
+template <typename T>
+struct Collider {
+    int type;  ///< 0 sphere, 1 plane
+    Vec3<T> center;
+    Vec3<T> normal;
+    T radius;
+    T stiffness;
+    T friction;
+
+    WEFT_HD void distance(const Vec3<T>& x, T& phi, Vec3<T>& n) const
+    {
+        if (type == 0) {
+            const Vec3<T> d = x - center;
+            const T len = d.norm();
+            n = len > T(0) ? Vec3<T>(d / len) : Vec3<T>(T(0), T(0), T(1));
+            phi = len - radius;
+        } else {
+            n = normal;
+            phi = normal.dot(x - center);
+        }
+    }
+};
+
+/// Penalty contact of a point with a collider given by its signed distance
+/// φ(x) and outward unit normal n (sphere or plane): V = ½ k (r − φ)² while
+/// φ < r (r = the contact offset: yarn radius, or cloth half-thickness), plus regularized Coulomb
+/// friction f_t = −μ F_n v_t / max(|v_t|, ε_v) (a stiff viscous law below ε_v,
+/// the Coulomb limit above it). DoFs: x (3).
+template <typename T>
+WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_distance, const Vec3<T>& normal,
+                                                 T offset, T stiffness, T friction_coefficient, T slip_velocity)
+{
+    using std::sqrt;
+    LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
+    const T depth = offset - signed_distance;
+    if (depth <= T(0)) return t;
+    t.energy = T(0.5) * stiffness * depth * depth;
+    const T normal_force = stiffness * depth;
+    t.force = normal_force * normal;
+    // ∂(k·depth·n)/∂x = −k n nᵀ + k·depth·∇n. The curvature part k·depth·∇n is
+    // dropped: for a convex collider ∇n ⪰ 0 makes it destabilizing (indefinite
+    // −∂f/∂x), and it vanishes for planes. ∂f_friction/∂x is dropped too.
+    t.df_dq = -stiffness * normal * normal.transpose();
+    if (friction_coefficient > T(0)) {
+        const Mat3<T> tangent_projector = Mat3<T>::Identity() - normal * normal.transpose();
+        const Vec3<T> vt = tangent_projector * v;
+        const T speed = vt.norm();
+        const T limit = friction_coefficient * normal_force;
+        if (speed <= slip_velocity) {
+            t.force -= (limit / slip_velocity) * vt;
+            t.df_dv = -(limit / slip_velocity) * tangent_projector;
+        } else {
+            const Vec3<T> dir = vt / speed;
+            t.force -= limit * dir;
+            // The exact ∂(−μF_n v̂_t)/∂v = −μF_n/|v_t| (P − v̂_t v̂_tᵀ) has no
+            // component along v̂_t: the implicit step then applies the full
+            // Coulomb force h μF_n/m along −v̂_t explicitly, which overshoots
+            // v_t = 0 and reverses the sliding (it blew up a cloth landing on
+            // a sphere). The lagged viscous form f ≈ −(μF_n/|v_t|) v_t, with
+            // Jacobian −μF_n/|v_t| P, gives the same force at v and can only
+            // slow the sliding down, never reverse it.
+            t.df_dv = -(limit / speed) * tangent_projector;
+        }
+    }
+    return t;
+}
+
+}  // namespace weft

@@ -1,0 +1,209 @@
+#pragma once
+/// @file triangle_elements.hpp
+/// The elements of triangle-mesh cloth as the backend kernels evaluate them,
+/// each turned into its backward-Euler contribution on 3-DoF node blocks
+/// (implicit_system.hpp):
+///  - membrane triangle: Green strain (2018 Eq. 13, 17) × StVK (Eq. 13–14) or
+///    a tabulated GNATV density (2019 Sec. 3), with strain-rate dissipation
+///    (StVK form in ε̇, 2018 Eq. 15–16) or Rayleigh damping f = −β K v as the
+///    baseline;
+///  - hinge: discrete-shells dihedral bending (strain/dihedral.hpp) with its
+///    own strain-rate dissipation ½ k_d ε̇²;
+///  - node: lumped mass, gravity, penalty colliders.
+///
+/// Stiffness used in A (forces are always exact):
+///  - membrane: −∂f_e/∂q ≈ Ω (∇ε C ∇εᵀ + Σ clamp(S)_k Hε_k), the exact
+///    Hessian with the stress eigenvalues clamped at zero (the Green-strain
+///    Hessian weighted by a stress tensor S is Dm⁻ᵀ S Dm⁻¹ ⊗ I₃, PSD iff S
+///    is); C = ∂S/∂ε is PSD for StVK with λ, μ ≥ 0 and for monotone tables.
+///    Exact in tension; drops the destabilizing compression term.
+///  - dissipation: ∂f_d/∂v exact (2018 Eq. 8), ∂f_d/∂q with the dissipative
+///    stress clamped (2018 Eq. 9 and Sec. 4).
+///  - hinge: Gauss–Newton −∂f_e/∂q ≈ Ω k ∇ε ∇εᵀ (the dihedral angle's
+///    Hessian is indefinite even at rest, see dihedral_bending_element.hpp);
+///    ∂f_d/∂q omitted, ∂f_d/∂v exact.
+
+#include <weft/element/collider.hpp>
+#include <weft/element/dissipation.hpp>
+#include <weft/element/elastic.hpp>
+#include <weft/element/implicit_system.hpp>
+#include <weft/element/stress_hessian.hpp>
+#include <weft/potential/quadratic.hpp>
+#include <weft/potential/stvk.hpp>
+#include <weft/potential/tabulated.hpp>
+#include <weft/strain/dihedral.hpp>
+#include <weft/strain/green_strain.hpp>
+
+namespace weft {
+
+/// DoFs per triangle-mesh node: x (3).
+constexpr int triangle_node_dofs = 3;
+
+enum class MembraneModel { stvk, tabulated };
+enum class TriangleDamping { none, strain_rate, rayleigh };
+
+/// Per-model constants of triangle cloth (SI units, per unit rest area:
+/// 3D moduli are multiplied by the thickness when the model is built).
+template <typename T>
+struct TriangleMaterial {
+    MembraneModel membrane = MembraneModel::stvk;
+    StVKDensity<T> stvk{T(0), T(0)};             ///< λh, μh (N/m), used when membrane == stvk
+    T areal_density = T(0);                      ///< ρh (kg/m²)
+    T bending_stiffness = T(0);                  ///< k of the hinge energy ½ k (θ − θ̄)² |ē|²/Ā (N·m)
+    TriangleDamping damping = TriangleDamping::none;
+    StVKDensity<T> membrane_damping{T(0), T(0)}; ///< λ_d h, μ_d h (N·s/m), 2018 Eq. 15
+    T bending_damping = T(0);                    ///< k_d of ½ k_d ε̇² on the hinge strain (N·m·s)
+    T rayleigh_beta = T(0);                      ///< β (s) of the Rayleigh baseline (membrane only)
+    T contact_offset = T(0);                     ///< distance kept from colliders (m)
+};
+
+/// One membrane triangle: node indices and rest state.
+template <typename T>
+struct TriangleElement {
+    int nodes[3];
+    TriangleRest<T> rest;
+};
+
+/// One hinge: x0, (x1, x2) shared edge, x3; and its rest state.
+template <typename T>
+struct HingeElement {
+    int nodes[4];
+    HingeRest<T> rest;
+};
+
+/// Read `Count` 3-DoF nodes into a stacked vector.
+template <typename T, int Count>
+WEFT_HD inline Vec<T, 3 * Count> gather_nodes(const T* x, const int (&nodes)[Count])
+{
+    Vec<T, 3 * Count> out;
+    for (int k = 0; k < Count; ++k)
+        for (int c = 0; c < 3; ++c) out(3 * k + c) = x[triangle_node_dofs * nodes[k] + c];
+    return out;
+}
+
+/// Local DoF → (node slot, component) of `Count` 3-DoF nodes.
+template <int Count>
+struct NodeLayout {
+    int slot[3 * Count];
+    int component[3 * Count];
+    WEFT_HD NodeLayout()
+    {
+        for (int i = 0; i < 3 * Count; ++i) {
+            slot[i] = i / 3;
+            component[i] = i % 3;
+        }
+    }
+};
+
+/// Scatter an element's local system, reading the Newton inputs of its nodes.
+template <typename T, int Count>
+WEFT_HD inline void scatter_nodes(NodeBlocks<T, Count, triangle_node_dofs>& out, const int (&nodes)[Count],
+                                  const Mat<T, 3 * Count, 3 * Count>& mass, const Vec<T, 3 * Count>& force,
+                                  const Mat<T, 3 * Count, 3 * Count>& df_dq, const Mat<T, 3 * Count, 3 * Count>& df_dv,
+                                  const Vec<T, 3 * Count>& v, T h, const NewtonInputs<T>& newton)
+{
+    constexpr int N = 3 * Count;
+    const NodeLayout<Count> layout;
+    const Vec<T, N> w = newton.stiffness_velocity ? gather_nodes<T, Count>(newton.stiffness_velocity, nodes) : v;
+    const Vec<T, N> m = newton.mass_velocity ? gather_nodes<T, Count>(newton.mass_velocity, nodes)
+                                             : Vec<T, N>::Zero().eval();
+    scatter_implicit<T, N, Count, triangle_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, w,
+                                                      h, m);
+}
+
+/// ∂f_e/∂q of a Lagrangian strain with the stress eigenvalues clamped:
+/// −Ω (∇ε C ∇εᵀ + Σ clamp(S)_k Hε_k)   (see the file comment)
+template <typename T, int N, int M, class Density>
+WEFT_HD inline Mat<T, N, N> clamped_elastic_force_jacobian(const StrainEval<T, N, M>& e, const Density& density)
+{
+    const Vec<T, M> stress = density.stress(e.strain);
+    Mat<T, N, N> hessian = e.gradient * density.stress_derivative(e.strain) * e.gradient.transpose();
+    hessian += stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, StressClamp::on);
+    return -e.size * hessian;
+}
+
+/// Membrane triangle with any elastic density (StVK or tabulated).
+template <typename T, class Elastic>
+WEFT_HD inline void evaluate_triangle_membrane(const T* q, const T* v, const TriangleElement<T>& tri,
+                                               const TriangleMaterial<T>& mat, const Elastic& elastic, T h,
+                                               NodeBlocks<T, 3, triangle_node_dofs>& out, ElementEnergies<T>& energy,
+                                               const NewtonInputs<T>& newton = {})
+{
+    const Vec<T, 9> ql = gather_nodes<T, 3>(q, tri.nodes);
+    const Vec<T, 9> vl = gather_nodes<T, 3>(v, tri.nodes);
+    const GreenStrainEval<T> e = green_strain(tri.rest, ql, vl);
+    Vec<T, 9> force = elastic_force(e, elastic);
+    Mat<T, 9, 9> df_dq = clamped_elastic_force_jacobian(e, elastic);
+    Mat<T, 9, 9> df_dv = Mat<T, 9, 9>::Zero();
+    energy = ElementEnergies<T>{T(0), elastic_energy(e, elastic), T(0), T(0)};
+    if (mat.damping == TriangleDamping::strain_rate) {
+        // f_d = −Ω ∇ε S_d(ε̇) (2018 Eq. 16), ∂f_d/∂v (Eq. 8), clamped ∂f_d/∂q (Eq. 9, Sec. 4)
+        force += dissipative_force(e, mat.membrane_damping);
+        df_dq += dissipative_force_jacobian(e, mat.membrane_damping, DiffWrt::positions, StressClamp::on);
+        df_dv += dissipative_force_jacobian(e, mat.membrane_damping, DiffWrt::velocities);
+        energy.dissipation = dissipation_potential(e, mat.membrane_damping);
+    } else if (mat.damping == TriangleDamping::rayleigh && mat.rayleigh_beta > T(0)) {
+        // f = −β K v with K the (clamped) stiffness (2018 Eq. 10–11, the baseline)
+        force += mat.rayleigh_beta * (df_dq * vl);
+        df_dv += mat.rayleigh_beta * df_dq;
+        energy.dissipation = -T(0.5) * mat.rayleigh_beta * vl.dot(df_dq * vl);
+    }
+    scatter_nodes<T, 3>(out, tri.nodes, Mat<T, 9, 9>::Zero().eval(), force, df_dq, df_dv, vl, h, newton);
+}
+
+/// Dihedral hinge with strain-rate bending dissipation (not damped by the
+/// Rayleigh baseline, as in 2018 Fig. 3: damping acts on the membrane only).
+template <typename T>
+WEFT_HD inline void evaluate_triangle_hinge(const T* q, const T* v, const HingeElement<T>& hinge,
+                                            const TriangleMaterial<T>& mat, T h,
+                                            NodeBlocks<T, 4, triangle_node_dofs>& out, ElementEnergies<T>& energy,
+                                            const NewtonInputs<T>& newton = {})
+{
+    const Vec<T, 12> ql = gather_nodes<T, 4>(q, hinge.nodes);
+    const Vec<T, 12> vl = gather_nodes<T, 4>(v, hinge.nodes);
+    const DihedralEval<T> e = dihedral_bending_strain(hinge.rest, ql, vl);
+    const QuadraticDensity<T, 1> elastic{mat.bending_stiffness};
+    Vec<T, 12> force = elastic_force(e, elastic);
+    const Vec<T, 12> g = e.gradient.col(0);
+    // Gauss–Newton: −∂f_e/∂q ≈ Ω k ∇ε ∇εᵀ
+    const Mat<T, 12, 12> df_dq = -(e.size * mat.bending_stiffness) * (g * g.transpose());
+    Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
+    energy = ElementEnergies<T>{T(0), elastic_energy(e, elastic), T(0), T(0)};
+    if (mat.damping == TriangleDamping::strain_rate && mat.bending_damping > T(0)) {
+        const QuadraticDensity<T, 1> damping{mat.bending_damping};
+        force += dissipative_force(e, damping);
+        df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
+        energy.dissipation = dissipation_potential(e, damping);
+    }
+    scatter_nodes<T, 4>(out, hinge.nodes, Mat<T, 12, 12>::Zero().eval(), force, df_dq, df_dv, vl, h, newton);
+}
+
+/// Lumped mass m, gravity m g (energy −m g·x) and penalty colliders of one node.
+template <typename T>
+WEFT_HD inline void evaluate_triangle_node(const T* q, const T* v, T mass, int node, const Vec3<T>& gravity,
+                                           const Collider<T>* colliders, int collider_count, T offset, T h,
+                                           NodeBlocks<T, 1, triangle_node_dofs>& out, ElementEnergies<T>& energy,
+                                           const NewtonInputs<T>& newton = {})
+{
+    const int nodes[1] = {node};
+    const Vec3<T> x = gather_nodes<T, 1>(q, nodes);
+    const Vec3<T> xv = gather_nodes<T, 1>(v, nodes);
+    Vec3<T> force = mass * gravity;
+    Mat3<T> df_dq = Mat3<T>::Zero();
+    Mat3<T> df_dv = Mat3<T>::Zero();
+    energy = ElementEnergies<T>{T(0.5) * mass * xv.squaredNorm(), T(0), -mass * gravity.dot(x), T(0)};
+    for (int k = 0; k < collider_count; ++k) {
+        T phi;
+        Vec3<T> n;
+        colliders[k].distance(x, phi, n);
+        const LocalTerms<T, 3> c = collider_contact<T>(xv, phi, n, offset, colliders[k].stiffness,
+                                                       colliders[k].friction, T(1e-3));
+        force += c.force;
+        df_dq += c.df_dq;
+        df_dv += c.df_dv;
+        energy.elastic += c.energy;
+    }
+    scatter_nodes<T, 1>(out, nodes, (mass * Mat3<T>::Identity()).eval(), force, df_dq, df_dv, xv, h, newton);
+}
+
+}  // namespace weft

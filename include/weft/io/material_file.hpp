@@ -1,0 +1,169 @@
+#pragma once
+/// @file material_file.hpp
+/// Tabulated (GNATV, 2019 Sec. 3.1) membrane materials from JSON files.
+/// Host-only. Strict like scene.hpp: every key is known, every value has the
+/// expected type and range, duplicate keys are rejected, and every error
+/// names the key path and the offending value (weft::InvalidInput).
+///
+/// ## Keys (`*` = required)
+///
+/// ```
+/// model*        "tabulated"   the only model today; another value is an error naming it
+/// name*         string, non-empty
+/// description   string        "" free text: where the numbers come from
+/// units*        "N/m"         stress unit: force per unit rest length, i.e. a
+///                             3D stress already multiplied by the thickness
+/// warp*         {strain*: [numbers], stress*: [numbers]}  material axis 1 (u)
+/// weft*         {strain*: [numbers], stress*: [numbers]}  material axis 2 (v)
+/// shear*        {strain*: [numbers], stress*: [numbers]}
+/// ```
+///
+/// Each curve lists knots of the second Piola–Kirchhoff stress (N/m) against
+/// the Green strain (dimensionless): warp against ε₁₁, weft against ε₂₂, and
+/// shear against the engineering shear strain γ = 2ε₁₂ = f₁·f₂ (for yarns that
+/// keep their length, the cosine of the angle between them; 2019 Eq. 3's ε_uv),
+/// with S₁₂ as its stress (2019 Eq. 4's σ_uv). Measured tensile data (force
+/// per unit width P at engineering strain e) convert as ε = e + e²/2,
+/// S = P/(1 + e); a picture-frame shear angle φ away from 90° gives γ = sin φ.
+/// Knots: at most 32 per curve (with (0, 0), which may be omitted), strains
+/// strictly increasing, stresses non-decreasing, σ = 0 at strain 0. Without
+/// negative strains a curve is extended to compression as an odd function;
+/// beyond its ends, linearly with the end slope (potential/tabulated.hpp).
+///
+/// This file reuses the strict readers of scene.hpp (scene_detail), so it
+/// includes scene.hpp: include it from scene_model.hpp or a runner, not
+/// from scene.hpp itself.
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <weft/core/error.hpp>
+#include <weft/io/scene.hpp>
+#include <weft/potential/tabulated.hpp>
+
+namespace weft {
+
+/// A tabulated membrane material as read from a file.
+struct TabulatedMaterial {
+    std::string name;
+    std::string description;
+    std::string units;                         ///< "N/m"
+    std::string source;                        ///< the file for load_tabulated_material, empty otherwise
+    TabulatedMembraneDensity<double> density;  ///< warp, weft, shear curves (N/m)
+};
+
+namespace material_detail {
+
+using json = nlohmann::json;
+using scene_detail::describe_value;
+using scene_detail::element_path;
+using scene_detail::fail;
+using scene_detail::Object;
+
+inline std::vector<double> read_number_array(const json& j, const std::string& path)
+{
+    if (!j.is_array()) fail(path, "expected an array of numbers, got " + describe_value(j));
+    std::vector<double> values;
+    values.reserve(j.size());
+    for (std::size_t k = 0; k < j.size(); ++k) values.push_back(scene_detail::read_number(j[k], element_path(path, k)));
+    return values;
+}
+
+/// One curve object; the curve factory's errors ("invalid warp.stress[3] = …")
+/// already carry the key path, since the curve is named after its key.
+inline TabulatedCurve<double> parse_curve(const json& j, const std::string& path)
+{
+    const Object o(j, path);
+    o.allow_only({"strain", "stress"});
+    const std::vector<double> strain = o.get("strain", read_number_array);
+    const std::vector<double> stress = o.get("stress", read_number_array);
+    if (strain.empty()) fail(o.path("strain"), "must list at least one knot besides (0, 0), got []");
+    if (stress.size() != strain.size())
+        fail(o.path("stress"), "must have as many entries as " + o.path("strain") + " (" +
+                                   std::to_string(strain.size()) + "), got " + std::to_string(stress.size()));
+    return make_tabulated_curve<double>(path, strain, stress);
+}
+
+}  // namespace material_detail
+
+/// Parses and validates a tabulated material (see the file comment).
+/// @throws InvalidInput naming the key path and the offending value.
+inline TabulatedMaterial parse_tabulated_material(const nlohmann::json& material)
+{
+    using namespace material_detail;
+    if (!material.is_object()) fail("material", "expected an object, got " + describe_value(material));
+    const Object o(material, "");
+    o.allow_only({"model", "name", "description", "units", "warp", "weft", "shear"});
+    TabulatedMaterial m;
+    o.get("model", [](const json& j, const std::string& p) {
+        return scene_detail::read_choice(j, p, {"tabulated"}, "material model");
+    });
+    m.name = o.get("name", scene_detail::read_non_empty_string);
+    m.description = o.get_or("description", scene_detail::read_string, std::string());
+    m.units = o.get("units", [](const json& j, const std::string& p) {
+        return scene_detail::read_choice(j, p, {"N/m"}, "stress unit (force per unit rest length)");
+    });
+    m.density.warp = parse_curve(o.required("warp"), "warp");
+    m.density.weft = parse_curve(o.required("weft"), "weft");
+    m.density.shear = parse_curve(o.required("shear"), "shear");
+    return m;
+}
+
+/// Parses JSON text (duplicate keys rejected) and validates it as a material.
+/// Errors read "<source>: <key path>: <problem>" or "<source>: invalid <key
+/// path> = <value>: <problem>".
+inline TabulatedMaterial parse_tabulated_material_text(const std::string& text,
+                                                       const std::string& source = "<material text>")
+{
+    using scene_detail::json;
+    scene_detail::KeyPathTracker tracker;
+    json material;
+    try {
+        material = json::parse(text, std::ref(tracker));
+    } catch (const json::parse_error& e) {
+        throw InvalidInput(source + ": JSON syntax error at byte " + std::to_string(e.byte) + ": " + e.what());
+    } catch (const json::out_of_range& e) {
+        throw InvalidInput(source + ": " + tracker.current_path() + ": must be a finite number (" + e.what() + ")");
+    } catch (const json::exception& e) {
+        throw InvalidInput(source + ": " + tracker.current_path() + ": " + e.what());
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(source + ": " + e.what());
+    }
+    try {
+        return parse_tabulated_material(material);
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(source + ": " + e.what());
+    }
+}
+
+/// Reads and validates a material file. Every error names the file.
+inline TabulatedMaterial load_tabulated_material(const std::filesystem::path& path)
+{
+    const std::string name = path.string();
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(status)) throw InvalidInput("material file \"" + name + "\": no such file");
+    if (std::filesystem::is_directory(status))
+        throw InvalidInput("material file \"" + name + "\": is a directory, not a file");
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const std::string reason = errno ? std::strerror(errno) : "unknown error";
+        throw InvalidInput("material file \"" + name + "\": cannot be opened for reading (" + reason + ")");
+    }
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw InvalidInput("material file \"" + name + "\": read error");
+    TabulatedMaterial m = parse_tabulated_material_text(text, name);
+    m.source = name;
+    return m;
+}
+
+}  // namespace weft

@@ -1,0 +1,140 @@
+#pragma once
+/// @file triangle_model.hpp
+/// Triangle-mesh cloth as the steppers see it: 3-DoF nodes (x), membrane
+/// triangles with their rest states, hinges for dihedral bending, lumped
+/// masses, the DoF filter, and the material.
+///
+/// Mass is lumped: each triangle gives a third of ρh·Ā to each corner, so M
+/// is diagonal (the usual choice for cloth; a consistent mass would couple
+/// neighbours without changing the damping behaviour studied here).
+/// Hinges rest flat (θ̄ = 0): cloth is woven flat, whatever shape the mesh
+/// is placed in; hinge edge lengths and areas come from the rest (u, v).
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/element/triangle_elements.hpp>
+#include <weft/model/triangle_mesh.hpp>
+
+namespace weft {
+
+template <typename T>
+struct TriangleModel {
+    std::vector<T> q;                      ///< 3 × #nodes positions
+    std::vector<T> v;                      ///< 3 × #nodes velocities
+    std::vector<unsigned char> free_dof;   ///< 3 × #nodes filter: 1 free, 0 prescribed
+    std::vector<T> mass;                   ///< #nodes lumped masses (kg)
+    std::vector<TriangleElement<T>> triangles;
+    std::vector<HingeElement<T>> hinges;
+    TriangleMaterial<T> material;
+    /// The GNATV curves when material.membrane == MembraneModel::tabulated.
+    std::optional<TabulatedMembraneDensity<T>> tabulated;
+
+    int node_count() const { return static_cast<int>(q.size() / triangle_node_dofs); }
+    Vec3<T> position(int node) const
+    {
+        return Vec3<T>(q[triangle_node_dofs * node], q[triangle_node_dofs * node + 1], q[triangle_node_dofs * node + 2]);
+    }
+};
+
+/// Validates a material; messages name the scene keys.
+template <typename T>
+inline void validate_triangle_material(const TriangleMaterial<T>& m, bool has_tabulated)
+{
+    if (m.membrane == MembraneModel::stvk) {
+        require_finite("material.lambda x thickness", m.stvk.lambda);
+        require_non_negative("material.mu x thickness", m.stvk.mu);
+        require_non_negative("material.lambda + mu", m.stvk.lambda + m.stvk.mu);
+    } else if (!has_tabulated) {
+        throw InvalidInput("material.model 'tabulated' needs its curves (material.file)");
+    }
+    require_positive("material.density x thickness", m.areal_density);
+    require_non_negative("material.bending", m.bending_stiffness);
+    require_finite("damping.lambda x thickness", m.membrane_damping.lambda);
+    require_non_negative("damping.mu x thickness", m.membrane_damping.mu);
+    require_non_negative("damping.lambda + mu", m.membrane_damping.lambda + m.membrane_damping.mu);
+    require_non_negative("damping.bending", m.bending_damping);
+    require_non_negative("damping.beta", m.rayleigh_beta);
+    require_non_negative("contact offset", m.contact_offset);
+}
+
+/// Builds the model of a mesh placed at `positions` (3 × #vertices; the
+/// mesh's own positions when empty). Every vertex starts free and at rest.
+/// @throws InvalidInput for degenerate rest triangles (naming the triangle),
+///         indices out of range, or bad material values.
+template <typename T>
+inline TriangleModel<T> build_triangle_model(const TriangleMesh& mesh, const TriangleMaterial<T>& material,
+                                             std::optional<TabulatedMembraneDensity<T>> tabulated = std::nullopt,
+                                             const std::vector<T>& positions = {})
+{
+    validate_triangle_material(material, tabulated.has_value());
+    const int n = mesh.vertex_count();
+    TriangleModel<T> model;
+    model.material = material;
+    model.tabulated = tabulated;
+    if (!positions.empty() && positions.size() != static_cast<std::size_t>(3 * n))
+        throw InvalidInput(detail::describe("positions.size()", positions.size(), "must be 3 x #vertices"));
+    model.q.resize(3 * static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i)
+        for (int c = 0; c < 3; ++c)
+            model.q[3 * i + c] = positions.empty() ? static_cast<T>(mesh.positions[i](c)) : positions[3 * i + c];
+    for (const T x : model.q)
+        if (!std::isfinite(static_cast<double>(x))) throw InvalidInput("invalid mesh positions: non-finite value");
+    model.v.assign(model.q.size(), T(0));
+    model.free_dof.assign(model.q.size(), 1);
+    model.mass.assign(n, T(0));
+    std::vector<double> areas(mesh.triangles.size());
+    for (int t = 0; t < mesh.triangle_count(); ++t) {
+        const auto& tri = mesh.triangles[t];
+        for (int c = 0; c < 3; ++c) {
+            if (tri[c] < 0 || tri[c] >= n) {
+                throw InvalidInput("triangle " + std::to_string(t) + ": vertex index " + std::to_string(tri[c]) +
+                                   " out of range (" + std::to_string(n) + " vertices)");
+            }
+        }
+        TriangleElement<T> e;
+        for (int c = 0; c < 3; ++c) e.nodes[c] = tri[c];
+        try {
+            const auto& uv = mesh.rest_uv[t];
+            e.rest = make_triangle_rest<T>(uv[0].cast<T>(), uv[1].cast<T>(), uv[2].cast<T>());
+        } catch (const InvalidInput& error) {
+            throw InvalidInput("triangle " + std::to_string(t) + ": " + error.what());
+        }
+        areas[t] = static_cast<double>(e.rest.area);
+        for (int c = 0; c < 3; ++c) model.mass[tri[c]] += material.areal_density * e.rest.area / T(3);
+        model.triangles.push_back(e);
+    }
+    // Triangle index of each (min, max) edge, to find a hinge's two areas.
+    const std::vector<Hinge> hinges = mesh_hinges(mesh);
+    std::map<std::pair<int, int>, std::vector<int>> edge_triangles;
+    for (int t = 0; t < mesh.triangle_count(); ++t) {
+        const auto& tri = mesh.triangles[t];
+        for (int c = 0; c < 3; ++c) {
+            const int a = tri[c], b = tri[(c + 1) % 3];
+            edge_triangles[{std::min(a, b), std::max(a, b)}].push_back(t);
+        }
+    }
+    for (const Hinge& h : hinges) {
+        const auto& faces = edge_triangles[{std::min(h.nodes[1], h.nodes[2]), std::max(h.nodes[1], h.nodes[2])}];
+        // Rest edge length from the first triangle's (u, v) of the shared edge.
+        const auto& tri = mesh.triangles[faces[0]];
+        Vec2<double> p1 = Vec2<double>::Zero(), p2 = Vec2<double>::Zero();
+        for (int c = 0; c < 3; ++c) {
+            if (tri[c] == h.nodes[1]) p1 = mesh.rest_uv[faces[0]][c];
+            if (tri[c] == h.nodes[2]) p2 = mesh.rest_uv[faces[0]][c];
+        }
+        HingeElement<T> e;
+        for (int c = 0; c < 4; ++c) e.nodes[c] = h.nodes[c];
+        e.rest = make_hinge_rest<T>(T(0), static_cast<T>((p2 - p1).norm()), static_cast<T>(areas[faces[0]]),
+                                    static_cast<T>(areas[faces[1]]));
+        model.hinges.push_back(e);
+    }
+    return model;
+}
+
+}  // namespace weft
