@@ -337,6 +337,14 @@ protected:
         return thrust::raw_pointer_cast(v.data());
     }
 
+    /// Forget cached element evaluations (a model that changed its element
+    /// lists or contribution buffers between steps, e.g. the EIL assignment).
+    void invalidate_evaluation()
+    {
+        m_energies_valid = false;
+        m_first_iteration_ready = false;
+    }
+
     // Hooks with empty defaults.
     void after_step() {}
     void save_extra() {}

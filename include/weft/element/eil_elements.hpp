@@ -1,0 +1,123 @@
+#pragma once
+/// @file eil_elements.hpp
+/// The EIL contact springs of thesis Sec. 4.3.2 evaluated into their
+/// backward-Euler contributions on 5-DoF yarn nodes (x, u, v), like the
+/// other yarn elements in yarn_elements.hpp. The physics (interpolation of
+/// thesis Eq. 4.3, zero-rest-length spring, Gauss–Newton stiffness) lives in
+/// eil_terms.hpp; this file only gathers the stacked DoFs from the node
+/// arrays and scatters the local system onto node blocks.
+///
+/// An EIL node e on a yarn with coordinate c (3 = u, 4 = v) and bracketing
+/// EoL nodes a, b on that yarn (model/eil_assignment.hpp):
+///  - `EilSpring`: e is EoL on its other yarn, so its own x is the contact
+///    point there; V = ½ k |x(s_e) − x_e|² over [x_a, s_a, x_b, s_b, s_e, x_e];
+///  - `EilPairSpring`: e is EIL on both yarns, so its x takes no part (the
+///    backend filters it); V = ½ k |x₁(s_e) − x₂(s'_e)|², each side
+///    interpolated on its own yarn.
+/// The springs carry no mass and no damping (thesis Eq. 4.10: EIL arc
+/// lengths are governed by statics).
+
+#include <weft/element/eil_terms.hpp>
+#include <weft/element/implicit_system.hpp>
+#include <weft/model/yarn_model.hpp>
+
+namespace weft {
+
+/// Contact spring of an EIL node on one yarn, its partner being its own x.
+struct EilSpring {
+    int before;      ///< EoL node before `node` on the yarn (a of thesis Eq. 4.3)
+    int after;       ///< EoL node after `node` on the yarn (b of thesis Eq. 4.3)
+    int node;        ///< the EIL node
+    int coordinate;  ///< 3 (u) or 4 (v): the yarn's arc-length coordinate
+};
+
+/// Contact spring of a node that is EIL on both of its yarns: index 0 is its
+/// u-yarn (coordinate 3), index 1 its v-yarn (coordinate 4).
+struct EilPairSpring {
+    int before[2];
+    int after[2];
+    int node;
+};
+
+namespace eil_element_detail {
+
+/// Local DoF → (slot, component) of one interpolation [x_a, s_a, x_b, s_b, s]
+/// starting at local index `first`, slots (slot_a, slot_b, slot_e).
+template <int N>
+WEFT_HD inline void interpolation_layout(int (&slot)[N], int (&component)[N], int first, int slot_a, int slot_b,
+                                         int slot_e, int coordinate)
+{
+    for (int c = 0; c < 3; ++c) {
+        slot[first + c] = slot_a;
+        component[first + c] = c;
+        slot[first + 4 + c] = slot_b;
+        component[first + 4 + c] = c;
+    }
+    slot[first + 3] = slot_a;
+    component[first + 3] = coordinate;
+    slot[first + 7] = slot_b;
+    component[first + 7] = coordinate;
+    slot[first + 8] = slot_e;
+    component[first + 8] = coordinate;
+}
+
+template <typename T, int N, int K>
+WEFT_HD inline Vec<T, N> gather_layout(const T* values, const int (&nodes)[K], const int (&slot)[N],
+                                       const int (&component)[N])
+{
+    Vec<T, N> out;
+    for (int i = 0; i < N; ++i) out(i) = values[yarn_node_dofs * nodes[slot[i]] + component[i]];
+    return out;
+}
+
+}  // namespace eil_element_detail
+
+/// EIL–EoL contact spring (thesis Sec. 4.3.2) on node slots (a, b, e).
+/// @param[in] q, v       5 × #nodes positions and velocities
+/// @param[in] stiffness  k (N/m), see `eil_contact_stiffness`
+template <typename T>
+WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring& spring, T stiffness, T h,
+                                        NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                        const NewtonInputs<T>& newton = {})
+{
+    using namespace eil_element_detail;
+    const int nodes[3] = {spring.before, spring.after, spring.node};
+    int slot[12];
+    int component[12];
+    interpolation_layout<12>(slot, component, 0, 0, 1, 2, spring.coordinate);
+    for (int c = 0; c < 3; ++c) {
+        slot[9 + c] = 2;
+        component[9 + c] = c;
+    }
+    const Vec<T, 12> ql = gather_layout<T, 12, 3>(q, nodes, slot, component);
+    const EilContactEval<T, 12> e = eil_contact_spring<T>(ql, stiffness, EilSpringHessian::gauss_newton);
+    energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
+    const Vec<T, 12> wl = gather_layout<T, 12, 3>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
+                                                  slot, component);
+    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, slot, component, Mat<T, 12, 12>::Zero(), e.terms.force,
+                                               e.terms.df_dq, e.terms.df_dv, wl, h);
+}
+
+/// EIL–EIL contact spring (thesis Sec. 4.3.2) on node slots
+/// (a_u, b_u, e, a_v, b_v); the x DoFs of e take no part.
+template <typename T>
+WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPairSpring& spring, T stiffness, T h,
+                                             NodeBlocks<T, 5, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                             const NewtonInputs<T>& newton = {})
+{
+    using namespace eil_element_detail;
+    const int nodes[5] = {spring.before[0], spring.after[0], spring.node, spring.before[1], spring.after[1]};
+    int slot[18];
+    int component[18];
+    interpolation_layout<18>(slot, component, 0, 0, 1, 2, 3);
+    interpolation_layout<18>(slot, component, 9, 3, 4, 2, 4);
+    const Vec<T, 18> ql = gather_layout<T, 18, 5>(q, nodes, slot, component);
+    const EilContactEval<T, 18> e = eil_pair_contact_spring<T>(ql, stiffness, EilSpringHessian::gauss_newton);
+    energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
+    const Vec<T, 18> wl = gather_layout<T, 18, 5>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
+                                                  slot, component);
+    scatter_implicit<T, 18, 5, yarn_node_dofs>(out, slot, component, Mat<T, 18, 18>::Zero(), e.terms.force,
+                                               e.terms.df_dq, e.terms.df_dv, wl, h);
+}
+
+}  // namespace weft

@@ -1,0 +1,275 @@
+// EIL nodes in the yarn stepper (thesis Sec. 4.2–4.3): the degenerate
+// sliding of thesis Fig. 4.2c/d run with and without EIL nodes, and the
+// opt-in being transparent when no node is within the safety distance.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <omp.h>
+
+#include <weft/backend/yarn_stepper.hpp>
+
+#include "support/random.hpp"
+#include "support/sliding_rods.hpp"
+#include "support/yarn_patches.hpp"
+
+using weft::YarnModel;
+using weft::YarnStepper;
+using Vec3 = weft::Vec3<double>;
+
+namespace {
+
+struct RunLog {
+    int steps_ok = 0;
+    bool failed = false;
+    std::string message;
+    int max_eil = 0;
+    int steps_with_eil = 0;
+    double max_speed = 0;  ///< largest |v| over the free DoFs
+    double max_kinetic = 0;
+    double max_elastic = 0;
+    double u_b = 0, u_c = 0, x_b = 0, x_c = 0;  ///< final arc lengths on A and x of the contacts
+    double min_gap = 1e9;                        ///< smallest |u_B − u_C| seen
+    int max_pairs = 0;                           ///< largest number of EIL–EIL springs
+    int assembly_builds = 0;
+    std::string eil_series;                      ///< EIL count per step, one digit each
+};
+
+RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h)
+{
+    weft::YarnStepperOptions<double> options;
+    options.pcg.max_iterations = 5000;
+    options.pcg.tolerance = 1e-8;
+    weft::EilOptions<double> eil_options;
+    eil_options.enabled = eil;
+    eil_options.rest_segment_length = rods.spacing;
+    YarnStepper<double> stepper(rods.model, {}, Vec3::Zero(), options, eil_options);
+    RunLog log;
+    const std::size_t b = 5 * static_cast<std::size_t>(rods.contact_b);
+    const std::size_t c = 5 * static_cast<std::size_t>(rods.contact_c);
+    for (int s = 0; s < steps; ++s) {
+        const weft::YarnStepReport r = stepper.step(h);
+        const std::vector<double> q = weft::to_host(stepper.positions());
+        const std::vector<double> v = weft::to_host(stepper.velocities());
+        if (!r.ok) {
+            log.failed = true;
+            log.message = r.message;
+            break;
+        }
+        ++log.steps_ok;
+        log.eil_series += static_cast<char>('0' + std::min(r.eil_nodes, 9));
+        log.max_pairs = std::max(log.max_pairs, static_cast<int>(stepper.eil_pair_springs().size()));
+        log.max_eil = std::max(log.max_eil, r.eil_nodes);
+        if (r.eil_nodes > 0) ++log.steps_with_eil;
+        for (std::size_t i = 0; i < v.size(); ++i)
+            if (rods.model.free_dof[i]) log.max_speed = std::max(log.max_speed, std::abs(v[i]));
+        const weft::ElementEnergies<double> e = stepper.energies();
+        log.max_kinetic = std::max(log.max_kinetic, e.kinetic);
+        log.max_elastic = std::max(log.max_elastic, e.elastic);
+        log.u_b = q[b + 3];
+        log.u_c = q[c + 3];
+        log.x_b = q[b];
+        log.x_c = q[c];
+        log.min_gap = std::min(log.min_gap, std::abs(q[b + 3] - q[c + 3]));
+    }
+    log.assembly_builds = stepper.assembly_builds();
+    return log;
+}
+
+}  // namespace
+
+// The setting of all sliding-rod tests: B's pins at +10 mm/s, C's at
+// −6 mm/s (asymmetric, so the contacts do not meet on a step boundary), A
+// pre-stretched by 1 % (its segments carry tension, so the EoL stretch
+// stiffness k_s/Δu is not multiplied by a zero strain), h = 1 ms. The
+// contacts start 1 mm apart in arc length and meet after ≈ 63 steps; after
+// 100 steps they are ≈ 0.6 mm past each other. Safety distance 0.1 mm
+// (0.1 × the 1 mm rest segment), spring k = 1000 k_s / 1 mm = 5·10⁸ N/m.
+constexpr double speed_b = 0.01, speed_c = -0.006, prestretch = 1.01, h = 1e-3;
+constexpr int steps = 100;
+
+TEST_CASE("eil stepper: two contacts sliding on a rod meet and cross smoothly with EIL nodes",
+          "[backend][eil][sliding]")
+{
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch);
+    const double u_b0 = rods.model.q[5 * rods.contact_b + 3];
+    const double u_c0 = rods.model.q[5 * rods.contact_c + 3];
+    REQUIRE(u_b0 < u_c0);
+    const RunLog log = run(rods, true, steps, h);
+    INFO("EIL count per step: " << log.eil_series);
+    INFO("message: " << log.message);
+    REQUIRE(log.steps_ok == steps);
+    // The contacts passed each other along A, each sliding with its rod.
+    CHECK(log.u_b > log.u_c);
+    CHECK(log.x_b > log.x_c);
+    CHECK(log.u_b - u_b0 == Approx(steps * h * speed_b / prestretch).epsilon(1e-3));
+    CHECK(log.u_c - u_c0 == Approx(steps * h * speed_c / prestretch).epsilon(1e-3));
+    // Measured: one EIL node for 13 steps around the meeting (P_C on A, then
+    // P_B once they have crossed), none before and after.
+    CHECK(log.max_eil == 1);
+    CHECK(log.steps_with_eil >= 10);
+    CHECK(log.steps_with_eil <= 16);
+    CHECK(log.eil_series.front() == '0');
+    CHECK(log.eil_series.back() == '0');
+    CHECK(log.min_gap < 1e-5);  // they really were (nearly) co-located on A
+    // Smooth: no DoF ever moves faster than the pins (measured: exactly the
+    // pin speed), the kinetic energy stays at its initial level and the
+    // elastic energy at the pre-stretch energy ½ k_s (8 mm) (1 %)² = 2·10⁻⁴ J.
+    const double kinetic0 = [&] {
+        YarnStepper<double> s(rods.model, {}, Vec3::Zero());
+        return s.energies().kinetic;
+    }();
+    REQUIRE(kinetic0 > 0);
+    CHECK(log.max_speed <= 1.05 * speed_b);
+    CHECK(log.max_kinetic <= 1.5 * kinetic0);
+    CHECK(log.max_elastic <= 1.05 * 0.5 * 500 * 8e-3 * 1e-4);
+    // The assembly map is rebuilt only when the element lists change: at the
+    // construction, when P_C turns EIL, when P_B takes over at the crossing,
+    // and when both are EoL again.
+    CHECK(log.assembly_builds == 4);
+}
+
+TEST_CASE("eil stepper: without EIL nodes the same crossing blows up", "[backend][eil][sliding][eol]")
+{
+    // The EoL-only discretization (thesis Sec. 4.2.2, Fig. 4.2c): the segment
+    // (P_B, P_C) of rod A has Δu → 0 and then Δu < 0 when the contacts cross;
+    // the stretch element clamps Δu to its floor and the segment mass
+    // ρΔs/6 (… w = Δx/Δs …) degenerates. Measured: every step is reported ok
+    // (PCG converges on the filtered system and nothing turns non-finite), but
+    // right at the crossing the contacts are flung along A, velocities reach
+    // ~10¹⁵ m/s and the elastic energy ~10³⁶ J. (In the symmetric variant,
+    // ±10 mm/s without pre-stretch, it additionally ends with "PCG
+    // indefinite_matrix" a dozen steps after the crossing.) So the test asserts
+    // the blow-up, not a reported failure.
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch);
+    const RunLog eol = run(rods, false, steps, h);
+    INFO("steps " << eol.steps_ok << ", failed " << eol.failed << " (" << eol.message << "), max |v| " << eol.max_speed
+                  << " m/s, max kinetic " << eol.max_kinetic << " J, max elastic " << eol.max_elastic << " J");
+    CHECK(eol.max_eil == 0);
+    const bool blew_up = eol.failed || eol.max_speed > 1e3 * speed_b || eol.max_elastic > 1.0;
+    CHECK(blew_up);
+    // Up to the meeting it is as good as the EIL run: the degeneracy, not the
+    // setup, is what breaks it.
+    const RunLog before = run(rods, false, 55, h);
+    REQUIRE(before.steps_ok == 55);
+    CHECK(before.max_speed <= 1.05 * speed_b);
+}
+
+TEST_CASE("eil stepper: a contact EIL on both rods gets the EIL-EIL spring and keeps sliding",
+          "[backend][eil][sliding][pair]")
+{
+    // An extra Lagrangian node on B 0.05 mm from P_B (half the safety
+    // distance) makes P_B EIL on B throughout; once the contacts have crossed
+    // on A, P_B is EIL on A too: its x DoFs are filtered and the pair spring
+    // ties its two interpolations (thesis Sec. 4.3.2). Leaving that state
+    // (P_B EoL on A again), x is placed on B's interpolation (thesis Eq. 4.1).
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch, 5e-5);
+    const RunLog log = run(rods, true, steps, h);
+    INFO("EIL count per step: " << log.eil_series);
+    INFO("message: " << log.message);
+    REQUIRE(log.steps_ok == steps);
+    CHECK(log.max_eil == 2);
+    CHECK(log.max_pairs == 1);
+    CHECK(log.eil_series.find('0') == std::string::npos);  // P_B is EIL on B at every step
+    CHECK(log.u_b > log.u_c);
+    CHECK(log.max_speed <= 1.05 * speed_b);
+    CHECK(log.max_elastic <= 1.05 * 0.5 * 500 * 8e-3 * 1e-4);
+}
+
+TEST_CASE("eil stepper: with no node within the safety distance, EIL on equals EIL off", "[backend][eil][woven]")
+{
+    // A perturbed, moving woven patch with friction, contact and gravity: arc
+    // lengths are perturbed by ≤ 30 µm, far from the 0.1 mm safety distance.
+    // With no EIL node the assignment gives back the builder's element lists,
+    // so the map is not rebuilt and every step is the EIL-off step.
+    weft_test::Random rng(31);
+    YarnModel<double> model = weft_test::make_patch(7, 6, weft::DampingModel::strain_rate, 10.0);
+    weft_test::enable_friction(model);
+    weft_test::perturb(model, rng, 5e-5, 3e-5);
+    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.02, 0.02) : 0;
+    weft::pin_nodes(model, {0, 6});
+    for (std::size_t i = 0; i < model.v.size(); ++i)
+        if (!model.free_dof[i]) model.v[i] = 0;
+    const Vec3 g(0, 0, -9.81);
+    weft::EilOptions<double> eil;
+    eil.enabled = true;
+    YarnStepper<double> off(model, {}, g);
+    YarnStepper<double> on(model, {}, g, {}, eil);
+    CHECK(on.eil_safety_distance() == Approx(1e-4));  // 0.1 × the mean rest segment (the 1 mm spacing)
+    CHECK(on.eil_contact_stiffness() == Approx(1000 * 500 / 1e-3));
+    double moved = 0, diff = 0;
+    for (int s = 0; s < 5; ++s) {
+        const weft::YarnStepReport a = off.step(1e-3);
+        const weft::YarnStepReport b = on.step(1e-3);
+        REQUIRE(a.ok);
+        REQUIRE(b.ok);
+        CHECK(b.eil_nodes == 0);
+        CHECK(a.pcg_iterations == b.pcg_iterations);
+    }
+    const std::vector<double> q_off = weft::to_host(off.positions()), q_on = weft::to_host(on.positions());
+    const std::vector<double> v_off = weft::to_host(off.velocities()), v_on = weft::to_host(on.velocities());
+    for (std::size_t i = 0; i < q_off.size(); ++i) {
+        moved = std::max(moved, std::abs(q_off[i] - model.q[i]));
+        diff = std::max({diff, std::abs(q_on[i] - q_off[i]), std::abs(v_on[i] - v_off[i])});
+    }
+    REQUIRE(moved > 1e-6);
+    CHECK(diff == 0.0);
+    CHECK(on.assembly_builds() == 1);
+    CHECK(on.segments().size() == model.segments.size());
+}
+
+TEST_CASE("eil stepper: assembly with EIL springs is bit-identical for 1 and 2 threads",
+          "[backend][eil][determinism]")
+{
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch, 5e-5);
+    weft::EilOptions<double> eil;
+    eil.enabled = true;
+    eil.rest_segment_length = rods.spacing;
+    YarnStepper<double> stepper(rods.model, {}, Vec3::Zero(), {}, eil);
+    // Step 60: two EIL–EoL springs (P_B on B, P_C on A); step 66: P_B EIL on
+    // both rods, one EIL–EIL spring.
+    int checks = 0;
+    int done = 0;
+    for (const int stop : {60, 66}) {
+        for (; done < stop; ++done) REQUIRE(stepper.step(h).ok);
+        const std::size_t springs = stepper.eil_springs().size(), pairs = stepper.eil_pair_springs().size();
+        CHECK(springs == (stop == 60 ? 2u : 0u));
+        CHECK(pairs == (stop == 60 ? 0u : 1u));
+        const int saved = omp_get_max_threads();
+        std::vector<double> values[2], rhs[2];
+        for (int t = 0; t < 2; ++t) {
+            omp_set_num_threads(t + 1);
+            stepper.assemble(h);
+            values[t] = weft::to_host(stepper.matrix().values());
+            rhs[t] = weft::to_host(stepper.rhs());
+        }
+        omp_set_num_threads(saved);
+        REQUIRE(!values[0].empty());
+        CHECK(std::memcmp(values[0].data(), values[1].data(), values[0].size() * sizeof(double)) == 0);
+        CHECK(std::memcmp(rhs[0].data(), rhs[1].data(), rhs[0].size() * sizeof(double)) == 0);
+        ++checks;
+    }
+    REQUIRE(checks == 2);
+}
+
+TEST_CASE("eil stepper: bad EIL options are rejected with the field named", "[backend][eil][errors]")
+{
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c);
+    weft::EilOptions<double> eil;
+    eil.enabled = true;
+    eil.safety_factor = 0;
+    CHECK_THROWS_WITH(YarnStepper<double>(rods.model, {}, Vec3::Zero(), {}, eil), Catch::Contains("safety"));
+    eil.safety_factor = 0.1;
+    eil.contact_factor = -1;
+    CHECK_THROWS_WITH(YarnStepper<double>(rods.model, {}, Vec3::Zero(), {}, eil), Catch::Contains("contact"));
+    eil.contact_factor = 1000;
+    eil.rest_segment_length = -1e-3;
+    CHECK_THROWS_WITH(YarnStepper<double>(rods.model, {}, Vec3::Zero(), {}, eil),
+                      Catch::Contains("rest_segment_length"));
+    // Off, the options are not even looked at.
+    CHECK_NOTHROW(YarnStepper<double>(rods.model, {}, Vec3::Zero(), {}, weft::EilOptions<double>{false, 0, 0, -1}));
+}
