@@ -105,6 +105,7 @@ struct RunSummary {
     long substeps = 0;
     int frames = 0;
     int nodes = 0;
+    int peak_eil_nodes = 0;  ///< largest EIL count of a step (yarn scenes with solver.eil)
     bool ok = true;
     std::string error;
 };
@@ -225,6 +226,10 @@ private:
     std::unique_ptr<PvdWriter> m_pvd;
 };
 
+/// EIL count of a step report (yarn steppers); 0 for models without EIL.
+inline int eil_nodes_of(const YarnStepReport& r) { return r.eil_nodes; }
+inline int eil_nodes_of(const BackendStepReport&) { return 0; }
+
 inline std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& path)
 {
     const std::filesystem::path p(path);
@@ -241,10 +246,11 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     using namespace runner_detail;
     std::unique_ptr<CsvWriter> csv;
     if (!scene.output.csv.empty()) {
-        csv = std::make_unique<CsvWriter>(
-            resolve(args.output_dir, scene.output.csv),
-            std::vector<std::string>{"time", "kinetic_energy", "elastic_energy", "pcg_iterations", "gravity_energy",
-                                     "dissipation_potential", "newton_iterations", "substeps", "ms_per_step"});
+        std::vector<std::string> columns{"time",          "kinetic_energy",        "elastic_energy",
+                                         "pcg_iterations", "gravity_energy",       "dissipation_potential",
+                                         "newton_iterations", "substeps",          "ms_per_step"};
+        if (scene.solver.eil) columns.push_back("eil_nodes");  // EIL (yarn, node) pairs of the step
+        csv = std::make_unique<CsvWriter>(resolve(args.output_dir, scene.output.csv), columns);
     }
     RunSummary summary;
     summary.nodes = nodes;
@@ -257,7 +263,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     const double start = steady_clock_seconds();
     if (frames) frames->write(summary.frames++, 0.0, to_host(stepper.positions()));
     for (long step = 1; step <= steps; ++step) {
-        const BackendStepReport r = stepper.step(scene.time_step);
+        const auto r = stepper.step(scene.time_step);
         const double time = step * scene.time_step;
         if (!r.ok) {
             summary.ok = false;
@@ -271,6 +277,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.pcg_iterations += r.pcg_iterations;
         summary.newton_iterations += r.newton_iterations;
         summary.substeps += r.substeps;
+        summary.peak_eil_nodes = std::max(summary.peak_eil_nodes, eil_nodes_of(r));
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
             os << "step " << step << ": time step halved " << r.halvings << " time(s) (" << r.substeps
@@ -279,8 +286,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         }
         if (csv && step % scene.output.csv_every == 0) {
             const ElementEnergies<double> e = stepper.energies();
-            csv->write_row({time, e.kinetic, e.elastic, double(r.pcg_iterations), e.gravity, e.dissipation,
-                            double(r.newton_iterations), double(r.substeps), 1e3 * r.total_seconds});
+            std::vector<double> row{time, e.kinetic, e.elastic, double(r.pcg_iterations), e.gravity, e.dissipation,
+                                    double(r.newton_iterations), double(r.substeps), 1e3 * r.total_seconds};
+            if (scene.solver.eil) row.push_back(double(eil_nodes_of(r)));
+            csv->write_row(row);
         }
         if (frames && step % scene.output.every == 0) frames->write(summary.frames++, time, to_host(stepper.positions()));
         if (progress) progress->update(step, time, r.newton_iterations, r.pcg_iterations);
@@ -293,7 +302,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             << " nodes, " << summary.wall_seconds << " s wall ("
             << (summary.steps > 0 ? 1e3 * summary.wall_seconds / summary.steps : 0.0) << " ms/step), "
             << (summary.steps > 0 ? double(summary.pcg_iterations) / summary.steps : 0.0) << " PCG iterations/step, "
-            << summary.frames << " frames\n";
+            << summary.frames << " frames";
+        if (scene.solver.eil) log << ", peak EIL nodes " << summary.peak_eil_nodes;
+        log << "\n";
     }
     return summary;
 }
@@ -324,6 +335,7 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     if (is_triangle_scene(scene)) {
         if (scene.solver.preconditioner == "yarn-lines")
             throw InvalidInput("solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
+        if (scene.solver.eil) throw InvalidInput("solver.eil: EIL nodes apply to yarns, not to triangle cloth");
         TriangleScene<double> built = build_triangle_scene<double>(scene);
         TriangleStepper<double> stepper(built.model, built.colliders, built.gravity, options);
         std::unique_ptr<TriangleFrameOutput> frames;
@@ -335,7 +347,11 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     YarnScene<double> built = build_yarn_scene<double>(scene);
     options.pcg.preconditioner = scene.solver.preconditioner == "yarn-lines" ? PcgPreconditioner::yarn_lines
                                                                              : PcgPreconditioner::block_jacobi;
-    YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
+    EilOptions<double> eil;
+    eil.enabled = scene.solver.eil;
+    eil.safety_factor = scene.solver.eil_safety_factor;
+    eil.contact_factor = scene.solver.eil_contact_factor;
+    YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil);
     std::unique_ptr<FrameOutput> frames;
     if (!scene.output.frames.empty())
         frames = std::make_unique<FrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output.formats,

@@ -544,7 +544,7 @@ TEST_CASE("scene: plane, pattern, cloth type and collider type are checked by na
     SECTION("cloth type")
     {
         j["cloth"][0]["type"] = "knit";
-        CHECK_THAT(error_of(j), Contains("cloth[0].type: unknown cloth type \"knit\" (supported: \"woven\", \"triangle\")"));
+        CHECK_THAT(error_of(j), Contains("cloth[0].type: unknown cloth type \"knit\" (supported: \"woven\", \"triangle\", \"sliding-rods\")"));
     }
     SECTION("a missing cloth type")
     {
@@ -615,4 +615,53 @@ TEST_CASE("scene: load_scene names the file in every error", "[io][scene][file]"
         CHECK(s.source == path.string());
         CHECK(s.cloth.size() == 1);
     }
+}
+
+TEST_CASE("scene: EIL solver options, sliding-rods and triangle entries", "[io][scene][eil][triangle]")
+{
+    using Catch::Contains;
+    json j = minimal();
+    j["solver"] = json::parse(R"({"eil": {"enabled": true, "safety_factor": 0.2, "contact_factor": 500}})");
+    const weft::SceneDescription s = weft::parse_scene(j);
+    CHECK(s.solver.eil);
+    CHECK(s.solver.eil_safety_factor == 0.2);
+    CHECK(s.solver.eil_contact_factor == 500);
+    CHECK_FALSE(weft::parse_scene(minimal()).solver.eil);
+    j["solver"]["eil"]["safety_factor"] = 1.5;
+    CHECK_THAT(error_of(j), Contains("solver.eil.safety_factor: must be < 1"));
+    j["solver"] = json::parse(R"({"eil": {"enable": true}})");
+    CHECK_THAT(error_of(j), Contains("solver.eil.enable"));
+
+    json rods = minimal();
+    rods["cloth"] = json::parse(R"([{"type": "sliding-rods", "speed_b": 0.01, "speed_c": -0.006, "prestretch": 1.01}])");
+    const weft::SceneDescription r = weft::parse_scene(rods);
+    CHECK(r.cloth[0].type == "sliding-rods");
+    CHECK(r.cloth[0].rods.speed_c == -0.006);
+    CHECK(r.cloth[0].stiffness.stretch == 500);
+    rods["cloth"][0]["speed_b"] = -0.01;
+    CHECK_THAT(error_of(rods), Contains("cloth[0].speed_b: must exceed speed_c"));
+
+    json tri = minimal();
+    tri["cloth"] = json::parse(R"([{"type": "triangle", "resolution": [4, 3], "size": [1, 0.5],
+        "material": {"model": "stvk", "lambda": 1e5, "mu": 2e5, "thickness": 0.001, "density": 300},
+        "damping": {"model": "rayleigh-analogy", "beta": 0.1}, "pins": ["corners", 5]}])");
+    const weft::SceneDescription t = weft::parse_scene(tri);
+    const weft::TriangleClothDescription& d = t.cloth[0].triangle;
+    CHECK(d.resolution[0] == 4);
+    CHECK(d.size[1] == 0.5);
+    CHECK(d.collision_offset == Approx(0.0005));
+    CHECK(t.cloth[0].damping.stretch == Approx(1e4));  // λ_d = β λ (2018 Eq. 12)
+    CHECK(t.cloth[0].damping.shear == Approx(2e4));    // μ_d = β μ
+    // plate D = E h³ / 12(1 − ν²) with E = μ(3λ + 2μ)/(λ + μ), ν = λ / 2(λ + μ)
+    const double e = 2e5 * (3e5 + 4e5) / 3e5, nu = 1e5 / 6e5;
+    CHECK(d.bending == Approx(e * 1e-9 / (12 * (1 - nu * nu))));
+    CHECK(t.cloth[0].pins.nodes == std::vector<int>{5});
+    tri["cloth"][0]["resolution"] = json::parse("[1, 3]");
+    CHECK_THAT(error_of(tri), Contains("cloth[0].resolution[0]"));
+    tri["cloth"][0]["resolution"] = json::parse("[4, 3]");
+    tri["cloth"][0]["material"]["lambda"] = -3e5;
+    CHECK_THAT(error_of(tri), Contains("cloth[0].material.lambda: lambda + mu must be >= 0"));
+    tri["cloth"][0]["material"]["lambda"] = 1e5;
+    tri["cloth"][0]["material"]["youngs"] = 1;
+    CHECK_THAT(error_of(tri), Contains("cloth[0].material.youngs"));
 }

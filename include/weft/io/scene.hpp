@@ -152,6 +152,9 @@ struct SolverDescription {
     bool adaptive_time_step = true;
     double min_time_step = 0;  ///< s; the parser sets time_step / 1024 when not given
     std::string preconditioner = "block-jacobi";  ///< "block-jacobi" | "yarn-lines"
+    bool eil = false;               ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}
+    double eil_safety_factor = 0.1;   ///< safety distance / rest segment length
+    double eil_contact_factor = 1000; ///< contact spring k / (k_s / rest segment length)
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -203,6 +206,13 @@ struct TriangleClothDescription {
     double collision_offset = 0;               ///< distance kept from colliders (m); default thickness / 2
 };
 
+/// The keys of a "sliding-rods" entry (model/sliding_rods.hpp, thesis Fig. 4.2).
+struct SlidingRodsDescription {
+    double speed_b = 0.01;     ///< x velocity of rod B's end pins (m/s)
+    double speed_c = -0.01;    ///< x velocity of rod C's end pins (m/s)
+    double prestretch = 1.0;   ///< rod A's length over its rest length
+};
+
 /// One cloth entry. `type` decides which of the other fields are meaningful:
 /// "woven" uses everything but `triangle`; "triangle" uses `triangle`,
 /// `damping` (model, beta, and stretch = λ_d, shear = μ_d, bending = k_d
@@ -224,6 +234,7 @@ struct ClothDescription {
     std::vector<MovingPins> moving_pins;
     InitialVelocityDescription initial_velocity;
     TriangleClothDescription triangle;  ///< "triangle" entries only
+    SlidingRodsDescription rods;        ///< "sliding-rods" entries only (also spacing, radius, density, stiffness)
 };
 
 struct ColliderDescription {
@@ -516,7 +527,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
 {
     const Object o(j, path);
     o.allow_only({"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step",
-                  "min_time_step", "preconditioner"});
+                  "min_time_step", "preconditioner", "eil"});
     SolverDescription s;
     auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
     s.newton_iterations = o.get_or("newton_iterations", at_least_one, s.newton_iterations);
@@ -533,6 +544,16 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         },
         s.preconditioner);
     s.min_time_step = o.get_or("min_time_step", read_positive, time_step / 1024);
+    if (o.has("eil")) {
+        const Object e(o.required("eil"), o.path("eil"));
+        e.allow_only({"enabled", "safety_factor", "contact_factor"});
+        s.eil = e.get_or("enabled", read_bool, true);
+        s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
+        if (!(s.eil_safety_factor < 1))
+            fail(e.path("safety_factor"), "must be < 1 (a fraction of the rest segment length), got " +
+                                              format_number(s.eil_safety_factor));
+        s.eil_contact_factor = e.get_or("contact_factor", read_positive, s.eil_contact_factor);
+    }
     if (s.min_time_step > time_step)
         fail(o.path("min_time_step"),
              "must be <= time_step = " + format_number(time_step) + ", got " + format_number(s.min_time_step));
@@ -801,6 +822,27 @@ inline ClothDescription parse_triangle(const Object& o)
     return c;
 }
 
+/// A "sliding-rods" entry: the degenerate-sliding setup (model/sliding_rods.hpp).
+inline ClothDescription parse_sliding_rods(const Object& o)
+{
+    o.allow_only({"type", "spacing", "radius", "density", "stiffness", "speed_b", "speed_c", "prestretch"});
+    ClothDescription c;
+    c.type = "sliding-rods";
+    c.spacing = o.get_or("spacing", read_positive, 1e-3);
+    c.radius = o.get_or("radius", read_positive, 2.5e-4);
+    c.density = o.get_or("density", read_positive, 130.0);
+    c.stiffness = o.has("stiffness") ? parse_stiffness(o.required("stiffness"), o.path("stiffness"))
+                                     : StiffnessDescription{500, 1e-5, 0};
+    c.rods.speed_b = o.get_or("speed_b", read_number, c.rods.speed_b);
+    c.rods.speed_c = o.get_or("speed_c", read_number, c.rods.speed_c);
+    if (!(c.rods.speed_b > c.rods.speed_c))
+        fail(o.path("speed_b"), "must exceed speed_c so that rods B and C approach each other, got speed_b = " +
+                                    format_number(c.rods.speed_b) + ", speed_c = " + format_number(c.rods.speed_c));
+    c.rods.prestretch = o.get_or("prestretch", read_positive, c.rods.prestretch);
+    c.friction.coefficient = 0;
+    return c;
+}
+
 inline ClothDescription parse_cloth(const json& j, const std::string& path)
 {
     const Object o(j, path);
@@ -810,7 +852,8 @@ inline ClothDescription parse_cloth(const json& j, const std::string& path)
     const std::string type = o.get("type", read_string);
     if (type == "woven") return parse_woven(o);
     if (type == "triangle") return parse_triangle(o);
-    fail(o.path("type"), "unknown cloth type \"" + type + "\" (supported: \"woven\", \"triangle\")");
+    if (type == "sliding-rods") return parse_sliding_rods(o);
+    fail(o.path("type"), "unknown cloth type \"" + type + "\" (supported: \"woven\", \"triangle\", \"sliding-rods\")");
 }
 
 inline ColliderDescription parse_collider(const json& j, const std::string& path, double default_stiffness)
@@ -971,7 +1014,7 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
     for (std::size_t k = 0; k < cloth.size(); ++k) {
         s.cloth.push_back(parse_cloth(cloth[k], element_path("cloth", k)));
         const ClothDescription& c = s.cloth.back();
-        if (c.type == "woven") {
+        if (c.type == "woven" || c.type == "sliding-rods") {
             stiffest_segment = std::max(stiffest_segment, c.stiffness.stretch / c.spacing);
         } else if (c.triangle.material_model == "stvk") {
             // (λ + 2μ) h: the membrane's stiffness per unit length, N/m

@@ -8,12 +8,14 @@
 /// density), since the model carries one YarnMaterial.
 
 #include <cmath>
+#include <type_traits>
 #include <string>
 #include <vector>
 
 #include <weft/core/error.hpp>
 #include <weft/element/yarn_elements.hpp>
 #include <weft/io/scene.hpp>
+#include <weft/model/sliding_rods.hpp>
 #include <weft/model/woven.hpp>
 
 namespace weft {
@@ -123,6 +125,26 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
     using namespace scene_model_detail;
     YarnScene<T> out;
     out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
+    if (!scene.cloth.empty() && scene.cloth.front().type == "sliding-rods") {
+        if (scene.cloth.size() != 1)
+            throw InvalidInput("invalid cloth: a \"sliding-rods\" scene takes exactly one cloth entry (got " +
+                               std::to_string(scene.cloth.size()) + ")");
+        const ClothDescription& c = scene.cloth.front();
+        SlidingRodsParameters p;
+        p.spacing = c.spacing;
+        p.radius = c.radius;
+        p.density = c.density;
+        p.stretch_stiffness = c.stiffness.stretch;
+        p.bending_stiffness = c.stiffness.bending;
+        const SlidingRods rods = make_sliding_rods(c.rods.speed_b, c.rods.speed_c, c.rods.prestretch, 0.0, p);
+        if constexpr (std::is_same_v<T, double>) {
+            out.model = rods.model;
+        } else {
+            throw InvalidInput("the sliding-rods model is built in double precision only");
+        }
+        out.colliders = colliders_of<T>(scene);
+        return out;
+    }
     for (std::size_t k = 0; k < scene.cloth.size(); ++k) {
         const ClothDescription& c = scene.cloth[k];
         const std::string path = "cloth[" + std::to_string(k) + "]";
