@@ -37,6 +37,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <thrust/device_vector.h>
@@ -84,6 +85,7 @@ struct KernelInputs {
     const T* v;
     const std::uint8_t* free_dof;
     const T* anchors;
+    const T* friction_limit;  ///< nullptr: the material's μF_n
     NewtonInputs<T> newton;
     YarnMaterial<T> material;
     Vec3<T> gravity;
@@ -149,8 +151,8 @@ struct NodeKernel {
         NodeBlocks<T, 1, B> blocks;
         blocks.set_zero();
         ElementEnergies<T> e;
-        evaluate_yarn_node<T>(in.q, in.v, in.free_dof, in.anchors, node, in.material, in.colliders,
-                              in.collider_count, in.radius, in.h, blocks, e, in.newton);
+        evaluate_yarn_node<T>(in.q, in.v, in.free_dof, in.anchors, in.friction_limit, node, in.material,
+                              in.colliders, in.collider_count, in.radius, in.h, blocks, e, in.newton);
         stepper_detail::write_blocks<T, 1, B>(blocks, in.out, matrix_base + static_cast<std::size_t>(node),
                               vector_base + static_cast<std::size_t>(node));
         in.out.energies[energy_base + static_cast<std::size_t>(node)] = e;
@@ -162,14 +164,16 @@ template <typename T>
 struct DragAnchors {
     const T* q;
     T* anchors;
+    const T* friction_limit;  ///< nullptr: the material's μF_n
     YarnMaterial<T> m;
     WEFT_HD void operator()(Index node) const
     {
-        const bool friction = m.anchor_stiffness > T(0) && m.friction_coefficient > T(0);
+        T limit = T(0);
+        const bool friction = node_friction<T>(m, friction_limit, static_cast<int>(node), limit);
         for (int c = 0; c < 2; ++c) {
             const T s = q[B * static_cast<std::size_t>(node) + 3 + c];
             T& a = anchors[2 * static_cast<std::size_t>(node) + c];
-            a = friction ? drag_anchor<T>(s, a, m.anchor_stiffness, m.friction_coefficient, m.normal_force) : s;
+            a = friction ? drag_anchor_to_limit<T>(s, a, m.anchor_stiffness, limit) : s;
         }
     }
 };
@@ -199,6 +203,7 @@ public:
           m_eil(eil)
     {
         m_anchors.assign(model.anchors.begin(), model.anchors.end());
+        m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
         m_host_shears = model.shears;
         m_colliders.assign(colliders.begin(), colliders.end());
         rebuild_elements(model.segments, model.bends, {}, {});
@@ -260,6 +265,18 @@ private:
         stepper_detail::validate_state<T>("YarnModel", model.q, model.v, model.free_dof, B, options);
         if (model.anchors.size() != 2 * static_cast<std::size_t>(model.node_count()))
             throw InvalidInput(detail::describe("YarnModel anchors.size()", model.anchors.size(), "must be 2 x #nodes"));
+        if (!model.friction_limit.empty()) {
+            if (model.friction_limit.size() != static_cast<std::size_t>(model.node_count()))
+                throw InvalidInput(detail::describe("YarnModel friction_limit.size()", model.friction_limit.size(),
+                                                    "must be 0 or #nodes"));
+            for (std::size_t n = 0; n < model.friction_limit.size(); ++n) {
+                const T limit = model.friction_limit[n];
+                if (!(std::isfinite(static_cast<double>(limit)) && limit >= T(0))) {
+                    const std::string field = "YarnModel friction_limit[" + std::to_string(n) + "]";
+                    throw InvalidInput(detail::describe(field.c_str(), limit, "must be a finite number >= 0"));
+                }
+            }
+        }
         return model;
     }
 
@@ -458,6 +475,7 @@ private:
                            this->raw(this->m_v),
                            this->raw(this->m_free),
                            this->raw(m_anchors),
+                           friction_limit(),
                            newton,
                            m_material,
                            m_gravity,
@@ -501,8 +519,10 @@ private:
     {
         thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                          thrust::counting_iterator<Index>(this->m_nodes),
-                         yarn_stepper_detail::DragAnchors<T>{this->raw(this->m_q), this->raw(m_anchors), m_material});
+                         yarn_stepper_detail::DragAnchors<T>{this->raw(this->m_q), this->raw(m_anchors),
+                                                             friction_limit(), m_material});
     }
+    const T* friction_limit() const { return m_friction_limit.empty() ? nullptr : this->raw(m_friction_limit); }
     void save_extra() { m_anchors_saved = m_anchors; }
     void restore_extra() { m_anchors = m_anchors_saved; }
 
@@ -524,6 +544,7 @@ private:
     int m_assembly_builds = 0;
 
     thrust::device_vector<T> m_anchors, m_anchors_saved;
+    thrust::device_vector<T> m_friction_limit;  ///< empty: the material's μF_n
     thrust::device_vector<YarnSegment> m_segments;
     thrust::device_vector<YarnBend> m_bends;
     thrust::device_vector<YarnShear> m_shears;

@@ -203,13 +203,30 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
 }
 
 
+/// Whether the friction anchors of `node` act, and their Coulomb limit μF_n:
+/// the material's (active when μ > 0) without per-node limits, else
+/// `friction_limit[node]` (active when > 0); see YarnModel::friction_limit.
+template <typename T>
+WEFT_HD inline bool node_friction(const YarnMaterial<T>& mat, const T* friction_limit, int node, T& limit)
+{
+    if (friction_limit == nullptr) {
+        limit = mat.friction_coefficient * mat.normal_force;
+        return mat.anchor_stiffness > T(0) && mat.friction_coefficient > T(0);
+    }
+    limit = friction_limit[node];
+    return mat.anchor_stiffness > T(0) && limit > T(0);
+}
+
 /// Per-node terms: friction anchors on the free sliding coordinates and
 /// collider contacts.
+/// @param[in] friction_limit  nullptr (the material's μF_n) or #nodes Coulomb
+///            limits (YarnModel::friction_limit)
 template <typename T>
 WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned char* free_dof, const T* anchors,
-                                       int node, const YarnMaterial<T>& mat, const Collider<T>* colliders,
-                                       int collider_count, T radius, T h, NodeBlocks<T, 1, yarn_node_dofs>& out,
-                                       ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
+                                       const T* friction_limit, int node, const YarnMaterial<T>& mat,
+                                       const Collider<T>* colliders, int collider_count, T radius, T h,
+                                       NodeBlocks<T, 1, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                       const NewtonInputs<T>& newton = {})
 {
     Vec<T, 5> force = Vec<T, 5>::Zero();
     Mat<T, 5, 5> df_dq = Mat<T, 5, 5>::Zero();
@@ -217,10 +234,15 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
     const T* qn = q + yarn_node_dofs * node;
     const T* vn = v + yarn_node_dofs * node;
     energy = ElementEnergies<T>{T(0), T(0), T(0), T(0)};
-    if (mat.anchor_stiffness > T(0) && mat.friction_coefficient > T(0)) {
+    T limit = T(0);
+    if (node_friction<T>(mat, friction_limit, node, limit)) {
+        const bool slip = mat.anchor_friction == AnchorFriction::slip_in_step;
         for (int c = 0; c < 2; ++c) {
             if (!free_dof[yarn_node_dofs * node + 3 + c]) continue;
-            const LocalTerms<T, 1> a = anchor_spring<T>(qn[3 + c], anchors[2 * node + c], mat.anchor_stiffness);
+            const T s = qn[3 + c];
+            const T anchor = anchors[2 * node + c];
+            const LocalTerms<T, 1> a = slip ? slipping_anchor<T>(s, anchor, mat.anchor_stiffness, limit)
+                                            : anchor_spring<T>(s, anchor, mat.anchor_stiffness);
             force(3 + c) += a.force(0);
             df_dq(3 + c, 3 + c) += a.df_dq(0, 0);
             energy.elastic += a.energy;

@@ -6,6 +6,7 @@
 /// sliding coordinate (penalty colliders live in collider.hpp). Segment DoFs are q = [x₀, s₀, x₁, s₁] (8), as in stretch.
 
 #include <cmath>
+#include <limits>
 
 #include <weft/core/types.hpp>
 #include <weft/element/collider.hpp>
@@ -95,16 +96,47 @@ WEFT_HD inline LocalTerms<T, 1> anchor_spring(T s, T anchor, T stiffness)
     return t;
 }
 
-/// Coulomb stick/slip of an anchor: if |k_f (s − s̄)| > μ F_n the anchor is
-/// dragged so that the spring force sits exactly at the Coulomb limit.
+/// Coulomb stick/slip of an anchor: if |k_f (s − s̄)| > `limit` (μ F_n) the
+/// anchor is dragged so that the spring force sits exactly at the limit.
 template <typename T>
-WEFT_HD inline T drag_anchor(T s, T anchor, T stiffness, T friction_coefficient, T normal_force)
+WEFT_HD inline T drag_anchor_to_limit(T s, T anchor, T stiffness, T limit)
 {
-    const T limit = friction_coefficient * normal_force;
     const T force = stiffness * (s - anchor);
     if (force > limit) return s - limit / stiffness;
     if (force < -limit) return s + limit / stiffness;
     return anchor;
+}
+
+/// `drag_anchor_to_limit` with the limit μ F_n.
+template <typename T>
+WEFT_HD inline T drag_anchor(T s, T anchor, T stiffness, T friction_coefficient, T normal_force)
+{
+    return drag_anchor_to_limit<T>(s, anchor, stiffness, friction_coefficient * normal_force);
+}
+
+/// Friction anchor under AnchorFriction::slip_in_step (yarn_model.hpp): the
+/// spring `anchor_spring` below the limit; at the limit (the anchor was
+/// dragged after the last step: the contact is slipping) the constant kinetic
+/// friction f = −limit · sign(s − s̄), with no stiffness, and
+/// V = limit |s − s̄| − limit²/(2 k_f), continuous with the spring's energy.
+/// "At the limit" is |k_f (s − s̄)| ≥ (1 − 10⁻⁶) limit − 2 k_f ε (|s| + |s̄|):
+/// the drag s̄ = s ∓ limit/k_f rounds to half an ulp of s, which for light
+/// contacts (limit/k_f ~ 10⁻¹⁵ m against s ~ 10⁻² m) is a sizable fraction of
+/// the deflection itself.
+template <typename T>
+WEFT_HD inline LocalTerms<T, 1> slipping_anchor(T s, T anchor, T stiffness, T limit)
+{
+    const T d = s - anchor;
+    const T spring = stiffness * d;
+    const T magnitude = spring < T(0) ? -spring : spring;
+    const T scale = (s < T(0) ? -s : s) + (anchor < T(0) ? -anchor : anchor);
+    const T rounding = T(2) * stiffness * std::numeric_limits<T>::epsilon() * scale;
+    if (magnitude < (T(1) - T(1e-6)) * limit - rounding) return anchor_spring<T>(s, anchor, stiffness);
+    LocalTerms<T, 1> t = LocalTerms<T, 1>::zero();
+    const T distance = d < T(0) ? -d : d;
+    t.energy = stiffness > T(0) ? limit * distance - limit * limit / (T(2) * stiffness) : limit * distance;
+    t.force(0) = spring > T(0) ? -limit : (spring < T(0) ? limit : T(0));
+    return t;
 }
 
 }  // namespace weft

@@ -30,6 +30,23 @@ enum class DampingModel { none, strain_rate, rayleigh };
 /// Stretch is always the exact stiffness projected in (Δx, Δs) (4×4).
 enum class StiffnessApproximation { gauss_newton, projected };
 
+/// How a friction anchor (DESIGN.md: spring k_f (s − s̄), anchor dragged to
+/// the Coulomb limit μF_n after each step) acts during a step.
+///  - explicit_drag (default): the spring acts with its full stiffness k_f
+///    during the step and only the anchor update after it enforces the limit.
+///    While slipping this adds a numerical drag k_f h per anchor (the slip
+///    rate solves F − μF_n = k_f h ṡ): negligible against the yarn tensions
+///    inside a fabric, but it holds light bodies, e.g. a patch resting on
+///    another layer, almost still on any incline.
+///  - slip_in_step: a spring already at its limit when the step starts
+///    (|k_f (s − s̄)| ≥ (1 − 10⁻⁶) μF_n, i.e. it slipped in the last step)
+///    exerts the constant kinetic-friction force ∓μF_n with no stiffness
+///    during the step; below the limit it is the spring. The anchor update
+///    is unchanged. Sliding then follows a = F/m − μF_n/m; the price is an
+///    overshoot of at most one step when slipping stops (the force is not
+///    reduced within the step in which the slip velocity would reverse).
+enum class AnchorFriction { explicit_drag, slip_in_step };
+
 /// Per-mode constants of the yarn model (SI units). Strain-rate coefficients
 /// follow 2017 Eq. 6 (V_d = ½ Ω k_d ε̇²); `rayleigh_beta` is used by
 /// DampingModel::rayleigh (f = −β K v, 2017 Eq. 4 with α = 0).
@@ -49,6 +66,7 @@ struct YarnMaterial {
     T friction_coefficient = T(0);  ///< μ
     T anchor_stiffness = T(0);  ///< k_f of the friction anchor springs (N/m)
     T normal_force = T(0);      ///< F_n at each crossing (N)
+    AnchorFriction anchor_friction = AnchorFriction::explicit_drag;
     StiffnessApproximation stiffness_approximation = StiffnessApproximation::gauss_newton;
 };
 
@@ -88,6 +106,12 @@ struct YarnModel {
     std::vector<int> yarn_coordinate;     ///< 3 or 4 per yarn
     std::vector<T> anchors;               ///< 2 × #nodes: anchor of u and v
     std::vector<unsigned char> over;      ///< per node: 1 if the u-yarn lies on top (rendering only)
+    /// Empty (default): every node's anchors use the material's Coulomb limit
+    /// μF_n (`friction_coefficient` × `normal_force`), active when μ > 0.
+    /// Otherwise #nodes values (N): the Coulomb limit μF_n of that node's two
+    /// anchors, active where > 0 (e.g. inter-layer contacts with their own μ
+    /// and F_n, model/layers.hpp). `anchor_stiffness` stays the material's.
+    std::vector<T> friction_limit;
     YarnMaterial<T> material;
     T radius = T(0);
 

@@ -10,6 +10,7 @@
 
 #include <Eigen/Sparse>
 
+#include <weft/core/error.hpp>
 #include <weft/element/yarn_elements.hpp>
 
 namespace weft {
@@ -49,6 +50,19 @@ void add(ElementEnergies<T>& sum, const ElementEnergies<T>& e)
     sum.dissipation += e.dissipation;
 }
 }  // namespace detail
+
+/// The per-node Coulomb limits of `model` as the element functions take
+/// them: nullptr when it has none (the material's μF_n).
+/// @throws InvalidInput when friction_limit is neither empty nor #nodes long
+template <typename T>
+const T* friction_limits(const YarnModel<T>& model)
+{
+    if (model.friction_limit.empty()) return nullptr;
+    if (model.friction_limit.size() != static_cast<std::size_t>(model.node_count()))
+        throw InvalidInput(detail::describe("YarnModel friction_limit.size()", model.friction_limit.size(),
+                                            "must be 0 or #nodes"));
+    return model.friction_limit.data();
+}
 
 /// Assembles A, b and f for the state stored in `model` (q, v, anchors).
 template <typename T>
@@ -99,7 +113,8 @@ EigenYarnSystem<T> assemble_yarn_system_eigen(const YarnModel<T>& model, const s
     for (int node = 0; node < n; ++node) {
         NodeBlocks<T, 1, B> blocks;
         blocks.set_zero();
-        evaluate_yarn_node<T>(q, v, model.free_dof.data(), model.anchors.data(), node, model.material,
+        evaluate_yarn_node<T>(q, v, model.free_dof.data(), model.anchors.data(), friction_limits(model), node,
+                              model.material,
                               colliders.data(), static_cast<int>(colliders.size()), model.radius, h, blocks, e);
         detail::add(sys.energy, e);
         const int nodes[1] = {node};
@@ -131,15 +146,16 @@ template <typename T>
 void update_friction_anchors(YarnModel<T>& model)
 {
     const YarnMaterial<T>& m = model.material;
-    if (!(m.anchor_stiffness > T(0)) || !(m.friction_coefficient > T(0))) {
-        for (int n = 0; n < model.node_count(); ++n)
-            for (int c = 0; c < 2; ++c) model.anchors[2 * n + c] = model.q[yarn_node_dofs * n + 3 + c];
-        return;
+    const T* limits = friction_limits(model);
+    for (int n = 0; n < model.node_count(); ++n) {
+        T limit = T(0);
+        const bool friction = node_friction<T>(m, limits, n, limit);
+        for (int c = 0; c < 2; ++c) {
+            const T s = model.q[yarn_node_dofs * n + 3 + c];
+            T& a = model.anchors[2 * n + c];
+            a = friction ? drag_anchor_to_limit<T>(s, a, m.anchor_stiffness, limit) : s;
+        }
     }
-    for (int n = 0; n < model.node_count(); ++n)
-        for (int c = 0; c < 2; ++c)
-            model.anchors[2 * n + c] = drag_anchor<T>(model.q[yarn_node_dofs * n + 3 + c], model.anchors[2 * n + c],
-                                                      m.anchor_stiffness, m.friction_coefficient, m.normal_force);
 }
 
 /// One backward-Euler step with one Newton iteration (2017 Sec. 6), solved

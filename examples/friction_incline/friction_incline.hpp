@@ -1,0 +1,307 @@
+#pragma once
+// The friction-incline validation of thesis Fig. 4.3: a free woven patch
+// resting on a fixed, larger woven patch, gravity tilted by the incline
+// angle θ, Coulomb friction μ between the layers. With μF_n per contact set
+// from the top patch's weight (F_n = m g cos θ / #contacts) the top patch
+// sticks for tan θ < μ and slides with a = g (sin θ − μ cos θ) above.
+//
+// Model (model/layers.hpp): the top patch is stacked with no normal offset
+// and shifted by half a spacing, one contact node where a top yarn crosses a
+// bottom yarn of the other direction; the bottom patch is fixed (x and arc
+// lengths). The friction anchors use AnchorFriction::slip_in_step (an
+// explicitly dragged anchor would hold the light patch still); the top
+// patch's own crossings keep the material's friction (μ 0.3, F_n 0.01 k_s),
+// far stronger than gravity, so it slides as one piece. EIL nodes on
+// (contacts slide past the crossings of both patches).
+//
+// Downhill is +x (the top warp direction). Contacts on a top warp stay at
+// their bottom weft while the warp slides through them; when one is about
+// to leave its top warp (within 0.2 spacing of its end) it is detached
+// (`detach_contact_node`), the stepper is rebuilt and F_n is shared by the
+// remaining contacts. The run ends early, reported, when a contact reaches
+// the edge of the fixed patch (the top patch slid off it).
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <iomanip>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <weft/backend/yarn_stepper.hpp>
+#include <weft/core/error.hpp>
+#include <weft/model/layers.hpp>
+#include <weft/model/woven.hpp>
+
+namespace weft::examples {
+
+struct InclineOptions {
+    double angle_degrees = 30;
+    double friction = 1;      ///< μ between the layers
+    double duration = 0.5;    ///< s
+    std::string csv;          ///< empty: no CSV
+    int top_nodes = 8;        ///< top patch: top_nodes × top_nodes
+    int bottom_nodes = 12;    ///< bottom patch: bottom_nodes × bottom_nodes
+    double time_step = 1e-3;  ///< s
+    bool quiet = false;
+    bool help = false;
+};
+
+struct InclineSample {
+    double time;
+    double slide_distance;  ///< mean displacement of the top patch's nodes along the slope (m)
+    double kinetic_energy;  ///< J
+};
+
+struct InclineRun {
+    std::vector<InclineSample> samples;
+    bool ok = true;              ///< every step succeeded
+    std::string message;         ///< the failure, if any
+    bool left_fixed_patch = false;  ///< stopped early: a contact reached the fixed patch's edge
+    double end_time = 0;
+    double slide_distance = 0;   ///< at the end
+    int contacts = 0;            ///< created
+    int detached = 0;            ///< contacts taken off their top yarn
+    int max_eil_nodes = 0;
+    double top_mass = 0;         ///< kg
+    double seconds = 0;          ///< wall time of the stepping
+    /// Slid: beyond what sticking allows (elastic deformation, the creep of
+    /// the anchor springs), 0.1 mm, a tenth of the spacing.
+    bool slid() const { return slide_distance > 1e-4; }
+};
+
+inline std::string incline_usage()
+{
+    return "usage: friction_incline --angle DEG --friction MU --duration T --csv FILE\n"
+           "                        [--size N] [--bottom N] [--dt H] [--quiet]\n"
+           "  --angle DEG     incline angle in degrees, 0 <= DEG < 90 (default 30)\n"
+           "  --friction MU   Coulomb coefficient between the layers, >= 0 (default 1)\n"
+           "  --duration T    simulated time in s, > 0 (default 0.5)\n"
+           "  --csv FILE      write time,slide_distance,kinetic_energy per step\n"
+           "  --size N        top patch N x N nodes, >= 2 (default 8)\n"
+           "  --bottom N      fixed patch N x N nodes, >= size + 2 (default 12)\n"
+           "  --dt H          time step in s, > 0 (default 0.001)\n"
+           "  --quiet         no summary line\n";
+}
+
+/// @throws InvalidInput naming the offending option
+inline InclineOptions parse_incline_arguments(int argc, const char* const* argv)
+{
+    InclineOptions o;
+    const auto number = [&](int& i, const std::string& name) {
+        if (i + 1 >= argc) throw InvalidInput("option " + name + " needs a value");
+        const std::string text = argv[++i];
+        char* end = nullptr;
+        const double value = std::strtod(text.c_str(), &end);
+        if (text.empty() || *end != '\0' || !std::isfinite(value))
+            throw InvalidInput("option " + name + ": '" + text + "' is not a finite number");
+        return value;
+    };
+    const auto integer = [&](int& i, const std::string& name) {
+        const double value = number(i, name);
+        if (value != std::floor(value)) throw InvalidInput("option " + name + " must be an integer");
+        return static_cast<int>(value);
+    };
+    for (int i = 1; i < argc; ++i) {
+        const std::string a = argv[i];
+        if (a == "--angle") o.angle_degrees = number(i, a);
+        else if (a == "--friction") o.friction = number(i, a);
+        else if (a == "--duration") o.duration = number(i, a);
+        else if (a == "--csv") {
+            if (i + 1 >= argc) throw InvalidInput("option --csv needs a value");
+            o.csv = argv[++i];
+        } else if (a == "--size") o.top_nodes = integer(i, a);
+        else if (a == "--bottom") o.bottom_nodes = integer(i, a);
+        else if (a == "--dt") o.time_step = number(i, a);
+        else if (a == "--quiet") o.quiet = true;
+        else if (a == "--help" || a == "-h") o.help = true;
+        else throw InvalidInput("unknown option '" + a + "'");
+    }
+    if (!(o.angle_degrees >= 0 && o.angle_degrees < 90))
+        throw InvalidInput(detail::describe("--angle", o.angle_degrees, "must be in [0, 90)"));
+    if (!(o.friction >= 0)) throw InvalidInput(detail::describe("--friction", o.friction, "must be >= 0"));
+    require_positive("--duration", o.duration);
+    require_positive("--dt", o.time_step);
+    if (o.top_nodes < 2) throw InvalidInput(detail::describe("--size", o.top_nodes, "must be >= 2"));
+    if (o.bottom_nodes < o.top_nodes + 2)
+        throw InvalidInput(detail::describe("--bottom", o.bottom_nodes, "must be >= size + 2"));
+    return o;
+}
+
+namespace incline_detail {
+
+struct Scene {
+    YarnModel<double> model;
+    WovenPatch top, bottom;
+    int top_first = 0;
+    std::vector<LayerContact> contacts;  ///< still attached to their top yarn
+    std::vector<double> x0;              ///< initial positions of the top patch's own nodes
+};
+
+inline Scene build_scene(const InclineOptions& o)
+{
+    Scene s;
+    s.bottom.nx = s.bottom.ny = o.bottom_nodes;
+    s.bottom.spacing = 1e-3;
+    s.top = stacked_patch(s.bottom, o.top_nodes, o.top_nodes);
+    YarnMaterial<double>& m = s.model.material;
+    m.linear_density = s.bottom.density * Constants<double>::pi * s.bottom.radius * s.bottom.radius;
+    m.stretch_stiffness = 500;
+    m.bending_stiffness = 1e-5;
+    m.shear_stiffness = 1e-4;
+    m.damping = DampingModel::strain_rate;
+    m.stretch_damping = 3e-6;
+    m.bending_damping = 1e-12;
+    m.shear_damping = 1e-8;
+    m.friction_coefficient = 0.3;
+    m.normal_force = 0.01 * m.stretch_stiffness;
+    m.anchor_stiffness = m.stretch_stiffness / s.bottom.spacing;
+    m.anchor_friction = AnchorFriction::slip_in_step;
+    const int bottom_first = add_woven_patch(s.model, s.bottom);
+    s.top_first = add_woven_patch(s.model, s.top);
+    // The fixed patch: positions and arc lengths.
+    for (int n = bottom_first; n < bottom_first + o.bottom_nodes * o.bottom_nodes; ++n)
+        for (int k = 0; k < yarn_node_dofs; ++k) s.model.free_dof[yarn_node_dofs * static_cast<std::size_t>(n) + k] = 0;
+    s.contacts = add_contact_layer<double>(s.model, s.top_first, s.top, bottom_first, s.bottom, 2 * s.bottom.radius);
+    for (int n = s.top_first; n < s.top_first + o.top_nodes * o.top_nodes; ++n) s.x0.push_back(s.model.q[5 * n]);
+    return s;
+}
+
+/// F_n of each attached contact from the top patch's weight.
+inline void share_normal_force(Scene& s, double top_mass, double g, double theta, double mu)
+{
+    std::vector<int> nodes;
+    for (const LayerContact& c : s.contacts) nodes.push_back(c.node);
+    const double normal_force = top_mass * g * std::cos(theta) / static_cast<double>(nodes.size());
+    set_friction_limit<double>(s.model, nodes, mu * normal_force);
+}
+
+/// Arc-length range [lo, hi] of a yarn (its end nodes).
+inline void yarn_range(const YarnModel<double>& m, int y, double& lo, double& hi)
+{
+    const std::vector<int>& list = m.yarns[static_cast<std::size_t>(y)];
+    const int c = m.yarn_coordinate[static_cast<std::size_t>(y)];
+    lo = m.q[5 * static_cast<std::size_t>(list.front()) + c];
+    hi = m.q[5 * static_cast<std::size_t>(list.back()) + c];
+}
+
+}  // namespace incline_detail
+
+/// Runs the incline; never throws for a failed step (reported in the result).
+/// @throws InvalidInput for bad options
+inline InclineRun run_friction_incline(const InclineOptions& o)
+{
+    using namespace incline_detail;
+    const double g = 9.81, theta = o.angle_degrees * Constants<double>::pi / 180;
+    const Vec3<double> gravity(g * std::sin(theta), 0, -g * std::cos(theta));
+    Scene s = build_scene(o);
+    InclineRun run;
+    run.contacts = static_cast<int>(s.contacts.size());
+    run.top_mass = layer_mass(s.model, s.top_first, o.top_nodes * o.top_nodes);
+    share_normal_force(s, run.top_mass, g, theta, o.friction);
+
+    YarnStepperOptions<double> options;
+    options.pcg.max_iterations = 5000;
+    options.pcg.tolerance = 1e-8;
+    options.max_halvings = 4;
+    EilOptions<double> eil;
+    eil.enabled = true;
+    eil.rest_segment_length = s.bottom.spacing;
+    const auto make_stepper = [&] {
+        return std::make_unique<YarnStepper<double>>(s.model, std::vector<Collider<double>>{}, gravity, options, eil);
+    };
+    std::unique_ptr<YarnStepper<double>> stepper = make_stepper();
+    const double margin = 0.2 * s.bottom.spacing;
+    const int top_count = o.top_nodes * o.top_nodes;
+    const auto slide_of = [&](const std::vector<double>& q) {
+        double sum = 0;
+        for (int k = 0; k < top_count; ++k) sum += q[5 * static_cast<std::size_t>(s.top_first + k)] - s.x0[static_cast<std::size_t>(k)];
+        return sum / top_count;
+    };
+    const auto start = std::chrono::steady_clock::now();
+    const int steps = static_cast<int>(std::ceil(o.duration / o.time_step - 1e-9));
+    run.samples.push_back({0.0, 0.0, stepper->energies().kinetic});
+    for (int step = 1; step <= steps; ++step) {
+        const YarnStepReport r = stepper->step(o.time_step);
+        if (!r.ok) {
+            run.ok = false;
+            run.message = r.message;
+            break;
+        }
+        run.max_eil_nodes = std::max(run.max_eil_nodes, r.eil_nodes);
+        const std::vector<double> q = to_host(stepper->positions());
+        const double t = step * o.time_step;
+        run.samples.push_back({t, slide_of(q), stepper->energies().kinetic});
+        run.end_time = t;
+        // Contacts leaving their top yarn are detached; one reaching the end
+        // of its bottom yarn means the top patch slid off the fixed one.
+        stepper->download(s.model);
+        std::vector<LayerContact> kept;
+        bool detached = false;
+        for (const LayerContact& c : s.contacts) {
+            const int bottom_coordinate = 7 - c.top_coordinate;
+            const double top_arc = s.model.q[5 * static_cast<std::size_t>(c.node) + c.top_coordinate];
+            const double bottom_arc = s.model.q[5 * static_cast<std::size_t>(c.node) + bottom_coordinate];
+            double lo = 0, hi = 0;
+            yarn_range(s.model, c.bottom_yarn, lo, hi);
+            if (bottom_arc < lo + margin || bottom_arc > hi - margin) run.left_fixed_patch = true;
+            yarn_range(s.model, c.top_yarn, lo, hi);
+            if (top_arc < lo + margin || top_arc > hi - margin) {
+                detach_contact_node(s.model, c.node, c.top_coordinate);
+                detached = true;
+                ++run.detached;
+            } else {
+                kept.push_back(c);
+            }
+        }
+        if (run.left_fixed_patch || kept.empty()) break;
+        if (detached) {
+            // The weight is now shared by fewer contacts. Anchor deflections
+            // scale with the limit, so that slipping contacts stay at it
+            // (below it they would stick for a step, AnchorFriction::slip_in_step).
+            const double ratio = static_cast<double>(s.contacts.size()) / static_cast<double>(kept.size());
+            s.contacts = kept;
+            share_normal_force(s, run.top_mass, g, theta, o.friction);
+            for (const LayerContact& c : s.contacts)
+                for (int k = 0; k < 2; ++k) {
+                    const double arc = s.model.q[5 * static_cast<std::size_t>(c.node) + 3 + k];
+                    double& anchor = s.model.anchors[2 * static_cast<std::size_t>(c.node) + k];
+                    anchor = arc - (arc - anchor) * ratio;
+                }
+            stepper = make_stepper();
+        }
+    }
+    run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    run.slide_distance = run.samples.back().slide_distance;
+    return run;
+}
+
+/// Writes the CSV (header `time,slide_distance,kinetic_energy`).
+/// @throws InvalidInput when the file cannot be written
+inline void write_incline_csv(const InclineRun& run, const std::string& path)
+{
+    std::ofstream out(path);
+    if (!out) throw InvalidInput("cannot open --csv file '" + path + "' for writing");
+    out << "time,slide_distance,kinetic_energy\n" << std::setprecision(12);
+    for (const InclineSample& s : run.samples) out << s.time << ',' << s.slide_distance << ',' << s.kinetic_energy << '\n';
+    out.close();
+    if (!out) throw InvalidInput("writing --csv file '" + path + "' failed");
+}
+
+/// The one-line summary.
+inline std::string incline_summary(const InclineOptions& o, const InclineRun& run)
+{
+    std::ostringstream s;
+    s << "friction_incline: angle " << o.angle_degrees << " deg, mu " << o.friction << " (atan(mu) "
+      << std::atan(o.friction) * 180 / Constants<double>::pi << " deg): slide distance " << run.slide_distance * 1e3
+      << " mm at t = " << run.end_time << " s: " << (run.slid() ? "slid" : "stuck");
+    if (run.left_fixed_patch) s << " (off the fixed patch's edge, stopped)";
+    if (!run.ok) s << "; step failed: " << run.message;
+    s << "; " << run.contacts << " contacts, " << run.detached << " detached, max EIL nodes " << run.max_eil_nodes
+      << ", " << run.seconds << " s";
+    return s.str();
+}
+
+}  // namespace weft::examples

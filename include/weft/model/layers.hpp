@@ -1,0 +1,425 @@
+#pragma once
+/// @file layers.hpp
+/// Stacked layers of yarn-level cloth with frictional inter-layer contact
+/// (thesis Sec. 4.4, stacked layers; Fig. 4.3): where a yarn of the top patch
+/// crosses a yarn of the bottom patch, one 5-DoF contact node (x, u, v) is
+/// shared by both yarns, exactly like a woven crossing (Cirio et al. 2014,
+/// thesis Eq. 4.1 enforced implicitly by the shared x). Its arc lengths are
+/// free, so the layers slide over each other; the friction anchors on them
+/// give Coulomb friction between the layers, with a per-node limit μF_n
+/// (YarnModel::friction_limit, `set_friction_limit`). As contacts slide
+/// past the layers' own crossings, use the EIL stepper (EilOptions), which
+/// keeps the yarn discretization robust (thesis Sec. 4.3).
+///
+/// Which yarn is which coordinate: a top warp (u-yarn, coordinate 3) meets a
+/// bottom weft (v-yarn, 4): the contact's u is its arc length on the top
+/// warp, v on the bottom weft. A top weft (4) meets a bottom warp (3): v on
+/// the top weft, u on the bottom warp. Warp–warp and weft–weft pairs are
+/// parallel and get no contact.
+///
+/// Placement: the 5-DoF node has no thickness, so the two yarns of a contact
+/// pass through one point (as at a woven crossing, whose over/under is only
+/// rendered). Stack the top patch with no normal offset and shifted by half
+/// a spacing in both in-plane directions (`stacked_patch`): contacts then
+/// start midway between the crossings of both patches, every yarn stays
+/// straight and the stack is at rest. A renderer may lift the top layer by
+/// two radii. A top patch placed two radii above instead still gets its
+/// contacts (with max_distance ≥ 2r), at the midpoint of the two centre
+/// lines, but both yarns then kink through that point and the layers are
+/// pulled together in the first steps.
+///
+/// The contact is bilateral: the node belongs to both yarns, so the layers
+/// can neither separate nor interpenetrate there, whatever the normal force.
+/// The thesis removes a contact when its arc length leaves the yarn or when
+/// the normal force would pull the layers together instead of pushing
+/// (Cirio et al. 2014); here only the first is provided, and by hand:
+/// `detach_contact_node` takes a node off one of its yarns between two
+/// steppers (the stepper's slot layout is fixed at construction). The
+/// attractive-force test is not implemented: it needs the normal component
+/// of the internal forces on the contact, i.e. an evaluation hook in the
+/// stepper. Contacts are only created here, never during a simulation (the
+/// thesis does the same: "no dynamic addition of EoL nodes").
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <weft/core/error.hpp>
+#include <weft/core/math.hpp>
+#include <weft/model/woven.hpp>
+#include <weft/model/yarn_model.hpp>
+
+namespace weft {
+
+/// One inter-layer contact created by `add_contact_layer`.
+struct LayerContact {
+    int node;         ///< the new contact node
+    int top_yarn;     ///< index into model.yarns of the top patch's yarn through it
+    int bottom_yarn;  ///< index into model.yarns of the bottom patch's yarn through it
+    int top_coordinate;  ///< 3 (top warp: u is on the top yarn) or 4 (top weft: v is)
+};
+
+/// The patch to stack on `bottom` with `nx` × `ny` nodes: same spacing,
+/// radius, density, plane and pattern, centred so that its yarns lie midway
+/// between the bottom's (shifted by half a spacing along an axis where the
+/// node counts differ by an even number; already midway where odd), and
+/// `normal_offset` (m) along axis1 × axis2 (+z for ClothPlane::xy). The
+/// recommended normal offset is 0 (see the file comment).
+inline WovenPatch stacked_patch(const WovenPatch& bottom, int nx, int ny, double normal_offset = 0)
+{
+    WovenPatch top = bottom;
+    top.nx = nx;
+    top.ny = ny;
+    Vec3<double> a1, a2;
+    plane_axes(bottom.plane, a1, a2);
+    const double shift1 = (bottom.nx - nx) % 2 == 0 ? 0.5 * bottom.spacing : 0.0;
+    const double shift2 = (bottom.ny - ny) % 2 == 0 ? 0.5 * bottom.spacing : 0.0;
+    const Vec3<double> c = Vec3<double>(bottom.center[0], bottom.center[1], bottom.center[2]) + shift1 * a1 +
+                           shift2 * a2 + normal_offset * a1.cross(a2);
+    top.center = {c(0), c(1), c(2)};
+    return top;
+}
+
+/// Indices of the yarns through at least one node of [first, first + count).
+template <typename T>
+std::vector<int> yarns_through_nodes(const YarnModel<T>& model, int first, int count)
+{
+    std::vector<int> out;
+    for (std::size_t y = 0; y < model.yarns.size(); ++y)
+        for (int n : model.yarns[y])
+            if (n >= first && n < first + count) {
+                out.push_back(static_cast<int>(y));
+                break;
+            }
+    return out;
+}
+
+/// Rebuilds model.segments and model.bends from the yarn node lists: one
+/// segment per pair and one bend per triple of consecutive nodes, in yarn
+/// order. For woven patches this is the builder's lists, element for
+/// element; segments or bends not along a yarn list are dropped.
+template <typename T>
+void rebuild_yarn_segments_and_bends(YarnModel<T>& model)
+{
+    model.segments.clear();
+    model.bends.clear();
+    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+        const std::vector<int>& nodes = model.yarns[y];
+        const int c = model.yarn_coordinate[y];
+        for (std::size_t k = 0; k + 1 < nodes.size(); ++k) model.segments.push_back({nodes[k], nodes[k + 1], c});
+    }
+    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+        const std::vector<int>& nodes = model.yarns[y];
+        const int c = model.yarn_coordinate[y];
+        for (std::size_t k = 1; k + 1 < nodes.size(); ++k)
+            model.bends.push_back({nodes[k - 1], nodes[k], nodes[k + 1], c});
+    }
+}
+
+namespace layers_detail {
+
+/// Closest points of the lines through segments [p0, p1] and [q0, q1]:
+/// parameters t on the first and s on the second; false when parallel.
+inline bool line_closest_parameters(const Vec3<double>& p0, const Vec3<double>& p1, const Vec3<double>& q0,
+                                    const Vec3<double>& q1, double& t, double& s)
+{
+    const Vec3<double> d1 = p1 - p0, d2 = q1 - q0, r = p0 - q0;
+    const double a = d1.dot(d1), e = d2.dot(d2), b = d1.dot(d2), c = d1.dot(r), f = d2.dot(r);
+    const double denominator = a * e - b * b;
+    if (!(denominator > 1e-12 * a * e)) return false;
+    t = (b * f - c * e) / denominator;
+    s = (a * f - b * c) / denominator;
+    return true;
+}
+
+template <typename T>
+Vec3<double> node_position(const YarnModel<T>& model, int n)
+{
+    const std::size_t i = yarn_node_dofs * static_cast<std::size_t>(n);
+    return Vec3<double>(static_cast<double>(model.q[i]), static_cast<double>(model.q[i + 1]),
+                        static_cast<double>(model.q[i + 2]));
+}
+
+template <typename T>
+double arc_length(const YarnModel<T>& model, int n, int coordinate)
+{
+    return static_cast<double>(model.q[yarn_node_dofs * static_cast<std::size_t>(n) + coordinate]);
+}
+
+/// Throws unless yarn y's list is strictly increasing in arc length.
+template <typename T>
+void require_sorted_yarn(const YarnModel<T>& model, int y)
+{
+    const std::vector<int>& nodes = model.yarns[static_cast<std::size_t>(y)];
+    const int c = model.yarn_coordinate[static_cast<std::size_t>(y)];
+    for (std::size_t k = 0; k + 1 < nodes.size(); ++k)
+        if (!(arc_length(model, nodes[k], c) < arc_length(model, nodes[k + 1], c))) {
+            const std::string field = "yarns[" + std::to_string(y) + "][" + std::to_string(k + 1) + "]";
+            throw InvalidInput(detail::describe(field.c_str(), nodes[k + 1],
+                                                "yarn nodes must be listed in increasing arc length"));
+        }
+}
+
+struct Box {
+    Vec3<double> lo, hi;
+    bool overlaps(const Box& o) const
+    {
+        return (lo.array() <= o.hi.array()).all() && (o.lo.array() <= hi.array()).all();
+    }
+};
+
+inline Box segment_box(const Vec3<double>& a, const Vec3<double>& b, double pad)
+{
+    return {a.cwiseMin(b) - Vec3<double>::Constant(pad), a.cwiseMax(b) + Vec3<double>::Constant(pad)};
+}
+
+}  // namespace layers_detail
+
+/// Creates the inter-layer contact nodes between two stacked patches of
+/// `model` (see the file comment): wherever a top yarn and a bottom yarn of
+/// the other coordinate cross within `max_distance` (the distance between
+/// their centre lines, i.e. the normal separation of the layers), a new node
+/// at the midpoint of the two closest points, with u and v the two yarns' arc
+/// lengths there (linear in each segment), x and both arc lengths free,
+/// anchors at its arc lengths, no velocity of its arc lengths and ẋ the mean
+/// of the two yarns' interpolated velocities, `over` = 1 where the top yarn
+/// is its u-yarn. It is inserted into both yarns' node lists in arc-length
+/// order; segments and bends are then rebuilt from the lists
+/// (`rebuild_yarn_segments_and_bends`), so the model is valid with EIL off
+/// too. No shear element is added at a contact node. If the model has
+/// per-node friction limits, contacts get the material's μF_n; set theirs
+/// with `set_friction_limit`.
+///
+/// Cost: for every (top yarn, bottom yarn) pair, the segments of one that
+/// overlap the other's bounding box, then box-filtered segment pairs —
+/// about O(#top yarns × #bottom yarns × segments per yarn).
+///
+/// @param[in,out] model  holds both patches (e.g. two `add_woven_patch` calls)
+/// @param[in] top_first_node, top  first node and layout of the top patch
+/// @param[in] bottom_first_node, bottom  the same for the bottom patch
+/// @param[in] max_distance  largest centre-line distance of a contact (m), > 0
+/// @return the contacts, in creation order (node ids increasing)
+/// @throws InvalidInput for a bad distance, node ranges outside the model,
+///         yarn lists not sorted by arc length, or a crossing that falls on
+///         an existing node (a zero-length segment: shift the top patch by
+///         half a spacing, `stacked_patch`)
+template <typename T>
+std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_node, const WovenPatch& top,
+                                            int bottom_first_node, const WovenPatch& bottom, T max_distance)
+{
+    using namespace layers_detail;
+    require_positive("max_distance", static_cast<double>(max_distance));
+    const int top_count = top.nx * top.ny, bottom_count = bottom.nx * bottom.ny;
+    const int nodes = model.node_count();
+    if (top_first_node < 0 || top_count <= 0 || top_first_node + top_count > nodes)
+        throw InvalidInput(detail::describe("top_first_node", top_first_node, "top patch nodes outside the model"));
+    if (bottom_first_node < 0 || bottom_count <= 0 || bottom_first_node + bottom_count > nodes)
+        throw InvalidInput(
+            detail::describe("bottom_first_node", bottom_first_node, "bottom patch nodes outside the model"));
+    if (top_first_node < bottom_first_node + bottom_count && bottom_first_node < top_first_node + top_count)
+        throw InvalidInput(detail::describe("top_first_node", top_first_node, "top and bottom patches overlap"));
+    if (model.yarn_coordinate.size() != model.yarns.size())
+        throw InvalidInput(
+            detail::describe("yarn_coordinate.size()", model.yarn_coordinate.size(), "must equal yarns.size()"));
+
+    const std::vector<int> top_yarns = yarns_through_nodes(model, top_first_node, top_count);
+    const std::vector<int> bottom_yarns = yarns_through_nodes(model, bottom_first_node, bottom_count);
+    for (int y : top_yarns) require_sorted_yarn(model, y);
+    for (int y : bottom_yarns) require_sorted_yarn(model, y);
+
+    const double pad = static_cast<double>(max_distance);
+    const auto yarn_box = [&](int y) {
+        const std::vector<int>& list = model.yarns[static_cast<std::size_t>(y)];
+        Box box{node_position(model, list.front()), node_position(model, list.front())};
+        for (int n : list) {
+            box.lo = box.lo.cwiseMin(node_position(model, n));
+            box.hi = box.hi.cwiseMax(node_position(model, n));
+        }
+        box.lo -= Vec3<double>::Constant(pad);
+        box.hi += Vec3<double>::Constant(pad);
+        return box;
+    };
+
+    struct Found {
+        LayerContact contact;
+        Vec3<double> x, velocity;
+        double top_arc, bottom_arc;
+    };
+    std::vector<Found> found;
+    for (int ty : top_yarns) {
+        const int tc = model.yarn_coordinate[static_cast<std::size_t>(ty)];
+        const std::vector<int>& tl = model.yarns[static_cast<std::size_t>(ty)];
+        const Box top_box = yarn_box(ty);
+        for (int by : bottom_yarns) {
+            const int bc = model.yarn_coordinate[static_cast<std::size_t>(by)];
+            if (bc == tc) continue;  // parallel yarns do not cross
+            const Box bottom_box = yarn_box(by);
+            if (!top_box.overlaps(bottom_box)) continue;
+            const std::vector<int>& bl = model.yarns[static_cast<std::size_t>(by)];
+            for (std::size_t i = 0; i + 1 < tl.size(); ++i) {
+                const Vec3<double> p0 = node_position(model, tl[i]), p1 = node_position(model, tl[i + 1]);
+                const Box tb = segment_box(p0, p1, pad);
+                if (!tb.overlaps(bottom_box)) continue;
+                for (std::size_t j = 0; j + 1 < bl.size(); ++j) {
+                    const Vec3<double> q0 = node_position(model, bl[j]), q1 = node_position(model, bl[j + 1]);
+                    if (!tb.overlaps(segment_box(q0, q1, pad))) continue;
+                    double t = 0, s = 0;
+                    // Half-open [0, 1) on both, so a crossing is found once.
+                    if (!line_closest_parameters(p0, p1, q0, q1, t, s)) continue;
+                    if (t < 0 || t >= 1 || s < 0 || s >= 1) continue;
+                    const Vec3<double> pt = p0 + t * (p1 - p0), pb = q0 + s * (q1 - q0);
+                    if ((pt - pb).norm() > pad) continue;
+                    if (t < 1e-9 || s < 1e-9) {
+                        const std::string field = "contact between yarns " + std::to_string(ty) + " and " +
+                                                  std::to_string(by) + " at node";
+                        throw InvalidInput(detail::describe(field.c_str(), t < 1e-9 ? tl[i] : bl[j],
+                                                            "falls on an existing node (zero-length segment); "
+                                                            "shift the top patch by half a spacing (stacked_patch)"));
+                    }
+                    const auto lerp_arc = [&](int a, int b, int c, double w) {
+                        return (1 - w) * arc_length(model, a, c) + w * arc_length(model, b, c);
+                    };
+                    const auto lerp_velocity = [&](int a, int b, double w) {
+                        const std::size_t ia = yarn_node_dofs * static_cast<std::size_t>(a);
+                        const std::size_t ib = yarn_node_dofs * static_cast<std::size_t>(b);
+                        Vec3<double> out;
+                        for (int k = 0; k < 3; ++k)
+                            out(k) = (1 - w) * static_cast<double>(model.v[ia + k]) +
+                                     w * static_cast<double>(model.v[ib + k]);
+                        return out;
+                    };
+                    Found f;
+                    f.contact = {-1, ty, by, tc};
+                    f.x = 0.5 * (pt + pb);
+                    f.velocity = 0.5 * (lerp_velocity(tl[i], tl[i + 1], t) + lerp_velocity(bl[j], bl[j + 1], s));
+                    f.top_arc = lerp_arc(tl[i], tl[i + 1], tc, t);
+                    f.bottom_arc = lerp_arc(bl[j], bl[j + 1], bc, s);
+                    found.push_back(f);
+                }
+            }
+        }
+    }
+
+    // New nodes, then insertion into both yarns' lists.
+    const bool per_node_limits = !model.friction_limit.empty();
+    if (per_node_limits && model.friction_limit.size() != static_cast<std::size_t>(nodes))
+        throw InvalidInput(
+            detail::describe("friction_limit.size()", model.friction_limit.size(), "must be 0 or #nodes"));
+    std::vector<LayerContact> out;
+    std::vector<std::vector<std::pair<double, int>>> inserted(model.yarns.size());
+    for (Found& f : found) {
+        const int n = model.node_count();
+        f.contact.node = n;
+        const double u = f.contact.top_coordinate == 3 ? f.top_arc : f.bottom_arc;
+        const double v = f.contact.top_coordinate == 3 ? f.bottom_arc : f.top_arc;
+        for (int k = 0; k < 3; ++k) model.q.push_back(T(f.x(k)));
+        model.q.push_back(T(u));
+        model.q.push_back(T(v));
+        for (int k = 0; k < 3; ++k) model.v.push_back(T(f.velocity(k)));
+        model.v.push_back(T(0));
+        model.v.push_back(T(0));
+        for (int k = 0; k < yarn_node_dofs; ++k) model.free_dof.push_back(1);
+        model.anchors.push_back(T(u));
+        model.anchors.push_back(T(v));
+        model.over.push_back(static_cast<unsigned char>(f.contact.top_coordinate == 3 ? 1 : 0));
+        if (per_node_limits) model.friction_limit.push_back(model.material.friction_coefficient * model.material.normal_force);
+        inserted[static_cast<std::size_t>(f.contact.top_yarn)].push_back({f.top_arc, n});
+        inserted[static_cast<std::size_t>(f.contact.bottom_yarn)].push_back({f.bottom_arc, n});
+        out.push_back(f.contact);
+    }
+    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+        if (inserted[y].empty()) continue;
+        const int c = model.yarn_coordinate[y];
+        std::vector<std::pair<double, int>> list = inserted[y];
+        for (int n : model.yarns[y]) list.push_back({arc_length(model, n, c), n});
+        // (arc length, node id): the order of the EIL assignment's sort.
+        std::sort(list.begin(), list.end());
+        model.yarns[y].clear();
+        for (const auto& entry : list) model.yarns[y].push_back(entry.second);
+    }
+    rebuild_yarn_segments_and_bends(model);
+    return out;
+}
+
+/// Sets the Coulomb limit μF_n (N) of the given nodes' anchors; creates the
+/// per-node array from the material's μF_n first if the model has none
+/// (YarnModel::friction_limit).
+/// @throws InvalidInput for a node out of range or a negative/non-finite limit
+template <typename T>
+void set_friction_limit(YarnModel<T>& model, const std::vector<int>& nodes, T limit)
+{
+    if (!(std::isfinite(static_cast<double>(limit)) && limit >= T(0)))
+        throw InvalidInput(detail::describe("friction limit", limit, "must be a finite number >= 0"));
+    if (model.friction_limit.empty())
+        model.friction_limit.assign(static_cast<std::size_t>(model.node_count()),
+                                    model.material.friction_coefficient * model.material.normal_force);
+    for (int n : nodes) {
+        if (n < 0 || n >= model.node_count())
+            throw InvalidInput(detail::describe("friction limit node", n, "out of range"));
+        model.friction_limit[static_cast<std::size_t>(n)] = limit;
+    }
+}
+
+/// Total mass (kg) of the yarns through the nodes [first, first + count):
+/// linear density × the arc-length span of each yarn. The weight of a layer,
+/// from which a caller derives the normal force of its contacts, e.g.
+/// F_n = m g cos θ / #contacts on an incline of angle θ.
+template <typename T>
+T layer_mass(const YarnModel<T>& model, int first, int count)
+{
+    T total = T(0);
+    for (int y : yarns_through_nodes(model, first, count)) {
+        const std::vector<int>& list = model.yarns[static_cast<std::size_t>(y)];
+        const int c = model.yarn_coordinate[static_cast<std::size_t>(y)];
+        T lo = model.q[yarn_node_dofs * static_cast<std::size_t>(list.front()) + c], hi = lo;
+        for (int n : list) {
+            const T s = model.q[yarn_node_dofs * static_cast<std::size_t>(n) + c];
+            lo = std::min(lo, s);
+            hi = std::max(hi, s);
+        }
+        total += model.material.linear_density * (hi - lo);
+    }
+    return total;
+}
+
+/// Removes a contact node from its yarn with `coordinate` (3 or 4), e.g.
+/// when its arc length is about to leave that yarn (thesis Sec. 4.4): the
+/// node stays on its other yarn as a Lagrangian node (both arc lengths fixed,
+/// anchors reset to them, no friction limit; a node on one yarn with a free
+/// arc length would have no partner to fix its place on the yarn), and
+/// segments and bends are rebuilt from the lists. A stepper made before must
+/// be rebuilt from the model (its slot layout and element lists are fixed at
+/// construction); download its state first.
+/// @throws InvalidInput if the node is not on a yarn with that coordinate, or
+///         that yarn would keep fewer than 2 nodes
+template <typename T>
+void detach_contact_node(YarnModel<T>& model, int node, int coordinate)
+{
+    if (node < 0 || node >= model.node_count())
+        throw InvalidInput(detail::describe("detach_contact_node node", node, "out of range"));
+    if (coordinate != 3 && coordinate != 4)
+        throw InvalidInput(detail::describe("detach_contact_node coordinate", coordinate, "must be 3 (u) or 4 (v)"));
+    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+        if (model.yarn_coordinate[y] != coordinate) continue;
+        std::vector<int>& list = model.yarns[y];
+        const auto it = std::find(list.begin(), list.end(), node);
+        if (it == list.end()) continue;
+        if (list.size() <= 2)
+            throw InvalidInput(detail::describe("detach_contact_node node", node, "its yarn would keep < 2 nodes"));
+        list.erase(it);
+        const std::size_t i = yarn_node_dofs * static_cast<std::size_t>(node);
+        for (int c = 0; c < 2; ++c) {
+            model.free_dof[i + 3 + c] = 0;
+            model.v[i + 3 + c] = T(0);
+            model.anchors[2 * static_cast<std::size_t>(node) + c] = model.q[i + 3 + c];
+        }
+        if (!model.friction_limit.empty()) model.friction_limit[static_cast<std::size_t>(node)] = T(0);
+        rebuild_yarn_segments_and_bends(model);
+        return;
+    }
+    throw InvalidInput(detail::describe("detach_contact_node node", node, "is on no yarn with this coordinate"));
+}
+
+}  // namespace weft
