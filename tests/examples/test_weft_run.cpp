@@ -362,3 +362,59 @@ TEST_CASE("weft-run: sliding_rods.json crosses smoothly with EIL and blows up wi
     // still report success while the contacts are flung along A.
     CHECK((!without.ok || ke_eol > 1e3 * ke_eil));
 }
+
+TEST_CASE("weft-run: tablecloth.json stacks two layers with contact nodes and runs", "[examples][weft-run][layers]")
+{
+    const fs::path dir = fresh_dir("tablecloth");
+    RunArguments args;
+    args.scene = fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "scenes" / "tablecloth.json";
+    args.output_dir = dir;
+    args.duration = 0.005;
+    args.quiet = true;
+    std::ostringstream log;
+    const RunSummary summary = run_scene(args, log);
+    INFO(log.str() << summary.error);
+    REQUIRE(summary.ok);
+    CHECK(summary.steps == 5);
+    // 40² + 39² crossings plus one contact per crossing of a top yarn with a
+    // bottom yarn of the other direction: each of the 39 top yarns crosses the
+    // 38 bottom yarns inside its span, in both directions
+    CHECK(summary.nodes == 1600 + 1521 + 2 * 39 * 38);
+    const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
+    REQUIRE(csv.size() == 6);
+    CHECK(csv[0].substr(csv[0].size() - 10) == ",eil_nodes");
+    const std::vector<double> last = fields(csv.back());
+    CHECK(last[1] > 0);  // the overhang starts to fall
+}
+
+TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][weft-run][layers]")
+{
+    const fs::path dir = fresh_dir("layers_bad");
+    std::ifstream in(fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "scenes" /
+                     "tablecloth.json");
+    std::stringstream text;
+    text << in.rdbuf();
+    const auto error = [&](const std::string& from, const std::string& to) {
+        std::string scene = text.str();
+        REQUIRE(scene.find(from) != std::string::npos);
+        scene.replace(scene.find(from), from.size(), to);
+        RunArguments args;
+        args.scene = write_scene(dir, scene);
+        args.output_dir = dir;
+        args.duration = 0.001;
+        args.quiet = true;
+        std::ostringstream log;
+        try {
+            run_scene(args, log);
+        } catch (const weft::InvalidInput& e) {
+            return std::string(e.what());
+        }
+        return std::string();
+    };
+    using Catch::Contains;
+    CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 1"), Contains("cloth[1].on_top_of: must name an earlier woven"));
+    CHECK_THAT(error("\"size\": [0.08, 0.1, 0.02]", "\"size\": [0.08, 0.1]"), Contains("colliders[0].size"));
+    CHECK_THAT(error("\"size\": [0.08, 0.1, 0.02]", "\"size\": [0.08, 0.1, 0]"), Contains("colliders[0].size[2]"));
+    // stacked exactly on the crossings: no contact can be placed between them
+    CHECK_THAT(error("\"yarns\": [39, 39]", "\"yarns\": [40, 40]"), Contains("cloth[1].on_top_of: invalid contact"));
+}

@@ -11,13 +11,14 @@
 
 namespace weft {
 
-/// A collider seen by the node kernel: sphere (center, radius) or plane
-/// (point = center, unit normal).
+/// A collider seen by the node kernel: sphere (center, radius), plane
+/// (point = center, unit normal) or axis-aligned box (center, half extents
+/// in `normal`, e.g. a table).
 template <typename T>
 struct Collider {
-    int type;  ///< 0 sphere, 1 plane
+    int type;  ///< 0 sphere, 1 plane, 2 box
     Vec3<T> center;
-    Vec3<T> normal;
+    Vec3<T> normal;  ///< plane: unit normal; box: half extents
     T radius;
     T stiffness;
     T friction;
@@ -29,9 +30,31 @@ struct Collider {
             const T len = d.norm();
             n = len > T(0) ? Vec3<T>(d / len) : Vec3<T>(T(0), T(0), T(1));
             phi = len - radius;
-        } else {
+        } else if (type == 1) {
             n = normal;
             phi = normal.dot(x - center);
+        } else {
+            // Box: q = |x − c| − e per axis; outside, φ = |max(q, 0)| and n
+            // points from the nearest surface point; inside, φ = max_k q_k < 0
+            // and n is the normal of the nearest face.
+            const Vec3<T> d = x - center;
+            Vec3<T> q, outside;
+            for (int k = 0; k < 3; ++k) {
+                q(k) = (d(k) < T(0) ? -d(k) : d(k)) - normal(k);
+                outside(k) = q(k) > T(0) ? (d(k) < T(0) ? -q(k) : q(k)) : T(0);
+            }
+            const T len = outside.norm();
+            if (len > T(0)) {
+                n = outside / len;
+                phi = len;
+            } else {
+                int face = 0;
+                for (int k = 1; k < 3; ++k)
+                    if (q(k) > q(face)) face = k;
+                n = Vec3<T>::Zero();
+                n(face) = d(face) < T(0) ? T(-1) : T(1);
+                phi = q(face);
+            }
         }
     }
 };

@@ -85,10 +85,11 @@
 /// A collider object:
 ///
 /// ```
-/// type*        "sphere" | "plane"
+/// type*        "sphere" | "plane" | "box"
 /// center*, radius* (> 0)       sphere (m)
 /// point*, normal* (non-zero)   plane; the normal is stored normalized and
 ///                              points to the free side
+/// center*, size* ([3], > 0)    axis-aligned box (m), e.g. a table
 /// friction     number ≥ 0      0 (Coulomb μ against the collider)
 /// stiffness    number > 0      1000 × max over cloth of stiffness.stretch / spacing (N/m)
 /// ```
@@ -155,6 +156,7 @@ struct SolverDescription {
     bool eil = false;               ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}
     double eil_safety_factor = 0.1;   ///< safety distance / rest segment length
     double eil_contact_factor = 1000; ///< contact spring k / (k_s / rest segment length)
+    bool eil_given = false;           ///< "eil" was in the scene (else layers switch it on)
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -233,6 +235,8 @@ struct ClothDescription {
     NodeSelection pins;
     std::vector<MovingPins> moving_pins;
     InitialVelocityDescription initial_velocity;
+    int on_top_of = -1;              ///< woven: index of the cloth entry this one rests on (-1: none)
+    double layer_friction = 0.3;     ///< woven with on_top_of: μ between this layer and the one below
     TriangleClothDescription triangle;  ///< "triangle" entries only
     SlidingRodsDescription rods;        ///< "sliding-rods" entries only (also spacing, radius, density, stiffness)
 };
@@ -243,6 +247,7 @@ struct ColliderDescription {
     double radius = 0;                      ///< sphere radius (m)
     std::array<double, 3> point{0, 0, 0};   ///< a point on the plane (m)
     std::array<double, 3> normal{0, 0, 1};  ///< unit normal of the plane
+    std::array<double, 3> size{0, 0, 0};    ///< box edge lengths (m)
     double friction = 0;                    ///< μ
     double stiffness = 0;                   ///< penalty stiffness (N/m); the parser sets the default
 };
@@ -548,6 +553,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         const Object e(o.required("eil"), o.path("eil"));
         e.allow_only({"enabled", "safety_factor", "contact_factor"});
         s.eil = e.get_or("enabled", read_bool, true);
+        s.eil_given = true;
         s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
         if (!(s.eil_safety_factor < 1))
             fail(e.path("safety_factor"), "must be < 1 (a fraction of the rest segment length), got " +
@@ -638,7 +644,8 @@ inline const std::vector<std::string>& woven_keys()
 {
     static const std::vector<std::string> keys{"type",     "pattern", "yarns", "spacing",     "radius",
                                                "density",  "center",  "plane", "stiffness",   "damping",
-                                               "friction", "contact", "pins",  "moving_pins", "initial_velocity"};
+                                               "friction", "contact", "pins",  "moving_pins", "initial_velocity",
+                                               "on_top_of", "layer_friction"};
     return keys;
 }
 
@@ -708,6 +715,13 @@ inline ClothDescription parse_woven(const Object& o)
     }
 
     parse_placement(o, c, node_count);
+    if (o.has("on_top_of")) c.on_top_of = o.get("on_top_of", [](const json& v, const std::string& p) {
+        return read_integer(v, p, 0);
+    });
+    if (o.has("layer_friction")) {
+        if (c.on_top_of < 0) fail(o.path("layer_friction"), "needs \"on_top_of\" (the layer below)");
+        c.layer_friction = o.get("layer_friction", read_non_negative);
+    }
     return c;
 }
 
@@ -859,8 +873,8 @@ inline ClothDescription parse_cloth(const json& j, const std::string& path)
 inline ColliderDescription parse_collider(const json& j, const std::string& path, double default_stiffness)
 {
     const Object o(j, path);
-    static const std::vector<std::string> types{"sphere", "plane"};
-    if (!o.has("type")) o.allow_only({"type", "center", "radius", "point", "normal", "friction", "stiffness"});
+    static const std::vector<std::string> types{"sphere", "plane", "box"};
+    if (!o.has("type")) o.allow_only({"type", "center", "radius", "point", "normal", "size", "friction", "stiffness"});
     ColliderDescription c;
     c.type = read_choice(o.required("type"), o.path("type"), types, "collider type");
     const std::string context = " for collider type \"" + c.type + "\"";
@@ -868,6 +882,14 @@ inline ColliderDescription parse_collider(const json& j, const std::string& path
         o.allow_only({"type", "center", "radius", "friction", "stiffness"}, context);
         c.center = o.get("center", read_vector3);
         c.radius = o.get("radius", read_positive);
+    } else if (c.type == "box") {
+        o.allow_only({"type", "center", "size", "friction", "stiffness"}, context);
+        c.center = o.get("center", read_vector3);
+        const json& size = o.required("size");
+        const std::string size_path = o.path("size");
+        if (!size.is_array() || size.size() != 3)
+            fail(size_path, "expected an array of 3 positive numbers (edge lengths in m), got " + describe_value(size));
+        for (std::size_t k = 0; k < 3; ++k) c.size[k] = read_positive(size[k], element_path(size_path, k));
     } else {
         o.allow_only({"type", "point", "normal", "friction", "stiffness"}, context);
         c.point = o.get("point", read_vector3);
@@ -1013,6 +1035,13 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
     double stiffest_segment = 0;
     for (std::size_t k = 0; k < cloth.size(); ++k) {
         s.cloth.push_back(parse_cloth(cloth[k], element_path("cloth", k)));
+        const int below = s.cloth.back().on_top_of;
+        if (below >= 0 && (below >= static_cast<int>(k) || s.cloth[static_cast<std::size_t>(below)].type != "woven"))
+            fail(element_path("cloth", k) + ".on_top_of",
+                 "must name an earlier woven cloth entry (0.." + std::to_string(static_cast<int>(k) - 1) + "), got " +
+                     std::to_string(below));
+        // contacts slide past crossings: EIL nodes (thesis Sec. 4.3) unless the scene says otherwise
+        if (below >= 0 && !s.solver.eil_given) s.solver.eil = true;
         const ClothDescription& c = s.cloth.back();
         if (c.type == "woven" || c.type == "sliding-rods") {
             stiffest_segment = std::max(stiffest_segment, c.stiffness.stretch / c.spacing);

@@ -15,6 +15,7 @@
 #include <weft/core/error.hpp>
 #include <weft/element/yarn_elements.hpp>
 #include <weft/io/scene.hpp>
+#include <weft/model/layers.hpp>
 #include <weft/model/sliding_rods.hpp>
 #include <weft/model/woven.hpp>
 
@@ -103,6 +104,11 @@ std::vector<Collider<T>> colliders_of(const SceneDescription& scene)
             c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
             c.normal = Vec3<T>(T(0), T(0), T(1));
             c.radius = T(d.radius);
+        } else if (d.type == "box") {
+            c.type = 2;
+            c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
+            c.normal = Vec3<T>(T(d.size[0] / 2), T(d.size[1] / 2), T(d.size[2] / 2));
+            c.radius = T(0);
         } else {
             c.type = 1;
             c.center = Vec3<T>(T(d.point[0]), T(d.point[1]), T(d.point[2]));
@@ -185,6 +191,42 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         }
         out.patches.push_back(p);
         out.first_node.push_back(first);
+    }
+    // Stacked layers: contact nodes where the yarns of a layer cross those of
+    // the layer below, with Coulomb limit μ F_n, F_n = (weight of this layer
+    // and of every layer resting on it) / #contacts, and slip-in-step anchors
+    // (a light layer would otherwise never slide, see yarn_model.hpp).
+    for (std::size_t k = 0; k < scene.cloth.size(); ++k) {
+        const ClothDescription& c = scene.cloth[k];
+        if (c.on_top_of < 0) continue;
+        const std::size_t below = static_cast<std::size_t>(c.on_top_of);
+        std::vector<LayerContact> contacts;
+        try {
+            contacts = add_contact_layer(out.model, out.first_node[k], out.patches[k], out.first_node[below],
+                                         out.patches[below], T(2.5 * c.radius));
+        } catch (const InvalidInput& e) {
+            throw InvalidInput("invalid cloth[" + std::to_string(k) + "].on_top_of: " + e.what());
+        }
+        if (contacts.empty())
+            throw InvalidInput("invalid cloth[" + std::to_string(k) + "].on_top_of: no yarn of this layer crosses a "
+                               "yarn of cloth[" + std::to_string(below) + "] within 2.5 radii (place it flat on the "
+                               "layer below, shifted by half a spacing)");
+        T mass = T(0);
+        for (std::size_t m = 0; m < scene.cloth.size(); ++m) {
+            // this layer and every layer stacked (directly or not) on it
+            std::size_t at = m;
+            bool above = at == k;
+            while (!above && scene.cloth[at].on_top_of >= 0) {
+                at = static_cast<std::size_t>(scene.cloth[at].on_top_of);
+                above = at == k;
+            }
+            if (above) mass += layer_mass(out.model, out.first_node[m], out.patches[m].nx * out.patches[m].ny);
+        }
+        const T weight = mass * out.gravity.norm();
+        std::vector<int> nodes;
+        for (const LayerContact& contact : contacts) nodes.push_back(contact.node);
+        set_friction_limit(out.model, nodes, T(c.layer_friction) * weight / T(contacts.size()));
+        out.model.material.anchor_friction = AnchorFriction::slip_in_step;
     }
     out.colliders = colliders_of<T>(scene);
     return out;

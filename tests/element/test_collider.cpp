@@ -1,0 +1,89 @@
+// Collider signed distances: sphere, plane and box; φ's gradient is the
+// normal (finite differences), and penalty contact pushes along it.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <weft/element/collider.hpp>
+
+#include "support/random.hpp"
+
+using Vec3 = weft::Vec3<double>;
+
+namespace {
+
+weft::Collider<double> box()
+{
+    weft::Collider<double> c;
+    c.type = 2;
+    c.center = Vec3(0.1, -0.2, 0.3);
+    c.normal = Vec3(0.4, 0.25, 0.1);  // half extents
+    c.radius = 0;
+    c.stiffness = 1e3;
+    c.friction = 0;
+    return c;
+}
+
+}  // namespace
+
+TEST_CASE("collider: box signed distance, normal = gradient of phi", "[element][collider]")
+{
+    const weft::Collider<double> c = box();
+    weft_test::Random rng(3);
+    int checked = 0;
+    for (int k = 0; k < 400; ++k) {
+        const Vec3 x = c.center + Vec3(rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(-0.3, 0.3));
+        double phi;
+        Vec3 n;
+        c.distance(x, phi, n);
+        // brute force: outside, distance to the clamped point; inside, minus the distance to the nearest face
+        const Vec3 d = x - c.center;
+        Vec3 clamped;
+        for (int a = 0; a < 3; ++a) clamped(a) = std::max(-c.normal(a), std::min(c.normal(a), d(a)));
+        double expected = (d - clamped).norm();
+        if (expected == 0) {
+            expected = -1e300;
+            for (int a = 0; a < 3; ++a) expected = std::max(expected, std::abs(d(a)) - c.normal(a));
+        }
+        CHECK(phi == Approx(expected).margin(1e-14));
+        CHECK(n.norm() == Approx(1.0));
+        // ∇φ by central differences (away from edges and the medial planes)
+        const double eps = 1e-7;
+        Vec3 grad;
+        for (int a = 0; a < 3; ++a) {
+            Vec3 xp = x, xm = x;
+            xp(a) += eps;
+            xm(a) -= eps;
+            double pp, pm;
+            Vec3 np, nm;
+            c.distance(xp, pp, np);
+            c.distance(xm, pm, nm);
+            grad(a) = (pp - pm) / (2 * eps);
+        }
+        if ((grad - n).norm() < 1e-3 || std::abs(grad.norm() - 1) > 1e-3) {
+            // kinks (medial planes inside, none outside) give a gradient of the wrong length
+            if (std::abs(grad.norm() - 1) <= 1e-3) {
+                CHECK((grad - n).norm() < 1e-5);
+                ++checked;
+            }
+        } else {
+            FAIL("normal " << n.transpose() << " differs from the gradient " << grad.transpose() << " at "
+                           << x.transpose());
+        }
+    }
+    REQUIRE(checked > 300);
+}
+
+TEST_CASE("collider: a node resting on the table top is pushed up", "[element][collider]")
+{
+    const weft::Collider<double> c = box();
+    const Vec3 x = c.center + Vec3(0.1, 0.05, c.normal(2) - 1e-4);  // 0.1 mm inside the top face
+    double phi;
+    Vec3 n;
+    c.distance(x, phi, n);
+    CHECK(phi == Approx(-1e-4));
+    CHECK((n - Vec3(0, 0, 1)).norm() == 0.0);
+    const weft::LocalTerms<double, 3> t = weft::collider_contact<double>(Vec3::Zero(), phi, n, 2e-4, c.stiffness, 0.0, 1e-3);
+    CHECK(t.force(2) == Approx(c.stiffness * 3e-4));
+    CHECK(t.force.head<2>().norm() == 0.0);
+}
