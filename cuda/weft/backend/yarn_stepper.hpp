@@ -94,7 +94,6 @@ struct KernelInputs {
     const Collider<T>* colliders;
     int collider_count;
     T eil_stiffness;
-    const std::uint8_t* external_contact;  ///< per node, or nullptr: none (YarnModel::external_contact)
     ElementBuffers<T> out;
 };
 
@@ -103,8 +102,7 @@ template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnSegment& s, NodeBlocks<T, 2, B>& blocks,
                                      ElementEnergies<T>& e)
 {
-    const bool parallel = !(in.external_contact && (in.external_contact[s.node0] || in.external_contact[s.node1]));
-    evaluate_yarn_segment<T>(in.q, in.v, s, in.material, in.gravity, in.h, blocks, e, in.newton, parallel);
+    evaluate_yarn_segment<T>(in.q, in.v, s, in.material, in.gravity, in.h, blocks, e, in.newton);
 }
 template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnBend& b, NodeBlocks<T, 3, B>& blocks,
@@ -206,12 +204,6 @@ public:
     {
         m_anchors.assign(model.anchors.begin(), model.anchors.end());
         m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
-        if (!model.external_contact.empty()) {
-            std::vector<std::uint8_t> external(static_cast<std::size_t>(model.node_count()), 0);
-            for (std::size_t n = 0; n < external.size() && n < model.external_contact.size(); ++n)
-                external[n] = model.external_contact[n] ? 1 : 0;
-            m_external_contact.assign(external.begin(), external.end());
-        }
         m_host_shears = model.shears;
         m_colliders.assign(colliders.begin(), colliders.end());
         rebuild_elements(model.segments, model.bends, {}, {});
@@ -492,7 +484,6 @@ private:
                            this->raw(m_colliders),
                            static_cast<int>(m_colliders.size()),
                            m_eil_stiffness,
-                           m_external_contact.empty() ? nullptr : this->raw(m_external_contact),
                            out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t seg_m = 4 * m_segment_count;
@@ -553,8 +544,7 @@ private:
     int m_assembly_builds = 0;
 
     thrust::device_vector<T> m_anchors, m_anchors_saved;
-    thrust::device_vector<T> m_friction_limit;
-    thrust::device_vector<std::uint8_t> m_external_contact;  ///< per node, empty: none  ///< empty: the material's μF_n
+    thrust::device_vector<T> m_friction_limit;  ///< empty: the material's μF_n
     thrust::device_vector<YarnSegment> m_segments;
     thrust::device_vector<YarnBend> m_bends;
     thrust::device_vector<YarnShear> m_shears;

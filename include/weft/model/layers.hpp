@@ -325,10 +325,6 @@ std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_n
         model.anchors.push_back(T(v));
         model.over.push_back(static_cast<unsigned char>(f.contact.top_coordinate == 3 ? 1 : 0));
         if (per_node_limits) model.friction_limit.push_back(model.material.friction_coefficient * model.material.normal_force);
-        // A contact with another fabric: no parallel-yarn contact on its
-        // segments (thesis Sec. 4.3.2, rule (a)), so it slides past crossings.
-        model.external_contact.resize(static_cast<std::size_t>(n), 0);
-        model.external_contact.push_back(1);
         inserted[static_cast<std::size_t>(f.contact.top_yarn)].push_back({f.top_arc, n});
         inserted[static_cast<std::size_t>(f.contact.bottom_yarn)].push_back({f.bottom_arc, n});
         out.push_back(f.contact);
