@@ -553,8 +553,8 @@ TEST_CASE("scene: plane, pattern, cloth type and collider type are checked by na
     }
     SECTION("collider type")
     {
-        j["colliders"][0]["type"] = "box";
-        CHECK_THAT(error_of(j), Contains("colliders[0].type: unknown collider type \"box\""));
+        j["colliders"][0]["type"] = "cone";
+        CHECK_THAT(error_of(j), Contains("colliders[0].type: unknown collider type \"cone\""));
     }
     SECTION("a zero plane normal")
     {
