@@ -20,7 +20,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
-#include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <sstream>
@@ -34,6 +33,8 @@
 #include <weft/model/triangle_mesh.hpp>
 #include <weft/model/triangle_model.hpp>
 
+#include "bench_common.hpp"
+
 namespace {
 
 struct Options {
@@ -45,50 +46,30 @@ struct Options {
     bool table = false;
 };
 
-double peak_rss_mb()
-{
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
-        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-    return -1;
-}
-
 Options parse(int argc, char** argv)
 {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw weft::InvalidInput("invalid " + a + ": missing value");
-            return argv[++i];
-        };
+    for (weft::bench::Arguments args(argc, argv); args.next();) {
+        const std::string& a = args.option();
         if (a == "--sizes") {
-            o.sizes.clear();
-            std::stringstream ss(value());
-            for (std::string item; std::getline(ss, item, ',');) {
-                const int n = std::atoi(item.c_str());
-                if (n < 2) throw weft::InvalidInput("invalid --sizes entry \"" + item + "\": need an integer >= 2");
-                o.sizes.push_back(n);
-            }
+            o.sizes = weft::bench::parse_sizes(args.value());
             if (o.sizes.empty()) throw weft::InvalidInput("invalid --sizes: need at least one size");
         } else if (a == "--steps") {
-            o.steps = std::atoi(value().c_str());
-            if (o.steps < 1) throw weft::InvalidInput("invalid --steps: need >= 1");
+            o.steps = weft::bench::parse_at_least(a, args.value(), 1);
         } else if (a == "--warmup") {
-            o.warmup = std::atoi(value().c_str());
-            if (o.warmup < 0) throw weft::InvalidInput("invalid --warmup: need >= 0");
+            o.warmup = weft::bench::parse_at_least(a, args.value(), 0);
         } else if (a == "--dt") {
-            o.dt = std::atof(value().c_str());
+            o.dt = std::atof(args.value().c_str());
             if (!(o.dt > 0)) throw weft::InvalidInput("invalid --dt: need a time step > 0 (s)");
         } else if (a == "--damping") {
-            o.damping = value();
+            o.damping = args.value();
             if (o.damping != "strain-rate" && o.damping != "rayleigh" && o.damping != "none")
                 throw weft::InvalidInput("invalid --damping \"" + o.damping +
                                          "\": expected strain-rate, rayleigh or none");
         } else if (a == "--table") {
             o.table = true;
         } else {
-            throw weft::InvalidInput("invalid option \"" + a + "\"");
+            args.reject();
         }
     }
     return o;
@@ -154,7 +135,7 @@ SizeResult run_size(int n, const Options& opt)
     r.vertices = model.node_count();
     r.triangles = static_cast<int>(model.triangles.size());
     r.hinges = static_cast<int>(model.hinges.size());
-    r.setup_ms = 1e3 * std::chrono::duration<double>(clock::now() - setup_start).count();
+    r.setup_ms = weft::bench::elapsed_ms(setup_start);
 
     for (int s = 0; s < opt.warmup; ++s) {
         const weft::BackendStepReport report = stepper.step(opt.dt);
@@ -187,7 +168,7 @@ SizeResult run_size(int n, const Options& opt)
     r.lowest_y = 0.5 * side;
     for (int i = 0; i < model.node_count(); ++i)
         r.lowest_y = std::min(r.lowest_y, model.q[weft::triangle_node_dofs * i + 1]);
-    r.peak_rss_mb = peak_rss_mb();
+    r.peak_rss_mb = weft::bench::peak_rss_mb();
     return r;
 }
 

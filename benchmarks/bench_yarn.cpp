@@ -12,8 +12,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <cstdlib>
-#include <fstream>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -27,6 +25,8 @@
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
+
+#include "bench_common.hpp"
 
 #ifndef WEFT_SOURCE_DIR
 #define WEFT_SOURCE_DIR "."
@@ -43,48 +43,28 @@ struct Options {
     std::string preconditioner = "block-jacobi";
 };
 
-double peak_rss_mb()
-{
-    std::ifstream status("/proc/self/status");
-    for (std::string line; std::getline(status, line);)
-        if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
-    return -1;
-}
-
 Options parse(int argc, char** argv)
 {
     Options o;
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        const auto value = [&]() -> std::string {
-            if (i + 1 >= argc) throw weft::InvalidInput("invalid " + a + ": missing value");
-            return argv[++i];
-        };
+    for (weft::bench::Arguments args(argc, argv); args.next();) {
+        const std::string& a = args.option();
         if (a == "--sizes") {
-            o.sizes.clear();
-            std::stringstream ss(value());
-            for (std::string item; std::getline(ss, item, ',');) {
-                const int n = std::atoi(item.c_str());
-                if (n < 2) throw weft::InvalidInput("invalid --sizes entry \"" + item + "\": need an integer >= 2");
-                o.sizes.push_back(n);
-            }
+            o.sizes = weft::bench::parse_sizes(args.value());
         } else if (a == "--steps") {
-            o.steps = std::atoi(value().c_str());
-            if (o.steps < 1) throw weft::InvalidInput("invalid --steps: need >= 1");
+            o.steps = weft::bench::parse_at_least(a, args.value(), 1);
         } else if (a == "--warmup") {
-            o.warmup = std::atoi(value().c_str());
-            if (o.warmup < 0) throw weft::InvalidInput("invalid --warmup: need >= 0");
+            o.warmup = weft::bench::parse_at_least(a, args.value(), 0);
         } else if (a == "--no-eigen") {
             o.eigen = false;
         } else if (a == "--scene") {
-            o.scene = value();
+            o.scene = args.value();
         } else if (a == "--preconditioner") {
-            o.preconditioner = value();
+            o.preconditioner = args.value();
             if (o.preconditioner != "block-jacobi" && o.preconditioner != "yarn-lines")
                 throw weft::InvalidInput("invalid --preconditioner \"" + o.preconditioner +
                                          "\": expected block-jacobi or yarn-lines");
         } else {
-            throw weft::InvalidInput("invalid option \"" + a + "\"");
+            args.reject();
         }
     }
     return o;
@@ -119,7 +99,7 @@ EigenSolve eigen_solve(const weft::BsrMatrix<double, 5>& bsr, const thrust::devi
     const auto t0 = std::chrono::steady_clock::now();
     cg.compute(a);
     const Eigen::VectorXd x = cg.solve(b);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    const double ms = weft::bench::elapsed_ms(t0);
     (void)x;
     return {ms, static_cast<int>(cg.iterations()), cg.error()};
 }
@@ -196,7 +176,7 @@ int main(int argc, char** argv)
                      << eigen_iterations / steps << ", \"eigen_cg_worst_error\": " << eigen_worst_error
                      << ", \"pcg_speedup_vs_eigen\": " << (eigen_ms / steps) / (1e3 * solve / steps);
             }
-            json << ", \"peak_rss_mb\": " << peak_rss_mb() << "}";
+            json << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb() << "}";
             first = false;
             std::cerr << "bench_yarn: n = " << n << " done (" << 1e3 * total / steps << " ms/step)\n";
         }

@@ -5,11 +5,18 @@
 #include <limits>
 
 #include "support/fd_check.hpp"
+#include "support/hinges.hpp"
 #include "support/random.hpp"
 
 using weft_test::FdChecker;
+using weft_test::hinge;
+using weft_test::HingeFrame;
 using weft_test::MatrixX;
+using weft_test::node;
 using weft_test::Random;
+using weft_test::random_frame;
+using weft_test::rest_of;
+using weft_test::rigid_velocity;
 using weft_test::VectorX;
 using Vec12 = Eigen::Matrix<double, 12, 1>;
 using Mat12 = Eigen::Matrix<double, 12, 12>;
@@ -18,55 +25,6 @@ using Vec3 = Eigen::Vector3d;
 namespace {
 
 constexpr double pi = 3.14159265358979323846;
-
-/// A hinge of dihedral angle exactly φ: edge x₁ → x₂ = x₁ + L t, x₀ = x₁ + α_A L t − h_A u,
-/// x₃ = x₁ + α_B L t + h_B (cos φ u + sin φ w), w = t × u (see tests/strain/test_dihedral.cpp).
-struct HingeFrame {
-    Vec3 origin, t, u, w;
-    double length, alpha_a, height_a, alpha_b, height_b;
-};
-
-HingeFrame random_frame(Random& rng, double scale = 1.0)
-{
-    HingeFrame f;
-    f.origin = scale * rng.vector<3>(-1, 1);
-    f.t = rng.unit_vector();
-    Vec3 s;
-    do {
-        s = rng.unit_vector();
-    } while (f.t.cross(s).norm() < 0.3);
-    f.w = f.t.cross(s).normalized();
-    f.u = f.w.cross(f.t);
-    f.length = scale * rng.uniform(0.5, 2.0);
-    f.alpha_a = rng.uniform(-0.3, 1.3);
-    f.alpha_b = rng.uniform(-0.3, 1.3);
-    f.height_a = f.length * rng.uniform(0.3, 1.5);
-    f.height_b = f.length * rng.uniform(0.3, 1.5);
-    return f;
-}
-
-Vec12 hinge(const HingeFrame& f, double phi)
-{
-    const Vec3 e = f.length * f.t;
-    Vec12 q;
-    q.segment<3>(0) = f.origin + f.alpha_a * e - f.height_a * f.u;
-    q.segment<3>(3) = f.origin;
-    q.segment<3>(6) = f.origin + e;
-    q.segment<3>(9) = f.origin + f.alpha_b * e + f.height_b * (std::cos(phi) * f.u + std::sin(phi) * f.w);
-    return q;
-}
-
-Vec3 node(const Vec12& q, int n)
-{
-    return q.segment<3>(3 * n);
-}
-
-Vec12 rigid_velocity(const Vec12& q, const Vec3& translation, const Vec3& omega)
-{
-    Vec12 v;
-    for (int n = 0; n < 4; ++n) v.segment<3>(3 * n) = translation + omega.cross(node(q, n));
-    return v;
-}
 
 struct HingeState {
     weft::DihedralBendingElement<double> element;
@@ -78,7 +36,7 @@ HingeState random_state(Random& rng, double phi_min = -3.0, double phi_max = 3.0
 {
     HingeState s;
     const Vec12 rest_q = hinge(random_frame(rng), rng.uniform(-1.5, 1.5));
-    const auto rest = weft::make_hinge_rest<double>(node(rest_q, 0), node(rest_q, 1), node(rest_q, 2), node(rest_q, 3));
+    const auto rest = rest_of(rest_q);
     s.element =
         weft::make_dihedral_bending_element<double>(rest, weft::QuadraticDensity<double, 1>{rng.uniform(0.5, 20)},
                                                     weft::QuadraticDensity<double, 1>{rng.uniform(0.05, 2)});

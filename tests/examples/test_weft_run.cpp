@@ -66,6 +66,55 @@ std::vector<double> fields(const std::string& line)
     return out;
 }
 
+/// The repository root (this file is tests/examples/test_weft_run.cpp).
+fs::path source_root()
+{
+    return fs::path(__FILE__).parent_path().parent_path().parent_path();
+}
+
+/// The whole text of a file, which must open.
+std::string text_of(const fs::path& path)
+{
+    std::ifstream in(path);
+    REQUIRE(in);
+    std::stringstream text;
+    text << in.rdbuf();
+    return text.str();
+}
+
+/// A finished run: the runner's summary and everything it logged.
+struct RunOutput {
+    RunSummary summary;
+    std::string log;
+};
+
+/// Runs `scene` quietly with relative outputs under `output_dir`; a `duration`
+/// > 0 overrides the scene's.
+RunOutput run_quietly(const fs::path& scene, const fs::path& output_dir, double duration = -1)
+{
+    RunArguments args;
+    args.scene = scene;
+    args.output_dir = output_dir;
+    args.duration = duration;
+    args.quiet = true;
+    std::ostringstream log;
+    RunOutput out;
+    out.summary = run_scene(args, log);
+    out.log = log.str();
+    return out;
+}
+
+/// The InvalidInput message of run_quietly ("" when it throws none).
+std::string run_error_of(const fs::path& scene, const fs::path& output_dir, double duration = -1)
+{
+    try {
+        run_quietly(scene, output_dir, duration);
+    } catch (const weft::InvalidInput& e) {
+        return e.what();
+    }
+    return "";
+}
+
 std::string error_of(std::vector<const char*> argv)
 {
     argv.insert(argv.begin(), "weft-run");
@@ -99,14 +148,10 @@ TEST_CASE("weft-run: command line", "[examples][weft-run]")
 TEST_CASE("weft-run: a scene runs and writes the CSV and frames", "[examples][weft-run]")
 {
     const fs::path dir = fresh_dir("ok");
-    RunArguments args;
-    args.scene = write_scene(dir, small_scene());
-    args.output_dir = dir / "results";
-    args.duration = 0.02;  // overrides the scene's 1 s
-    args.quiet = true;
-    std::ostringstream log;
-    const RunSummary s = run_scene(args, log);
-    INFO(log.str());
+    const double duration = 0.02;  // overrides the scene's 1 s
+    const RunOutput run = run_quietly(write_scene(dir, small_scene()), dir / "results", duration);
+    const RunSummary& s = run.summary;
+    INFO(run.log);
     REQUIRE(s.ok);
     CHECK(s.steps == 20);
     CHECK(s.simulated_time == Approx(0.02));
@@ -155,19 +200,15 @@ TEST_CASE("weft-run: a scene runs and writes the CSV and frames", "[examples][we
 TEST_CASE("weft-run: a failed solve is reported with the step and residual", "[examples][weft-run]")
 {
     const fs::path dir = fresh_dir("fail");
-    RunArguments args;
-    args.scene = write_scene(
+    const fs::path scene = write_scene(
         dir, small_scene(R"({"newton_iterations": 1, "pcg_max_iterations": 2, "adaptive_time_step": false})"));
-    args.output_dir = dir;
-    args.duration = 0.01;
-    args.quiet = true;
-    std::ostringstream log;
-    const RunSummary s = run_scene(args, log);
+    const RunOutput run = run_quietly(scene, dir, 0.01);
+    const RunSummary& s = run.summary;
     CHECK_FALSE(s.ok);
     CHECK(s.steps == 0);
     CHECK_THAT(s.error, Catch::Contains("step 1 (t = 0.001 s) failed"));
     CHECK_THAT(s.error, Catch::Contains("relative residual"));
-    CHECK_THAT(log.str(), Catch::Contains("step 1"));
+    CHECK_THAT(run.log, Catch::Contains("step 1"));
     // Only the initial frame exists; the CSV has its header and no row.
     CHECK(fs::exists(dir / "frames" / "frame_00000_warp.vtk"));
     CHECK_FALSE(fs::exists(dir / "frames" / "frame_00001_warp.vtk"));
@@ -177,19 +218,12 @@ TEST_CASE("weft-run: a failed solve is reported with the step and residual", "[e
 TEST_CASE("weft-run: bad scenes are rejected with the key named", "[examples][weft-run]")
 {
     const fs::path dir = fresh_dir("bad");
-    RunArguments args;
-    args.output_dir = dir;
-    args.quiet = true;
-    std::ostringstream log;
-    args.scene = dir / "missing.json";
-    CHECK_THROWS_WITH(run_scene(args, log), Catch::Contains("missing.json"));
+    CHECK_THAT(run_error_of(dir / "missing.json", dir), Catch::Contains("missing.json"));
     std::string text = small_scene();
     text.replace(text.find("\"radius\": 0.00025"), 17, "\"radius\": -1");
-    args.scene = write_scene(dir, text);
-    CHECK_THROWS_WITH(run_scene(args, log), Catch::Contains("cloth[0].radius"));
-    args.scene = write_scene(dir, small_scene());
-    args.duration = 1e-4;  // shorter than one step
-    CHECK_THROWS_WITH(run_scene(args, log), Catch::Contains("--duration"));
+    CHECK_THAT(run_error_of(write_scene(dir, text), dir), Catch::Contains("cloth[0].radius"));
+    // shorter than one step
+    CHECK_THAT(run_error_of(write_scene(dir, small_scene()), dir, 1e-4), Catch::Contains("--duration"));
 }
 
 namespace {
@@ -215,13 +249,9 @@ TEST_CASE("weft-run: a triangle scene runs and writes the CSV and mesh frames", 
     const fs::path dir = fresh_dir("triangle");
     const fs::path scene = write_scene(
         dir, triangle_scene("", R"({"csv": "energy.csv", "frames": "frames", "every": 5, "formats": ["vtk", "vtp", "obj"]})"));
-    RunArguments args;
-    args.scene = scene;
-    args.output_dir = dir;
-    args.quiet = true;
-    std::ostringstream log;
-    const RunSummary summary = run_scene(args, log);
-    INFO(log.str() << summary.error);
+    const RunOutput run = run_quietly(scene, dir);
+    const RunSummary& summary = run.summary;
+    INFO(run.log << summary.error);
     REQUIRE(summary.ok);
     CHECK(summary.steps == 10);
     CHECK(summary.nodes == 30);
@@ -257,8 +287,7 @@ TEST_CASE("weft-run: a triangle scene with a mesh file and a tabulated material"
     const fs::path dir = fresh_dir("triangle_mesh");
     std::ofstream(dir / "square.obj") << "v -0.1 0 0.3\nv 0.1 0 0.3\nv 0.1 0 0.1\nv -0.1 0 0.1\nv 0 0 0.2\n"
                                          "f 1 2 5\nf 2 3 5\nf 3 4 5\nf 4 1 5\n";
-    const fs::path material =
-        fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "materials" / "gnatv_sample.json";
+    const fs::path material = source_root() / "examples" / "materials" / "gnatv_sample.json";
     REQUIRE(fs::exists(material));
     const std::string scene_text = R"({ "time_step": 0.002, "duration": 0.01, "gravity": [0, 0, -9.81],
       "cloth": [{ "type": "triangle", "mesh": "square.obj",
@@ -267,13 +296,9 @@ TEST_CASE("weft-run: a triangle scene with a mesh file and a tabulated material"
           "damping": {"model": "strain-rate", "lambda": 10, "mu": 10, "bending": 1e-6},
           "pins": [0, 1] }],
       "output": {"csv": "energy.csv"} })";
-    RunArguments args;
-    args.scene = write_scene(dir, scene_text);
-    args.output_dir = dir;
-    args.quiet = true;
-    std::ostringstream log;
-    const RunSummary summary = run_scene(args, log);
-    INFO(log.str() << summary.error);
+    const RunOutput run = run_quietly(write_scene(dir, scene_text), dir);
+    const RunSummary& summary = run.summary;
+    INFO(run.log << summary.error);
     REQUIRE(summary.ok);
     CHECK(summary.nodes == 5);
     CHECK(lines_of(dir / "energy.csv").size() == 6);
@@ -282,19 +307,7 @@ TEST_CASE("weft-run: a triangle scene with a mesh file and a tabulated material"
 TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[examples][weft-run][triangle]")
 {
     const fs::path dir = fresh_dir("triangle_bad");
-    const auto error = [&](const std::string& text) {
-        RunArguments args;
-        args.scene = write_scene(dir, text);
-        args.output_dir = dir;
-        args.quiet = true;
-        std::ostringstream log;
-        try {
-            run_scene(args, log);
-        } catch (const weft::InvalidInput& e) {
-            return std::string(e.what());
-        }
-        return std::string();
-    };
+    const auto error = [&](const std::string& text) { return run_error_of(write_scene(dir, text), dir); };
     using Catch::Contains;
     CHECK_THAT(error(triangle_scene(R"(, "mesh": "a.obj")", "{}")), Contains("cloth[0].mesh: give either"));
     std::string pins = triangle_scene("", "{}");
@@ -318,24 +331,14 @@ TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[exa
 
 TEST_CASE("weft-run: sliding_rods.json crosses smoothly with EIL and blows up without", "[examples][weft-run][eil]")
 {
-    const fs::path shipped =
-        fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "scenes" / "sliding_rods.json";
-    std::ifstream in(shipped);
-    REQUIRE(in);
-    std::stringstream text;
-    text << in.rdbuf();
+    const std::string text = text_of(source_root() / "examples" / "scenes" / "sliding_rods.json");
     const auto run = [&](bool eil, double& peak_kinetic, int& peak_eil) {
         const fs::path dir = fresh_dir(eil ? "rods_eil" : "rods_eol");
-        std::string scene = text.str();
+        std::string scene = text;
         const std::string on = "\"eil\": {\"enabled\": true}";
         REQUIRE(scene.find(on) != std::string::npos);
         if (!eil) scene.replace(scene.find(on), on.size(), "\"eil\": {\"enabled\": false}");
-        RunArguments args;
-        args.scene = write_scene(dir, scene);
-        args.output_dir = dir;
-        args.quiet = true;
-        std::ostringstream log;
-        const RunSummary summary = run_scene(args, log);
+        const RunSummary summary = run_quietly(write_scene(dir, scene), dir).summary;
         const std::vector<std::string> csv = lines_of(dir / "sliding_rods.csv");
         REQUIRE(csv.size() >= 2);
         peak_kinetic = 0;
@@ -366,14 +369,9 @@ TEST_CASE("weft-run: sliding_rods.json crosses smoothly with EIL and blows up wi
 TEST_CASE("weft-run: tablecloth.json stacks two layers with contact nodes and runs", "[examples][weft-run][layers]")
 {
     const fs::path dir = fresh_dir("tablecloth");
-    RunArguments args;
-    args.scene = fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "scenes" / "tablecloth.json";
-    args.output_dir = dir;
-    args.duration = 0.005;
-    args.quiet = true;
-    std::ostringstream log;
-    const RunSummary summary = run_scene(args, log);
-    INFO(log.str() << summary.error);
+    const RunOutput run = run_quietly(source_root() / "examples" / "scenes" / "tablecloth.json", dir, 0.005);
+    const RunSummary& summary = run.summary;
+    INFO(run.log << summary.error);
     REQUIRE(summary.ok);
     CHECK(summary.steps == 5);
     // 40² + 39² crossings plus one contact per crossing of a top yarn with a
@@ -390,26 +388,12 @@ TEST_CASE("weft-run: tablecloth.json stacks two layers with contact nodes and ru
 TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][weft-run][layers]")
 {
     const fs::path dir = fresh_dir("layers_bad");
-    std::ifstream in(fs::path(__FILE__).parent_path().parent_path().parent_path() / "examples" / "scenes" /
-                     "tablecloth.json");
-    std::stringstream text;
-    text << in.rdbuf();
+    const std::string text = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
     const auto error = [&](const std::string& from, const std::string& to) {
-        std::string scene = text.str();
+        std::string scene = text;
         REQUIRE(scene.find(from) != std::string::npos);
         scene.replace(scene.find(from), from.size(), to);
-        RunArguments args;
-        args.scene = write_scene(dir, scene);
-        args.output_dir = dir;
-        args.duration = 0.001;
-        args.quiet = true;
-        std::ostringstream log;
-        try {
-            run_scene(args, log);
-        } catch (const weft::InvalidInput& e) {
-            return std::string(e.what());
-        }
-        return std::string();
+        return run_error_of(write_scene(dir, scene), dir, 0.001);
     };
     using Catch::Contains;
     CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 1"), Contains("cloth[1].on_top_of: must name an earlier woven"));

@@ -3,8 +3,8 @@
 // orientation, hinges as the interior edges with their opposite vertices, flat
 // hinges at zero angle, rest areas and lumped masses, the OBJ loader
 // (positions, fan triangulation, texture and flattened rest coordinates,
-// errors naming file and line), non-manifold edges and degenerate rest
-// triangles.
+// errors naming file and line, directories), non-manifold edges, triangles
+// listed twice and degenerate rest triangles.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -441,6 +441,45 @@ TEST_CASE("triangle mesh: a non-manifold edge is rejected, boundary edges have n
     CHECK(weft::mesh_hinges(fin).empty());
 }
 
+TEST_CASE("triangle mesh: a triangle listed twice is rejected naming both indices",
+          "[model][triangle_mesh][hinges][errors]")
+{
+    // Two copies of one triangle would otherwise give three hinges folding it onto itself.
+    TriangleMesh pair;
+    pair.positions = {Vec3(0, 0, 0), Vec3(1, 0, 0), Vec3(0, 1, 0)};
+    pair.triangles = {{0, 1, 2}, {2, 1, 0}};
+    const std::string pair_message = error_of([&] { weft::mesh_hinges(pair); });
+    INFO(pair_message);
+    CHECK_THAT(pair_message, Catch::Contains("duplicate triangle"));
+    CHECK_THAT(pair_message, Catch::Contains("triangles 0 and 1"));
+
+    // In a grid, a copy of an interior triangle in any corner order is named as
+    // a duplicate, not as the non-manifold edges it also makes.
+    const TriangleMesh grid = weft::make_triangle_grid(3, 3, 1.0, 1.0);
+    REQUIRE(grid.triangle_count() == 8);
+    const auto& t5 = grid.triangles[5];
+    const std::array<std::array<int, 3>, 3> copies{
+        {{t5[0], t5[1], t5[2]}, {t5[1], t5[2], t5[0]}, {t5[2], t5[1], t5[0]}}};
+    int checked = 0;
+    for (const auto& copy : copies) {
+        TriangleMesh mesh = grid;
+        mesh.triangles.push_back(copy);
+        mesh.rest_uv.push_back(grid.rest_uv[5]);
+        const std::string message = error_of([&] { weft::mesh_hinges(mesh); });
+        INFO(message);
+        CHECK_THAT(message, Catch::Contains("duplicate triangle"));
+        CHECK_THAT(message, Catch::Contains("triangles 5 and 8"));
+        CHECK_THAT(message, !Catch::Contains("non-manifold"));
+        CHECK_THROWS_WITH(weft::build_triangle_model<double>(mesh, sheet_material()),
+                          Catch::Contains("triangles 5 and 8"));
+        ++checked;
+    }
+    REQUIRE(checked == 3);
+
+    // Two triangles sharing an edge (two vertices) are no duplicate.
+    CHECK(weft::mesh_hinges(grid).size() == static_cast<std::size_t>(interior_edge_count(3, 3)));
+}
+
 TEST_CASE("OBJ loader: positions, fan triangulation and scaled texture coordinates", "[model][triangle_mesh][obj]")
 {
     // Two quads (the second with negative, relative indices and v/vt only)
@@ -541,6 +580,22 @@ f 1/1 5/2 4/3
         ++checked;
     }
     REQUIRE(checked == 4 * 5);
+}
+
+TEST_CASE("OBJ loader: a directory is reported as unreadable, naming it", "[model][triangle_mesh][obj][errors]")
+{
+    // A directory opens as a stream but reads as nothing: it must not pass for a mesh without faces.
+    const TempObj placeholder("");
+    const std::string path = placeholder.path() + ".d";
+    REQUIRE(std::filesystem::create_directory(path));
+    const std::string message = error_of([&] { weft::load_obj_mesh(path); });
+    std::error_code ignored;
+    std::filesystem::remove(path, ignored);
+    INFO(message);
+    CHECK_THAT(message, Catch::Contains("'" + path + "'"));
+    CHECK_THAT(message, Catch::Contains("cannot open"));
+    CHECK_THAT(message, Catch::Contains("is a directory"));
+    CHECK_THAT(message, !Catch::Contains("no faces"));
 }
 
 TEST_CASE("OBJ loader: errors name the file and the line", "[model][triangle_mesh][obj][errors]")

@@ -8,11 +8,18 @@
 #include <vector>
 
 #include "support/element_checks.hpp"
+#include "support/hinges.hpp"
 #include "support/random.hpp"
 
 using weft_test::FdChecker;
+using weft_test::hinge;
+using weft_test::HingeFrame;
 using weft_test::MatrixX;
+using weft_test::node;
 using weft_test::Random;
+using weft_test::random_frame;
+using weft_test::rest_of;
+using weft_test::rigid_velocity;
 using weft_test::SuiteOptions;
 using weft_test::VectorX;
 using Vec12 = Eigen::Matrix<double, 12, 1>;
@@ -25,62 +32,6 @@ constexpr double pi = 3.14159265358979323846;
 // Checks per suite call (tests/support/element_checks.hpp) for a scalar strain with a constant size:
 // strain gradient, Hessian, rate ×2, constant size, f_e, ∂f_e/∂q, f_d, ∂f_d/∂v, exact ∂f_d/∂q, symmetric ×2.
 constexpr int suite_checks = 12;
-
-/// A hinge with edge x₁ → x₂ = x₁ + L t, triangle A in the plane (t, u) on the −u side and x₃ at
-/// x₁ + α_B L t + h_B (cos φ u + sin φ w), w = t × u. Its dihedral angle is exactly φ (φ ∈ (−π, π]):
-/// n̂_A = −w, n̂_B = −cos φ w + sin φ u, so (n̂_A × n̂_B)·t = sin φ and n̂_A·n̂_B = cos φ.
-struct HingeFrame {
-    Vec3 origin, t, u, w;
-    double length, alpha_a, height_a, alpha_b, height_b;
-};
-
-HingeFrame random_frame(Random& rng, double scale = 1.0)
-{
-    HingeFrame f;
-    f.origin = scale * rng.vector<3>(-1, 1);
-    f.t = rng.unit_vector();
-    Vec3 s;
-    do {
-        s = rng.unit_vector();
-    } while (f.t.cross(s).norm() < 0.3);
-    f.w = f.t.cross(s).normalized();
-    f.u = f.w.cross(f.t);
-    f.length = scale * rng.uniform(0.5, 2.0);
-    f.alpha_a = rng.uniform(-0.3, 1.3);
-    f.alpha_b = rng.uniform(-0.3, 1.3);
-    f.height_a = f.length * rng.uniform(0.3, 1.5);
-    f.height_b = f.length * rng.uniform(0.3, 1.5);
-    return f;
-}
-
-Vec12 hinge(const HingeFrame& f, double phi)
-{
-    const Vec3 e = f.length * f.t;
-    Vec12 q;
-    q.segment<3>(0) = f.origin + f.alpha_a * e - f.height_a * f.u;
-    q.segment<3>(3) = f.origin;
-    q.segment<3>(6) = f.origin + e;
-    q.segment<3>(9) = f.origin + f.alpha_b * e + f.height_b * (std::cos(phi) * f.u + std::sin(phi) * f.w);
-    return q;
-}
-
-Vec3 node(const Vec12& q, int n)
-{
-    return q.segment<3>(3 * n);
-}
-
-weft::HingeRest<double> rest_of(const Vec12& q)
-{
-    return weft::make_hinge_rest<double>(node(q, 0), node(q, 1), node(q, 2), node(q, 3));
-}
-
-/// Rigid velocity t + ω × x at the four nodes.
-Vec12 rigid_velocity(const Vec12& q, const Vec3& translation, const Vec3& omega)
-{
-    Vec12 v;
-    for (int n = 0; n < 4; ++n) v.segment<3>(3 * n) = translation + omega.cross(node(q, n));
-    return v;
-}
 
 /// Triangle areas of the hinge.
 double area_a(const Vec12& q)

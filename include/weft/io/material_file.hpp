@@ -30,16 +30,11 @@
 /// negative strains a curve is extended to compression as an odd function;
 /// beyond its ends, linearly with the end slope (potential/tabulated.hpp).
 ///
-/// This file reuses the strict readers of scene.hpp (scene_detail), so it
-/// includes scene.hpp: include it from scene_model.hpp or a runner, not
-/// from scene.hpp itself.
+/// This file reuses the strict readers and the JSON file reader of scene.hpp
+/// (scene_detail), so it includes scene.hpp: include it from scene_model.hpp
+/// or a runner, not from scene.hpp itself.
 
-#include <cerrno>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
-#include <functional>
-#include <iterator>
 #include <string>
 #include <vector>
 
@@ -123,45 +118,16 @@ inline TabulatedMaterial parse_tabulated_material(const nlohmann::json& material
 inline TabulatedMaterial parse_tabulated_material_text(const std::string& text,
                                                        const std::string& source = "<material text>")
 {
-    using scene_detail::json;
-    scene_detail::KeyPathTracker tracker;
-    json material;
-    try {
-        material = json::parse(text, std::ref(tracker));
-    } catch (const json::parse_error& e) {
-        throw InvalidInput(source + ": JSON syntax error at byte " + std::to_string(e.byte) + ": " + e.what());
-    } catch (const json::out_of_range& e) {
-        throw InvalidInput(source + ": " + tracker.current_path() + ": must be a finite number (" + e.what() + ")");
-    } catch (const json::exception& e) {
-        throw InvalidInput(source + ": " + tracker.current_path() + ": " + e.what());
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(source + ": " + e.what());
-    }
-    try {
-        return parse_tabulated_material(material);
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(source + ": " + e.what());
-    }
+    const scene_detail::json material = scene_detail::parse_json_text(text, source);
+    return scene_detail::validate_from(source, [&] { return parse_tabulated_material(material); });
 }
 
 /// Reads and validates a material file. Every error names the file.
 inline TabulatedMaterial load_tabulated_material(const std::filesystem::path& path)
 {
     const std::string name = path.string();
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (!std::filesystem::exists(status)) throw InvalidInput("material file \"" + name + "\": no such file");
-    if (std::filesystem::is_directory(status))
-        throw InvalidInput("material file \"" + name + "\": is a directory, not a file");
-    errno = 0;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const std::string reason = errno ? std::strerror(errno) : "unknown error";
-        throw InvalidInput("material file \"" + name + "\": cannot be opened for reading (" + reason + ")");
-    }
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw InvalidInput("material file \"" + name + "\": read error");
-    TabulatedMaterial m = parse_tabulated_material_text(text, name);
+    const scene_detail::json material = scene_detail::read_json_file(path, "material");
+    TabulatedMaterial m = scene_detail::validate_from(name, [&] { return parse_tabulated_material(material); });
     m.source = name;
     return m;
 }

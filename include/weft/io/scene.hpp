@@ -1009,6 +1009,59 @@ private:
     std::vector<Frame> m_frames;
 };
 
+/// Parses JSON text, rejecting duplicate keys (which JSON libraries keep
+/// silently). `source` names the text in errors: "<source>: JSON syntax
+/// error at byte N: ..." or "<source>: <key path>: <problem>".
+inline json parse_json_text(const std::string& text, const std::string& source)
+{
+    KeyPathTracker tracker;
+    try {
+        return json::parse(text, std::ref(tracker));
+    } catch (const json::parse_error& e) {
+        throw InvalidInput(source + ": JSON syntax error at byte " + std::to_string(e.byte) + ": " + e.what());
+    } catch (const json::out_of_range& e) {
+        // nlohmann rejects numbers that overflow a double (e.g. 1e999).
+        throw InvalidInput(source + ": " + tracker.current_path() + ": must be a finite number (" + e.what() + ")");
+    } catch (const json::exception& e) {
+        throw InvalidInput(source + ": " + tracker.current_path() + ": " + e.what());
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(source + ": " + e.what());
+    }
+}
+
+/// Returns `validate()`, prefixing the InvalidInput it throws with "<source>: ".
+template <class Validate>
+auto validate_from(const std::string& source, Validate&& validate) -> decltype(validate())
+{
+    try {
+        return validate();
+    } catch (const InvalidInput& e) {
+        throw InvalidInput(source + ": " + e.what());
+    }
+}
+
+/// Reads and parses a JSON file (see parse_json_text). `what` names the kind
+/// of file in errors about the file itself, e.g. `scene file "a.json": no
+/// such file`; syntax errors are prefixed with the path alone.
+inline json read_json_file(const std::filesystem::path& path, const std::string& what)
+{
+    const std::string name = path.string();
+    const std::string file = what + " file \"" + name + "\": ";
+    std::error_code ec;
+    const auto status = std::filesystem::status(path, ec);
+    if (!std::filesystem::exists(status)) throw InvalidInput(file + "no such file");
+    if (std::filesystem::is_directory(status)) throw InvalidInput(file + "is a directory, not a file");
+    errno = 0;
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+        const std::string reason = errno ? std::strerror(errno) : "unknown error";
+        throw InvalidInput(file + "cannot be opened for reading (" + reason + ")");
+    }
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw InvalidInput(file + "read error");
+    return parse_json_text(text, name);
+}
+
 }  // namespace scene_detail
 
 /// Parses and validates a scene (see the file comment for keys and defaults).
@@ -1068,47 +1121,16 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
 /// error at byte N: ...".
 inline SceneDescription parse_scene_text(const std::string& text, const std::string& source = "<scene text>")
 {
-    using scene_detail::json;
-    scene_detail::KeyPathTracker tracker;
-    json scene;
-    try {
-        scene = json::parse(text, std::ref(tracker));
-    } catch (const json::parse_error& e) {
-        throw InvalidInput(source + ": JSON syntax error at byte " + std::to_string(e.byte) + ": " + e.what());
-    } catch (const json::out_of_range& e) {
-        // nlohmann rejects numbers that overflow a double (e.g. 1e999).
-        throw InvalidInput(source + ": " + tracker.current_path() + ": must be a finite number (" + e.what() + ")");
-    } catch (const json::exception& e) {
-        throw InvalidInput(source + ": " + tracker.current_path() + ": " + e.what());
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(source + ": " + e.what());
-    }
-    try {
-        SceneDescription s = parse_scene(scene);
-        return s;
-    } catch (const InvalidInput& e) {
-        throw InvalidInput(source + ": " + e.what());
-    }
+    const scene_detail::json scene = scene_detail::parse_json_text(text, source);
+    return scene_detail::validate_from(source, [&] { return parse_scene(scene); });
 }
 
 /// Reads and validates a scene file. Every error names the file.
 inline SceneDescription load_scene(const std::filesystem::path& path)
 {
     const std::string name = path.string();
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (!std::filesystem::exists(status)) throw InvalidInput("scene file \"" + name + "\": no such file");
-    if (std::filesystem::is_directory(status))
-        throw InvalidInput("scene file \"" + name + "\": is a directory, not a file");
-    errno = 0;
-    std::ifstream in(path, std::ios::binary);
-    if (!in) {
-        const std::string reason = errno ? std::strerror(errno) : "unknown error";
-        throw InvalidInput("scene file \"" + name + "\": cannot be opened for reading (" + reason + ")");
-    }
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    if (in.bad()) throw InvalidInput("scene file \"" + name + "\": read error");
-    SceneDescription s = parse_scene_text(text, name);
+    const scene_detail::json scene = scene_detail::read_json_file(path, "scene");
+    SceneDescription s = scene_detail::validate_from(name, [&] { return parse_scene(scene); });
     s.source = name;
     return s;
 }

@@ -16,6 +16,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -129,9 +130,14 @@ inline std::array<Vec2<double>, 3> flatten(const Vec3<double>& a, const Vec3<dou
 /// triangulated; `vn`, groups, materials and other records are ignored).
 /// @param[in] uv_scale  metres per texture-coordinate unit (used when every face has `vt`)
 /// @throws InvalidInput naming the file, line and record for unreadable
-///         files, malformed numbers, out-of-range indices or an empty mesh.
+///         files (a directory included), malformed numbers, out-of-range
+///         indices or an empty mesh.
 inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0)
 {
+    std::error_code ec;
+    // A directory opens as a stream on Linux but reads as empty: say so instead of "no faces".
+    if (std::filesystem::is_directory(path, ec))
+        throw InvalidInput("cannot open mesh file '" + path + "': is a directory, not a file");
     std::ifstream in(path);
     if (!in) throw InvalidInput("cannot open mesh file '" + path + "'");
     require_positive("uv_scale", uv_scale);
@@ -182,6 +188,7 @@ inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0
             }
         }
     }
+    if (in.bad()) throw InvalidInput("cannot read mesh file '" + path + "'");
     if (mesh.triangles.empty()) throw InvalidInput("mesh file '" + path + "' has no faces");
     mesh.rest_uv.resize(mesh.triangles.size());
     for (std::size_t t = 0; t < mesh.triangles.size(); ++t) {
@@ -199,9 +206,22 @@ inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0
 /// (x0, x1, x2, x3) with (x1, x2) the shared edge in the orientation of the
 /// first triangle, x0 its opposite vertex and x3 the second triangle's.
 /// Boundary edges (one triangle) have no hinge.
-/// @throws InvalidInput for a non-manifold edge (three or more triangles).
+/// @throws InvalidInput for a triangle listed twice (the same three vertices
+///         in any order), naming both indices, and for a non-manifold edge
+///         (three or more triangles).
 inline std::vector<Hinge> mesh_hinges(const TriangleMesh& mesh)
 {
+    std::map<std::array<int, 3>, int> first_with_vertices;  // sorted vertices → first triangle
+    for (int t = 0; t < mesh.triangle_count(); ++t) {
+        std::array<int, 3> key = mesh.triangles[t];
+        std::sort(key.begin(), key.end());
+        const auto [it, inserted] = first_with_vertices.emplace(key, t);
+        if (!inserted) {
+            throw InvalidInput("duplicate triangle: triangles " + std::to_string(it->second) + " and " +
+                               std::to_string(t) + " have the same vertices (" + std::to_string(key[0]) + ", " +
+                               std::to_string(key[1]) + ", " + std::to_string(key[2]) + ")");
+        }
+    }
     std::map<std::pair<int, int>, std::vector<std::pair<int, int>>> edges;  // (min, max) → (triangle, corner opposite)
     for (int t = 0; t < mesh.triangle_count(); ++t) {
         const auto& tri = mesh.triangles[t];
