@@ -106,6 +106,8 @@ struct RunSummary {
     int frames = 0;
     int nodes = 0;
     int peak_eil_nodes = 0;  ///< largest EIL count of a step (yarn scenes with solver.eil)
+    int detached_contacts = 0;  ///< nodes taken off a yarn they left (yarn scenes with solver.eil)
+    long retries = 0;           ///< steps redone at the same size (collapsed EoL segments)
     bool ok = true;
     std::string error;
 };
@@ -229,6 +231,8 @@ private:
 /// EIL count of a step report (yarn steppers); 0 for models without EIL.
 inline int eil_nodes_of(const YarnStepReport& r) { return r.eil_nodes; }
 inline int eil_nodes_of(const BackendStepReport&) { return 0; }
+inline int detached_of(const YarnStepReport& r) { return r.detached_contacts; }
+inline int detached_of(const BackendStepReport&) { return 0; }
 
 inline std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& path)
 {
@@ -278,6 +282,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.newton_iterations += r.newton_iterations;
         summary.substeps += r.substeps;
         summary.peak_eil_nodes = std::max(summary.peak_eil_nodes, eil_nodes_of(r));
+        summary.detached_contacts += detached_of(r);
+        summary.retries += r.retries;
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
             os << "step " << step << ": time step halved " << r.halvings << " time(s) (" << r.substeps
@@ -303,7 +309,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             << (summary.steps > 0 ? 1e3 * summary.wall_seconds / summary.steps : 0.0) << " ms/step), "
             << (summary.steps > 0 ? double(summary.pcg_iterations) / summary.steps : 0.0) << " PCG iterations/step, "
             << summary.frames << " frames";
-        if (scene.solver.eil) log << ", peak EIL nodes " << summary.peak_eil_nodes;
+        if (scene.solver.eil)
+            log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "
+                << summary.detached_contacts << " contacts detached";
         log << "\n";
     }
     return summary;
@@ -332,6 +340,7 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     options.max_halvings = max_halvings(scene);
     options.pcg.tolerance = scene.solver.pcg_tolerance;
     options.pcg.max_iterations = scene.solver.pcg_max_iterations;
+    options.max_speed = scene.solver.max_speed;
     if (is_triangle_scene(scene)) {
         if (scene.solver.preconditioner == "yarn-lines")
             throw InvalidInput("solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
@@ -351,6 +360,8 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     eil.enabled = scene.solver.eil;
     eil.safety_factor = scene.solver.eil_safety_factor;
     eil.contact_factor = scene.solver.eil_contact_factor;
+    eil.lookahead = scene.solver.eil_lookahead;
+    eil.min_segment_factor = scene.solver.eil_min_segment_factor;
     YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil);
     std::unique_ptr<FrameOutput> frames;
     if (!scene.output.frames.empty())

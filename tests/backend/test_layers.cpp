@@ -372,3 +372,49 @@ TEST_CASE("layers: frictionless layers slide with a = g sin(theta)", "[backend][
     }
     REQUIRE(checks == 4);
 }
+
+TEST_CASE("layers: contact nodes switch parallel-yarn contact off on their segments", "[backend][layers][contact]")
+{
+    // thesis Sec. 4.3.2, rule (a): a node that represents a contact with
+    // another fabric gets no parallel-yarn contact force.
+    Stack s = make_stack(6, 5);
+    const YarnModel<double>& m = s.model;
+    REQUIRE(!s.contacts.empty());
+    REQUIRE(m.external_contact.size() == static_cast<std::size_t>(m.node_count()));
+    int flagged = 0;
+    for (unsigned char f : m.external_contact) flagged += f;
+    CHECK(flagged == static_cast<int>(s.contacts.size()));
+    for (const weft::LayerContact& c : s.contacts) CHECK(m.external_contact[static_cast<std::size_t>(c.node)] == 1);
+
+    // A segment from a contact to a crossing closer than the contact distance:
+    // the penalty acts without the flag and not with it.
+    YarnModel<double> close = m;
+    close.material.contact_stiffness = 1e4;
+    close.material.contact_min_distance = 0.9 * s.top.spacing;
+    int checked = 0;
+    for (const weft::YarnSegment& seg : close.segments) {
+        const bool external = close.external_contact[static_cast<std::size_t>(seg.node0)] ||
+                              close.external_contact[static_cast<std::size_t>(seg.node1)];
+        weft::NodeBlocks<double, 2, 5> with, without;
+        with.set_zero();
+        without.set_zero();
+        weft::ElementEnergies<double> e_with{}, e_without{};
+        weft::evaluate_yarn_segment<double>(close.q.data(), close.v.data(), seg, close.material,
+                                            weft::Vec3<double>::Zero(), 1e-3, with, e_with, {}, true);
+        weft::evaluate_yarn_segment<double>(close.q.data(), close.v.data(), seg, close.material,
+                                            weft::Vec3<double>::Zero(), 1e-3, without, e_without, {}, false);
+        if (external) {
+            CHECK(e_with.elastic > e_without.elastic);  // half a spacing < 0.9 spacing: the penalty acts
+            ++checked;
+        }
+    }
+    REQUIRE(checked > 0);
+    // The assembled system (Eigen path) leaves it out on those segments.
+    const weft::EigenYarnSystem<double> flagged_sys =
+        weft::assemble_yarn_system_eigen<double>(close, {}, weft::Vec3<double>::Zero(), 1e-3);
+    YarnModel<double> unflagged = close;
+    unflagged.external_contact.clear();
+    const weft::EigenYarnSystem<double> unflagged_sys =
+        weft::assemble_yarn_system_eigen<double>(unflagged, {}, weft::Vec3<double>::Zero(), 1e-3);
+    CHECK(flagged_sys.energy.elastic < unflagged_sys.energy.elastic);
+}

@@ -19,9 +19,11 @@
 /// iteration stops when ‖S b_k‖ ≤ newton_tolerance · max(‖S b_0‖, h ‖S f_k‖)
 /// (S the DoF filter; the force term keeps the test meaningful when b_0 ≈ 0,
 /// e.g. a free rigid rotation of an unstressed sheet). A step whose PCG fails, whose Newton iteration does not converge
-/// within `newton_iterations` (when > 1) or whose state turns non-finite is
-/// undone and retried as two steps of h/2, down to `max_halvings` halvings
-/// (2018 Sec. 5); beyond that the failure is reported, never hidden.
+/// within `newton_iterations` (when > 1), whose state turns non-finite, whose
+/// fastest DoF exceeds `max_speed` (a blow-up that stays finite) or that the
+/// model rejects (`accept_step`) is undone and retried as two steps of h/2,
+/// down to `max_halvings` halvings (2018 Sec. 5); beyond that the failure is
+/// reported, never hidden.
 ///
 /// Prescribed DoFs (pins, yarn-end arc lengths) are filtered: their Δv is 0,
 /// so a pin keeps its velocity (zero, or the velocity of a moving pin) and
@@ -35,6 +37,14 @@
 ///   void save_extra(), restore_extra()  model state beyond (q, v) that a
 ///                            failed step must undo (may be empty);
 ///   PcgOptions<T> pcg_options() const   the PCG settings of a solve.
+/// and may provide (the defaults do nothing):
+///   void begin_attempt(T h)  before every attempt at a (sub)step, before its
+///                            start state is saved (e.g. a discretization update);
+///   bool accept_step(std::string& why)  after the update: false rejects the
+///                            (sub)step with the reason in `why`;
+///   bool retry_attempt()     after a failed attempt: true to redo it at the
+///                            same size (up to `max_retries` times, before any
+///                            halving), e.g. after revising a discretization.
 
 #include <chrono>
 #include <cmath>
@@ -70,6 +80,11 @@ struct StepperOptions {
     int newton_iterations = 1;        ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
     T newton_tolerance = T(1e-3);     ///< relative residual ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖)
     int max_halvings = 0;             ///< how often a failed step may be halved (0: never)
+    /// A step after which some velocity DoF exceeds this in magnitude (m/s for
+    /// positions and arc lengths alike) fails: it catches blow-ups that stay
+    /// finite. Default 1000 m/s, far above any cloth motion; +inf switches it off.
+    T max_speed = T(1000);
+    int max_retries = 4;  ///< same-size retries a model may ask for after a failed attempt
     /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
     /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
     PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
@@ -80,6 +95,7 @@ struct BackendStepReport {
     bool ok = true;
     int substeps = 0;                ///< successful (sub)steps taken (1 without halving)
     int halvings = 0;                ///< deepest halving used (dt / 2^halvings)
+    int retries = 0;                 ///< attempts redone at the same size on the model's request
     int newton_iterations = 0;       ///< summed over substeps
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
     double pcg_residual = 0;         ///< relative residual of the last PCG solve
@@ -200,6 +216,16 @@ struct IsNonFinite {
     WEFT_HD int operator()(const T& x) const { return (x - x == T(0)) ? 0 : 1; }
 };
 
+template <typename T>
+struct Magnitude {
+    WEFT_HD T operator()(const T& x) const { return x < T(0) ? -x : x; }
+};
+
+template <typename T>
+struct Maximum {
+    WEFT_HD T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+
 inline double seconds_since(std::chrono::steady_clock::time_point start)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -223,6 +249,10 @@ inline void validate_state(const char* model, const std::vector<T>& q, const std
     if (options.max_halvings < 0 || options.max_halvings > 30)
         throw InvalidInput(detail::describe("max_halvings", options.max_halvings, "must be in [0, 30]"));
     require_non_negative("solver.newton_tolerance", options.newton_tolerance);
+    if (options.max_retries < 0)
+        throw InvalidInput(detail::describe("solver.max_retries", options.max_retries, "must be >= 0"));
+    if (!(options.max_speed > T(0)))
+        throw InvalidInput(detail::describe("solver.max_speed", options.max_speed, "must be > 0"));
     for (const T x : q)
         if (!std::isfinite(static_cast<double>(x))) throw InvalidInput("invalid " + name + " q: non-finite value");
     for (const T x : v)
@@ -289,6 +319,13 @@ public:
     }
 
 protected:
+    /// Default hooks (see the file comment); a model hides them with its own.
+    void begin_attempt(T) {}
+    bool accept_step(std::string&) { return true; }
+    bool retry_attempt() { return false; }
+    /// Positions at the start of the (sub)step being attempted.
+    const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
+
     ImplicitStepper(const std::vector<T>& q, const std::vector<T>& v, const std::vector<unsigned char>& free_dof,
                     const StepperOptions<T>& options)
         : m_options(options)
@@ -465,6 +502,19 @@ private:
             report.message = "non-finite positions or velocities after the update";
             return false;
         }
+        const T speed = thrust::transform_reduce(thrust::device, m_v.begin(), m_v.end(),
+                                                 stepper_detail::Magnitude<T>{}, T(0), stepper_detail::Maximum<T>{});
+        if (speed > m_options.max_speed) {
+            report.message = "a velocity of " + std::to_string(static_cast<double>(speed)) +
+                             " m/s after the update exceeds solver max_speed = " +
+                             std::to_string(static_cast<double>(m_options.max_speed)) + " m/s (blow-up)";
+            return false;
+        }
+        std::string rejected;
+        if (!self().accept_step(rejected)) {
+            report.message = rejected;
+            return false;
+        }
         // This step's v_{n+1} − v_n starts the next step's first solve.
         thrust::transform(thrust::device, m_v.begin(), m_v.end(), m_v_start.begin(), m_guess.begin(),
                           thrust::minus<T>{});
@@ -517,20 +567,25 @@ private:
 
     bool advance(T h, int depth, BackendStepReport& report)
     {
-        const thrust::device_vector<T> q0 = m_q;
-        const thrust::device_vector<T> v0 = m_v;
-        self().save_extra();
-        if (newton_step(h, report)) {
-            report.substeps += 1;
-            report.halvings = depth > report.halvings ? depth : report.halvings;
-            report.message.clear();
-            return true;
+        for (int attempt = 0;; ++attempt) {
+            self().begin_attempt(h);
+            const thrust::device_vector<T> q0 = m_q;
+            const thrust::device_vector<T> v0 = m_v;
+            self().save_extra();
+            if (newton_step(h, report)) {
+                report.substeps += 1;
+                report.halvings = depth > report.halvings ? depth : report.halvings;
+                report.message.clear();
+                return true;
+            }
+            m_q = q0;
+            m_v = v0;
+            self().restore_extra();
+            m_energies_valid = false;
+            m_first_iteration_ready = false;
+            if (!(attempt < m_options.max_retries && self().retry_attempt())) break;
+            report.retries += 1;
         }
-        m_q = q0;
-        m_v = v0;
-        self().restore_extra();
-        m_energies_valid = false;
-        m_first_iteration_ready = false;
         if (depth >= m_options.max_halvings) {
             report.halvings = depth;
             report.message += " (time step " + std::to_string(static_cast<double>(h)) + " s after " +

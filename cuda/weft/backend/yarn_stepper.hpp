@@ -12,7 +12,7 @@
 /// Ṁ q̇ terms of 2017 Eq. 1 are neglected (see yarn_terms.hpp).
 ///
 /// EIL nodes (thesis Sec. 4.2–4.3), opt-in through `EilOptions`: at the start
-/// of every step() call, before the first Newton iteration, each yarn's nodes
+/// of every (sub)step, before the first Newton iteration, each yarn's nodes
 /// are sorted by arc length and tagged EoL or EIL (thesis Sec. 4.3.1,
 /// model/eil_assignment.hpp). Stretch, bending and segment mass are then
 /// built over consecutive EoL nodes only, so an EIL node carries no mass on
@@ -26,12 +26,20 @@
 /// The assembly map is rebuilt only when the element lists change. With EIL
 /// off (the default) nothing of this runs and the stepper is unchanged.
 ///
+/// Robust steps with EIL (ours; docs/scenes.md): tags one step ahead at the
+/// current ṡ; a step that collapses an EoL segment is redone with the
+/// segment's later node tagged EIL (`accept_step`, `retry_attempt`), then
+/// halved; a contact whose arc length leaves its yarn is taken off it during
+/// the step (thesis Sec. 4.4, `detach_departed`). With EIL off, a step that
+/// inverts an EoL segment fails (negative length, negative mass).
+///
 /// Choices of ours, beyond the thesis: a node that lies on one yarn only has
 /// no contact partner and never becomes EIL (it is treated like a fixed node
 /// by the assignment); arc lengths are not reset on switching (thesis
 /// Sec. 4.3.1 opts for the same in practice; eil_assignment.hpp has the
-/// closed-form resets of Eq. 4.4–4.7); the assignment runs on the host, see
-/// `YarnStepper::update_eil`.
+/// closed-form resets of Eq. 4.4–4.7). The assignment runs on the device, one
+/// thread per yarn; the host rebuilds the element lists only when the result
+/// changes them (`YarnStepper::update_eil`).
 
 #include <algorithm>
 #include <chrono>
@@ -52,6 +60,7 @@
 #include <weft/element/eil_terms.hpp>
 #include <weft/element/yarn_elements.hpp>
 #include <weft/model/eil_assignment.hpp>
+#include <weft/model/layers.hpp>
 #include <weft/model/yarn_model.hpp>
 
 namespace weft {
@@ -62,7 +71,8 @@ using YarnStepperOptions = StepperOptions<T>;
 /// What one call of YarnStepper::step() did: the shared report plus the EIL
 /// assignment it ran with.
 struct YarnStepReport : BackendStepReport {
-    int eil_nodes = 0;  ///< EIL (yarn, node) pairs of this step's assignment; 0 with EIL off
+    int eil_nodes = 0;          ///< EIL (yarn, node) pairs of this step's assignment (peak over substeps); 0 with EIL off
+    int detached_contacts = 0;  ///< nodes taken off a yarn in this step because they left it (EIL on)
 };
 
 /// EIL nodes in the yarn stepper (thesis Sec. 4.2–4.3); off by default.
@@ -72,6 +82,13 @@ struct EilOptions {
     T safety_factor = T(0.1);      ///< safety distance = factor × rest segment length (thesis Sec. 4.3.1)
     T contact_factor = T(1000);    ///< spring k = factor × k_s / rest segment length (thesis Sec. 4.3.2)
     T rest_segment_length = T(0);  ///< Δu of rest-shape segments (m); 0: the mean |Δs| of the model's segments
+    /// Tag a node EIL also when the gap predicted one step ahead at the current
+    /// ṡ is below the safety distance (our addition, see assign_eil_yarn).
+    bool lookahead = true;
+    /// A step that leaves an EoL segment shorter than this factor × min(safety
+    /// distance, its length at the start of the step) is rejected (and halved,
+    /// with a new assignment per substep): its nodes slid past each other.
+    T min_segment_factor = T(0.25);
 };
 
 namespace yarn_stepper_detail {
@@ -94,6 +111,7 @@ struct KernelInputs {
     const Collider<T>* colliders;
     int collider_count;
     T eil_stiffness;
+    const std::uint8_t* external_contact;  ///< per node, or nullptr: none (YarnModel::external_contact)
     ElementBuffers<T> out;
 };
 
@@ -102,7 +120,8 @@ template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnSegment& s, NodeBlocks<T, 2, B>& blocks,
                                      ElementEnergies<T>& e)
 {
-    evaluate_yarn_segment<T>(in.q, in.v, s, in.material, in.gravity, in.h, blocks, e, in.newton);
+    const bool parallel = !(in.external_contact && (in.external_contact[s.node0] || in.external_contact[s.node1]));
+    evaluate_yarn_segment<T>(in.q, in.v, s, in.material, in.gravity, in.h, blocks, e, in.newton, parallel);
 }
 template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnBend& b, NodeBlocks<T, 3, B>& blocks,
@@ -159,6 +178,156 @@ struct NodeKernel {
     }
 };
 
+/// 1 for an EoL segment collapsed during the step: its arc-length span
+/// shrank to ≤ factor × min(floor, span at the start), or changed sign.
+template <typename T>
+struct CollapsedSegment {
+    const T* q;
+    const T* q_start;
+    T floor;
+    T factor;
+    WEFT_HD int operator()(const YarnSegment& s) const
+    {
+        const std::size_t a = B * static_cast<std::size_t>(s.node0) + static_cast<std::size_t>(s.coordinate);
+        const std::size_t b = B * static_cast<std::size_t>(s.node1) + static_cast<std::size_t>(s.coordinate);
+        const T start = q_start[b] - q_start[a];
+        if (start == T(0)) return 0;
+        const T span = start > T(0) ? start : -start;
+        const T end = start > T(0) ? q[b] - q[a] : q[a] - q[b];
+        const T limit = factor * (floor < span ? floor : span);
+        return end <= limit ? 1 : 0;
+    }
+};
+
+/// Places node n's x and ẋ on the interpolation (thesis Eq. 4.3) between
+/// the EoL nodes a and b of its yarn with arc-length coordinate c, and its
+/// rate ẋ = J (ẋ_a, ṡ_a, ẋ_b, ṡ_b, ṡ).
+template <typename T>
+WEFT_HD inline void place_on_interpolation(T* q, T* v, int n, int a, int b, int c)
+{
+    const std::size_t in = B * static_cast<std::size_t>(n);
+    const std::size_t ia = B * static_cast<std::size_t>(a);
+    const std::size_t ib = B * static_cast<std::size_t>(b);
+    const std::size_t ic = static_cast<std::size_t>(c);
+    Vec<T, 9> qi, vi;
+    qi << q[ia], q[ia + 1], q[ia + 2], q[ia + ic], q[ib], q[ib + 1], q[ib + 2], q[ib + ic], q[in + ic];
+    vi << v[ia], v[ia + 1], v[ia + 2], v[ia + ic], v[ib], v[ib + 1], v[ib + 2], v[ib + ic], v[in + ic];
+    const EilInterpolation<T> x = eil_interpolation<T>(qi);
+    const Vec3<T> xv = x.jacobian * vi;
+    for (int k = 0; k < 3; ++k) {
+        q[in + k] = x.position(k);
+        v[in + k] = xv(k);
+    }
+}
+
+/// A doubly EIL node on its u-yarn's interpolation (one thread per pair).
+template <typename T>
+struct PlacePairNode {
+    T* q;
+    T* v;
+    WEFT_HD void operator()(const EilPairSpring& p) const
+    {
+        place_on_interpolation<T>(q, v, p.node, p.before[0], p.after[0], 3);
+    }
+};
+
+/// Device pointers of the EIL slot layout (see EilAssignment).
+template <typename T>
+struct EilDeviceSlots {
+    const int* yarn_begin;
+    const int* node;
+    const int* coordinate;
+    T* arc_length;
+    T* arc_rate;
+    unsigned char* fixed;
+    const unsigned char* close;
+    int* order;
+    int* sorted_node;
+    unsigned char* eil;
+    int* eol_before;
+    int* eol_after;
+    T* weight;
+    EilYarnSummary* summary;
+
+    WEFT_HD EilYarnSlots<T> yarn(int y) const
+    {
+        const int b = yarn_begin[y];
+        return {yarn_begin[y + 1] - b, node + b,       arc_length + b, fixed + b,  order + b, sorted_node + b,
+                eil + b,               eol_before + b, eol_after + b,  weight + b, arc_rate + b, close + b};
+    }
+};
+
+/// One yarn's assignment (thesis Sec. 4.3.1): gathers its arc lengths, ṡ and
+/// fixed flags from the state, then sorts and tags (assign_eil_yarn).
+template <typename T>
+struct AssignYarn {
+    EilDeviceSlots<T> slots;
+    const T* q;
+    const T* v;
+    const std::uint8_t* base_free;
+    const int* node_yarns;
+    T safety;
+    T lookahead;
+    WEFT_HD void operator()(int y) const
+    {
+        for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
+            const std::size_t n = static_cast<std::size_t>(slots.node[k]);
+            const std::size_t i = B * n + static_cast<std::size_t>(slots.coordinate[k]);
+            slots.arc_length[k] = q[i];
+            slots.arc_rate[k] = v[i];
+            // A node on one yarn only has no contact partner: it stays EoL.
+            slots.fixed[k] = (!base_free[i] || node_yarns[n] < 2) ? 1 : 0;
+        }
+        slots.summary[y] = assign_eil_yarn<T>(slots.yarn(y), safety, lookahead);
+    }
+};
+
+/// Nodes of yarn y on two yarns whose free arc length lies outside the range
+/// of the yarn's fixed nodes (0 for yarns with fewer than two fixed nodes).
+template <typename T>
+struct DepartedOnYarn {
+    EilDeviceSlots<T> slots;
+    const T* q;
+    const std::uint8_t* base_free;
+    const int* node_yarns;
+    WEFT_HD int operator()(int y) const
+    {
+        T lo = T(0), hi = T(0);
+        int fixed = 0;
+        for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
+            const std::size_t i = B * static_cast<std::size_t>(slots.node[k]) + static_cast<std::size_t>(slots.coordinate[k]);
+            if (base_free[i]) continue;
+            lo = (fixed == 0 || q[i] < lo) ? q[i] : lo;
+            hi = (fixed == 0 || q[i] > hi) ? q[i] : hi;
+            ++fixed;
+        }
+        if (fixed < 2) return 0;
+        int departed = 0;
+        for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
+            const std::size_t n = static_cast<std::size_t>(slots.node[k]);
+            const std::size_t i = B * n + static_cast<std::size_t>(slots.coordinate[k]);
+            if (base_free[i] && node_yarns[n] >= 2 && (q[i] < lo || q[i] > hi)) ++departed;
+        }
+        return departed;
+    }
+};
+
+struct SummaryEilCount {
+    WEFT_HD int operator()(const EilYarnSummary& s) const { return s.eil_count; }
+};
+
+/// 1 where a slot's sorted node or tag differs from the last rebuild's.
+struct SlotChanged {
+    const int* sorted_node;
+    const unsigned char* eil;
+    const int* previous_sorted;
+    const unsigned char* previous_eil;
+    WEFT_HD int operator()(int k) const
+    {
+        return (sorted_node[k] != previous_sorted[k] || eil[k] != previous_eil[k]) ? 1 : 0;
+    }
+};
+
 /// Coulomb anchors after a step (DESIGN.md; same rule as the Eigen path).
 template <typename T>
 struct DragAnchors {
@@ -204,6 +373,12 @@ public:
     {
         m_anchors.assign(model.anchors.begin(), model.anchors.end());
         m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
+        if (!model.external_contact.empty()) {
+            std::vector<std::uint8_t> external(static_cast<std::size_t>(model.node_count()), 0);
+            for (std::size_t n = 0; n < external.size() && n < model.external_contact.size(); ++n)
+                external[n] = model.external_contact[n] ? 1 : 0;
+            m_external_contact.assign(external.begin(), external.end());
+        }
         m_host_shears = model.shears;
         m_colliders.assign(colliders.begin(), colliders.end());
         rebuild_elements(model.segments, model.bends, {}, {});
@@ -212,35 +387,47 @@ public:
     }
 
     /// Advance by h (in 2^k substeps when a step had to be halved). With EIL
-    /// on, the EoL/EIL assignment is revised first (thesis Sec. 4.3.1: before
-    /// the first Newton step of the step); halved substeps keep it.
+    /// on, the EoL/EIL assignment is revised before every (sub)step (thesis
+    /// Sec. 4.3.1: before the first Newton step of a solve), so a halved step
+    /// re-assigns between its halves; its time counts as assembly.
     YarnStepReport step(T h)
     {
-        const auto start = std::chrono::steady_clock::now();
-        if (m_eil.enabled) {
-            require_positive("time_step", h);
-            update_eil();
+        m_assignment_seconds = 0;
+        m_peak_eil = 0;
+        const int detached_before = m_detached;
+        if (m_close_set) {
+            std::fill(m_assignment.close.begin(), m_assignment.close.end(), static_cast<unsigned char>(0));
+            m_close_set = false;
+            m_close_dirty = true;
         }
-        const double assignment_seconds = stepper_detail::seconds_since(start);
         YarnStepReport report;
         static_cast<BackendStepReport&>(report) = Base::step(h);
-        report.eil_nodes = m_eil_count;
-        report.assembly_seconds += assignment_seconds;
-        report.total_seconds += assignment_seconds;
+        report.eil_nodes = m_peak_eil;
+        report.detached_contacts = m_detached - detached_before;
+        report.assembly_seconds += m_assignment_seconds;
         return report;
     }
 
     const thrust::device_vector<T>& anchors() const { return m_anchors; }
 
-    /// EIL (yarn, node) pairs of the last assignment (0 with EIL off or before the first step).
+    /// EIL (yarn, node) pairs of the last assignment (0 with EIL off or before the first step);
+    /// the step report's `eil_nodes` is the largest count over the step's substeps.
     int eil_nodes() const { return m_eil_count; }
     /// The last EoL/EIL assignment (host; empty with EIL off).
-    const EilAssignment<T>& eil_assignment() const { return m_assignment; }
+    const EilAssignment<T>& eil_assignment() const
+    {
+        if (m_eil.enabled) download_assignment();
+        return m_assignment;
+    }
     /// The EIL contact springs of the last assignment (host).
     const std::vector<EilSpring>& eil_springs() const { return m_host_springs; }
     const std::vector<EilPairSpring>& eil_pair_springs() const { return m_host_pairs; }
     /// Stretch segments of the last assignment (host; the model's list with EIL off).
     const std::vector<YarnSegment>& segments() const { return m_host_segments; }
+    /// Nodes taken off a yarn since construction because their arc length left
+    /// it (thesis Sec. 4.4; EIL on), and the topology that results.
+    int detached_contacts() const { return m_detached; }
+    const YarnModel<T>& topology() const { return m_topology; }
     /// The safety distance and contact-spring stiffness in use (0 with EIL off).
     T eil_safety_distance() const { return m_eil_safety; }
     T eil_contact_stiffness() const { return m_eil_stiffness; }
@@ -341,44 +528,257 @@ private:
                 throw InvalidInput("invalid EIL options: the model has no segments to take a rest segment length from");
             rest = sum / T(model.segments.size());
         }
+        if (!(m_eil.min_segment_factor >= T(0) && m_eil.min_segment_factor < T(1)))
+            throw InvalidInput(detail::describe("EilOptions min_segment_factor", m_eil.min_segment_factor,
+                                                "must be in [0, 1)"));
         m_eil_safety = weft::eil_safety_distance<T>(rest, m_eil.safety_factor);
         m_eil_stiffness = weft::eil_contact_stiffness<T>(m_material.stretch_stiffness, rest, m_eil.contact_factor);
+        m_topology = model;
+        m_free_now = model.free_dof;
+        make_layout();
+    }
+
+    /// The EIL slot layout of `m_topology` (at construction and after a detach).
+    void make_layout()
+    {
+        const YarnModel<T>& model = m_topology;
         m_assignment = make_eil_assignment<T>(model);
         m_base_free = model.free_dof;
         m_node_yarns.assign(static_cast<std::size_t>(model.node_count()), 0);
         for (const std::vector<int>& yarn : model.yarns)
             for (int n : yarn) ++m_node_yarns[static_cast<std::size_t>(n)];
-        m_free_now = m_base_free;
+        m_assignment.close.assign(m_assignment.node.size(), 0);
+        m_slot_of.assign(2 * static_cast<std::size_t>(model.node_count()), -1);
+        for (int slot = 0; slot < m_assignment.slot_count(); ++slot)
+            m_slot_of[2 * static_cast<std::size_t>(m_assignment.node[slot]) + (m_assignment.coordinate[slot] - 3)] = slot;
+        upload_layout();
+    }
+
+    /// Contact removal, thesis Sec. 4.4 ("the Eulerian coordinate of a node
+    /// indicates that it has exit the length of the rod"): a node on two yarns
+    /// whose free arc length on one of them lies beyond that yarn's fixed end
+    /// nodes is taken off it with `detach_contact_node` (it stays on its other
+    /// yarn as a Lagrangian node, arc lengths fixed). Yarns without two fixed
+    /// nodes are left alone. Updates the layout, filter, anchors, friction
+    /// limits and line set; returns the number of nodes detached.
+    int detach_departed(std::vector<T>& q, std::vector<T>& v)
+    {
+        const EilAssignment<T>& a = m_assignment;
+        std::vector<std::pair<int, int>> departed;
+        for (int y = 0; y < a.yarn_count(); ++y) {
+            T lo = T(0), hi = T(0);
+            int fixed = 0;
+            for (int slot = a.yarn_begin[y]; slot < a.yarn_begin[y + 1]; ++slot) {
+                const std::size_t index = B * static_cast<std::size_t>(a.node[slot]) + a.coordinate[slot];
+                if (m_base_free[index]) continue;
+                lo = fixed == 0 ? q[index] : std::min(lo, q[index]);
+                hi = fixed == 0 ? q[index] : std::max(hi, q[index]);
+                ++fixed;
+            }
+            if (fixed < 2) continue;
+            for (int slot = a.yarn_begin[y]; slot < a.yarn_begin[y + 1]; ++slot) {
+                const int n = a.node[slot];
+                const std::size_t index = B * static_cast<std::size_t>(n) + a.coordinate[slot];
+                if (m_base_free[index] && m_node_yarns[static_cast<std::size_t>(n)] >= 2 &&
+                    (q[index] < lo || q[index] > hi))
+                    departed.push_back({n, a.coordinate[slot]});
+            }
+        }
+        if (departed.empty()) return 0;
+        YarnModel<T>& model = m_topology;
+        model.q = q;
+        model.v = v;
+        thrust::copy(m_anchors.begin(), m_anchors.end(), model.anchors.begin());
+        for (const std::pair<int, int>& d : departed) detach_contact_node(model, d.first, d.second);
+        v = model.v;
+        this->m_v.assign(v.begin(), v.end());
+        m_anchors.assign(model.anchors.begin(), model.anchors.end());
+        m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
+        m_lines = yarn_line_set(model);
+        m_previous_pairs.clear();
+        make_layout();
+        this->invalidate_evaluation();
+        m_detached += static_cast<int>(departed.size());
+        return static_cast<int>(departed.size());
+    }
+
+    /// Before every attempt at a (sub)step: the EoL/EIL assignment (EIL on).
+    void begin_attempt(T h)
+    {
+        if (!m_eil.enabled) return;
+        const auto start = std::chrono::steady_clock::now();
+        update_eil(h);
+        m_peak_eil = std::max(m_peak_eil, m_eil_count);
+        m_assignment_seconds += stepper_detail::seconds_since(start);
+    }
+
+    /// Rejects a (sub)step in which an EoL segment collapsed (see
+    /// `EilOptions::min_segment_factor`; with EIL off: inverted segments only,
+    /// whose negative length means negative mass).
+    bool accept_step(std::string& why)
+    {
+        if (m_segment_count == 0) return true;
+        const T floor = m_eil.enabled ? m_eil_safety : T(0);
+        const T factor = m_eil.enabled ? m_eil.min_segment_factor : T(0);
+        const int collapsed = thrust::transform_reduce(
+            thrust::device, m_segments.begin(), m_segments.end(),
+            yarn_stepper_detail::CollapsedSegment<T>{this->raw(this->m_q), this->raw(this->attempt_start_positions()),
+                                                     floor, factor},
+            0, thrust::plus<int>{});
+        if (collapsed == 0) return true;
+        if (m_eil.enabled) {
+            // Trial-step look-ahead: the later node of each collapsed segment
+            // counts as within the safety distance when the step is redone.
+            const std::vector<T> q = to_host(this->m_q);
+            const std::vector<T> q0 = to_host(this->attempt_start_positions());
+            const yarn_stepper_detail::CollapsedSegment<T> test{q.data(), q0.data(), floor, factor};
+            for (const YarnSegment& g : m_host_segments) {
+                if (!test(g)) continue;
+                const int slot = m_slot_of[2 * static_cast<std::size_t>(g.node1) + (g.coordinate - 3)];
+                if (slot >= 0 && !m_assignment.close[static_cast<std::size_t>(slot)]) {
+                    m_assignment.close[static_cast<std::size_t>(slot)] = 1;
+                    m_retry = true;
+                    m_close_set = true;
+                    m_close_dirty = true;
+                }
+            }
+        }
+        why = std::to_string(collapsed) + " EoL segment(s) collapsed within the step (arc-length span";
+        why += m_eil.enabled ? " below " + std::to_string(static_cast<double>(factor)) +
+                                   " x min(EIL safety distance, start span))"
+                             : " inverted; EIL nodes (solver.eil) keep sliding contacts apart)";
+        return false;
+    }
+
+    /// Redo a rejected attempt at the same size when collapsed segments
+    /// changed the assignment's input (see accept_step).
+    bool retry_attempt()
+    {
+        const bool retry = m_retry;
+        m_retry = false;
+        return retry;
     }
 
     /// The per-step EoL/EIL assignment (thesis Sec. 4.3.1) and the element
-    /// lists it implies (thesis Sec. 4.3.2). It runs on the host, on a copy of
-    /// q: sorting and traversal are O(#slots) per step (warm-started insertion
-    /// sort), cheap next to the solve, and the assembly map it may rebuild is
-    /// a host structure anyway. `assign_eil_yarn` is WEFT_HD, so a device
-    /// version would be one thrust::for_each over yarns plus a device
-    /// compaction of the element lists.
-    void update_eil()
+    /// lists it implies (thesis Sec. 4.3.2). Sorting and tagging run on the
+    /// device, one thread per yarn (thesis Sec. 4.4: "in parallel over all
+    /// rods"), reading q and v in place; doubly EIL nodes are placed by a
+    /// device kernel. The host sees the result only when it changes the
+    /// element lists (the sorted order or a tag differs from the last step's,
+    /// a contact left its yarn, or a collapsed segment was flagged): it then
+    /// rebuilds the lists and the assembly map, a host structure anyway. A
+    /// step without such a change costs one count and no host transfer.
+    void update_eil(T h)
+    {
+        using namespace yarn_stepper_detail;
+        const auto yarns = thrust::counting_iterator<int>(0);
+        const int yarn_count = m_assignment.yarn_count();
+        const EilDeviceSlots<T> slots = device_slots();
+        const int departed = thrust::transform_reduce(
+            thrust::device, yarns, yarns + yarn_count,
+            DepartedOnYarn<T>{slots, this->raw(this->m_q), this->raw(m_base_free_device), this->raw(m_node_yarns_device)},
+            0, thrust::plus<int>{});
+        if (departed > 0) {
+            std::vector<T> q = to_host(this->m_q);
+            std::vector<T> v = to_host(this->m_v);
+            detach_departed(q, v);  // new layout: device_slots() changes
+        }
+        if (m_close_dirty) {
+            m_close_device.assign(m_assignment.close.begin(), m_assignment.close.end());
+            m_close_dirty = false;
+        }
+        const EilDeviceSlots<T> d = device_slots();
+        thrust::for_each(thrust::device, yarns, yarns + yarn_count,
+                         AssignYarn<T>{d, this->raw(this->m_q), this->raw(this->m_v), this->raw(m_base_free_device),
+                                       this->raw(m_node_yarns_device), m_eil_safety, m_eil.lookahead ? h : T(0)});
+        m_eil_count = thrust::transform_reduce(thrust::device, m_summary_device.begin(), m_summary_device.end(),
+                                               SummaryEilCount{}, 0, thrust::plus<int>{});
+        const auto slot_first = thrust::counting_iterator<int>(0);
+        const int changed =
+            m_layout_fresh ? 1
+                           : thrust::transform_reduce(thrust::device, slot_first, slot_first + m_assignment.slot_count(),
+                                                      SlotChanged{d.sorted_node, d.eil, this->raw(m_previous_sorted),
+                                                                  this->raw(m_previous_eil)},
+                                                      0, thrust::plus<int>{});
+        if (changed > 0) {
+            rebuild_eil_lists();
+            m_previous_sorted = m_sorted_device;
+            m_previous_eil = m_eil_device;
+            m_layout_fresh = false;
+        }
+        // Doubly EIL nodes: x filtered, and placed with its velocity on the
+        // u-yarn's interpolation (thesis Eq. 4.3) every step, so that the
+        // filtered x does not go stale while the arc lengths slide.
+        if (m_pair_count > 0) {
+            thrust::for_each(thrust::device, m_pairs.begin(), m_pairs.end(),
+                             PlacePairNode<T>{this->raw(this->m_q), this->raw(this->m_v)});
+            this->invalidate_evaluation();
+        }
+    }
+
+    /// Raw device pointers of the slot layout.
+    yarn_stepper_detail::EilDeviceSlots<T> device_slots()
+    {
+        return {this->raw(m_yarn_begin_device), this->raw(m_slot_node_device), this->raw(m_slot_coordinate_device),
+                this->raw(m_arc_device),        this->raw(m_rate_device),      this->raw(m_fixed_device),
+                this->raw(m_close_device),      this->raw(m_order_device),     this->raw(m_sorted_device),
+                this->raw(m_eil_device),        this->raw(m_before_device),    this->raw(m_after_device),
+                this->raw(m_weight_device),     this->raw(m_summary_device)};
+    }
+
+    /// Uploads the host slot layout of `m_assignment` (after make_layout).
+    void upload_layout()
+    {
+        const EilAssignment<T>& a = m_assignment;
+        m_yarn_begin_device.assign(a.yarn_begin.begin(), a.yarn_begin.end());
+        m_slot_node_device.assign(a.node.begin(), a.node.end());
+        m_slot_coordinate_device.assign(a.coordinate.begin(), a.coordinate.end());
+        m_order_device.assign(a.order.begin(), a.order.end());
+        m_sorted_device.assign(a.sorted_node.begin(), a.sorted_node.end());
+        m_close_device.assign(a.close.begin(), a.close.end());
+        const std::size_t slots = a.node.size();
+        m_arc_device.assign(slots, T(0));
+        m_rate_device.assign(slots, T(0));
+        m_fixed_device.assign(slots, 0);
+        m_eil_device.assign(slots, 0);
+        m_before_device.assign(slots, -1);
+        m_after_device.assign(slots, -1);
+        m_weight_device.assign(slots, T(0));
+        m_summary_device.assign(a.summary.begin(), a.summary.end());
+        m_base_free_device.assign(m_base_free.begin(), m_base_free.end());
+        m_node_yarns_device.assign(m_node_yarns.begin(), m_node_yarns.end());
+        m_close_dirty = false;
+        m_close_set = false;
+        m_layout_fresh = true;
+    }
+
+    /// Copies the device assignment into the host `m_assignment`.
+    void download_assignment() const
     {
         EilAssignment<T>& a = m_assignment;
-        std::vector<T> q = to_host(this->m_q);
-        for (int slot = 0; slot < a.slot_count(); ++slot) {
-            const std::size_t n = static_cast<std::size_t>(a.node[slot]);
-            const std::size_t index = B * n + static_cast<std::size_t>(a.coordinate[slot]);
-            const T s = q[index];
-            if (!std::isfinite(static_cast<double>(s)))
-                throw InvalidInput(detail::describe("EIL assignment arc length", s, "must be a finite number"));
-            a.arc_length[slot] = s;
-            // A node on one yarn only has no contact partner: it stays EoL.
-            a.fixed[slot] = (!m_base_free[index] || m_node_yarns[n] < 2) ? 1 : 0;
-        }
-        int total = 0;
-        for (int y = 0; y < a.yarn_count(); ++y) {
-            a.summary[static_cast<std::size_t>(y)] = assign_eil_yarn<T>(a.yarn_slots(y), m_eil_safety);
-            total += a.summary[static_cast<std::size_t>(y)].eil_count;
-        }
-        m_eil_count = total;
+        thrust::copy(m_arc_device.begin(), m_arc_device.end(), a.arc_length.begin());
+        a.arc_rate.resize(a.arc_length.size());
+        thrust::copy(m_rate_device.begin(), m_rate_device.end(), a.arc_rate.begin());
+        thrust::copy(m_fixed_device.begin(), m_fixed_device.end(), a.fixed.begin());
+        thrust::copy(m_order_device.begin(), m_order_device.end(), a.order.begin());
+        thrust::copy(m_sorted_device.begin(), m_sorted_device.end(), a.sorted_node.begin());
+        thrust::copy(m_eil_device.begin(), m_eil_device.end(), a.eil.begin());
+        thrust::copy(m_before_device.begin(), m_before_device.end(), a.eol_before.begin());
+        thrust::copy(m_after_device.begin(), m_after_device.end(), a.eol_after.begin());
+        thrust::copy(m_weight_device.begin(), m_weight_device.end(), a.weight.begin());
+        thrust::copy(m_summary_device.begin(), m_summary_device.end(), a.summary.begin());
+    }
 
+    /// Host part of the assignment, run when the tags or the order changed:
+    /// element lists (thesis Sec. 4.3.2), their upload and the assembly map
+    /// (if they differ), the filter of doubly EIL nodes, and the placement of
+    /// nodes that stopped being doubly EIL (by the contact constraint, thesis
+    /// Eq. 4.1, Sec. 4.3.1: on the interpolation of the yarn where they are
+    /// still EIL, else on their last u-yarn interpolation).
+    void rebuild_eil_lists()
+    {
+        download_assignment();
+        EilAssignment<T>& a = m_assignment;
         // Per (node, coordinate): EIL flag and brackets.
         const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
         std::fill(a.node_eil.begin(), a.node_eil.end(), static_cast<unsigned char>(0));
@@ -410,54 +810,30 @@ private:
               same_elements(springs, m_host_springs) && same_elements(pairs, m_host_pairs)))
             rebuild_elements(segments, bends, springs, pairs);
 
-        // Doubly EIL nodes: x filtered, and placed with its velocity on the
-        // u-yarn's interpolation (thesis Eq. 4.3) every step, so that the
-        // filtered x does not go stale while the arc lengths slide. A node
-        // that leaves the doubly EIL state is placed by the contact
-        // constraint (thesis Eq. 4.1, Sec. 4.3.1): on the interpolation of the
-        // yarn where it is still EIL, else on its last u-yarn interpolation.
         std::vector<unsigned char> free = m_base_free;
-        std::vector<std::size_t> placed;
-        std::vector<int> place_before, place_after, place_coordinate;
-        const auto place = [&](int n, int b, int f, int c) {
-            placed.push_back(static_cast<std::size_t>(n));
-            place_before.push_back(b);
-            place_after.push_back(f);
-            place_coordinate.push_back(c);
-        };
-        for (const EilPairSpring& p : pairs) {
-            place(p.node, p.before[0], p.after[0], 3);
+        for (const EilPairSpring& p : pairs)
             for (int k = 0; k < 3; ++k) free[B * static_cast<std::size_t>(p.node) + k] = 0;
-        }
+        struct Leaving {
+            int node, before, after, coordinate;
+        };
+        std::vector<Leaving> leaving;
         for (const EilPairSpring& p : m_previous_pairs) {
             const std::size_t u = 2 * static_cast<std::size_t>(p.node);
             if (a.node_eil[u] && a.node_eil[u + 1]) continue;
             if (a.node_eil[u])
-                place(p.node, before[u], after[u], 3);
+                leaving.push_back({p.node, before[u], after[u], 3});
             else if (a.node_eil[u + 1])
-                place(p.node, before[u + 1], after[u + 1], 4);
+                leaving.push_back({p.node, before[u + 1], after[u + 1], 4});
             else
-                place(p.node, p.before[0], p.after[0], 3);
+                leaving.push_back({p.node, p.before[0], p.after[0], 3});
         }
         m_previous_pairs = pairs;
-        if (!placed.empty()) {
+        if (!leaving.empty()) {
+            std::vector<T> q = to_host(this->m_q);
             std::vector<T> v = to_host(this->m_v);
-            for (std::size_t i = 0; i < placed.size(); ++i) {
-                const std::size_t n = B * placed[i];
-                const std::size_t ia = B * static_cast<std::size_t>(place_before[i]);
-                const std::size_t ib = B * static_cast<std::size_t>(place_after[i]);
-                const std::size_t c = static_cast<std::size_t>(place_coordinate[i]);
-                Vec<T, 9> qi, vi;
-                qi << q[ia], q[ia + 1], q[ia + 2], q[ia + c], q[ib], q[ib + 1], q[ib + 2], q[ib + c], q[n + c];
-                vi << v[ia], v[ia + 1], v[ia + 2], v[ia + c], v[ib], v[ib + 1], v[ib + 2], v[ib + c], v[n + c];
-                // thesis Eq. (4.3) and its rate ẋ = J (ẋ_a, ṡ_a, ẋ_b, ṡ_b, ṡ)
-                const EilInterpolation<T> x = eil_interpolation<T>(qi);
-                const Vec3<T> xv = x.jacobian * vi;
-                for (int k = 0; k < 3; ++k) {
-                    q[n + k] = x.position(k);
-                    v[n + k] = xv(k);
-                }
-            }
+            for (const Leaving& l : leaving)
+                yarn_stepper_detail::place_on_interpolation<T>(q.data(), v.data(), l.node, l.before, l.after,
+                                                               l.coordinate);
             this->m_q.assign(q.begin(), q.end());
             this->m_v.assign(v.begin(), v.end());
             this->invalidate_evaluation();
@@ -484,6 +860,7 @@ private:
                            this->raw(m_colliders),
                            static_cast<int>(m_colliders.size()),
                            m_eil_stiffness,
+                           m_external_contact.empty() ? nullptr : this->raw(m_external_contact),
                            out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t seg_m = 4 * m_segment_count;
@@ -544,7 +921,8 @@ private:
     int m_assembly_builds = 0;
 
     thrust::device_vector<T> m_anchors, m_anchors_saved;
-    thrust::device_vector<T> m_friction_limit;  ///< empty: the material's μF_n
+    thrust::device_vector<T> m_friction_limit;
+    thrust::device_vector<std::uint8_t> m_external_contact;  ///< per node, empty: none  ///< empty: the material's μF_n
     thrust::device_vector<YarnSegment> m_segments;
     thrust::device_vector<YarnBend> m_bends;
     thrust::device_vector<YarnShear> m_shears;
@@ -565,7 +943,26 @@ private:
     T m_eil_safety = T(0);
     T m_eil_stiffness = T(0);
     int m_eil_count = 0;
-    EilAssignment<T> m_assignment;
+    std::vector<int> m_slot_of;         ///< slot of (node, coordinate − 3), −1 if none
+    bool m_retry = false;               ///< the last rejected attempt changed the assignment input
+    int m_peak_eil = 0;                 ///< largest EIL count over the substeps of a step
+    double m_assignment_seconds = 0;    ///< assignment time of the current step
+    mutable EilAssignment<T> m_assignment;  ///< host mirror: layout, close flags, node_eil; the rest on demand
+    // Device copy of the slot layout and of the per-step assignment.
+    thrust::device_vector<int> m_yarn_begin_device, m_slot_node_device, m_slot_coordinate_device;
+    thrust::device_vector<int> m_order_device, m_sorted_device, m_before_device, m_after_device;
+    thrust::device_vector<T> m_arc_device, m_rate_device, m_weight_device;
+    thrust::device_vector<unsigned char> m_fixed_device, m_close_device, m_eil_device;
+    thrust::device_vector<EilYarnSummary> m_summary_device;
+    thrust::device_vector<std::uint8_t> m_base_free_device;
+    thrust::device_vector<int> m_node_yarns_device;
+    thrust::device_vector<int> m_previous_sorted;            ///< sorted nodes at the last list rebuild
+    thrust::device_vector<unsigned char> m_previous_eil;     ///< tags at the last list rebuild
+    bool m_layout_fresh = true;   ///< the layout was (re)built: rebuild the lists at the next assignment
+    bool m_close_dirty = false;   ///< host close flags not yet on the device
+    bool m_close_set = false;     ///< some close flag is set
+    YarnModel<T> m_topology;             ///< yarn lists, filter, anchors after detaches (EIL on)
+    int m_detached = 0;                  ///< nodes detached since construction
     std::vector<unsigned char> m_base_free;  ///< the model's filter
     std::vector<unsigned char> m_free_now;   ///< the filter in use (doubly EIL x removed)
     std::vector<int> m_node_yarns;           ///< yarns through each node

@@ -63,7 +63,7 @@ template <typename T>
 WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegment& seg,
                                           const YarnMaterial<T>& mat, const Vec3<T>& gravity, T h,
                                           NodeBlocks<T, 2, yarn_node_dofs>& out, ElementEnergies<T>& energy,
-                                          const NewtonInputs<T>& newton = {})
+                                          const NewtonInputs<T>& newton = {}, bool with_parallel_contact = true)
 {
     const int nodes[2] = {seg.node0, seg.node1};
     const Vec<T, 8> ql = gather_xs<T, 2>(q, nodes, seg.coordinate);
@@ -100,7 +100,7 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     df_dq += g.df_dq;
     energy.gravity = g.energy;
 
-    if (mat.contact_stiffness > T(0)) {
+    if (with_parallel_contact && mat.contact_stiffness > T(0)) {
         const LocalTerms<T, 2> c = parallel_contact<T>(ql(3), ql(7), mat.contact_stiffness, mat.contact_min_distance);
         const int idx[2] = {3, 7};
         for (int a = 0; a < 2; ++a) {

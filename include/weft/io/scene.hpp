@@ -157,6 +157,9 @@ struct SolverDescription {
     double eil_safety_factor = 0.1;   ///< safety distance / rest segment length
     double eil_contact_factor = 1000; ///< contact spring k / (k_s / rest segment length)
     bool eil_given = false;           ///< "eil" was in the scene (else layers switch it on)
+    bool eil_lookahead = true;        ///< "eil": {"lookahead"}, see EilOptions::lookahead
+    double eil_min_segment_factor = 0.25;  ///< "eil": {"min_segment_factor"}, see EilOptions
+    double max_speed = 1000;          ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -237,6 +240,11 @@ struct ClothDescription {
     InitialVelocityDescription initial_velocity;
     int on_top_of = -1;              ///< woven: index of the cloth entry this one rests on (-1: none)
     double layer_friction = 0.3;     ///< woven with on_top_of: μ between this layer and the one below
+    /// woven with on_top_of: keep parallel-yarn contact on the segments of this
+    /// layer's inter-layer contacts (true), or switch it off there as thesis
+    /// Sec. 4.3.2 rule (a) does (false, the default), so that contacts slide
+    /// past the crossings of the yarns they lie on.
+    bool layer_parallel_contact = false;
     TriangleClothDescription triangle;  ///< "triangle" entries only
     SlidingRodsDescription rods;        ///< "sliding-rods" entries only (also spacing, radius, density, stiffness)
 };
@@ -532,7 +540,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
 {
     const Object o(j, path);
     o.allow_only({"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step",
-                  "min_time_step", "preconditioner", "eil"});
+                  "min_time_step", "preconditioner", "eil", "max_speed"});
     SolverDescription s;
     auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
     s.newton_iterations = o.get_or("newton_iterations", at_least_one, s.newton_iterations);
@@ -549,9 +557,10 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         },
         s.preconditioner);
     s.min_time_step = o.get_or("min_time_step", read_positive, time_step / 1024);
+    s.max_speed = o.get_or("max_speed", read_positive, s.max_speed);
     if (o.has("eil")) {
         const Object e(o.required("eil"), o.path("eil"));
-        e.allow_only({"enabled", "safety_factor", "contact_factor"});
+        e.allow_only({"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor"});
         s.eil = e.get_or("enabled", read_bool, true);
         s.eil_given = true;
         s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
@@ -559,6 +568,11 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             fail(e.path("safety_factor"), "must be < 1 (a fraction of the rest segment length), got " +
                                               format_number(s.eil_safety_factor));
         s.eil_contact_factor = e.get_or("contact_factor", read_positive, s.eil_contact_factor);
+        s.eil_lookahead = e.get_or("lookahead", read_bool, s.eil_lookahead);
+        s.eil_min_segment_factor = e.get_or("min_segment_factor", read_positive, s.eil_min_segment_factor);
+        if (!(s.eil_min_segment_factor < 1))
+            fail(e.path("min_segment_factor"), "must be < 1 (a fraction of the safety distance), got " +
+                                                   format_number(s.eil_min_segment_factor));
     }
     if (s.min_time_step > time_step)
         fail(o.path("min_time_step"),
@@ -645,7 +659,7 @@ inline const std::vector<std::string>& woven_keys()
     static const std::vector<std::string> keys{"type",     "pattern", "yarns", "spacing",     "radius",
                                                "density",  "center",  "plane", "stiffness",   "damping",
                                                "friction", "contact", "pins",  "moving_pins", "initial_velocity",
-                                               "on_top_of", "layer_friction"};
+                                               "on_top_of", "layer_friction", "layer_parallel_contact"};
     return keys;
 }
 
@@ -721,6 +735,10 @@ inline ClothDescription parse_woven(const Object& o)
     if (o.has("layer_friction")) {
         if (c.on_top_of < 0) fail(o.path("layer_friction"), "needs \"on_top_of\" (the layer below)");
         c.layer_friction = o.get("layer_friction", read_non_negative);
+    }
+    if (o.has("layer_parallel_contact")) {
+        if (c.on_top_of < 0) fail(o.path("layer_parallel_contact"), "needs \"on_top_of\" (the layer below)");
+        c.layer_parallel_contact = o.get("layer_parallel_contact", read_bool);
     }
     return c;
 }

@@ -211,6 +211,9 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
             throw InvalidInput("invalid cloth[" + std::to_string(k) + "].on_top_of: no yarn of this layer crosses a "
                                "yarn of cloth[" + std::to_string(below) + "] within 2.5 radii (place it flat on the "
                                "layer below, shifted by half a spacing)");
+        if (c.layer_parallel_contact)
+            for (const LayerContact& contact : contacts)
+                out.model.external_contact[static_cast<std::size_t>(contact.node)] = 0;
         T mass = T(0);
         for (std::size_t m = 0; m < scene.cloth.size(); ++m) {
             // this layer and every layer stacked (directly or not) on it

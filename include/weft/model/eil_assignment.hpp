@@ -46,6 +46,11 @@ namespace weft {
 ///   the stretch/bending chain;
 ///   weight[i] t = (s − s_a)/(s_b − s_a) of thesis Eq. (4.3) for EIL nodes
 ///   (in [0, 1]), 0 for EoL nodes.
+/// Optional inputs, list order (nullptr: none), for our additions to the
+/// test in `assign_eil_yarn`: arc_rate[k] the node's ṡ on this yarn (for the
+/// look-ahead); close[k] 1 to treat the node as closer than the safety
+/// distance to the EoL node before it (a segment that collapsed in a trial
+/// step, see yarn_stepper.hpp).
 template <typename T>
 struct EilYarnSlots {
     int count;
@@ -58,6 +63,8 @@ struct EilYarnSlots {
     int* eol_before;
     int* eol_after;
     T* weight;
+    const T* arc_rate = nullptr;
+    const unsigned char* close = nullptr;
 };
 
 /// What the per-yarn assignment did.
@@ -85,8 +92,14 @@ struct EilYarnSummary {
 ///    s_last − s_prev ≥ d then s_i − s_prev > d.
 /// Afterwards consecutive EoL nodes are ≥ safety_distance apart in arc length
 /// except for the pairs counted in `unresolved`.
+///
+/// Our additions: with `lookahead` > 0 and `arc_rate` given, the gap between
+/// two nodes is the smaller of the arc-length gap now and after `lookahead`
+/// seconds at the current ṡ, so that a node closing in faster than d/h is
+/// tagged before the step in which it would pass its neighbour; a node with
+/// `close` set counts as closer than d.
 template <typename T>
-WEFT_HD inline EilYarnSummary assign_eil_yarn(const EilYarnSlots<T>& y, T safety_distance)
+WEFT_HD inline EilYarnSummary assign_eil_yarn(const EilYarnSlots<T>& y, T safety_distance, T lookahead = T(0))
 {
     EilYarnSummary summary{0, 0};
     const int n = y.count;
@@ -110,11 +123,20 @@ WEFT_HD inline EilYarnSummary assign_eil_yarn(const EilYarnSlots<T>& y, T safety
         y.weight[i] = T(0);
     }
     auto arc = [&](int i) { return y.arc_length[y.order[i]]; };
+    const bool ahead = y.arc_rate != nullptr && lookahead > T(0);
+    // Gap from sorted position j to i > j (thesis: the arc-length gap).
+    auto gap = [&](int i, int j) {
+        if (y.close != nullptr && y.close[y.order[i]]) return T(0);
+        const T now = arc(i) - arc(j);
+        if (!ahead) return now;
+        const T later = now + lookahead * (y.arc_rate[y.order[i]] - y.arc_rate[y.order[j]]);
+        return later < now ? later : now;
+    };
 
     // thesis Sec. 4.3.1: traverse the sorted sequence, tagging EIL nodes.
     int last = 0;  // sorted position of the last EoL node
     for (int i = 1; i < n; ++i) {
-        if (!(arc(i) - arc(last) < safety_distance)) {
+        if (!(gap(i, last) < safety_distance)) {
             last = i;
             continue;
         }
@@ -129,7 +151,7 @@ WEFT_HD inline EilYarnSummary assign_eil_yarn(const EilYarnSlots<T>& y, T safety
             while (y.eil[prev]) --prev;  // position 0 is always EoL
             last = prev;
         }
-        if (arc(i) - arc(last) < safety_distance) ++summary.unresolved;
+        if (gap(i, last) < safety_distance) ++summary.unresolved;
         last = i;
     }
 
@@ -164,6 +186,8 @@ struct EilAssignment {
     std::vector<int> node;                ///< per slot, list order: model.yarns[y][k]
     std::vector<T> arc_length;            ///< per slot, list order: gathered from q by `assign_eil_nodes`
     std::vector<unsigned char> fixed;     ///< per slot, list order: free_dof of the coordinate == 0
+    std::vector<T> arc_rate;              ///< per slot, list order: ṡ for the look-ahead (empty: none)
+    std::vector<unsigned char> close;     ///< per slot, list order: counts as closer than d (empty: none)
     std::vector<int> order;               ///< per slot, sorted order: index k into the yarn's list
     std::vector<int> sorted_node;         ///< per slot, sorted order: node id
     std::vector<unsigned char> eil;       ///< per slot, sorted order: 1 EIL, 0 EoL
@@ -182,7 +206,8 @@ struct EilAssignment {
         const int b = yarn_begin[y];
         return {yarn_begin[y + 1] - b, node.data() + b,        arc_length.data() + b, fixed.data() + b,
                 order.data() + b,      sorted_node.data() + b, eil.data() + b,        eol_before.data() + b,
-                eol_after.data() + b,  weight.data() + b};
+                eol_after.data() + b,  weight.data() + b,      arc_rate.empty() ? nullptr : arc_rate.data() + b,
+                close.empty() ? nullptr : close.data() + b};
     }
 };
 

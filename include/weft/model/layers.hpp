@@ -32,13 +32,20 @@
 /// can neither separate nor interpenetrate there, whatever the normal force.
 /// The thesis removes a contact when its arc length leaves the yarn or when
 /// the normal force would pull the layers together instead of pushing
-/// (Cirio et al. 2014); here only the first is provided, and by hand:
-/// `detach_contact_node` takes a node off one of its yarns between two
-/// steppers (the stepper's slot layout is fixed at construction). The
-/// attractive-force test is not implemented: it needs the normal component
-/// of the internal forces on the contact, i.e. an evaluation hook in the
-/// stepper. Contacts are only created here, never during a simulation (the
+/// (Cirio et al. 2014). The first is provided: the EIL stepper detaches a
+/// node whose arc length leaves a yarn during a run (YarnStepper,
+/// `detach_departed`), and `detach_contact_node` does it by hand between
+/// steppers (friction_incline detaches a little before the end and shares
+/// F_n among the remaining contacts). The attractive-force rule is not: with
+/// no cloth–cloth collision and no contact creation during a run, a removed
+/// contact would let the layers pass through each other where they meet
+/// again. Contacts are only created here, never during a simulation (the
 /// thesis does the same: "no dynamic addition of EoL nodes").
+///
+/// Parallel-yarn contact (thesis Sec. 4.3.2, rule (a)): every contact node
+/// is marked in `YarnModel::external_contact`, which switches parallel-yarn
+/// contact off on its segments, so that contacts slide past the crossings of
+/// the yarns they lie on; clear a node's flag to keep it.
 
 #include <algorithm>
 #include <cmath>
@@ -325,6 +332,10 @@ std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_n
         model.anchors.push_back(T(v));
         model.over.push_back(static_cast<unsigned char>(f.contact.top_coordinate == 3 ? 1 : 0));
         if (per_node_limits) model.friction_limit.push_back(model.material.friction_coefficient * model.material.normal_force);
+        // A contact with another fabric: no parallel-yarn contact on its
+        // segments (thesis Sec. 4.3.2, rule (a)), so it slides past crossings.
+        model.external_contact.resize(static_cast<std::size_t>(n), 0);
+        model.external_contact.push_back(1);
         inserted[static_cast<std::size_t>(f.contact.top_yarn)].push_back({f.top_arc, n});
         inserted[static_cast<std::size_t>(f.contact.bottom_yarn)].push_back({f.bottom_arc, n});
         out.push_back(f.contact);

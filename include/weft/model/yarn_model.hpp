@@ -112,6 +112,12 @@ struct YarnModel {
     /// anchors, active where > 0 (e.g. inter-layer contacts with their own μ
     /// and F_n, model/layers.hpp). `anchor_stiffness` stays the material's.
     std::vector<T> friction_limit;
+    /// Per node (empty: none; shorter than #nodes: the rest are 0): 1 for a
+    /// contact with another fabric (model/layers.hpp). Parallel-yarn contact
+    /// is off on every segment that touches such a node, so that contacts can
+    /// slide past the crossings of the yarns they lie on (thesis Sec. 4.3.2,
+    /// rule (a); rule (b), the bending-vector test, is not implemented).
+    std::vector<unsigned char> external_contact;
     YarnMaterial<T> material;
     T radius = T(0);
 

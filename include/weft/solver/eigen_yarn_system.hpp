@@ -81,7 +81,12 @@ EigenYarnSystem<T> assemble_yarn_system_eigen(const YarnModel<T>& model, const s
     for (const YarnSegment& seg : model.segments) {
         NodeBlocks<T, 2, B> blocks;
         blocks.set_zero();
-        evaluate_yarn_segment<T>(q, v, seg, model.material, gravity, h, blocks, e);
+        const auto external = [&](int node) {
+            return static_cast<std::size_t>(node) < model.external_contact.size() &&
+                   model.external_contact[static_cast<std::size_t>(node)] != 0;
+        };
+        evaluate_yarn_segment<T>(q, v, seg, model.material, gravity, h, blocks, e, NewtonInputs<T>{},
+                                 !(external(seg.node0) || external(seg.node1)));
         detail::add(sys.energy, e);
         const int nodes[2] = {seg.node0, seg.node1};
         detail::add_blocks(triplets, sys.b, sys.f, blocks, nodes);
