@@ -273,3 +273,140 @@ TEST_CASE("eil stepper: bad EIL options are rejected with the field named", "[ba
     // Off, the options are not even looked at.
     CHECK_NOTHROW(YarnStepper<double>(rods.model, {}, Vec3::Zero(), {}, weft::EilOptions<double>{false, 0, 0, -1}));
 }
+
+namespace {
+
+/// Fast contacts (B's pins at +0.3 m/s, C's at −0.2 m/s): they close 0.5 mm
+/// per 1 ms step, five safety distances, so they pass each other within the
+/// third step unless something tags them before.
+struct FastCrossing {
+    std::vector<weft::YarnStepReport> reports;
+    std::vector<std::vector<double>> q, v;  ///< state before the first step and after each step
+    double u_b0 = 0, u_c0 = 0;
+};
+
+FastCrossing run_fast(bool eil, bool lookahead, int max_retries, int max_halvings, int steps)
+{
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(0.3, -0.2, prestretch);
+    weft::YarnStepperOptions<double> options;
+    options.pcg.max_iterations = 5000;
+    options.pcg.tolerance = 1e-8;
+    options.max_retries = max_retries;
+    options.max_halvings = max_halvings;
+    weft::EilOptions<double> eil_options;
+    eil_options.enabled = eil;
+    eil_options.lookahead = lookahead;
+    eil_options.rest_segment_length = rods.spacing;
+    YarnStepper<double> stepper(rods.model, {}, Vec3::Zero(), options, eil_options);
+    FastCrossing out;
+    out.u_b0 = rods.model.q[5 * rods.contact_b + 3];
+    out.u_c0 = rods.model.q[5 * rods.contact_c + 3];
+    out.q.push_back(weft::to_host(stepper.positions()));
+    out.v.push_back(weft::to_host(stepper.velocities()));
+    for (int s = 0; s < steps; ++s) {
+        out.reports.push_back(stepper.step(h));
+        out.q.push_back(weft::to_host(stepper.positions()));
+        out.v.push_back(weft::to_host(stepper.velocities()));
+        if (!out.reports.back().ok) break;
+    }
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("eil stepper: fast contacts are tagged by the look-ahead, else a collapsed trial step is retried",
+          "[backend][eil][sliding][retry]")
+{
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(0.3, -0.2, prestretch);
+    const std::size_t b = 5 * static_cast<std::size_t>(rods.contact_b) + 3;
+    const std::size_t c = 5 * static_cast<std::size_t>(rods.contact_c) + 3;
+    const int steps = 5;
+    int checks = 0;
+    // Both ways the contacts cross and keep the speed of their rods.
+    const auto crossed = [&](const FastCrossing& run) {
+        REQUIRE(run.reports.size() == static_cast<std::size_t>(steps));
+        const std::vector<double>& q = run.q.back();
+        CHECK(q[b] > q[c]);
+        CHECK(q[b] - run.u_b0 == Approx(steps * h * 0.3 / prestretch).epsilon(1e-3));
+        CHECK(q[c] - run.u_c0 == Approx(steps * h * -0.2 / prestretch).epsilon(1e-3));
+    };
+    {
+        // Look-ahead on (the default): tagged EIL before the step in which they
+        // would pass, no step is redone.
+        const FastCrossing run = run_fast(true, true, 4, 0, steps);
+        std::string series;
+        for (const weft::YarnStepReport& r : run.reports) {
+            INFO(r.message);
+            CHECK(r.ok);
+            CHECK(r.retries == 0);
+            CHECK(r.substeps == 1);
+            series += static_cast<char>('0' + std::min(r.eil_nodes, 9));
+        }
+        INFO("EIL count per step: " << series);
+        CHECK(run.reports[0].eil_nodes == 0);  // 1 mm apart: 0.5 mm in one step is not below d = 0.1 mm
+        CHECK(run.reports[1].eil_nodes == 1);  // 0.5 mm apart, closing 0.5 mm per step
+        crossed(run);
+        ++checks;
+    }
+    {
+        // Look-ahead off: the second step collapses segment (B, C) on A; the
+        // collapsed node is flagged `close` and the step redone at the same
+        // size, now with an EIL node.
+        const FastCrossing run = run_fast(true, false, 4, 0, steps);
+        int retries = 0;
+        for (const weft::YarnStepReport& r : run.reports) {
+            INFO(r.message);
+            CHECK(r.ok);
+            CHECK(r.halvings == 0);
+            retries += r.retries;
+        }
+        CHECK(run.reports[0].retries == 0);
+        CHECK(run.reports[0].eil_nodes == 0);
+        CHECK(run.reports[1].retries == 1);
+        CHECK(run.reports[1].eil_nodes == 1);
+        CHECK(retries >= 1);
+        crossed(run);
+        ++checks;
+    }
+    {
+        // ... and with no retry allowed that step fails, reported and undone.
+        const FastCrossing run = run_fast(true, false, 0, 0, steps);
+        REQUIRE(run.reports.size() == 2u);
+        CHECK(run.reports[0].ok);
+        const weft::YarnStepReport& r = run.reports[1];
+        CHECK_FALSE(r.ok);
+        CHECK(r.retries == 0);
+        CHECK(r.substeps == 0);
+        CHECK_THAT(r.message, Catch::Matchers::Contains("collapsed"));
+        CHECK_THAT(r.message, Catch::Matchers::Contains("EIL safety distance"));
+        CHECK(run.q[2] == run.q[1]);
+        CHECK(run.v[2] == run.v[1]);
+        ++checks;
+    }
+    {
+        // EIL off: the third step inverts segment (B, C) and is rejected
+        // ("inverted"), undone, with or without halving.
+        for (const int halvings : {0, 3}) {
+            const FastCrossing run = run_fast(false, false, 4, halvings, steps);
+            REQUIRE(run.reports.size() == 3u);
+            CHECK(run.reports[0].ok);
+            CHECK(run.reports[1].ok);
+            const weft::YarnStepReport& r = run.reports[2];
+            INFO(r.message);
+            CHECK_FALSE(r.ok);
+            CHECK(r.eil_nodes == 0);
+            CHECK(r.retries == 0);
+            CHECK(r.halvings == halvings);
+            CHECK_THAT(r.message, Catch::Matchers::Contains("inverted"));
+            if (halvings == 0) {
+                CHECK(r.substeps == 0);
+                CHECK(run.q[3] == run.q[2]);
+                CHECK(run.v[3] == run.v[2]);
+            }
+            // Never past each other: the rejection comes before the inversion.
+            CHECK(run.q.back()[b] < run.q.back()[c]);
+            ++checks;
+        }
+    }
+    REQUIRE(checks == 5);
+}

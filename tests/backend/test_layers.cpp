@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <weft/backend/yarn_stepper.hpp>
@@ -417,4 +418,136 @@ TEST_CASE("layers: contact nodes switch parallel-yarn contact off on their segme
     const weft::EigenYarnSystem<double> unflagged_sys =
         weft::assemble_yarn_system_eigen<double>(unflagged, {}, weft::Vec3<double>::Zero(), 1e-3);
     CHECK(flagged_sys.energy.elastic < unflagged_sys.energy.elastic);
+}
+
+TEST_CASE("layers: contacts leaving a yarn are detached inside the step as the top patch slides off",
+          "[backend][layers][detach][incline]")
+{
+    // The incline scene at 4 × 4 on 6 × 6, 60°, frictionless, EIL on, one
+    // stepper for the whole run (no manual detaching as in the example). A
+    // contact on a top warp stays at its bottom weft while the warp slides
+    // through it and leaves the warp's lower end; a contact on a top weft
+    // rides along its bottom warp and leaves that warp's upper end. Both are
+    // u-yarns, so every contact leaves coordinate 3. Top wefts sit at x = −1,
+    // 0, 1, 2 mm, the bottom warps end at 2.5 mm; top-warp contacts are 0.5,
+    // 1.5, 2.5 mm from their warp's start: 7 contacts leave at a 0.5 mm slide,
+    // 7 at 1.5, 7 at 2.5 and the last 3 at 3.5 mm (step 30 at a = g sin 60°).
+    weft::examples::InclineOptions o;
+    o.angle_degrees = 60;
+    o.friction = 0;
+    o.top_nodes = 4;
+    o.bottom_nodes = 6;
+    weft::examples::incline_detail::Scene scene = weft::examples::incline_detail::build_scene(o);
+    const double g = 9.81, h = 1e-3, theta = o.angle_degrees * weft::Constants<double>::pi / 180;
+    const int top_count = o.top_nodes * o.top_nodes;
+    const double mass = weft::layer_mass(scene.model, scene.top_first, top_count);
+    weft::examples::incline_detail::share_normal_force(scene, mass, g, theta, 0.0);
+    const YarnModel<double> start = scene.model;
+    REQUIRE(scene.contacts.size() == 24u);
+    for (const LayerContact& c : scene.contacts) REQUIRE(start.friction_limit[c.node] == 0.0);
+
+    weft::YarnStepperOptions<double> options;
+    options.pcg.max_iterations = 5000;
+    options.pcg.tolerance = 1e-8;
+    options.max_halvings = 4;
+    weft::EilOptions<double> eil;
+    eil.enabled = true;
+    eil.rest_segment_length = scene.bottom.spacing;
+    const Vec3 gravity(g * std::sin(theta), 0, -g * std::cos(theta));
+    YarnStepper<double> stepper(start, {}, gravity, options, eil);
+    REQUIRE(stepper.detached_contacts() == 0);
+
+    const double a = g * std::sin(theta);
+    const int steps = 36;
+    int reported = 0, checks = 0, first_detach = -1;
+    std::vector<int> detached_at;  // step of each detach event
+    for (int k = 1; k <= steps; ++k) {
+        const weft::YarnStepReport r = stepper.step(h);
+        INFO("step " << k << ": " << r.message);
+        REQUIRE(r.ok);
+        CHECK(r.retries == 0);
+        reported += r.detached_contacts;
+        CHECK(stepper.detached_contacts() == reported);
+        if (r.detached_contacts > 0) {
+            detached_at.push_back(k);
+            if (first_detach < 0) first_detach = k;
+        }
+        const std::vector<double> q = weft::to_host(stepper.positions());
+        const std::vector<double> v = weft::to_host(stepper.velocities());
+        double fastest = 0, slide = 0;
+        for (std::size_t i = 0; i < q.size(); ++i) {
+            REQUIRE(std::isfinite(q[i]));
+            REQUIRE(std::isfinite(v[i]));
+            fastest = std::max(fastest, std::abs(v[i]));
+        }
+        for (int n = 0; n < top_count; ++n)
+            slide += (q[5 * static_cast<std::size_t>(scene.top_first + n)] - scene.x0[static_cast<std::size_t>(n)]) /
+                     top_count;
+        // Frictionless: backward Euler's x_k = ½ a h² k (k + 1), detaches or not.
+        CHECK(slide == Approx(0.5 * a * h * h * k * (k + 1)).epsilon(0.01));
+        CHECK(fastest <= 1.01 * a * h * k);
+        ++checks;
+    }
+    REQUIRE(checks == steps);
+    std::string events;
+    for (int k : detached_at) events += std::to_string(k) + " ";
+    INFO("detach events at steps " << events);
+    CHECK(stepper.detached_contacts() == 24);
+    CHECK(detached_at.size() == 4u);
+    // The first contacts leave at a 0.5 mm slide: ½ a h² k (k + 1) ≥ 0.5 mm from k = 11.
+    CHECK(first_detach >= 11);
+    CHECK(first_detach <= 13);
+
+    // The topology the stepper now runs on: every contact is off its u-yarn,
+    // still on its v-yarn, with both arc lengths fixed and no velocity there.
+    const YarnModel<double>& topology = stepper.topology();
+    REQUIRE(topology.node_count() == start.node_count());
+    REQUIRE(topology.yarns.size() == start.yarns.size());
+    const auto on_yarn = [&](int y, int node) {
+        const std::vector<int>& list = topology.yarns[static_cast<std::size_t>(y)];
+        return std::find(list.begin(), list.end(), node) != list.end();
+    };
+    int contact_checks = 0;
+    for (const LayerContact& c : scene.contacts) {
+        const int u_yarn = c.top_coordinate == 3 ? c.top_yarn : c.bottom_yarn;
+        const int v_yarn = c.top_coordinate == 3 ? c.bottom_yarn : c.top_yarn;
+        REQUIRE(on_yarn(u_yarn, c.node) != on_yarn(v_yarn, c.node));  // exactly one of the two was left
+        CHECK_FALSE(on_yarn(u_yarn, c.node));
+        CHECK(on_yarn(v_yarn, c.node));
+        CHECK(std::find(start.yarns[static_cast<std::size_t>(u_yarn)].begin(),
+                        start.yarns[static_cast<std::size_t>(u_yarn)].end(),
+                        c.node) != start.yarns[static_cast<std::size_t>(u_yarn)].end());
+        const std::size_t i = 5 * static_cast<std::size_t>(c.node);
+        CHECK(topology.free_dof[i + 3] == 0);
+        CHECK(topology.free_dof[i + 4] == 0);
+        CHECK(topology.v[i + 3] == 0.0);
+        CHECK(topology.v[i + 4] == 0.0);
+        // It left the u-yarn's arc-length range: below the start of a top warp,
+        // above the end of a bottom warp.
+        const std::vector<int>& left = topology.yarns[static_cast<std::size_t>(u_yarn)];
+        const double lo = topology.q[5 * static_cast<std::size_t>(left.front()) + 3];
+        const double hi = topology.q[5 * static_cast<std::size_t>(left.back()) + 3];
+        if (c.top_coordinate == 3)
+            CHECK(topology.q[i + 3] < lo);
+        else
+            CHECK(topology.q[i + 3] > hi);
+        // The stepper's state agrees: its arc lengths no longer move.
+        const std::vector<double> q = weft::to_host(stepper.positions());
+        CHECK(q[i + 3] == topology.q[i + 3]);
+        CHECK(q[i + 4] == topology.q[i + 4]);
+        ++contact_checks;
+    }
+    REQUIRE(contact_checks == 24);
+    // Every yarn lost exactly the contacts that left it; the patches' own nodes stay.
+    std::size_t before = 0, after = 0;
+    for (std::size_t y = 0; y < start.yarns.size(); ++y) {
+        before += start.yarns[y].size();
+        after += topology.yarns[y].size();
+    }
+    CHECK(after == before - 24);
+    // Segments and bends follow the lists, and the EIL layout accepts them.
+    std::size_t segments = 0;
+    for (const std::vector<int>& list : topology.yarns) segments += list.size() - 1;
+    CHECK(topology.segments.size() == segments);
+    CHECK_NOTHROW(weft::make_eil_assignment<double>(topology));
 }

@@ -6,6 +6,8 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -327,4 +329,143 @@ TEST_CASE("triangle stepper: bad input is rejected with the field named", "[back
     }
     TriangleStepper<double> stepper(model, {}, Vec3::Zero());
     CHECK_THROWS_WITH(stepper.step(-1.0), Catch::Contains("time_step"));
+}
+
+TEST_CASE("triangle stepper: a step beyond max_speed fails, is undone, and names max_speed",
+          "[backend][triangle][max-speed]")
+{
+    // A free, unstressed sheet in free fall: after a step of h every node
+    // moves at g h (0.0981 m/s for h = 10 ms), whatever the substeps.
+    const TriangleModel<double> model = grid_model(4, TriangleDamping::strain_rate);
+    const double g = 9.81, h = 1e-2;
+    const Vec3 gravity(0, 0, -g);
+    const VectorX q0 = Eigen::Map<const VectorX>(model.q.data(), static_cast<Eigen::Index>(model.q.size()));
+    const VectorX v0 = Eigen::Map<const VectorX>(model.v.data(), static_cast<Eigen::Index>(model.v.size()));
+    REQUIRE(v0.lpNorm<Eigen::Infinity>() == 0.0);
+    int checks = 0;
+    {
+        weft::StepperOptions<double> options;
+        options.max_speed = 0.6 * g * h;
+        TriangleStepper<double> stepper(model, {}, gravity, options);
+        const weft::BackendStepReport r = stepper.step(h);
+        INFO(r.message);
+        CHECK_FALSE(r.ok);
+        CHECK_THAT(r.message, Catch::Contains("max_speed"));
+        CHECK_THAT(r.message, Catch::Contains("time step 0.01"));
+        CHECK(r.substeps == 0);
+        CHECK(r.halvings == 0);
+        // Undone: the state before the step, bit for bit.
+        CHECK(host(stepper.positions()) == q0);
+        CHECK(host(stepper.velocities()) == v0);
+        // The failure is not sticky: with the bound raised the same stepper steps.
+        weft::StepperOptions<double> relaxed = options;
+        relaxed.max_speed = 2 * g * h;
+        stepper.set_options(relaxed);
+        const weft::BackendStepReport again = stepper.step(h);
+        CHECK(again.ok);
+        CHECK(host(stepper.velocities()).lpNorm<Eigen::Infinity>() == Approx(g * h).epsilon(1e-6));
+        ++checks;
+    }
+    {
+        // With the bound above g h the same step is ok.
+        weft::StepperOptions<double> options;
+        options.max_speed = 1.05 * g * h;
+        TriangleStepper<double> stepper(model, {}, gravity, options);
+        const weft::BackendStepReport r = stepper.step(h);
+        INFO(r.message);
+        CHECK(r.ok);
+        CHECK(r.message.empty());
+        CHECK(r.substeps == 1);
+        const VectorX v = host(stepper.velocities());
+        CHECK(v.lpNorm<Eigen::Infinity>() == Approx(g * h).epsilon(1e-6));
+        CHECK(v.lpNorm<Eigen::Infinity>() <= options.max_speed);
+        ++checks;
+    }
+    {
+        // Halving is tried when allowed: the first half step (g h / 2) passes,
+        // the second cannot (it ends at g h again, at every depth).
+        weft::StepperOptions<double> options;
+        options.max_speed = 0.6 * g * h;
+        options.max_halvings = 3;
+        TriangleStepper<double> stepper(model, {}, gravity, options);
+        const weft::BackendStepReport r = stepper.step(h);
+        INFO(r.message);
+        CHECK_FALSE(r.ok);
+        CHECK_THAT(r.message, Catch::Contains("max_speed"));
+        CHECK(r.halvings == 3);
+        CHECK_THAT(r.message, Catch::Contains("after 3 halvings"));
+        CHECK(r.substeps >= 1);  // the substeps before the failure were accepted
+        CHECK(host(stepper.velocities()).lpNorm<Eigen::Infinity>() <= options.max_speed);
+        ++checks;
+    }
+    {
+        // A sheet already moving faster than the bound fails at every depth;
+        // every attempt is undone, so the state is the initial one.
+        TriangleModel<double> fast = model;
+        for (int i = 0; i < fast.node_count(); ++i) fast.v[3 * i] = 2.0;
+        weft::StepperOptions<double> options;
+        options.max_speed = 1.0;
+        options.max_halvings = 2;
+        TriangleStepper<double> stepper(fast, {}, Vec3::Zero(), options);
+        const weft::BackendStepReport r = stepper.step(1e-3);
+        INFO(r.message);
+        CHECK_FALSE(r.ok);
+        CHECK_THAT(r.message, Catch::Contains("max_speed"));
+        CHECK_THAT(r.message, Catch::Contains("after 2 halvings"));
+        CHECK(r.halvings == 2);
+        CHECK(r.substeps == 0);
+        CHECK(host(stepper.positions()) == q0);
+        CHECK(host(stepper.velocities()) ==
+              Eigen::Map<const VectorX>(fast.v.data(), static_cast<Eigen::Index>(fast.v.size())));
+        ++checks;
+    }
+    {
+        // The default bound is 1000 m/s: a rigid translation at 900 m/s steps,
+        // at 1100 m/s it fails; +inf switches the check off.
+        CHECK(weft::StepperOptions<double>{}.max_speed == 1000.0);
+        for (const double speed : {900.0, 1100.0}) {
+            TriangleModel<double> fast = model;
+            for (int i = 0; i < fast.node_count(); ++i) fast.v[3 * i + 1] = speed;
+            TriangleStepper<double> stepper(fast, {}, Vec3::Zero());
+            const weft::BackendStepReport r = stepper.step(1e-3);
+            INFO(speed << " m/s: " << r.message);
+            CHECK(r.ok == (speed < 1000.0));
+            if (!r.ok) CHECK_THAT(r.message, Catch::Contains("max_speed"));
+            weft::StepperOptions<double> off;
+            off.max_speed = std::numeric_limits<double>::infinity();
+            TriangleStepper<double> unbounded(fast, {}, Vec3::Zero(), off);
+            CHECK(unbounded.step(1e-3).ok);
+        }
+        ++checks;
+    }
+    REQUIRE(checks == 5);
+}
+
+TEST_CASE("triangle stepper: bad max_speed and max_retries are rejected with the field named",
+          "[backend][triangle][errors][max-speed]")
+{
+    const TriangleModel<double> model = grid_model(3, TriangleDamping::none);
+    int checks = 0;
+    for (const double bad : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN()}) {
+        weft::StepperOptions<double> options;
+        options.max_speed = bad;
+        CHECK_THROWS_AS((TriangleStepper<double>(model, {}, Vec3::Zero(), options)), weft::InvalidInput);
+        CHECK_THROWS_WITH((TriangleStepper<double>(model, {}, Vec3::Zero(), options)),
+                          Catch::Contains("solver.max_speed"));
+        ++checks;
+    }
+    {
+        weft::StepperOptions<double> options;
+        options.max_retries = -1;
+        CHECK_THROWS_AS((TriangleStepper<double>(model, {}, Vec3::Zero(), options)), weft::InvalidInput);
+        CHECK_THROWS_WITH((TriangleStepper<double>(model, {}, Vec3::Zero(), options)),
+                          Catch::Contains("solver.max_retries = -1"));
+        options.max_retries = 0;  // the boundary is allowed
+        CHECK_NOTHROW(TriangleStepper<double>(model, {}, Vec3::Zero(), options));
+        options.max_retries = 4;
+        options.max_speed = 1e-9;  // tiny but positive is allowed
+        CHECK_NOTHROW(TriangleStepper<double>(model, {}, Vec3::Zero(), options));
+        ++checks;
+    }
+    REQUIRE(checks == 4);
 }

@@ -522,3 +522,79 @@ TEST_CASE("yarn stepper: a free patch in zero gravity keeps its momentum", "[bac
     // Across 20 steps, measured with each state's own mass.
     CHECK((momentum(state) - p0).norm() <= 1e-3 * p0.norm());
 }
+
+TEST_CASE("yarn stepper: a step beyond max_speed fails and is undone, anchors included", "[backend][yarn][max-speed]")
+{
+    // A free patch in free fall (h = 10 ms: the z DoFs end at about g h =
+    // 0.098 m/s), its friction anchors displaced by twice the Coulomb limit
+    // so that the arc lengths move too (0.6 mm/s). A tight PCG tolerance: the
+    // anchor forces (~1 N) dwarf the weight of a node (~1e-7 N).
+    YarnModel<double> model = weft_test::make_patch(4, 4, weft::DampingModel::strain_rate);
+    weft_test::enable_friction(model);
+    const double limit = model.material.friction_coefficient * model.material.normal_force;
+    const double offset = 2 * limit / model.material.anchor_stiffness;
+    int displaced = 0;
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int c = 0; c < 2; ++c)
+            if (model.free_dof[5 * n + 3 + c]) {
+                model.anchors[2 * n + c] = model.q[5 * n + 3 + c] - offset;
+                ++displaced;
+            }
+    REQUIRE(displaced > 0);
+    const double g = 9.81, h = 1e-2;
+    const Vec3 gravity(0, 0, -g);
+    int checks = 0;
+    {
+        YarnStepperOptions<double> options;
+        options.max_speed = 1e-3;
+        options.max_halvings = 0;
+        options.pcg.tolerance = 1e-12;
+        YarnStepper<double> stepper(model, {}, gravity, options);
+        const weft::YarnStepReport r = stepper.step(h);
+        INFO(r.message);
+        CHECK_FALSE(r.ok);
+        CHECK_THAT(r.message, Catch::Contains("max_speed"));
+        CHECK(r.substeps == 0);
+        CHECK(r.retries == 0);
+        YarnModel<double> after = model;
+        stepper.download(after);
+        CHECK(after.q == model.q);
+        CHECK(after.v == model.v);
+        CHECK(after.anchors == model.anchors);
+        ++checks;
+    }
+    {
+        // The same step with the default bound: ok, and it moves x and the arc lengths.
+        YarnStepperOptions<double> options;
+        options.pcg.tolerance = 1e-12;
+        YarnStepper<double> stepper(model, {}, gravity, options);
+        const weft::YarnStepReport r = stepper.step(h);
+        INFO(r.message);
+        REQUIRE(r.ok);
+        YarnModel<double> after = model;
+        stepper.download(after);
+        double fastest = 0, fastest_arc = 0;
+        for (std::size_t i = 0; i < after.v.size(); ++i) {
+            fastest = std::max(fastest, std::abs(after.v[i]));
+            if (i % 5 >= 3) fastest_arc = std::max(fastest_arc, std::abs(after.v[i]));
+        }
+        CHECK(fastest == Approx(g * h).epsilon(0.02));  // far above the 1e-3 bound of the failing run
+        CHECK(fastest_arc > 1e-4);
+        for (std::size_t i = 0; i < after.q.size(); ++i)
+            if (model.free_dof[i] && (i % 5 == 2 || i % 5 >= 3)) CHECK(after.q[i] != model.q[i]);
+        ++checks;
+    }
+    {
+        // Shared validation (implicit_stepper.hpp): both fields are named.
+        YarnStepperOptions<double> options;
+        options.max_speed = 0;
+        CHECK_THROWS_WITH(YarnStepper<double>(model, {}, gravity, options), Catch::Contains("solver.max_speed = 0"));
+        options.max_speed = -5;
+        CHECK_THROWS_WITH(YarnStepper<double>(model, {}, gravity, options), Catch::Contains("solver.max_speed = -5"));
+        options = YarnStepperOptions<double>{};
+        options.max_retries = -2;
+        CHECK_THROWS_WITH(YarnStepper<double>(model, {}, gravity, options), Catch::Contains("solver.max_retries = -2"));
+        ++checks;
+    }
+    REQUIRE(checks == 3);
+}

@@ -581,3 +581,306 @@ TEMPLATE_TEST_CASE("eil assignment: the per-yarn routine compiles and agrees in 
     CHECK(after[2] == 13);
     CHECK(double(weight[2]) == Approx(0.05).epsilon(1e-5));
 }
+
+// ---------------------------------------------------------------------------
+// Our additions to the traversal: the look-ahead on ṡ and the `close` flags.
+
+namespace {
+
+/// The per-yarn routine with the optional inputs (empty vector: nullptr).
+YarnOutput run_with(const YarnInput& in, double d, double lookahead, const std::vector<double>& arc_rate,
+                    const std::vector<unsigned char>& close = {})
+{
+    const int n = static_cast<int>(in.node.size());
+    YarnOutput out;
+    out.order.resize(n);
+    std::iota(out.order.begin(), out.order.end(), 0);
+    out.sorted_node.assign(n, -7);
+    out.eol_before.assign(n, -7);
+    out.eol_after.assign(n, -7);
+    out.eil.assign(n, 7);
+    out.weight.assign(n, -7.0);
+    weft::EilYarnSlots<double> slots{n,
+                                     in.node.data(),
+                                     in.s.data(),
+                                     in.fixed.data(),
+                                     out.order.data(),
+                                     out.sorted_node.data(),
+                                     out.eil.data(),
+                                     out.eol_before.data(),
+                                     out.eol_after.data(),
+                                     out.weight.data()};
+    slots.arc_rate = arc_rate.empty() ? nullptr : arc_rate.data();
+    slots.close = close.empty() ? nullptr : close.data();
+    out.summary = weft::assign_eil_yarn<double>(slots, d, lookahead);
+    return out;
+}
+
+/// Every output of two assignments agrees bit for bit.
+void check_same(const YarnOutput& a, const YarnOutput& b)
+{
+    CHECK(a.order == b.order);
+    CHECK(a.sorted_node == b.sorted_node);
+    CHECK(a.eil == b.eil);
+    CHECK(a.eol_before == b.eol_before);
+    CHECK(a.eol_after == b.eol_after);
+    CHECK(a.weight == b.weight);
+    CHECK(a.summary.eil_count == b.summary.eil_count);
+    CHECK(a.summary.unresolved == b.summary.unresolved);
+}
+
+}  // namespace
+
+TEST_CASE("eil assignment: the look-ahead tags a node closing in faster than d per look-ahead time",
+          "[model][eil][assignment][lookahead]")
+{
+    // Nodes 1 and 2 are 2d apart (1.0 and 1.2, d = 0.1) and close at a
+    // relative speed v: after the look-ahead time h the gap is 2d − h v, below
+    // d iff h v > d. Ends fixed, far from both.
+    const double d = 0.1, h = 0.01;
+    const YarnInput in = yarn({0, 1, 1.2, 2, 3}, {0, 4});
+    const YarnOutput thesis = run(in, d);
+    REQUIRE(tags(thesis) == "00000");
+    int checks = 0;
+    // Which node moves does not matter, only the relative speed.
+    struct Split {
+        double rate1, rate2;  // ṡ of nodes 1 and 2 per unit closing speed
+    };
+    for (const Split split : {Split{1, 0}, Split{0, -1}, Split{0.5, -0.5}, Split{3, 2}}) {
+        for (const double factor : {0.99, 1.01, 0.5, 2.0}) {
+            const double v = factor * d / h;  // closing speed
+            const std::vector<double> rate = {0, split.rate1 * v, split.rate2 * v, 0, 0};
+            const YarnOutput out = run_with(in, d, h, rate);
+            INFO("rates " << rate[1] << ", " << rate[2] << ": h v / d = " << factor);
+            if (factor > 1) {
+                CHECK(tags(out) == "00100");
+                CHECK(out.summary.eil_count == 1);
+                CHECK(out.eol_before[2] == 1);
+                CHECK(out.eol_after[2] == 3);
+                // The weight interpolates the current arc lengths, not the predicted ones.
+                CHECK(out.weight[2] == Approx(0.2));
+            } else {
+                CHECK(tags(out) == "00000");
+                CHECK(out.summary.eil_count == 0);
+                check_same(out, thesis);
+            }
+            CHECK(out.summary.unresolved == 0);
+            CHECK(out.sorted_node == thesis.sorted_node);
+            ++checks;
+        }
+    }
+    // Moving apart, however fast: the look-ahead never tags.
+    // (Nodes 2–4 move on together, or nodes 0–1 back and 2–4 on: only the
+    // gap between 1 and 2 changes.)
+    for (const double v : {1.0, 1e3, 1e9}) {
+        check_same(run_with(in, d, h, {0, 0, v, v, v}), thesis);
+        check_same(run_with(in, d, h, {-v, -v, v, v, v}), thesis);
+        ++checks;
+    }
+    // The same rates reversed close the gap and tag node 2 (the test can fail).
+    CHECK(tags(run_with(in, d, h, {0, 0, -15, -15, -15})) == "00100");  // h v = 1.5 d
+    // Moving apart does not untag a node that is already within d now: the
+    // gap is min(now, later).
+    {
+        const YarnInput near = yarn({0, 1, 1.05, 2, 3}, {0, 4});
+        const YarnOutput out = run_with(near, d, h, {0, 0, 1e3, 0, 0});
+        CHECK(tags(out) == "00100");
+        check_same(out, run(near, d));
+        ++checks;
+    }
+    // lookahead = 0, a negative lookahead, or no arc_rate: exactly the thesis result.
+    {
+        const std::vector<double> fast = {0, 2 * d / h, 0, 0, 0};
+        REQUIRE(tags(run_with(in, d, h, fast)) == "00100");  // the rate alone would tag
+        check_same(run_with(in, d, 0.0, fast), thesis);
+        check_same(run_with(in, d, -h, fast), thesis);
+        // (a negative look-ahead applied to opening rates would close the gap)
+        const double open = 2 * d / h;
+        check_same(run_with(in, d, -h, {0, 0, open, open, open}), thesis);
+        check_same(run_with(in, d, h, {}), thesis);
+        check_same(run_with(in, d, 1e6, {}), thesis);
+        checks += 4;
+    }
+    // A fixed end approached from inside: the thesis rule for fixed nodes
+    // applies to the predicted gap too (the node before it is retired).
+    {
+        const YarnInput end = yarn({0, 1, 2, 2.8, 3}, {0, 4});  // node 3 is 2d before the fixed end
+        REQUIRE(tags(run(end, d)) == "00000");
+        const YarnOutput slow = run_with(end, d, h, {0, 0, 0, 0.9 * d / h, 0});
+        CHECK(tags(slow) == "00000");
+        const YarnOutput out = run_with(end, d, h, {0, 0, 0, 1.1 * d / h, 0});
+        CHECK(tags(out) == "00010");
+        CHECK(out.eol_before[3] == 2);
+        CHECK(out.eol_after[3] == 4);
+        CHECK(out.summary.unresolved == 0);
+        checks += 2;
+    }
+    REQUIRE(checks == 16 + 3 + 1 + 4 + 2);
+}
+
+TEST_CASE("eil assignment: close flags tag a free node and retire the EoL node before a fixed one",
+          "[model][eil][assignment][close]")
+{
+    const double d = 0.1;
+    const YarnInput in = yarn({0, 1, 2, 3, 4}, {0, 4});  // every gap 10 d
+    const YarnOutput thesis = run(in, d);
+    REQUIRE(tags(thesis) == "00000");
+    int checks = 0;
+    {
+        // A free interior node flagged close becomes EIL however far it is.
+        const YarnOutput out = run_with(in, d, 0.0, {}, {0, 0, 1, 0, 0});
+        CHECK(tags(out) == "00100");
+        CHECK(out.eol_before[2] == 1);
+        CHECK(out.eol_after[2] == 3);
+        CHECK(out.weight[2] == Approx(0.5));
+        CHECK(out.summary.eil_count == 1);
+        CHECK(out.summary.unresolved == 0);
+        ++checks;
+    }
+    {
+        // Two consecutive flagged nodes: both bracket to the same EoL pair.
+        const YarnOutput out = run_with(in, d, 0.0, {}, {0, 1, 1, 0, 0});
+        CHECK(tags(out) == "01100");
+        CHECK(out.eol_before[1] == 0);
+        CHECK(out.eol_before[2] == 0);
+        CHECK(out.eol_after[1] == 3);
+        CHECK(out.eol_after[2] == 3);
+        CHECK(out.weight[1] == Approx(1.0 / 3));
+        CHECK(out.weight[2] == Approx(2.0 / 3));
+        ++checks;
+    }
+    {
+        // The flag is in list order: shuffle the list, same sorted result.
+        YarnInput shuffled;
+        for (int k : {3, 0, 4, 2, 1}) {
+            shuffled.node.push_back(in.node[k]);
+            shuffled.s.push_back(in.s[k]);
+            shuffled.fixed.push_back(in.fixed[k]);
+        }
+        // node 2 sits at list position 3
+        const YarnOutput out = run_with(shuffled, d, 0.0, {}, {0, 0, 0, 1, 0});
+        CHECK(out.sorted_node == std::vector<int>{0, 1, 2, 3, 4});
+        CHECK(tags(out) == "00100");
+        ++checks;
+    }
+    {
+        // Flag on a fixed interior node: it stays EoL, the EoL node before it is retired.
+        const YarnInput fixed_mid = yarn({0, 1, 2, 3, 4}, {0, 2, 4});
+        REQUIRE(tags(run(fixed_mid, d)) == "00000");
+        const YarnOutput out = run_with(fixed_mid, d, 0.0, {}, {0, 0, 1, 0, 0});
+        CHECK(tags(out) == "01000");
+        CHECK(out.eol_before[1] == 0);
+        CHECK(out.eol_after[1] == 2);
+        CHECK(out.weight[1] == Approx(0.5));
+        CHECK(out.eol_before[2] == 0);  // the fixed node's chain neighbour is now node 0
+        ++checks;
+    }
+    {
+        // Flag on the fixed last node: the node before it is retired.
+        const YarnOutput out = run_with(in, d, 0.0, {}, {0, 0, 0, 0, 1});
+        CHECK(tags(out) == "00010");
+        CHECK(out.eol_before[3] == 2);
+        CHECK(out.eol_after[3] == 4);
+        CHECK(out.eol_before[4] == 2);
+        ++checks;
+    }
+    {
+        // Flag on a free last node: treated like a fixed one (an EIL node needs an EoL node after it).
+        const YarnInput free_end = yarn({0, 1, 2, 3, 4}, {0});
+        const YarnOutput out = run_with(free_end, d, 0.0, {}, {0, 0, 0, 0, 1});
+        CHECK(tags(out) == "00010");
+        CHECK(out.eol_after[3] == 4);
+        ++checks;
+    }
+    {
+        // The first node's flag has no EoL node before it: no effect.
+        check_same(run_with(in, d, 0.0, {}, {1, 0, 0, 0, 0}), thesis);
+        // All flags clear: exactly the thesis result.
+        check_same(run_with(in, d, 0.0, {}, {0, 0, 0, 0, 0}), thesis);
+        checks += 2;
+    }
+    {
+        // Flag on a fixed node right after the yarn's first node: nothing can
+        // be retired (the first node is always EoL), both stay EoL.
+        const YarnInput fixed_second = yarn({0, 1, 2, 3}, {0, 1, 3});
+        const YarnOutput out = run_with(fixed_second, d, 0.0, {}, {0, 1, 0, 0});
+        CHECK(tags(out) == "0000");
+        CHECK(out.summary.eil_count == 0);
+        CHECK(out.summary.unresolved == 1);
+        ++checks;
+    }
+    {
+        // The model-level assignment uses EilAssignment::close when it is not empty.
+        YarnModel<double> model = straight_yarn({0, 1e-3, 2e-3, 3e-3, 4e-3}, {0, 4}, 1.0);
+        EilAssignment<double> a = weft::make_eil_assignment(model);
+        const double safety = weft::eil_safety_distance(1e-3);
+        REQUIRE(weft::assign_eil_nodes(model, safety, a) == 0);
+        a.close.assign(static_cast<std::size_t>(a.slot_count()), 0);
+        a.close[2] = 1;  // list order: node 2
+        CHECK(weft::assign_eil_nodes(model, safety, a) == 1);
+        CHECK(a.node_eil[2 * 2] == 1);
+        CHECK(a.eol_before[slot_of_node(a, 0, 2)] == 1);
+        CHECK(a.eol_after[slot_of_node(a, 0, 2)] == 3);
+        a.close[2] = 0;
+        a.close[4] = 1;  // the fixed last node: node 3 is retired
+        CHECK(weft::assign_eil_nodes(model, safety, a) == 1);
+        CHECK(a.node_eil[2 * 3] == 1);
+        CHECK(a.node_eil[2 * 2] == 0);
+        a.close.clear();  // empty: the thesis result
+        CHECK(weft::assign_eil_nodes(model, safety, a) == 0);
+        ++checks;
+    }
+    REQUIRE(checks == 1 + 1 + 1 + 1 + 1 + 1 + 2 + 1 + 1);
+}
+
+TEST_CASE("eil assignment: zero arc rates give the thesis result slot for slot, whatever the look-ahead",
+          "[model][eil][assignment][lookahead][random]")
+{
+    Random rng(205);
+    int checks = 0, eil_total = 0, tagged_by_rate = 0;
+    const double rest = 1e-3, d = 0.1 * rest;
+    for (int trial = 0; trial < 200; ++trial) {
+        const int n = 2 + static_cast<int>(rng.uniform(0, 29));
+        YarnInput in;
+        double at = rng.uniform(-1e-3, 1e-3);
+        for (int k = 0; k < n; ++k) {
+            in.s.push_back(at);
+            in.node.push_back(k);
+            at += rng.uniform(0, 1) < 0.5 ? rng.uniform(0, 0.15 * rest) : rng.uniform(0.2 * rest, 1.5 * rest);
+        }
+        in.fixed.assign(n, 0);
+        if (trial % 3 != 0) in.fixed[0] = in.fixed[n - 1] = 1;
+        for (int k = 1; k + 1 < n; ++k)
+            if (rng.uniform(0, 1) < 0.05) in.fixed[k] = 1;
+        // Shuffle the list order (the routine sorts).
+        for (int k = n - 1; k > 0; --k) {
+            const int j = static_cast<int>(rng.uniform(0, k + 1)) % (k + 1);
+            std::swap(in.node[k], in.node[j]);
+            std::swap(in.s[k], in.s[j]);
+            std::swap(in.fixed[k], in.fixed[j]);
+        }
+        const double lookahead = rng.uniform(1e-4, 1.0);
+        const YarnOutput thesis = run(in, d);
+        const YarnOutput still = run_with(in, d, lookahead, std::vector<double>(n, 0.0));
+        check_same(still, thesis);
+        checks += check_invariants(in, still, d);
+        // A uniform ṡ (the whole yarn sliding as one) changes no gap either.
+        check_same(run_with(in, d, lookahead, std::vector<double>(n, rng.uniform(-1, 1))), thesis);
+        // Random rates do change the tags (so the comparisons above can
+        // fail), never the sort, and keep the structural rules.
+        std::vector<double> rate(n);
+        for (double& r : rate) r = rng.uniform(-2 * d / lookahead, 2 * d / lookahead);
+        const YarnOutput moving = run_with(in, d, lookahead, rate);
+        if (moving.eil != thesis.eil) ++tagged_by_rate;
+        CHECK(moving.order == thesis.order);  // sorting uses the current arc lengths only
+        CHECK(moving.eil.front() == 0);
+        CHECK(moving.eil.back() == 0);
+        for (int i = 0; i < n; ++i)
+            if (in.fixed[moving.order[i]]) CHECK(moving.eil[i] == 0);
+        eil_total += thesis.summary.eil_count;
+        checks += 5;
+    }
+    CHECK(eil_total > 100);
+    CHECK(tagged_by_rate > 20);
+    REQUIRE(checks == 200 * (8 + 5));
+}
