@@ -271,13 +271,23 @@ public:
     const StepperOptions<T>& options() const { return m_options; }
     void set_options(const StepperOptions<T>& options) { m_options = options; }
 
-    /// Advance by h (in 2^k substeps when a step had to be halved).
+    /// Advance by h (in 2^k substeps when a step had to be halved). A step
+    /// that fails leaves q and v as they were, also when some of its halved
+    /// substeps had succeeded.
     BackendStepReport step(T h)
     {
         const auto start = std::chrono::steady_clock::now();
         BackendStepReport report;
         require_positive("time_step", h);
+        m_q_step = m_q;
+        m_v_step = m_v;
         report.ok = advance(h, 0, report);
+        if (!report.ok) {
+            m_q = m_q_step;
+            m_v = m_v_step;
+            m_energies_valid = false;
+            m_first_iteration_ready = false;
+        }
         report.total_seconds = stepper_detail::seconds_since(start);
         return report;
     }
@@ -601,6 +611,7 @@ private:
     BsrMatrix<T, B> m_matrix;
     thrust::device_vector<T> m_rhs, m_force;
     thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start;
+    thrust::device_vector<T> m_q_step, m_v_step;  ///< state at the start of step(), restored if it fails
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
     T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
     PcgWorkspace<T, B> m_workspace;

@@ -231,30 +231,19 @@ struct PlacePairNode {
     }
 };
 
-/// Device pointers of the EIL slot layout (see EilAssignment).
+/// Device pointers of the EIL slot layout (see EilAssignment): every slot
+/// of the model, with the yarns' offsets and coordinates.
 template <typename T>
 struct EilDeviceSlots {
     const int* yarn_begin;
-    const int* node;
     const int* coordinate;
-    T* arc_length;
-    T* arc_rate;
-    unsigned char* fixed;
-    const unsigned char* close;
-    int* order;
-    int* sorted_node;
-    unsigned char* eil;
-    int* eol_before;
-    int* eol_after;
-    T* weight;
+    EilYarnSlots<T> all;
     EilYarnSummary* summary;
+    T* arc_length;         ///< = all.arc_length, writable: gathered from q per step
+    T* arc_rate;           ///< = all.arc_rate, gathered from v
+    unsigned char* fixed;  ///< = all.fixed
 
-    WEFT_HD EilYarnSlots<T> yarn(int y) const
-    {
-        const int b = yarn_begin[y];
-        return {yarn_begin[y + 1] - b, node + b,       arc_length + b, fixed + b,  order + b, sorted_node + b,
-                eil + b,               eol_before + b, eol_after + b,  weight + b, arc_rate + b, close + b};
-    }
+    WEFT_HD EilYarnSlots<T> yarn(int y) const { return slot_range(all, yarn_begin[y], yarn_begin[y + 1]); }
 };
 
 /// One yarn's assignment (thesis Sec. 4.3.1): gathers its arc lengths, ṡ and
@@ -271,7 +260,7 @@ struct AssignYarn {
     WEFT_HD void operator()(int y) const
     {
         for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
-            const std::size_t n = static_cast<std::size_t>(slots.node[k]);
+            const std::size_t n = static_cast<std::size_t>(slots.all.node[k]);
             const std::size_t i = B * n + static_cast<std::size_t>(slots.coordinate[k]);
             slots.arc_length[k] = q[i];
             slots.arc_rate[k] = v[i];
@@ -295,7 +284,8 @@ struct DepartedOnYarn {
         T lo = T(0), hi = T(0);
         int fixed = 0;
         for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
-            const std::size_t i = B * static_cast<std::size_t>(slots.node[k]) + static_cast<std::size_t>(slots.coordinate[k]);
+            const std::size_t i =
+                B * static_cast<std::size_t>(slots.all.node[k]) + static_cast<std::size_t>(slots.coordinate[k]);
             if (base_free[i]) continue;
             lo = (fixed == 0 || q[i] < lo) ? q[i] : lo;
             hi = (fixed == 0 || q[i] > hi) ? q[i] : hi;
@@ -304,7 +294,7 @@ struct DepartedOnYarn {
         if (fixed < 2) return 0;
         int departed = 0;
         for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
-            const std::size_t n = static_cast<std::size_t>(slots.node[k]);
+            const std::size_t n = static_cast<std::size_t>(slots.all.node[k]);
             const std::size_t i = B * n + static_cast<std::size_t>(slots.coordinate[k]);
             if (base_free[i] && node_yarns[n] >= 2 && (q[i] < lo || q[i] > hi)) ++departed;
         }
@@ -401,7 +391,9 @@ public:
             m_close_dirty = true;
         }
         YarnStepReport report;
+        m_anchors_step = m_anchors;
         static_cast<BackendStepReport&>(report) = Base::step(h);
+        if (!report.ok) m_anchors = m_anchors_step;  // q and v are restored by the base
         report.eil_nodes = m_peak_eil;
         report.detached_contacts = m_detached - detached_before;
         report.assembly_seconds += m_assignment_seconds;
@@ -697,7 +689,7 @@ private:
         const int changed =
             m_layout_fresh ? 1
                            : thrust::transform_reduce(thrust::device, slot_first, slot_first + m_assignment.slot_count(),
-                                                      SlotChanged{d.sorted_node, d.eil, this->raw(m_previous_sorted),
+                                                      SlotChanged{d.all.sorted_node, d.all.eil, this->raw(m_previous_sorted),
                                                                   this->raw(m_previous_eil)},
                                                       0, thrust::plus<int>{});
         if (changed > 0) {
@@ -719,11 +711,12 @@ private:
     /// Raw device pointers of the slot layout.
     yarn_stepper_detail::EilDeviceSlots<T> device_slots()
     {
-        return {this->raw(m_yarn_begin_device), this->raw(m_slot_node_device), this->raw(m_slot_coordinate_device),
-                this->raw(m_arc_device),        this->raw(m_rate_device),      this->raw(m_fixed_device),
-                this->raw(m_close_device),      this->raw(m_order_device),     this->raw(m_sorted_device),
-                this->raw(m_eil_device),        this->raw(m_before_device),    this->raw(m_after_device),
-                this->raw(m_weight_device),     this->raw(m_summary_device)};
+        const EilYarnSlots<T> all{m_assignment.slot_count(), this->raw(m_slot_node_device), this->raw(m_arc_device),
+                                  this->raw(m_fixed_device),  this->raw(m_order_device),     this->raw(m_sorted_device),
+                                  this->raw(m_eil_device),    this->raw(m_before_device),    this->raw(m_after_device),
+                                  this->raw(m_weight_device), this->raw(m_rate_device),      this->raw(m_close_device)};
+        return {this->raw(m_yarn_begin_device), this->raw(m_slot_coordinate_device), all, this->raw(m_summary_device),
+                this->raw(m_arc_device),        this->raw(m_rate_device),            this->raw(m_fixed_device)};
     }
 
     /// Uploads the host slot layout of `m_assignment` (after make_layout).
@@ -920,7 +913,7 @@ private:
     std::size_t m_pair_count = 0;
     int m_assembly_builds = 0;
 
-    thrust::device_vector<T> m_anchors, m_anchors_saved;
+    thrust::device_vector<T> m_anchors, m_anchors_saved, m_anchors_step;
     thrust::device_vector<T> m_friction_limit;
     thrust::device_vector<std::uint8_t> m_external_contact;  ///< per node, empty: none  ///< empty: the material's μF_n
     thrust::device_vector<YarnSegment> m_segments;

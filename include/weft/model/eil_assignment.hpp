@@ -67,6 +67,25 @@ struct EilYarnSlots {
     const unsigned char* close = nullptr;
 };
 
+/// The sub-range [begin, end) of slots that span a whole model (count = all
+/// slots): one yarn's view, as `assign_eil_yarn` takes it.
+template <typename T>
+WEFT_HD inline EilYarnSlots<T> slot_range(const EilYarnSlots<T>& all, int begin, int end)
+{
+    return {end - begin,
+            all.node + begin,
+            all.arc_length + begin,
+            all.fixed + begin,
+            all.order + begin,
+            all.sorted_node + begin,
+            all.eil + begin,
+            all.eol_before + begin,
+            all.eol_after + begin,
+            all.weight + begin,
+            all.arc_rate ? all.arc_rate + begin : nullptr,
+            all.close ? all.close + begin : nullptr};
+}
+
 /// What the per-yarn assignment did.
 struct EilYarnSummary {
     int eil_count;   ///< EIL nodes on this yarn
@@ -203,11 +222,11 @@ struct EilAssignment {
     /// The slot range of yarn y as the per-yarn routine sees it.
     EilYarnSlots<T> yarn_slots(int y)
     {
-        const int b = yarn_begin[y];
-        return {yarn_begin[y + 1] - b, node.data() + b,        arc_length.data() + b, fixed.data() + b,
-                order.data() + b,      sorted_node.data() + b, eil.data() + b,        eol_before.data() + b,
-                eol_after.data() + b,  weight.data() + b,      arc_rate.empty() ? nullptr : arc_rate.data() + b,
-                close.empty() ? nullptr : close.data() + b};
+        const EilYarnSlots<T> all{slot_count(),       node.data(),      arc_length.data(), fixed.data(),
+                                  order.data(),       sorted_node.data(), eil.data(),      eol_before.data(),
+                                  eol_after.data(),   weight.data(),    arc_rate.empty() ? nullptr : arc_rate.data(),
+                                  close.empty() ? nullptr : close.data()};
+        return slot_range(all, yarn_begin[y], yarn_begin[y + 1]);
     }
 };
 
