@@ -271,8 +271,38 @@ struct AssignYarn {
     }
 };
 
-/// Nodes of yarn y on two yarns whose free arc length lies outside the range
-/// of the yarn's fixed nodes (0 for yarns with fewer than two fixed nodes).
+/// Slots of yarn y (slots [yarn_begin[y], yarn_begin[y+1]) of `node`,
+/// `coordinate`) whose node lies on two yarns and whose free arc length is
+/// outside the range of the yarn's fixed nodes: it left the yarn (thesis
+/// Sec. 4.4). Marks them in `departed` (per slot, if not null) and returns
+/// their number; 0 for a yarn with fewer than two fixed nodes. Shared by the
+/// device test of every step and the host detach.
+template <typename T>
+WEFT_HD inline int departed_slots(int y, const int* yarn_begin, const int* node, const int* coordinate, const T* q,
+                                  const std::uint8_t* base_free, const int* node_yarns, unsigned char* departed)
+{
+    T lo = T(0), hi = T(0);
+    int fixed = 0;
+    for (int k = yarn_begin[y]; k < yarn_begin[y + 1]; ++k) {
+        const std::size_t i = B * static_cast<std::size_t>(node[k]) + static_cast<std::size_t>(coordinate[k]);
+        if (base_free[i]) continue;
+        lo = (fixed == 0 || q[i] < lo) ? q[i] : lo;
+        hi = (fixed == 0 || q[i] > hi) ? q[i] : hi;
+        ++fixed;
+    }
+    if (fixed < 2) return 0;
+    int count = 0;
+    for (int k = yarn_begin[y]; k < yarn_begin[y + 1]; ++k) {
+        const std::size_t n = static_cast<std::size_t>(node[k]);
+        const std::size_t i = B * n + static_cast<std::size_t>(coordinate[k]);
+        const bool left = base_free[i] && node_yarns[n] >= 2 && (q[i] < lo || q[i] > hi);
+        if (departed) departed[k] = left ? 1 : 0;
+        count += left ? 1 : 0;
+    }
+    return count;
+}
+
+/// Per yarn, the number of nodes that left it (departed_slots).
 template <typename T>
 struct DepartedOnYarn {
     EilDeviceSlots<T> slots;
@@ -281,24 +311,8 @@ struct DepartedOnYarn {
     const int* node_yarns;
     WEFT_HD int operator()(int y) const
     {
-        T lo = T(0), hi = T(0);
-        int fixed = 0;
-        for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
-            const std::size_t i =
-                B * static_cast<std::size_t>(slots.all.node[k]) + static_cast<std::size_t>(slots.coordinate[k]);
-            if (base_free[i]) continue;
-            lo = (fixed == 0 || q[i] < lo) ? q[i] : lo;
-            hi = (fixed == 0 || q[i] > hi) ? q[i] : hi;
-            ++fixed;
-        }
-        if (fixed < 2) return 0;
-        int departed = 0;
-        for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
-            const std::size_t n = static_cast<std::size_t>(slots.all.node[k]);
-            const std::size_t i = B * n + static_cast<std::size_t>(slots.coordinate[k]);
-            if (base_free[i] && node_yarns[n] >= 2 && (q[i] < lo || q[i] > hi)) ++departed;
-        }
-        return departed;
+        return departed_slots<T>(y, slots.yarn_begin, slots.all.node, slots.coordinate, q, base_free, node_yarns,
+                                 nullptr);
     }
 };
 
@@ -556,25 +570,15 @@ private:
     int detach_departed(std::vector<T>& q, std::vector<T>& v)
     {
         const EilAssignment<T>& a = m_assignment;
+        std::vector<unsigned char> left(a.node.size(), 0);
         std::vector<std::pair<int, int>> departed;
         for (int y = 0; y < a.yarn_count(); ++y) {
-            T lo = T(0), hi = T(0);
-            int fixed = 0;
-            for (int slot = a.yarn_begin[y]; slot < a.yarn_begin[y + 1]; ++slot) {
-                const std::size_t index = B * static_cast<std::size_t>(a.node[slot]) + a.coordinate[slot];
-                if (m_base_free[index]) continue;
-                lo = fixed == 0 ? q[index] : std::min(lo, q[index]);
-                hi = fixed == 0 ? q[index] : std::max(hi, q[index]);
-                ++fixed;
-            }
-            if (fixed < 2) continue;
-            for (int slot = a.yarn_begin[y]; slot < a.yarn_begin[y + 1]; ++slot) {
-                const int n = a.node[slot];
-                const std::size_t index = B * static_cast<std::size_t>(n) + a.coordinate[slot];
-                if (m_base_free[index] && m_node_yarns[static_cast<std::size_t>(n)] >= 2 &&
-                    (q[index] < lo || q[index] > hi))
-                    departed.push_back({n, a.coordinate[slot]});
-            }
+            if (yarn_stepper_detail::departed_slots<T>(y, a.yarn_begin.data(), a.node.data(), a.coordinate.data(),
+                                                       q.data(), m_base_free.data(), m_node_yarns.data(),
+                                                       left.data()) == 0)
+                continue;
+            for (int slot = a.yarn_begin[y]; slot < a.yarn_begin[y + 1]; ++slot)
+                if (left[static_cast<std::size_t>(slot)]) departed.push_back({a.node[slot], a.coordinate[slot]});
         }
         if (departed.empty()) return 0;
         YarnModel<T>& model = m_topology;
