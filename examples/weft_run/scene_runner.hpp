@@ -362,6 +362,7 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     eil.contact_factor = scene.solver.eil_contact_factor;
     eil.lookahead = scene.solver.eil_lookahead;
     eil.min_segment_factor = scene.solver.eil_min_segment_factor;
+    eil.reset_on_eol = scene.solver.eil_reset_arc_length;
     YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil);
     std::unique_ptr<FrameOutput> frames;
     if (!scene.output.frames.empty())

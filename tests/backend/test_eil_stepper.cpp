@@ -37,9 +37,10 @@ struct RunLog {
     int max_pairs = 0;                           ///< largest number of EIL–EIL springs
     int assembly_builds = 0;
     std::string eil_series;                      ///< EIL count per step, one digit each
+    int resets = 0;                              ///< arc lengths reset on EIL → EoL switches
 };
 
-RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h)
+RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h, bool reset = false)
 {
     weft::YarnStepperOptions<double> options;
     options.pcg.max_iterations = 5000;
@@ -47,6 +48,7 @@ RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h)
     weft::EilOptions<double> eil_options;
     eil_options.enabled = eil;
     eil_options.rest_segment_length = rods.spacing;
+    eil_options.reset_on_eol = reset;
     YarnStepper<double> stepper(rods.model, {}, Vec3::Zero(), options, eil_options);
     RunLog log;
     const std::size_t b = 5 * static_cast<std::size_t>(rods.contact_b);
@@ -61,6 +63,7 @@ RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h)
             break;
         }
         ++log.steps_ok;
+        log.resets += r.arc_length_resets;
         log.eil_series += static_cast<char>('0' + std::min(r.eil_nodes, 9));
         log.max_pairs = std::max(log.max_pairs, static_cast<int>(stepper.eil_pair_springs().size()));
         log.max_eil = std::max(log.max_eil, r.eil_nodes);
@@ -131,6 +134,31 @@ TEST_CASE("eil stepper: two contacts sliding on a rod meet and cross smoothly wi
     // construction, when P_C turns EIL, when P_B takes over at the crossing,
     // and when both are EoL again.
     CHECK(log.assembly_builds == 4);
+}
+
+TEST_CASE("eil stepper: the optional arc-length reset (thesis Eq. 4.4) on leaving EIL keeps the crossing exact",
+          "[backend][eil][sliding][reset]")
+{
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch);
+    const double u_b0 = rods.model.q[5 * rods.contact_b + 3];
+    const double u_c0 = rods.model.q[5 * rods.contact_c + 3];
+    const RunLog kept = run(rods, true, steps, h, false);
+    const RunLog reset = run(rods, true, steps, h, true);
+    INFO("EIL count per step, reset: " << reset.eil_series << ", kept: " << kept.eil_series);
+    REQUIRE(kept.steps_ok == steps);
+    REQUIRE(reset.steps_ok == steps);
+    // Off (the default, the thesis' practice): no reset. On: one per switch
+    // back to EoL (P_C when P_B takes over at the crossing, then P_B).
+    CHECK(kept.resets == 0);
+    CHECK(reset.resets == 2);
+    CHECK(reset.eil_series == kept.eil_series);
+    // A uniformly stretched straight rod already has uniform stretch across
+    // the switching node, so Eq. 4.4 moves it by rounding only: same slide.
+    CHECK(reset.u_b - u_b0 == Approx(steps * h * speed_b / prestretch).epsilon(1e-3));
+    CHECK(reset.u_c - u_c0 == Approx(steps * h * speed_c / prestretch).epsilon(1e-3));
+    CHECK(std::abs(reset.u_b - kept.u_b) < 1e-9);
+    CHECK(std::abs(reset.u_c - kept.u_c) < 1e-9);
+    CHECK(reset.max_speed <= 1.05 * speed_b);
 }
 
 TEST_CASE("eil stepper: without EIL nodes the same crossing blows up", "[backend][eil][sliding][eol]")

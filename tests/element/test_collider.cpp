@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include <weft/core/math.hpp>
 #include <weft/element/collider.hpp>
 
 #include "support/random.hpp"
@@ -86,4 +87,59 @@ TEST_CASE("collider: a node resting on the table top is pushed up", "[element][c
     const weft::LocalTerms<double, 3> t = weft::collider_contact<double>(Vec3::Zero(), phi, n, 2e-4, c.stiffness, 0.0, 1e-3);
     CHECK(t.force(2) == Approx(c.stiffness * 3e-4));
     CHECK(t.force.head<2>().norm() == 0.0);
+}
+
+TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", "[element][collider][rounding]")
+{
+    weft::Collider<double> c = box();
+    c.radius = 0.05;
+    weft_test::Random rng(4);
+    int compared = 0;
+    int on_edges = 0;
+    for (int k = 0; k < 400; ++k) {
+        const Vec3 x = c.center + Vec3(rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(-0.3, 0.3));
+        double phi;
+        Vec3 n;
+        c.distance(x, phi, n);
+        // brute force: distance to the box of half extents e − ρ, minus ρ
+        const Vec3 d = x - c.center;
+        const Vec3 inner = c.normal - Vec3::Constant(c.radius);
+        Vec3 clamped;
+        for (int a = 0; a < 3; ++a) clamped(a) = std::max(-inner(a), std::min(inner(a), d(a)));
+        double expected = (d - clamped).norm();
+        if (expected == 0) {
+            expected = -1e300;
+            for (int a = 0; a < 3; ++a) expected = std::max(expected, std::abs(d(a)) - inner(a));
+        } else {
+            // outside the shrunk box the normal is the unit vector from its nearest point
+            CHECK((n - (d - clamped) / expected).norm() < 1e-12);
+            int outside_axes = 0;
+            for (int a = 0; a < 3; ++a) outside_axes += std::abs(d(a)) > inner(a) ? 1 : 0;
+            on_edges += outside_axes >= 2 ? 1 : 0;
+        }
+        CHECK(phi == Approx(expected - c.radius).margin(1e-14));
+        ++compared;
+    }
+    REQUIRE(compared == 400);
+    REQUIRE(on_edges > 50);  // points beside edges and corners, where rounding changes φ and n
+
+    // Over the edge of a table, the normal turns continuously: no jump as a
+    // point slides from the top face around the rounded edge.
+    const Vec3 edge = c.center + Vec3(c.normal(0), 0, c.normal(2));
+    Vec3 previous;
+    double phi;
+    c.distance(edge + Vec3(-0.2, 0, 0.01), phi, previous);
+    double largest_turn = 0;
+    for (int k = 1; k <= 200; ++k) {
+        const double angle = 0.5 * weft::Constants<double>::pi * k / 200;  // from the top face down the side
+        const Vec3 x = edge + Vec3(-c.radius, 0, -c.radius) +
+                       (c.radius + 0.01) * Vec3(std::sin(angle), 0, std::cos(angle));
+        Vec3 n;
+        c.distance(x, phi, n);
+        CHECK(phi == Approx(0.01).margin(1e-12));
+        largest_turn = std::max(largest_turn, (n - previous).norm());
+        previous = n;
+    }
+    CHECK(largest_turn < 0.01);
+    CHECK((previous - Vec3(1, 0, 0)).norm() < 1e-12);
 }

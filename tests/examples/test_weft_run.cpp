@@ -375,14 +375,47 @@ TEST_CASE("weft-run: tablecloth.json stacks two layers with contact nodes and ru
     REQUIRE(summary.ok);
     CHECK(summary.steps == 5);
     // 40² + 39² crossings plus one contact per crossing of a top yarn with a
-    // bottom yarn of the other direction: each of the 39 top yarns crosses the
-    // 38 bottom yarns inside its span, in both directions
-    CHECK(summary.nodes == 1600 + 1521 + 2 * 39 * 38);
+    // bottom yarn of the other direction where the cloths overlap: the 39 top
+    // warps each cross the 18 bottom wefts under them (x from -23 to -6 mm),
+    // and the 18 top wefts over the bottom cloth each cross 38 bottom warps.
+    CHECK(summary.nodes == 1600 + 1521 + 39 * 18 + 18 * 38);
     const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
     REQUIRE(csv.size() == 6);
     CHECK(csv[0].substr(csv[0].size() - 10) == ",eil_nodes");
     const std::vector<double> last = fields(csv.back());
     CHECK(last[1] > 0);  // the overhang starts to fall
+}
+
+TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL nodes; without EIL the run fails",
+          "[examples][weft-run][layers][eil]")
+{
+    // Thesis rule (a) (the scene's default): the overhang pulls the top cloth
+    // over the bottom one and its contacts slide past the crossings. Measured:
+    // the first EIL node at t = 0.064 s, 196 at the peak (t = 0.133 s), and
+    // every one of the 300 steps succeeds. Here 0.1 s.
+    const fs::path dir = fresh_dir("tablecloth_eil");
+    const RunOutput with = run_quietly(source_root() / "examples" / "scenes" / "tablecloth.json", dir, 0.1);
+    INFO(with.log << with.summary.error);
+    REQUIRE(with.summary.ok);
+    CHECK(with.summary.steps == 100);
+    CHECK(with.summary.peak_eil_nodes >= 50);
+    const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
+    REQUIRE(csv.size() == 101);
+    int steps_with_eil = 0;
+    for (std::size_t k = 1; k < csv.size(); ++k) steps_with_eil += fields(csv[k]).back() > 0 ? 1 : 0;
+    CHECK(steps_with_eil >= 20);
+    // The same scene with EIL off: the first contact that reaches a crossing
+    // inverts its segment, and the step fails with that reason (t ≈ 0.066 s).
+    std::string scene = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
+    const std::string on = "\"eil\": {\"enabled\": true}";
+    REQUIRE(scene.find(on) != std::string::npos);
+    scene.replace(scene.find(on), on.size(), "\"eil\": {\"enabled\": false}");
+    const RunOutput without = run_quietly(write_scene(dir, scene), dir, 0.1);
+    INFO(without.log);
+    CHECK_FALSE(without.summary.ok);
+    CHECK(without.summary.steps < 100);
+    CHECK(without.summary.steps > 30);
+    CHECK_THAT(without.summary.error, Catch::Contains("inverted"));
 }
 
 TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][weft-run][layers]")
@@ -399,6 +432,9 @@ TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][wef
     CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 1"), Contains("cloth[1].on_top_of: must name an earlier woven"));
     CHECK_THAT(error("\"size\": [0.08, 0.1, 0.02]", "\"size\": [0.08, 0.1]"), Contains("colliders[0].size"));
     CHECK_THAT(error("\"size\": [0.08, 0.1, 0.02]", "\"size\": [0.08, 0.1, 0]"), Contains("colliders[0].size[2]"));
+    CHECK_THAT(error("\"rounding\": 0.002", "\"rounding\": 0.01"),
+               Contains("colliders[0].rounding: must be below half the shortest box edge"));
+    CHECK_THAT(error("\"rounding\": 0.002", "\"rounding\": -0.001"), Contains("colliders[0].rounding"));
     // stacked exactly on the crossings: no contact can be placed between them
     CHECK_THAT(error("\"yarns\": [39, 39]", "\"yarns\": [40, 40]"), Contains("cloth[1].on_top_of: invalid contact"));
 }

@@ -226,6 +226,42 @@ TEST_CASE("scene: optional keys that are given override the defaults", "[io][sce
     CHECK(s.output.formats == std::vector<std::string>{"vtp", "bcc", "obj"});
 }
 
+TEST_CASE("scene: EIL options and a rounded box are read and checked", "[io][scene][eil]")
+{
+    json j = minimal();
+    j["solver"] = json::parse(R"({"eil": {"safety_factor": 0.2, "contact_factor": 500, "lookahead": false,
+                                          "min_segment_factor": 0.5, "reset_arc_length": true}})");
+    j["colliders"] = json::parse(R"([{"type": "box", "center": [0, 0, -1], "size": [4, 4, 2], "rounding": 0.25}])");
+    const weft::SceneDescription s = weft::parse_scene(j);
+    CHECK(s.solver.eil);
+    CHECK(s.solver.eil_safety_factor == 0.2);
+    CHECK(s.solver.eil_contact_factor == 500);
+    CHECK_FALSE(s.solver.eil_lookahead);
+    CHECK(s.solver.eil_min_segment_factor == 0.5);
+    CHECK(s.solver.eil_reset_arc_length);
+    REQUIRE(s.colliders.size() == 1);
+    CHECK(s.colliders[0].rounding == 0.25);
+    // Defaults: the thesis keeps arc lengths on switching; boxes are sharp.
+    json d = minimal();
+    d["solver"] = json::parse(R"({"eil": {}})");
+    d["colliders"] = json::parse(R"([{"type": "box", "center": [0, 0, -1], "size": [4, 4, 2]}])");
+    const weft::SceneDescription t = weft::parse_scene(d);
+    CHECK_FALSE(t.solver.eil_reset_arc_length);
+    CHECK(t.colliders[0].rounding == 0);
+    // Bad values are named.
+    json bad = j;
+    bad["solver"]["eil"]["reset_arc_length"] = 1;
+    CHECK_THAT(error_of(bad), Catch::Contains("solver.eil.reset_arc_length"));
+    bad = j;
+    bad["colliders"][0]["rounding"] = 1.0;  // half the shortest edge
+    CHECK_THAT(error_of(bad), Catch::Contains("colliders[0].rounding: must be below half the shortest box edge (1 m)"));
+    bad = j;
+    bad["colliders"][0]["type"] = "sphere";
+    bad["colliders"][0]["radius"] = 1.0;
+    bad["colliders"][0].erase("size");
+    CHECK_THAT(error_of(bad), Catch::Contains("rounding"));  // boxes only
+}
+
 TEST_CASE("scene: an unknown key is rejected naming its full path", "[io][scene][validation]")
 {
     json j = example();

@@ -35,8 +35,9 @@
 ///
 /// Choices of ours, beyond the thesis: a node that lies on one yarn only has
 /// no contact partner and never becomes EIL (it is treated like a fixed node
-/// by the assignment); arc lengths are not reset on switching (thesis
-/// Sec. 4.3.1 opts for the same in practice; eil_assignment.hpp has the
+/// by the assignment); arc lengths are not reset on switching by default
+/// (thesis Sec. 4.3.1 opts for the same in practice); EilOptions::reset_on_eol
+/// applies Eq. 4.4 when a node turns back to EoL (eil_assignment.hpp has the
 /// closed-form resets of Eq. 4.4–4.7). The assignment runs on the device, one
 /// thread per yarn; the host rebuilds the element lists only when the result
 /// changes them (`YarnStepper::update_eil`).
@@ -73,6 +74,7 @@ using YarnStepperOptions = StepperOptions<T>;
 struct YarnStepReport : BackendStepReport {
     int eil_nodes = 0;          ///< EIL (yarn, node) pairs of this step's assignment (peak over substeps); 0 with EIL off
     int detached_contacts = 0;  ///< nodes taken off a yarn in this step because they left it (EIL on)
+    int arc_length_resets = 0;  ///< EIL → EoL switches whose arc length was reset (EilOptions::reset_on_eol)
 };
 
 /// EIL nodes in the yarn stepper (thesis Sec. 4.2–4.3); off by default.
@@ -89,6 +91,11 @@ struct EilOptions {
     /// distance, its length at the start of the step) is rejected (and halved,
     /// with a new assignment per substep): its nodes slid past each other.
     T min_segment_factor = T(0.25);
+    /// On switching from EIL back to EoL, reset the node's arc length by
+    /// thesis Eq. (4.4), so that stretch is uniform across it (the optional
+    /// closed-form reset of thesis Sec. 4.3.1; the thesis keeps s in
+    /// practice, and so does the default).
+    bool reset_on_eol = false;
 };
 
 namespace yarn_stepper_detail {
@@ -203,17 +210,22 @@ struct CollapsedSegment {
 /// the EoL nodes a and b of its yarn with arc-length coordinate c, and its
 /// rate ẋ = J (ẋ_a, ṡ_a, ẋ_b, ṡ_b, ṡ).
 template <typename T>
-WEFT_HD inline void place_on_interpolation(T* q, T* v, int n, int a, int b, int c)
+WEFT_HD inline Vec<T, 9> interpolation_stack(const T* q, int n, int a, int b, int c)
 {
     const std::size_t in = B * static_cast<std::size_t>(n);
     const std::size_t ia = B * static_cast<std::size_t>(a);
     const std::size_t ib = B * static_cast<std::size_t>(b);
     const std::size_t ic = static_cast<std::size_t>(c);
-    Vec<T, 9> qi, vi;
-    qi << q[ia], q[ia + 1], q[ia + 2], q[ia + ic], q[ib], q[ib + 1], q[ib + 2], q[ib + ic], q[in + ic];
-    vi << v[ia], v[ia + 1], v[ia + 2], v[ia + ic], v[ib], v[ib + 1], v[ib + 2], v[ib + ic], v[in + ic];
-    const EilInterpolation<T> x = eil_interpolation<T>(qi);
-    const Vec3<T> xv = x.jacobian * vi;
+    Vec<T, 9> s;
+    s << q[ia], q[ia + 1], q[ia + 2], q[ia + ic], q[ib], q[ib + 1], q[ib + 2], q[ib + ic], q[in + ic];
+    return s;
+}
+template <typename T>
+WEFT_HD inline void place_on_interpolation(T* q, T* v, int n, int a, int b, int c)
+{
+    const std::size_t in = B * static_cast<std::size_t>(n);
+    const EilInterpolation<T> x = eil_interpolation<T>(interpolation_stack<T>(q, n, a, b, c));
+    const Vec3<T> xv = x.jacobian * interpolation_stack<T>(v, n, a, b, c);
     for (int k = 0; k < 3; ++k) {
         q[in + k] = x.position(k);
         v[in + k] = xv(k);
@@ -399,6 +411,7 @@ public:
         m_assignment_seconds = 0;
         m_peak_eil = 0;
         const int detached_before = m_detached;
+        const int resets_before = m_resets;
         if (m_close_set) {
             std::fill(m_assignment.close.begin(), m_assignment.close.end(), static_cast<unsigned char>(0));
             m_close_set = false;
@@ -410,6 +423,7 @@ public:
         if (!report.ok) m_anchors = m_anchors_step;  // q and v are restored by the base
         report.eil_nodes = m_peak_eil;
         report.detached_contacts = m_detached - detached_before;
+        report.arc_length_resets = m_resets - resets_before;
         report.assembly_seconds += m_assignment_seconds;
         return report;
     }
@@ -778,6 +792,7 @@ private:
         EilAssignment<T>& a = m_assignment;
         // Per (node, coordinate): EIL flag and brackets.
         const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
+        m_was_eil = a.node_eil;
         std::fill(a.node_eil.begin(), a.node_eil.end(), static_cast<unsigned char>(0));
         std::vector<int> before(2 * nodes, -1), after(2 * nodes, -1);
         for (int slot = 0; slot < a.slot_count(); ++slot) {
@@ -825,12 +840,29 @@ private:
                 leaving.push_back({p.node, p.before[0], p.after[0], 3});
         }
         m_previous_pairs = pairs;
-        if (!leaving.empty()) {
+        // Nodes back to EoL on a yarn: thesis Eq. (4.4) (EilOptions::reset_on_eol).
+        std::vector<int> reset;
+        if (m_eil.reset_on_eol && m_was_eil.size() == a.node_eil.size())
+            for (int slot = 0; slot < a.slot_count(); ++slot) {
+                const std::size_t k = 2 * static_cast<std::size_t>(a.sorted_node[slot]) + (a.coordinate[slot] - 3);
+                if (!a.eil[slot] && m_was_eil[k] && a.eol_before[slot] >= 0 && a.eol_after[slot] >= 0)
+                    reset.push_back(slot);
+            }
+        if (!leaving.empty() || !reset.empty()) {
             std::vector<T> q = to_host(this->m_q);
             std::vector<T> v = to_host(this->m_v);
             for (const Leaving& l : leaving)
                 yarn_stepper_detail::place_on_interpolation<T>(q.data(), v.data(), l.node, l.before, l.after,
                                                                l.coordinate);
+            for (int slot : reset) {
+                const std::size_t c = static_cast<std::size_t>(a.coordinate[slot]);
+                const std::size_t n = B * static_cast<std::size_t>(a.sorted_node[slot]);
+                const std::size_t ia = B * static_cast<std::size_t>(a.eol_before[slot]);
+                const std::size_t ic = B * static_cast<std::size_t>(a.eol_after[slot]);
+                const Vec3<T> xa(q[ia], q[ia + 1], q[ia + 2]), xb(q[n], q[n + 1], q[n + 2]), xc(q[ic], q[ic + 1], q[ic + 2]);
+                q[n + c] = eil_to_eol_arc_length<T>(xa, q[ia + c], xb, q[n + c], xc, q[ic + c]);
+            }
+            m_resets += static_cast<int>(reset.size());
             this->m_q.assign(q.begin(), q.end());
             this->m_v.assign(v.begin(), v.end());
             this->invalidate_evaluation();
@@ -964,6 +996,8 @@ private:
     std::vector<unsigned char> m_free_now;   ///< the filter in use (doubly EIL x removed)
     std::vector<int> m_node_yarns;           ///< yarns through each node
     std::vector<EilPairSpring> m_previous_pairs;  ///< the doubly EIL nodes of the last assignment
+    std::vector<unsigned char> m_was_eil;   ///< node_eil of the previous list rebuild
+    int m_resets = 0;                       ///< arc-length resets since construction (reset_on_eol)
 };
 
 }  // namespace weft

@@ -13,13 +13,13 @@ namespace weft {
 
 /// A collider seen by the node kernel: sphere (center, radius), plane
 /// (point = center, unit normal) or axis-aligned box (center, half extents
-/// in `normal`, e.g. a table).
+/// in `normal`, e.g. a table; `radius` rounds its edges and corners).
 template <typename T>
 struct Collider {
     int type;  ///< 0 sphere, 1 plane, 2 box
     Vec3<T> center;
     Vec3<T> normal;  ///< plane: unit normal; box: half extents
-    T radius;
+    T radius;        ///< sphere: radius; box: edge rounding ρ (< every half extent), 0: sharp
     T stiffness;
     T friction;
 
@@ -36,11 +36,13 @@ struct Collider {
         } else {
             // Box: q = |x − c| − e per axis; outside, φ = |max(q, 0)| and n
             // points from the nearest surface point; inside, φ = max_k q_k < 0
-            // and n is the normal of the nearest face.
+            // and n is the normal of the nearest face. Rounded by ρ: the box
+            // of half extents e − ρ, inflated by ρ (φ − ρ, same n), so the
+            // normal turns smoothly over an edge of radius ρ.
             const Vec3<T> d = x - center;
             Vec3<T> q, outside;
             for (int k = 0; k < 3; ++k) {
-                q(k) = (d(k) < T(0) ? -d(k) : d(k)) - normal(k);
+                q(k) = (d(k) < T(0) ? -d(k) : d(k)) - (normal(k) - radius);
                 outside(k) = q(k) > T(0) ? (d(k) < T(0) ? -q(k) : q(k)) : T(0);
             }
             const T len = outside.norm();
@@ -55,6 +57,7 @@ struct Collider {
                 n(face) = d(face) < T(0) ? T(-1) : T(1);
                 phi = q(face);
             }
+            phi -= radius;
         }
     }
 };

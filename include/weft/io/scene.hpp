@@ -159,6 +159,7 @@ struct SolverDescription {
     bool eil_given = false;           ///< "eil" was in the scene (else layers switch it on)
     bool eil_lookahead = true;        ///< "eil": {"lookahead"}, see EilOptions::lookahead
     double eil_min_segment_factor = 0.25;  ///< "eil": {"min_segment_factor"}, see EilOptions
+    bool eil_reset_arc_length = false;     ///< "eil": {"reset_arc_length"}: EilOptions::reset_on_eol
     double max_speed = 1000;          ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
 };
 
@@ -256,6 +257,7 @@ struct ColliderDescription {
     std::array<double, 3> point{0, 0, 0};   ///< a point on the plane (m)
     std::array<double, 3> normal{0, 0, 1};  ///< unit normal of the plane
     std::array<double, 3> size{0, 0, 0};    ///< box edge lengths (m)
+    double rounding = 0;                    ///< box edge and corner radius (m), below half the shortest edge
     double friction = 0;                    ///< μ
     double stiffness = 0;                   ///< penalty stiffness (N/m); the parser sets the default
 };
@@ -560,7 +562,8 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     s.max_speed = o.get_or("max_speed", read_positive, s.max_speed);
     if (o.has("eil")) {
         const Object e(o.required("eil"), o.path("eil"));
-        e.allow_only({"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor"});
+        e.allow_only({"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor",
+                      "reset_arc_length"});
         s.eil = e.get_or("enabled", read_bool, true);
         s.eil_given = true;
         s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
@@ -573,6 +576,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         if (!(s.eil_min_segment_factor < 1))
             fail(e.path("min_segment_factor"), "must be < 1 (a fraction of the safety distance), got " +
                                                    format_number(s.eil_min_segment_factor));
+        s.eil_reset_arc_length = e.get_or("reset_arc_length", read_bool, s.eil_reset_arc_length);
     }
     if (s.min_time_step > time_step)
         fail(o.path("min_time_step"),
@@ -892,7 +896,8 @@ inline ColliderDescription parse_collider(const json& j, const std::string& path
 {
     const Object o(j, path);
     static const std::vector<std::string> types{"sphere", "plane", "box"};
-    if (!o.has("type")) o.allow_only({"type", "center", "radius", "point", "normal", "size", "friction", "stiffness"});
+    if (!o.has("type"))
+        o.allow_only({"type", "center", "radius", "point", "normal", "size", "rounding", "friction", "stiffness"});
     ColliderDescription c;
     c.type = read_choice(o.required("type"), o.path("type"), types, "collider type");
     const std::string context = " for collider type \"" + c.type + "\"";
@@ -901,13 +906,18 @@ inline ColliderDescription parse_collider(const json& j, const std::string& path
         c.center = o.get("center", read_vector3);
         c.radius = o.get("radius", read_positive);
     } else if (c.type == "box") {
-        o.allow_only({"type", "center", "size", "friction", "stiffness"}, context);
+        o.allow_only({"type", "center", "size", "rounding", "friction", "stiffness"}, context);
         c.center = o.get("center", read_vector3);
         const json& size = o.required("size");
         const std::string size_path = o.path("size");
         if (!size.is_array() || size.size() != 3)
             fail(size_path, "expected an array of 3 positive numbers (edge lengths in m), got " + describe_value(size));
         for (std::size_t k = 0; k < 3; ++k) c.size[k] = read_positive(size[k], element_path(size_path, k));
+        c.rounding = o.get_or("rounding", read_non_negative, 0.0);
+        const double shortest = std::min(c.size[0], std::min(c.size[1], c.size[2]));
+        if (!(c.rounding < 0.5 * shortest))
+            fail(o.path("rounding"), "must be below half the shortest box edge (" + format_number(0.5 * shortest) +
+                                         " m), got " + format_number(c.rounding));
     } else {
         o.allow_only({"type", "point", "normal", "friction", "stiffness"}, context);
         c.point = o.get("point", read_vector3);

@@ -108,7 +108,7 @@ std::vector<Collider<T>> colliders_of(const SceneDescription& scene)
             c.type = 2;
             c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
             c.normal = Vec3<T>(T(d.size[0] / 2), T(d.size[1] / 2), T(d.size[2] / 2));
-            c.radius = T(0);
+            c.radius = T(d.rounding);
         } else {
             c.type = 1;
             c.center = Vec3<T>(T(d.point[0]), T(d.point[1]), T(d.point[2]));
