@@ -7,10 +7,16 @@ build="${1:-$root/build-sanitize}"
 bash "$root/scripts/install-deps.sh"
 cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O1 -g" \
   -DWEFT_ENABLE_SANITIZERS=ON -DWEFT_ENABLE_CUDA=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCHMARKS=OFF
+# Every strain, potential and solver test, and the element tests except the
+# four largest finite-difference suites (bending, dihedral bending, membrane,
+# difference projection: the slowest to build with sanitizers; they run in
+# the Release suite), to keep CI well under 30 minutes on 2 cores.
+skip='element/test_(bending_element|dihedral_bending_element|membrane_element|difference_projection)\.cpp'
 targets=$(cd "$root/tests" && ls strain/test_*.cpp potential/test_*.cpp element/test_*.cpp solver/test_*.cpp |
-  sed -E 's#([a-z]+)/test_([a-z_]+)\.cpp#test_\1_\2#')
+  grep -Ev "$skip" | sed -E 's#([a-z]+)/test_([a-z_]+)\.cpp#test_\1_\2#')
+tests=$(echo "$targets" | sed -E 's#^test_([a-z]+)_(.*)$#\1.\2#' | paste -sd'|')
 # One make invocation so the targets build in parallel (Makefile generator).
 make -C "$build" -j "$(nproc)" $targets
 cd "$build"
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  ctest --output-on-failure -j "$(nproc)" -L "strain|potential|element|solver"
+  ctest --output-on-failure -j "$(nproc)" -R "^($tests)\$"
