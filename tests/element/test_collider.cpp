@@ -25,6 +25,20 @@ weft::Collider<double> box()
     return c;
 }
 
+/// Brute-force signed distance of d (from the centre) to a box of half
+/// extents `half`: outside, the distance to the clamped point (returned in
+/// `clamped`); inside, minus the distance to the nearest face.
+double box_distance(const Vec3& d, const Vec3& half, Vec3& clamped)
+{
+    for (int a = 0; a < 3; ++a) clamped(a) = std::max(-half(a), std::min(half(a), d(a)));
+    double distance = (d - clamped).norm();
+    if (distance == 0) {
+        distance = -1e300;
+        for (int a = 0; a < 3; ++a) distance = std::max(distance, std::abs(d(a)) - half(a));
+    }
+    return distance;
+}
+
 }  // namespace
 
 TEST_CASE("collider: box signed distance, normal = gradient of phi", "[element][collider]")
@@ -37,15 +51,8 @@ TEST_CASE("collider: box signed distance, normal = gradient of phi", "[element][
         double phi;
         Vec3 n;
         c.distance(x, phi, n);
-        // brute force: outside, distance to the clamped point; inside, minus the distance to the nearest face
-        const Vec3 d = x - c.center;
         Vec3 clamped;
-        for (int a = 0; a < 3; ++a) clamped(a) = std::max(-c.normal(a), std::min(c.normal(a), d(a)));
-        double expected = (d - clamped).norm();
-        if (expected == 0) {
-            expected = -1e300;
-            for (int a = 0; a < 3; ++a) expected = std::max(expected, std::abs(d(a)) - c.normal(a));
-        }
+        const double expected = box_distance(x - c.center, c.normal, clamped);
         CHECK(phi == Approx(expected).margin(1e-14));
         CHECK(n.norm() == Approx(1.0));
         // ∇φ by central differences (away from edges and the medial planes)
@@ -105,12 +112,8 @@ TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", 
         const Vec3 d = x - c.center;
         const Vec3 inner = c.normal - Vec3::Constant(c.radius);
         Vec3 clamped;
-        for (int a = 0; a < 3; ++a) clamped(a) = std::max(-inner(a), std::min(inner(a), d(a)));
-        double expected = (d - clamped).norm();
-        if (expected == 0) {
-            expected = -1e300;
-            for (int a = 0; a < 3; ++a) expected = std::max(expected, std::abs(d(a)) - inner(a));
-        } else {
+        const double expected = box_distance(d, inner, clamped);
+        if (expected > 0) {
             // outside the shrunk box the normal is the unit vector from its nearest point
             CHECK((n - (d - clamped) / expected).norm() < 1e-12);
             int outside_axes = 0;
