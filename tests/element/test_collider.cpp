@@ -39,6 +39,20 @@ double box_distance(const Vec3& d, const Vec3& half, Vec3& clamped)
     return distance;
 }
 
+/// A random point around the box, with φ and n there.
+struct Probe {
+    Vec3 x;
+    double phi;
+    Vec3 n;
+};
+Probe probe(const weft::Collider<double>& c, weft_test::Random& rng)
+{
+    Probe p;
+    p.x = c.center + Vec3(rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(-0.3, 0.3));
+    c.distance(p.x, p.phi, p.n);
+    return p;
+}
+
 }  // namespace
 
 TEST_CASE("collider: box signed distance, normal = gradient of phi", "[element][collider]")
@@ -47,10 +61,7 @@ TEST_CASE("collider: box signed distance, normal = gradient of phi", "[element][
     weft_test::Random rng(3);
     int checked = 0;
     for (int k = 0; k < 400; ++k) {
-        const Vec3 x = c.center + Vec3(rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(-0.3, 0.3));
-        double phi;
-        Vec3 n;
-        c.distance(x, phi, n);
+        const auto [x, phi, n] = probe(c, rng);
         Vec3 clamped;
         const double expected = box_distance(x - c.center, c.normal, clamped);
         CHECK(phi == Approx(expected).margin(1e-14));
@@ -104,10 +115,7 @@ TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", 
     int compared = 0;
     int on_edges = 0;
     for (int k = 0; k < 400; ++k) {
-        const Vec3 x = c.center + Vec3(rng.uniform(-0.8, 0.8), rng.uniform(-0.6, 0.6), rng.uniform(-0.3, 0.3));
-        double phi;
-        Vec3 n;
-        c.distance(x, phi, n);
+        const auto [x, phi, n] = probe(c, rng);
         // brute force: distance to the box of half extents e − ρ, minus ρ
         const Vec3 d = x - c.center;
         const Vec3 inner = c.normal - Vec3::Constant(c.radius);
