@@ -854,14 +854,21 @@ private:
             for (const Leaving& l : leaving)
                 yarn_stepper_detail::place_on_interpolation<T>(q.data(), v.data(), l.node, l.before, l.after,
                                                                l.coordinate);
+            // The reset relabels the arc length of the contact point (x stays):
+            // its friction anchor moves with it, so the reset is not a slip.
+            std::vector<T> anchors = reset.empty() ? std::vector<T>{} : to_host(m_anchors);
             for (int slot : reset) {
                 const std::size_t c = static_cast<std::size_t>(a.coordinate[slot]);
-                const std::size_t n = B * static_cast<std::size_t>(a.sorted_node[slot]);
+                const std::size_t node = static_cast<std::size_t>(a.sorted_node[slot]);
+                const std::size_t n = B * node;
                 const std::size_t ia = B * static_cast<std::size_t>(a.eol_before[slot]);
                 const std::size_t ic = B * static_cast<std::size_t>(a.eol_after[slot]);
                 const Vec3<T> xa(q[ia], q[ia + 1], q[ia + 2]), xb(q[n], q[n + 1], q[n + 2]), xc(q[ic], q[ic + 1], q[ic + 2]);
-                q[n + c] = eil_to_eol_arc_length<T>(xa, q[ia + c], xb, q[n + c], xc, q[ic + c]);
+                const T s = eil_to_eol_arc_length<T>(xa, q[ia + c], xb, q[n + c], xc, q[ic + c]);
+                anchors[2 * node + (c - 3)] += s - q[n + c];
+                q[n + c] = s;
             }
+            if (!reset.empty()) m_anchors.assign(anchors.begin(), anchors.end());
             m_resets += static_cast<int>(reset.size());
             this->m_q.assign(q.begin(), q.end());
             this->m_v.assign(v.begin(), v.end());
