@@ -108,6 +108,8 @@ struct RunSummary {
     int peak_eil_nodes = 0;  ///< largest EIL count of a step (yarn scenes with solver.eil)
     int detached_contacts = 0;  ///< nodes taken off a yarn they left (yarn scenes with solver.eil)
     long retries = 0;           ///< steps redone at the same size (collapsed EoL segments)
+    long halved_steps = 0;      ///< steps that needed at least one halving of dt
+    long line_search_cuts = 0;  ///< halvings of Newton updates by the line search (newton_iterations > 1)
     bool ok = true;
     std::string error;
 };
@@ -284,6 +286,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.peak_eil_nodes = std::max(summary.peak_eil_nodes, eil_nodes_of(r));
         summary.detached_contacts += detached_of(r);
         summary.retries += r.retries;
+        summary.halved_steps += r.halvings > 0 ? 1 : 0;
+        summary.line_search_cuts += r.line_search_cuts;
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
             os << "step " << step << ": time step halved " << r.halvings << " time(s) (" << r.substeps
@@ -308,7 +312,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             << " nodes, " << summary.wall_seconds << " s wall ("
             << (summary.steps > 0 ? 1e3 * summary.wall_seconds / summary.steps : 0.0) << " ms/step), "
             << (summary.steps > 0 ? double(summary.pcg_iterations) / summary.steps : 0.0) << " PCG iterations/step, "
-            << summary.frames << " frames";
+            << summary.frames << " frames, " << summary.halved_steps << " steps halved, "
+            << (summary.steps > 0 ? double(summary.newton_iterations) / summary.steps : 0.0)
+            << " Newton iterations/step";
+        if (summary.line_search_cuts > 0) log << ", " << summary.line_search_cuts << " line-search cuts";
         if (scene.solver.eil)
             log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "
                 << summary.detached_contacts << " contacts detached";
@@ -341,6 +348,7 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     options.pcg.tolerance = scene.solver.pcg_tolerance;
     options.pcg.max_iterations = scene.solver.pcg_max_iterations;
     options.max_speed = scene.solver.max_speed;
+    options.line_search_cuts = scene.solver.line_search_cuts;
     if (is_triangle_scene(scene)) {
         if (scene.solver.preconditioner == "yarn-lines")
             throw InvalidInput("solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");

@@ -18,7 +18,30 @@
 /// b_k = h f_k − M (v_k − v_n), the residual of the nonlinear equations; the
 /// iteration stops when ‖S b_k‖ ≤ newton_tolerance · max(‖S b_0‖, h ‖S f_k‖)
 /// (S the DoF filter; the force term keeps the test meaningful when b_0 ≈ 0,
-/// e.g. a free rigid rotation of an unstressed sheet). A step whose PCG fails, whose Newton iteration does not converge
+/// e.g. a free rigid rotation of an unstressed sheet).
+///
+/// Globalized Newton (`newton_iterations` > 1; DESIGN.md "Solver
+/// principles"): the iteration starts at the predictor v = v_n on the
+/// manifold q = q_n + h v (not at (q_n, v_n) like the one-step scheme), so
+/// that every iterate has a residual; strain rates are taken in incremental-
+/// potential form ε̇ = (ε(q) − ε(q_n))/h (`set_incremental_rate`), which
+/// makes the damping Jacobian symmetric and exact. Every update v_k + α Δv
+/// is first capped by the model's feasibility bound α ≤
+/// `feasible_step_fraction` (no EoL segment inverts, no EIL interpolation
+/// weight leaves its bracket), then α is backtracked (halved, at most
+/// `line_search_cuts` times)
+/// until the merit ‖S b(v)‖ of the nonlinear residual b(v) = h f(q_n + h v, v)
+/// − M (v − v_n) decreases by the Armijo fraction 10⁻⁴ α. The trial point's
+/// evaluation is the next iteration's system, so a full step costs nothing
+/// extra. The merit is the residual rather than an incremental potential
+/// because strain-rate dissipation evaluated at the end-of-step state
+/// (good damping) is not the v-gradient of a potential. Collider friction
+/// is lagged at the step start in this mode (`NewtonInputs::lagged_positions`,
+/// `lagged_friction`), so the force is a gradient within the step and its
+/// Jacobian the true one. The one-step scheme (`newton_iterations` 1) takes
+/// the full linearized step, unchanged.
+///
+/// A step whose PCG fails, whose Newton iteration does not converge
 /// within `newton_iterations` (when > 1), whose state turns non-finite, whose
 /// fastest DoF exceeds `max_speed` (a blow-up that stays finite) or that the
 /// model rejects (`accept_step`) is undone and retried as two steps of h/2,
@@ -47,6 +70,8 @@
 ///                            halving), e.g. after revising a discretization.
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -85,6 +110,9 @@ struct StepperOptions {
     /// finite. Default 1000 m/s, far above any cloth motion; +inf switches it off.
     T max_speed = T(1000);
     int max_retries = 4;  ///< same-size retries a model may ask for after a failed attempt
+    /// Full Newton only: how often the line search may halve an update before
+    /// the attempt fails (then the step is halved).
+    int line_search_cuts = 8;
     /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
     /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
     PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
@@ -97,6 +125,8 @@ struct BackendStepReport {
     int halvings = 0;                ///< deepest halving used (dt / 2^halvings)
     int retries = 0;                 ///< attempts redone at the same size on the model's request
     int newton_iterations = 0;       ///< summed over substeps
+    int line_search_cuts = 0;        ///< halvings of Newton updates by the line search, summed
+    int feasibility_limits = 0;      ///< Newton updates shortened by the model's feasibility bound
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
     double pcg_residual = 0;         ///< relative residual of the last PCG solve
     double newton_residual = 0;      ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
@@ -186,6 +216,8 @@ struct FilteredSquare {
 
 /// v_k += Δv; q_k = q_n + h v_k; w = (q_n + h v_k − q_k)/h = 0 after the
 /// update; v_k − v_n for the mass term.
+/// With a step fraction α and a base iterate v_base (may be v itself):
+/// v_k = v_base + α Δv (the line search's trial point).
 template <typename T>
 struct NewtonUpdate {
     T h;
@@ -195,9 +227,11 @@ struct NewtonUpdate {
     T* q;
     T* v;
     T* mass_velocity;
+    const T* v_base;
+    T alpha;
     WEFT_HD void operator()(std::size_t i) const
     {
-        const T vi = v[i] + dv[i];
+        const T vi = v_base[i] + alpha * dv[i];
         v[i] = vi;
         q[i] = q_start[i] + h * vi;
         mass_velocity[i] = vi - v_start[i];
@@ -226,6 +260,23 @@ struct Maximum {
     WEFT_HD T operator()(const T& a, const T& b) const { return a < b ? b : a; }
 };
 
+template <typename T>
+struct Minimum {
+    WEFT_HD T operator()(const T& a, const T& b) const { return b < a ? b : a; }
+};
+
+/// The largest α ≤ 1 for which an oriented difference d₀ + α δ keeps its
+/// sign with a margin: it may lose at most `keep`'s complement of its size
+/// in one update (α ≤ (1 − keep)·d₀/(−δ) when δ moves it towards 0). A zero
+/// d₀ constrains nothing (an update cannot be told apart from a flip there).
+template <typename T>
+WEFT_HD inline T sign_keeping_fraction(T d0, T delta, T keep)
+{
+    if (d0 == T(0) || delta == T(0) || (d0 > T(0)) == (delta > T(0))) return T(1);
+    const T reach = -(T(1) - keep) * d0 / delta;
+    return reach < T(1) ? reach : T(1);
+}
+
 inline double seconds_since(std::chrono::steady_clock::time_point start)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -249,6 +300,8 @@ inline void validate_state(const char* model, const std::vector<T>& q, const std
     if (options.max_halvings < 0 || options.max_halvings > 30)
         throw InvalidInput(detail::describe("max_halvings", options.max_halvings, "must be in [0, 30]"));
     require_non_negative("solver.newton_tolerance", options.newton_tolerance);
+    if (options.line_search_cuts < 0 || options.line_search_cuts > 30)
+        throw InvalidInput(detail::describe("solver.line_search_cuts", options.line_search_cuts, "must be in [0, 30]"));
     if (options.max_retries < 0)
         throw InvalidInput(detail::describe("solver.max_retries", options.max_retries, "must be >= 0"));
     if (!(options.max_speed > T(0)))
@@ -269,7 +322,11 @@ public:
 
     Index node_count() const { return m_nodes; }
     const StepperOptions<T>& options() const { return m_options; }
-    void set_options(const StepperOptions<T>& options) { m_options = options; }
+    void set_options(const StepperOptions<T>& options)
+    {
+        m_options = options;
+        m_first_iteration_ready = false;  // the first-iteration form depends on newton_iterations
+    }
 
     /// Advance by h (in 2^k substeps when a step had to be halved). A step
     /// that fails leaves q and v as they were, also when some of its halved
@@ -295,7 +352,7 @@ public:
     /// Assembles A, b, f at the current state (first-iteration form).
     void assemble(T h)
     {
-        evaluate(h, NewtonInputs<T>{});
+        evaluate(h, first_inputs());
         assemble_matrix(m_map, m_matrix_contributions, m_matrix);
         assemble_vector(m_map, m_rhs_contributions, m_rhs);
         assemble_vector(m_map, m_force_contributions, m_force);
@@ -305,7 +362,7 @@ public:
     /// and colliders, gravity, dissipation potential).
     ElementEnergies<T> energies()
     {
-        if (!m_energies_valid) evaluate(m_last_h > T(0) ? m_last_h : T(1e-3), NewtonInputs<T>{});
+        if (!m_energies_valid) evaluate(m_last_h > T(0) ? m_last_h : T(1e-3), first_inputs());
         return thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
                               ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
     }
@@ -332,6 +389,9 @@ protected:
     /// Default hooks (see the file comment); a model hides them with its own.
     void begin_attempt(T) {}
     bool accept_step(std::string&) { return true; }
+    /// Full Newton: the largest α ∈ (0, 1] for which q_k + α h Δv is
+    /// feasible for the model (e.g. no segment inverts); 1 by default.
+    T feasible_step_fraction(T, const thrust::device_vector<T>&) { return T(1); }
     bool retry_attempt() { return false; }
     /// Positions at the start of the (sub)step being attempted.
     const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
@@ -407,6 +467,37 @@ protected:
 private:
     Derived& self() { return static_cast<Derived&>(*this); }
 
+    bool full_newton() const { return m_options.newton_iterations > 1; }
+
+    /// Element inputs of a first Newton iteration at the current state (also
+    /// for energies and `assemble`): full Newton lags friction at q itself.
+    NewtonInputs<T> first_inputs()
+    {
+        NewtonInputs<T> in;
+        if (full_newton()) in.lagged_positions = raw(m_q);
+        return in;
+    }
+    /// Element inputs of a later Newton iteration (linearized at the iterate).
+    NewtonInputs<T> iterate_inputs()
+    {
+        NewtonInputs<T> in;
+        in.stiffness_velocity = raw(m_zero);
+        in.mass_velocity = raw(m_mass_velocity);
+        in.lagged_positions = raw(m_q_start);
+        in.rate_start = raw(m_q_start);
+        return in;
+    }
+
+    /// v = v_base + α Δv, q = q_n + h v (v_base may be m_v itself).
+    void apply_update(T h, const thrust::device_vector<T>& v_base, T alpha)
+    {
+        thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                         thrust::counting_iterator<std::size_t>(m_q.size()),
+                         stepper_detail::NewtonUpdate<T>{h, raw(m_q_start), raw(m_v_start), raw(m_dv), raw(m_q),
+                                                         raw(m_v), raw(m_mass_velocity), raw(v_base), alpha});
+        m_energies_valid = false;
+    }
+
     /// Runs every element kernel at (q, v) and fills the contribution
     /// buffers and per-element energies.
     void evaluate(T h, const NewtonInputs<T>& newton)
@@ -416,7 +507,8 @@ private:
         // Energies describe (q, v) whatever the Newton inputs; the
         // contributions are reusable only in the first-iteration form.
         m_energies_valid = true;
-        m_first_iteration_ready = newton.stiffness_velocity == nullptr && newton.mass_velocity == nullptr;
+        m_first_iteration_ready = newton.stiffness_velocity == nullptr && newton.mass_velocity == nullptr &&
+                                  (newton.lagged_positions != nullptr) == full_newton();
     }
 
     T filtered_norm(const thrust::device_vector<T>& x) const
@@ -440,22 +532,25 @@ private:
     bool newton_step(T h, BackendStepReport& report)
     {
         using namespace stepper_detail;
-        const std::size_t dofs = m_q.size();
         m_q_start = m_q;
         m_v_start = m_v;
         T initial_norm = T(0);
         const int iterations = m_options.newton_iterations;
+        const bool newton = full_newton();
+        bool evaluated = false;  // the line search already evaluated the current iterate
         report.newton_residual = 0;
+        if (newton) start_from_predictor(h);
         for (int k = 0; k <= iterations; ++k) {
             // Iteration k's system; k == iterations only measures the residual.
             const bool measure_only = k == iterations;
-            if (measure_only && iterations == 1) break;  // one-step scheme: no residual check
+            if (measure_only && !newton) break;  // one-step scheme: no residual check
             auto t0 = std::chrono::steady_clock::now();
-            if (k == 0) {
-                if (!(m_first_iteration_ready && m_energies_valid && m_last_h == h)) evaluate(h, NewtonInputs<T>{});
-            } else {
-                evaluate(h, NewtonInputs<T>{raw(m_zero), raw(m_mass_velocity)});
+            if (k == 0 && !newton) {
+                if (!(m_first_iteration_ready && m_energies_valid && m_last_h == h)) evaluate(h, first_inputs());
+            } else if (!evaluated) {
+                evaluate(h, iterate_inputs());
             }
+            evaluated = false;
             m_first_iteration_ready = false;
             assemble_vector(m_map, m_rhs_contributions, m_rhs);
             const T norm = filtered_norm(m_rhs);
@@ -501,11 +596,15 @@ private:
                                  std::to_string(k);
                 return false;
             }
-            thrust::for_each(thrust::device, thrust::counting_iterator<std::size_t>(0),
-                             thrust::counting_iterator<std::size_t>(dofs),
-                             NewtonUpdate<T>{h, raw(m_q_start), raw(m_v_start), raw(m_dv), raw(m_q), raw(m_v),
-                                             raw(m_mass_velocity)});
-            m_energies_valid = false;
+            if (!newton) {
+                apply_update(h, m_v, T(1));
+                continue;
+            }
+            t0 = std::chrono::steady_clock::now();
+            const bool searched = line_search(h, k, norm, report);
+            report.assembly_seconds += seconds_since(t0);
+            if (!searched) return false;
+            evaluated = true;
         }
         m_energies_valid = false;
         if (!state_finite()) {
@@ -531,6 +630,51 @@ private:
         m_guess_step = h;
         self().after_step();
         return true;
+    }
+
+    /// Full Newton starts at the predictor v = v_n, q = q_n + h v_n (on the
+    /// manifold q = q_n + h v, so every iterate has a residual to compare),
+    /// with the free DoFs' v_n scaled down by the model's feasibility bound
+    /// where the full predictor would invert a segment; prescribed DoFs keep
+    /// their velocity.
+    void start_from_predictor(T h)
+    {
+        thrust::transform(thrust::device, m_v.begin(), m_v.end(), m_free.begin(), m_dv.begin(),
+                          stepper_detail::ScaledFiltered<T>{T(1)});
+        const T alpha = self().feasible_step_fraction(h, m_dv);
+        const T scale = alpha > T(0) ? alpha : T(0);
+        apply_update(h, m_v_start, scale - T(1));  // v = v_n − (1 − α) S v_n
+    }
+
+    /// Full Newton's update of iteration k along m_dv (see the file comment):
+    /// the feasibility cap, then backtracking on ‖S b‖ from `norm`, the merit
+    /// at the current iterate. On success the iterate is moved and its
+    /// system evaluated (the next iteration's).
+    bool line_search(T h, int k, T norm, BackendStepReport& report)
+    {
+        T alpha = self().feasible_step_fraction(h, m_dv);
+        if (!(alpha > T(0))) {
+            report.message = "no feasible Newton update at iteration " + std::to_string(k) +
+                             " (the model's feasibility bound is " + std::to_string(static_cast<double>(alpha)) + ")";
+            return false;
+        }
+        if (alpha < T(1)) report.feasibility_limits += 1;
+        m_v_base = m_v;
+        for (int cut = 0;; ++cut) {
+            apply_update(h, m_v_base, alpha);
+            evaluate(h, iterate_inputs());
+            assemble_vector(m_map, m_rhs_contributions, m_rhs);
+            const T trial = filtered_norm(m_rhs);
+            if (std::isfinite(static_cast<double>(trial)) && trial <= (T(1) - T(1e-4) * alpha) * norm) return true;
+            if (cut >= m_options.line_search_cuts) {
+                report.message = "Newton line search found no decrease of the residual at iteration " +
+                                 std::to_string(k) + " after " + std::to_string(cut) + " cuts (step fraction " +
+                                 std::to_string(static_cast<double>(alpha)) + ")";
+                return false;
+            }
+            alpha *= T(0.5);
+            report.line_search_cuts += 1;
+        }
     }
 
     /// A Δv = b from Δv = 0 (later Newton iterations).
@@ -610,7 +754,7 @@ private:
     thrust::device_vector<ElementEnergies<T>> m_energies;
     BsrMatrix<T, B> m_matrix;
     thrust::device_vector<T> m_rhs, m_force;
-    thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start;
+    thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start, m_v_base;
     thrust::device_vector<T> m_q_step, m_v_step;  ///< state at the start of step(), restored if it fails
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
     T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet

@@ -206,6 +206,39 @@ struct CollapsedSegment {
     }
 };
 
+/// Feasibility of a full-Newton update q + α h Δv (implicit_stepper.hpp):
+/// the largest α ≤ 1 for which no oriented arc-length difference along a
+/// yarn flips sign, keeping `keep` of it at least. EoL segments: s₁ − s₀
+/// (no inverted segment, no negative mass); EIL nodes: s − s_a and s_b − s
+/// (the interpolation weight stays inside its bracket, thesis Eq. 4.3).
+template <typename T>
+struct FeasibleFraction {
+    const T* q;
+    const T* dv;
+    T h;
+    T keep;
+    WEFT_HD T difference(int from, int to, int coordinate) const
+    {
+        const std::size_t a = B * static_cast<std::size_t>(from) + static_cast<std::size_t>(coordinate);
+        const std::size_t b = B * static_cast<std::size_t>(to) + static_cast<std::size_t>(coordinate);
+        return stepper_detail::sign_keeping_fraction<T>(q[b] - q[a], h * (dv[b] - dv[a]), keep);
+    }
+    WEFT_HD T bracket(int before, int node, int after, int coordinate) const
+    {
+        const T lo = difference(before, node, coordinate);
+        const T hi = difference(node, after, coordinate);
+        return lo < hi ? lo : hi;
+    }
+    WEFT_HD T operator()(const YarnSegment& s) const { return difference(s.node0, s.node1, s.coordinate); }
+    WEFT_HD T operator()(const EilSpring& s) const { return bracket(s.before, s.node, s.after, s.coordinate); }
+    WEFT_HD T operator()(const EilPairSpring& p) const
+    {
+        const T u = bracket(p.before[0], p.node, p.after[0], 3);
+        const T w = bracket(p.before[1], p.node, p.after[1], 4);
+        return u < w ? u : w;
+    }
+};
+
 /// Places node n's x and ẋ on the interpolation (thesis Eq. 4.3) between
 /// the EoL nodes a and b of its yarn with arc-length coordinate c, and its
 /// rate ẋ = J (ẋ_a, ṡ_a, ẋ_b, ṡ_b, ṡ).
@@ -658,6 +691,23 @@ private:
                                    " x min(EIL safety distance, start span))"
                              : " inverted; EIL nodes (solver.eil) keep sliding contacts apart)";
         return false;
+    }
+
+    /// Full Newton: the largest update fraction that inverts no EoL segment
+    /// and keeps every EIL node inside its bracket (FeasibleFraction; each
+    /// difference may lose at most 90 % of itself per Newton update).
+    T feasible_step_fraction(T h, const thrust::device_vector<T>& dv)
+    {
+        const yarn_stepper_detail::FeasibleFraction<T> bound{this->raw(this->m_q), this->raw(dv), h, T(0.1)};
+        const stepper_detail::Minimum<T> lowest;
+        T alpha = thrust::transform_reduce(thrust::device, m_segments.begin(), m_segments.end(), bound, T(1), lowest);
+        if (m_spring_count > 0)
+            alpha = lowest(alpha, thrust::transform_reduce(thrust::device, m_springs.begin(), m_springs.end(), bound,
+                                                           T(1), lowest));
+        if (m_pair_count > 0)
+            alpha = lowest(alpha, thrust::transform_reduce(thrust::device, m_pairs.begin(), m_pairs.end(), bound,
+                                                           T(1), lowest));
+        return alpha;
     }
 
     /// Redo a rejected attempt at the same size when collapsed segments

@@ -106,4 +106,87 @@ WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_dist
     return t;
 }
 
+/// Coulomb friction of a collider contact as the gradient of a dissipation
+/// potential in v, with the normal force λ and the tangent projector
+/// P = I − n nᵀ frozen at the start of the step (lagged, as in IPC: Li et al.
+/// 2020, Sec. 5): D(v) = μλ ε f₀(|P v| / ε), f_t = −∂D/∂v = −μλ f₁(u) P v / u,
+/// u = |P v|, with the C¹ mollifier f₁(u) = 2u/ε − u²/ε² below the slip
+/// velocity ε and 1 above it. Within a step the force is then a gradient and
+/// its Jacobian the exact, positive semi-definite
+/// ∂f_t/∂v = −μλ [f₁/u (P − v̂ v̂ᵀ) + f₁′ v̂ v̂ᵀ],  v̂ = P v / u,
+/// so full Newton converges on it (the viscous form of `collider_contact`
+/// does not: its Jacobian is not the derivative of its force). Used by the
+/// Newton iterations (`NewtonInputs::lagged_positions`); a node that reaches
+/// the collider during a step feels its friction from the next step on.
+/// DoFs: x (3); only `force`, `df_dv` and `energy` (= D) are set.
+template <typename T>
+WEFT_HD inline LocalTerms<T, 3> lagged_friction(const Vec3<T>& v, const Vec3<T>& lagged_normal, T limit,
+                                                T slip_velocity)
+{
+    using std::sqrt;
+    LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
+    if (!(limit > T(0))) return t;
+    const T eps = slip_velocity;
+    const Mat3<T> p = Mat3<T>::Identity() - lagged_normal * lagged_normal.transpose();
+    const Vec3<T> vt = p * v;
+    const T u = vt.norm();
+    if (u < eps) {
+        // f₁(u)/u = 2/ε − u/ε², f₁′(u) = 2/ε − 2u/ε²; at u = 0 the limit 2/ε P.
+        const T ratio = T(2) / eps - u / (eps * eps);
+        const T slope = T(2) / eps - T(2) * u / (eps * eps);
+        t.force = -limit * ratio * vt;
+        t.df_dv = -limit * ratio * p;
+        if (u > T(0)) {
+            const Vec3<T> dir = vt / u;
+            t.df_dv -= limit * (slope - ratio) * (dir * dir.transpose());
+        }
+        // f₀ with f₀′ = f₁, f₀(0) = 0: u²/ε − u³/(3ε²).
+        t.energy = limit * (u * u / eps - u * u * u / (T(3) * eps * eps));
+    } else {
+        const Vec3<T> dir = vt / u;
+        t.force = -limit * dir;
+        t.df_dv = -(limit / u) * (p - dir * dir.transpose());
+        t.energy = limit * (u - eps / T(3));
+    }
+    return t;
+}
+
+/// Every collider's contact on one node at position x, velocity ẋ, added to
+/// a node's force and Jacobians (shared by the yarn and triangle node
+/// kernels). `lagged_x` null: `collider_contact` (the one-step scheme's
+/// regularized friction, normal and normal force at x). Otherwise the
+/// penalty at x plus `lagged_friction` with λ and n taken at `lagged_x`
+/// (the node at the start of the step). The friction potential is not an
+/// energy of the state and is left out of `elastic`.
+template <typename T>
+WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collider_count, const Vec3<T>& x,
+                                       const Vec3<T>& xv, const T* lagged_x, T offset, T slip_velocity,
+                                       Vec3<T>& force, Mat3<T>& df_dq, Mat3<T>& df_dv, T& elastic)
+{
+    for (int k = 0; k < collider_count; ++k) {
+        const Collider<T>& c = colliders[k];
+        T phi;
+        Vec3<T> n;
+        c.distance(x, phi, n);
+        const T friction = lagged_x ? T(0) : c.friction;
+        const LocalTerms<T, 3> t = collider_contact<T>(xv, phi, n, offset, c.stiffness, friction, slip_velocity);
+        force += t.force;
+        df_dq += t.df_dq;
+        df_dv += t.df_dv;
+        elastic += t.energy;
+        if (lagged_x && c.friction > T(0)) {
+            const Vec3<T> x0(lagged_x[0], lagged_x[1], lagged_x[2]);
+            T phi0;
+            Vec3<T> n0;
+            c.distance(x0, phi0, n0);
+            const T depth0 = offset - phi0;
+            if (depth0 > T(0)) {
+                const LocalTerms<T, 3> f = lagged_friction<T>(xv, n0, c.friction * c.stiffness * depth0, slip_velocity);
+                force += f.force;
+                df_dv += f.df_dv;
+            }
+        }
+    }
+}
+
 }  // namespace weft

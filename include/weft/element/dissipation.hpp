@@ -75,4 +75,24 @@ WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian_exact(const StrainEval<T,
            dissipative_force_jacobian_dropped_terms(e, density, velocities);
 }
 
+/// Strain rate of the incremental potential (full Newton, after the first
+/// iteration): the backward difference ε̇ = (ε(q) − ε(q_n))/h over the step,
+/// with q = q_n + h v. The dissipation force −Ω ∇ε(q) S_d(ε̇) is then the
+/// q-gradient of the potential h Ω Ψ_d((ε(q) − ε(q_n))/h) (Ω fixed), so its
+/// Jacobian is symmetric: ∂f_d/∂v through q = −Ω ∇ε (∂S_d/∂ε̇) ∇εᵀ (the
+/// `DiffWrt::velocities` block, exact) + h (−Ω Σ S_d,k Hε_k) (the
+/// `DiffWrt::positions` block). ∇ε(q)·v drops the non-symmetric
+/// −Ω ∇ε (∂S_d/∂ε̇) (Hε v)ᵀ instead, which is as large as the elastic
+/// stiffness when β ω ~ 1 and kept Newton at linear convergence. Both rates
+/// agree to O(h) (the accuracy of backward Euler), and both vanish exactly
+/// for a rigid motion of the converged step: ε is invariant under it, so
+/// ε(q_{n+1}) = ε(q_n) (good damping, 2018 Eq. 1).
+/// @param e      evaluation at q (its rate is replaced)
+/// @param start  evaluation of the same metric at q_n (only its strain is read)
+template <class Eval, typename T>
+WEFT_HD inline void set_incremental_rate(Eval& e, const Eval& start, T h)
+{
+    e.rate = (e.strain - start.strain) / h;
+}
+
 }  // namespace weft

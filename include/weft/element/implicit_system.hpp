@@ -50,6 +50,15 @@ template <typename T>
 struct NewtonInputs {
     const T* stiffness_velocity = nullptr;  ///< w per DoF; null: w = v
     const T* mass_velocity = nullptr;       ///< v_k − v_n per DoF; null: zero
+    /// Positions at the start of the step, at which lagged quantities are
+    /// frozen for the whole Newton solve (collider friction: normal force and
+    /// tangent basis, `lagged_friction`); null: the one-step scheme's forms,
+    /// evaluated at the current q.
+    const T* lagged_positions = nullptr;
+    /// Positions at the start of the step for strain rates in incremental-
+    /// potential form, ε̇ = (ε(q) − ε(q_n))/h (`set_incremental_rate`; full
+    /// Newton iterations after the first); null: ε̇ = ∇ε(q)·v.
+    const T* rate_start = nullptr;
 };
 
 /// The contribution of one element with K nodes of B DoFs each.

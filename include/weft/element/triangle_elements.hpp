@@ -131,7 +131,9 @@ WEFT_HD inline void evaluate_triangle_membrane(const T* q, const T* v, const Tri
 {
     const Vec<T, 9> ql = gather_nodes<T, 3>(q, tri.nodes);
     const Vec<T, 9> vl = gather_nodes<T, 3>(v, tri.nodes);
-    const GreenStrainEval<T> e = green_strain(tri.rest, ql, vl);
+    GreenStrainEval<T> e = green_strain(tri.rest, ql, vl);
+    if (newton.rate_start)
+        set_incremental_rate(e, green_strain(tri.rest, gather_nodes<T, 3>(newton.rate_start, tri.nodes), vl), h);
     Vec<T, 9> force = elastic_force(e, elastic);
     Mat<T, 9, 9> df_dq = clamped_elastic_force_jacobian(e, elastic);
     Mat<T, 9, 9> df_dv = Mat<T, 9, 9>::Zero();
@@ -161,7 +163,10 @@ WEFT_HD inline void evaluate_triangle_hinge(const T* q, const T* v, const HingeE
 {
     const Vec<T, 12> ql = gather_nodes<T, 4>(q, hinge.nodes);
     const Vec<T, 12> vl = gather_nodes<T, 4>(v, hinge.nodes);
-    const DihedralEval<T> e = dihedral_bending_strain(hinge.rest, ql, vl);
+    DihedralEval<T> e = dihedral_bending_strain(hinge.rest, ql, vl);
+    if (newton.rate_start)
+        set_incremental_rate(e, dihedral_bending_strain(hinge.rest, gather_nodes<T, 4>(newton.rate_start, hinge.nodes), vl),
+                             h);
     const QuadraticDensity<T, 1> elastic{mat.bending_stiffness};
     Vec<T, 12> force = elastic_force(e, elastic);
     const Vec<T, 12> g = e.gradient.col(0);
@@ -192,17 +197,9 @@ WEFT_HD inline void evaluate_triangle_node(const T* q, const T* v, T mass, int n
     Mat3<T> df_dq = Mat3<T>::Zero();
     Mat3<T> df_dv = Mat3<T>::Zero();
     energy = ElementEnergies<T>{T(0.5) * mass * xv.squaredNorm(), T(0), -mass * gravity.dot(x), T(0)};
-    for (int k = 0; k < collider_count; ++k) {
-        T phi;
-        Vec3<T> n;
-        colliders[k].distance(x, phi, n);
-        const LocalTerms<T, 3> c = collider_contact<T>(xv, phi, n, offset, colliders[k].stiffness,
-                                                       colliders[k].friction, T(1e-3));
-        force += c.force;
-        df_dq += c.df_dq;
-        df_dv += c.df_dv;
-        energy.elastic += c.energy;
-    }
+    const T* lagged = newton.lagged_positions ? newton.lagged_positions + triangle_node_dofs * node : nullptr;
+    add_collider_terms<T>(colliders, collider_count, x, xv, lagged, offset, T(1e-3), force, df_dq, df_dv,
+                          energy.elastic);
     scatter_nodes<T, 1>(out, nodes, (mass * Mat3<T>::Identity()).eval(), force, df_dq, df_dv, xv, h, newton);
 }
 

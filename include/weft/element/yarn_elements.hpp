@@ -68,7 +68,9 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     const int nodes[2] = {seg.node0, seg.node1};
     const Vec<T, 8> ql = gather_xs<T, 2>(q, nodes, seg.coordinate);
     const Vec<T, 8> vl = gather_xs<T, 2>(v, nodes, seg.coordinate);
-    const StretchEval<T> e = stretch_strain<T>(ql, vl);
+    StretchEval<T> e = stretch_strain<T>(ql, vl);
+    if (newton.rate_start)
+        set_incremental_rate(e, stretch_strain<T>(gather_xs<T, 2>(newton.rate_start, nodes, seg.coordinate), vl), h);
 
     const QuadraticDensity<T, 1> elastic{mat.stretch_stiffness};
     Vec<T, 8> force = elastic_force(e, elastic);
@@ -168,7 +170,10 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const int nodes[3] = {shear.node, shear.along_u, shear.along_v};
     const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, -1);
     const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, -1);
-    const auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing));
+    auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing));
+    if (newton.rate_start)
+        set_incremental_rate(e, shear_strain<T>(gather_xs<T, 3>(newton.rate_start, nodes, -1), vl, T(shear.rest_spacing)),
+                             h);
     const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
     Vec<T, 12> force = elastic_force(e, elastic);
     // Gauss–Newton: Ω ∇ε k ∇εᵀ, and ∂f_d/∂q omitted as for bending.
@@ -250,17 +255,13 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
     }
     const Vec3<T> x(qn[0], qn[1], qn[2]);
     const Vec3<T> xv(vn[0], vn[1], vn[2]);
-    for (int k = 0; k < collider_count; ++k) {
-        T phi;
-        Vec3<T> n;
-        colliders[k].distance(x, phi, n);
-        const LocalTerms<T, 3> c = collider_contact<T>(xv, phi, n, radius, colliders[k].stiffness,
-                                                       colliders[k].friction, T(1e-3));
-        force.template head<3>() += c.force;
-        df_dq.template block<3, 3>(0, 0) += c.df_dq;
-        df_dv.template block<3, 3>(0, 0) += c.df_dv;
-        energy.elastic += c.energy;
-    }
+    Vec3<T> fx = Vec3<T>::Zero();
+    Mat3<T> kx = Mat3<T>::Zero(), dx = Mat3<T>::Zero();
+    const T* lagged = newton.lagged_positions ? newton.lagged_positions + yarn_node_dofs * node : nullptr;
+    add_collider_terms<T>(colliders, collider_count, x, xv, lagged, radius, T(1e-3), fx, kx, dx, energy.elastic);
+    force.template head<3>() += fx;
+    df_dq.template block<3, 3>(0, 0) += kx;
+    df_dv.template block<3, 3>(0, 0) += dx;
     const T* wn = newton.stiffness_velocity ? newton.stiffness_velocity + yarn_node_dofs * node : vn;
     Vec<T, 5> wl;
     for (int k = 0; k < 5; ++k) wl(k) = wn[k];

@@ -28,6 +28,9 @@
 ///   min_time_step       number time_step / 1024 (10 halvings); 0 < min ≤ time_step
 ///   preconditioner      string "block-jacobi" | "yarn-lines" (banded solves along
 ///                              every warp and weft yarn, added)
+///   line_search_cuts    int    8      0..30; newton_iterations > 1 only: how often
+///                                     the line search may halve a Newton update
+///                                     before the attempt fails (then dt is halved)
 /// cloth*            array of cloth objects, at least one
 /// colliders         array of collider objects, default []
 /// output            object   nothing is written by default
@@ -161,6 +164,7 @@ struct SolverDescription {
     double eil_min_segment_factor = 0.25;  ///< "eil": {"min_segment_factor"}, see EilOptions
     bool eil_reset_arc_length = false;     ///< "eil": {"reset_arc_length"}: EilOptions::reset_on_eol
     double max_speed = 1000;          ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
+    int line_search_cuts = 8;         ///< full Newton: halvings of an update before the attempt fails
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -542,7 +546,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
 {
     const Object o(j, path);
     o.allow_only({"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step",
-                  "min_time_step", "preconditioner", "eil", "max_speed"});
+                  "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts"});
     SolverDescription s;
     auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
     s.newton_iterations = o.get_or("newton_iterations", at_least_one, s.newton_iterations);
@@ -560,6 +564,14 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         s.preconditioner);
     s.min_time_step = o.get_or("min_time_step", read_positive, time_step / 1024);
     s.max_speed = o.get_or("max_speed", read_positive, s.max_speed);
+    s.line_search_cuts = o.get_or(
+        "line_search_cuts",
+        [](const json& v, const std::string& p) {
+            const int cuts = read_integer(v, p, 0);
+            if (cuts > 30) fail(p, "must be <= 30, got " + std::to_string(cuts));
+            return cuts;
+        },
+        s.line_search_cuts);
     if (o.has("eil")) {
         const Object e(o.required("eil"), o.path("eil"));
         e.allow_only({"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor",
