@@ -154,3 +154,76 @@ TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", 
     CHECK(largest_turn < 0.01);
     CHECK((previous - Vec3(1, 0, 0)).norm() < 1e-12);
 }
+
+TEST_CASE("collider: lagged friction is minus the v-gradient of its potential, with its exact Jacobian",
+          "[element][collider][friction][fd]")
+{
+    // D(v) = μλ f₀(|P v|) with n and λ frozen: f = −∂D/∂v and ∂f/∂v by
+    // central differences, in the mollified region (|v_t| < ε), beyond it,
+    // and on both sides of ε; −∂f/∂v symmetric positive semi-definite.
+    weft_test::Random rng(11);
+    const double eps = 1e-3, limit = 0.7;
+    int checked = 0, below = 0, above = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+        const Vec3 n = rng.unit_vector();
+        const double scale = trial < 100 ? rng.uniform(0.01, 0.99) * eps : rng.uniform(1.01, 50) * eps;
+        const Vec3 w = rng.unit_vector();
+        Vec3 v = (w - n * n.dot(w)).normalized() * scale;  // |v_t| = scale
+        v += n * rng.uniform(-1, 1) * eps;                  // normal velocity does not matter
+        const auto t = weft::lagged_friction<double>(v, n, limit, eps);
+        const double u = (v - n * n.dot(v)).norm();
+        (u < eps ? below : above) += 1;
+        REQUIRE(t.force.norm() > 0);
+        const double d = 1e-7 * eps;
+        Vec3 grad, fd_col;
+        weft::Mat3<double> jac;
+        for (int k = 0; k < 3; ++k) {
+            Vec3 vp = v, vm = v;
+            vp(k) += d;
+            vm(k) -= d;
+            const auto p = weft::lagged_friction<double>(vp, n, limit, eps);
+            const auto m = weft::lagged_friction<double>(vm, n, limit, eps);
+            grad(k) = (p.energy - m.energy) / (2 * d);
+            jac.col(k) = (p.force - m.force) / (2 * d);
+        }
+        INFO("trial " << trial << ", |v_t|/eps " << u / eps);
+        CHECK((t.force + grad).norm() <= 1e-6 * limit);
+        CHECK((t.df_dv - jac).norm() <= 1e-5 * (t.df_dv.norm() + limit / eps));
+        CHECK((t.df_dv - t.df_dv.transpose()).norm() <= 1e-12 * t.df_dv.norm());
+        const Eigen::SelfAdjointEigenSolver<weft::Mat3<double>> eig(-t.df_dv);
+        CHECK(eig.eigenvalues().minCoeff() >= -1e-9 * t.df_dv.norm());
+        CHECK(t.force.norm() <= limit * (1 + 1e-12));  // never beyond the Coulomb limit
+        ++checked;
+    }
+    REQUIRE(checked == 200);
+    REQUIRE(below == 100);
+    REQUIRE(above == 100);
+    // Continuous at the slip velocity, zero at rest.
+    const Vec3 n(0, 0, 1);
+    const auto lo = weft::lagged_friction<double>(Vec3(eps * (1 - 1e-9), 0, 0), n, limit, eps);
+    const auto hi = weft::lagged_friction<double>(Vec3(eps * (1 + 1e-9), 0, 0), n, limit, eps);
+    CHECK((lo.force - hi.force).norm() <= 1e-6 * limit);
+    CHECK(lo.energy == Approx(hi.energy).epsilon(1e-6));
+    CHECK(weft::lagged_friction<double>(Vec3(0, 0, 0.3), n, limit, eps).force.norm() == 0.0);
+}
+
+TEST_CASE("collider: with lagged positions the friction uses the start-of-step normal force", "[element][collider][friction]")
+{
+    // A plane at z = 0, offset 1e-3: at the start the node is 0.5 mm deep; the
+    // iterate is 0.8 mm deep. The penalty follows the iterate, the friction
+    // limit the start (μ k · 0.5 mm), sliding fast along x.
+    weft::Collider<double> plane{1, Vec3::Zero(), Vec3(0, 0, 1), 0.0, 1e3, 0.4};
+    const double start[3] = {0, 0, 0.5e-3};
+    const Vec3 x(0.01, 0, 0.2e-3), v(2.0, 0, 0);
+    Vec3 force = Vec3::Zero();
+    weft::Mat3<double> k = weft::Mat3<double>::Zero(), d = weft::Mat3<double>::Zero();
+    double energy = 0;
+    weft::add_collider_terms<double>(&plane, 1, x, v, start, 1e-3, 1e-3, force, k, d, energy);
+    CHECK(force(2) == Approx(1e3 * 0.8e-3));
+    CHECK(force(0) == Approx(-0.4 * 1e3 * 0.5e-3));
+    CHECK(energy == Approx(0.5 * 1e3 * 0.8e-3 * 0.8e-3));
+    // Without lagged positions: the one-step scheme's law at the iterate.
+    force.setZero();
+    weft::add_collider_terms<double>(&plane, 1, x, v, nullptr, 1e-3, 1e-3, force, k, d, energy);
+    CHECK(force(0) == Approx(-0.4 * 1e3 * 0.8e-3));
+}

@@ -226,6 +226,22 @@ TEST_CASE("scene: optional keys that are given override the defaults", "[io][sce
     CHECK(s.output.formats == std::vector<std::string>{"vtp", "bcc", "obj"});
 }
 
+TEST_CASE("scene: solver.line_search_cuts is read, defaults to 8, and bad values are named", "[io][scene][newton]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.line_search_cuts == 8);
+    j["solver"] = json::parse(R"({"newton_iterations": 5, "line_search_cuts": 3})");
+    CHECK(weft::parse_scene(j).solver.line_search_cuts == 3);
+    j["solver"]["line_search_cuts"] = 0;  // the boundary is allowed
+    CHECK(weft::parse_scene(j).solver.line_search_cuts == 0);
+    j["solver"]["line_search_cuts"] = -1;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_cuts") && Catch::Contains("-1"));
+    j["solver"]["line_search_cuts"] = 31;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_cuts") && Catch::Contains("31"));
+    j["solver"]["line_search_cuts"] = 2.5;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_cuts"));
+}
+
 TEST_CASE("scene: EIL options and a rounded box are read and checked", "[io][scene][eil]")
 {
     json j = minimal();
