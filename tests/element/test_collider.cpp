@@ -103,7 +103,8 @@ TEST_CASE("collider: a node resting on the table top is pushed up", "[element][c
     CHECK(phi == Approx(-1e-4));
     CHECK((n - Vec3(0, 0, 1)).norm() == 0.0);
     const weft::LocalTerms<double, 3> t = weft::collider_contact<double>(Vec3::Zero(), phi, n, 2e-4, c.stiffness, 0.0, 1e-3);
-    CHECK(t.force(2) == Approx(c.stiffness * 3e-4));
+    // depth 3e-4 beyond the onset δ = 0.1 × 2e-4: k (d − δ/2)
+    CHECK(t.force(2) == Approx(c.stiffness * (3e-4 - 0.5 * 2e-5)));
     CHECK(t.force.head<2>().norm() == 0.0);
 }
 
@@ -217,13 +218,46 @@ TEST_CASE("collider: with lagged positions the friction uses the start-of-step n
     const Vec3 x(0.01, 0, 0.2e-3), v(2.0, 0, 0);
     Vec3 force = Vec3::Zero();
     weft::Mat3<double> k = weft::Mat3<double>::Zero(), d = weft::Mat3<double>::Zero();
-    double energy = 0;
-    weft::add_collider_terms<double>(&plane, 1, x, v, start, 1e-3, 1e-3, force, k, d, energy);
-    CHECK(force(2) == Approx(1e3 * 0.8e-3));
-    CHECK(force(0) == Approx(-0.4 * 1e3 * 0.5e-3));
-    CHECK(energy == Approx(0.5 * 1e3 * 0.8e-3 * 0.8e-3));
+    double energy = 0, dissipation = 0;
+    weft::add_collider_terms<double>(&plane, 1, x, v, start, 1e-3, 1e-3, force, k, d, energy, dissipation);
+    // Beyond the onset δ = 0.1 r = 1e-4: F_n = k (d − δ/2).
+    CHECK(force(2) == Approx(1e3 * 0.75e-3));
+    CHECK(force(0) == Approx(-0.4 * 1e3 * 0.45e-3));
+    CHECK(energy == Approx(0.5 * 1e3 * 0.7e-3 * 0.7e-3 + 0.5 * 1e3 * 1e-4 * 0.7e-3 + 1e3 * 1e-8 / 6));
+    // the friction potential μλ (u − ε/3) beyond the slip velocity
+    CHECK(dissipation == Approx(0.4 * 1e3 * 0.45e-3 * (2.0 - 1e-3 / 3)));
     // Without lagged positions: the one-step scheme's law at the iterate.
     force.setZero();
-    weft::add_collider_terms<double>(&plane, 1, x, v, nullptr, 1e-3, 1e-3, force, k, d, energy);
-    CHECK(force(0) == Approx(-0.4 * 1e3 * 0.8e-3));
+    weft::add_collider_terms<double>(&plane, 1, x, v, nullptr, 1e-3, 1e-3, force, k, d, energy, dissipation);
+    CHECK(force(0) == Approx(-0.4 * 1e3 * 0.75e-3));
+}
+
+TEST_CASE("collider: the penalty is C2 in the depth and its force is minus the gradient of its energy",
+          "[element][collider][fd]")
+{
+    // Against finite differences on both sides of the onset δ = 0.1 r and
+    // across it: F_n = −∂V/∂φ, stiffness = ∂F_n/∂d continuous (0 at d = 0).
+    const double r = 2e-3, k = 500, delta = 0.1 * r;
+    const Vec3 n(0, 0, 1), v = Vec3::Zero();
+    const auto at = [&](double depth) { return weft::collider_contact<double>(v, r - depth, n, r, k, 0.0, 1e-3); };
+    int checked = 0;
+    for (double depth : {0.01 * delta, 0.3 * delta, 0.99 * delta, 1.01 * delta, 2 * delta, 7 * delta}) {
+        const double d = 1e-6 * delta;
+        const double grad = (at(depth + d).energy - at(depth - d).energy) / (2 * d);
+        const double stiff = (at(depth + d).force(2) - at(depth - d).force(2)) / (2 * d);
+        INFO("depth / delta " << depth / delta);
+        REQUIRE(at(depth).force(2) > 0);
+        CHECK(at(depth).force(2) == Approx(grad).epsilon(1e-6));
+        CHECK(-at(depth).df_dq(2, 2) == Approx(stiff).epsilon(1e-5));
+        ++checked;
+    }
+    REQUIRE(checked == 6);
+    // Continuity at the onset and at contact.
+    CHECK(at(delta * (1 - 1e-12)).df_dq(2, 2) == Approx(at(delta * (1 + 1e-12)).df_dq(2, 2)));
+    CHECK(at(delta * (1 - 1e-12)).force(2) == Approx(at(delta * (1 + 1e-12)).force(2)));
+    CHECK(at(1e-12 * delta).df_dq(2, 2) == Approx(0).margin(1e-6 * k));
+    CHECK(at(-1e-6).force.norm() == 0.0);
+    // Deep in contact: the stiffness is k and the force k (d − δ/2).
+    CHECK(-at(5 * delta).df_dq(2, 2) == Approx(k));
+    CHECK(at(5 * delta).force(2) == Approx(k * 4.5 * delta));
 }

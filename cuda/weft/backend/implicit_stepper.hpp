@@ -28,14 +28,22 @@
 /// makes the damping Jacobian symmetric and exact. Every update v_k + α Δv
 /// is first capped by the model's feasibility bound α ≤
 /// `feasible_step_fraction` (no EoL segment inverts, no EIL interpolation
-/// weight leaves its bracket), then α is backtracked (halved, at most
-/// `line_search_cuts` times)
-/// until the merit ‖S b(v)‖ of the nonlinear residual b(v) = h f(q_n + h v, v)
-/// − M (v − v_n) decreases by the Armijo fraction 10⁻⁴ α. The trial point's
+/// weight leaves its bracket, no node enters a collider deeper than half its
+/// contact offset), then α is backtracked (halved, at most
+/// `line_search_cuts` times) until the incremental potential
+///   E(v) = ½ (v − v_n)ᵀ M (v − v_n) + V(q) + h Σ Ω Ψ_d(ε̇) + h Σ D_friction,
+/// q = q_n + h v, decreases by the Armijo fraction 10⁻⁴ α bᵀΔv. Its
+/// v-gradient is −b(v) where every force is a gradient (incremental strain
+/// rates, lagged friction: a convex friction potential that the residual
+/// norm does not follow through stick–slip transitions), so the Newton
+/// direction of the positive definite A descends it. Where that search fails
+/// or Δv does not descend E, a second search asks the norm ‖S b(v)‖ of the
+/// nonlinear residual b(v) = h f(q_n + h v, v) − M (v − v_n) to decrease
+/// instead (it covers the terms that are not exact gradients: the consistent
+/// yarn mass M(q), yarn bending's rate, Rayleigh damping). The trial point's
 /// evaluation is the next iteration's system, so a full step costs nothing
-/// extra. The merit is the residual rather than an incremental potential
-/// because strain-rate dissipation evaluated at the end-of-step state
-/// (good damping) is not the v-gradient of a potential. Collider friction
+/// extra. An update that would change E by less than round-off in its terms
+/// ends the iteration as converged. Collider friction
 /// is lagged at the step start in this mode (`NewtonInputs::lagged_positions`,
 /// `lagged_friction`), so the force is a gradient within the step and its
 /// Jacobian the true one. The one-step scheme (`newton_iterations` 1) takes
@@ -83,6 +91,7 @@
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
+#include <thrust/inner_product.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
@@ -96,6 +105,7 @@
 #include <weft/backend/pcg.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/error.hpp>
+#include <weft/element/collider.hpp>
 #include <weft/element/implicit_system.hpp>
 
 namespace weft {
@@ -238,6 +248,24 @@ struct NewtonUpdate {
     }
 };
 
+/// collider_step_fraction of node i of a model with B-DoF nodes (x first).
+template <typename T, int B>
+struct ColliderStepFraction {
+    const T* q;
+    const T* dv;
+    T h;
+    const Collider<T>* colliders;
+    int collider_count;
+    T offset;
+    WEFT_HD T operator()(Index i) const
+    {
+        const std::size_t a = static_cast<std::size_t>(B) * static_cast<std::size_t>(i);
+        const Vec3<T> x(q[a], q[a + 1], q[a + 2]);
+        const Vec3<T> dx(h * dv[a], h * dv[a + 1], h * dv[a + 2]);
+        return collider_step_fraction<T>(colliders, collider_count, x, dx, offset, T(0.5) * offset);
+    }
+};
+
 /// g · scale on free DoFs, 0 on prescribed ones.
 template <typename T>
 struct ScaledFiltered {
@@ -258,6 +286,17 @@ struct Magnitude {
 template <typename T>
 struct Maximum {
     WEFT_HD T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+
+/// (v − v_n)_i (h f_i − b_i): at a Newton iterate b = h f − M (v − v_n), so
+/// the sum is (v − v_n)ᵀ M (v − v_n) with M the assembled mass.
+template <typename T>
+struct MassProduct {
+    T h;
+    const T* mass_velocity;
+    const T* force;
+    const T* rhs;
+    WEFT_HD T operator()(std::size_t i) const { return mass_velocity[i] * (h * force[i] - rhs[i]); }
 };
 
 template <typename T>
@@ -393,6 +432,19 @@ protected:
     /// feasible for the model (e.g. no segment inverts); 1 by default.
     T feasible_step_fraction(T, const thrust::device_vector<T>&) { return T(1); }
     bool retry_attempt() { return false; }
+    /// The step bound of every node against the colliders (full Newton; see
+    /// collider_step_fraction): an update carries no node from outside a
+    /// collider's contact band deeper than half the contact offset into it.
+    T collider_step_bound(T h, const thrust::device_vector<T>& dv,
+                          const thrust::device_vector<Collider<T>>& colliders, T offset) const
+    {
+        if (colliders.empty()) return T(1);
+        return thrust::transform_reduce(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
+            stepper_detail::ColliderStepFraction<T, B>{raw(m_q), raw(dv), h, raw(colliders),
+                                                       static_cast<int>(colliders.size()), offset},
+            T(1), stepper_detail::Minimum<T>{});
+    }
     /// Positions at the start of the (sub)step being attempted.
     const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
 
@@ -555,6 +607,7 @@ private:
             assemble_vector(m_map, m_rhs_contributions, m_rhs);
             const T norm = filtered_norm(m_rhs);
             if (k == 0) initial_norm = norm;
+            const Merit<T> merit = newton ? incremental_potential(h) : Merit<T>{};
             if (!std::isfinite(static_cast<double>(norm))) {
                 report.message = "non-finite right-hand side at Newton iteration " + std::to_string(k);
                 report.assembly_seconds += seconds_since(t0);
@@ -601,9 +654,10 @@ private:
                 continue;
             }
             t0 = std::chrono::steady_clock::now();
-            const bool searched = line_search(h, k, norm, report);
+            const LineSearch searched = line_search(h, k, norm, merit, report);
             report.assembly_seconds += seconds_since(t0);
-            if (!searched) return false;
+            if (searched == LineSearch::failed) return false;
+            if (searched == LineSearch::round_off) break;  // converged as far as the arithmetic resolves
             evaluated = true;
         }
         m_energies_valid = false;
@@ -632,6 +686,32 @@ private:
         return true;
     }
 
+    /// The incremental potential E(v) of the current Newton iterate (see the
+    /// file comment), from the evaluated element energies and the assembled
+    /// b and f (assembles f).
+    template <typename U>
+    struct Merit {
+        U value = U(0);      ///< E(v)
+        U magnitude = U(0);  ///< the sum of its terms' magnitudes (what round-off scales with)
+    };
+    enum class LineSearch { moved, round_off, failed };
+
+    Merit<T> incremental_potential(T h)
+    {
+        assemble_vector(m_map, m_force_contributions, m_force);
+        const ElementEnergies<T> e =
+            thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
+                           ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
+        const T inertia = thrust::transform_reduce(
+            thrust::device, thrust::counting_iterator<std::size_t>(0),
+            thrust::counting_iterator<std::size_t>(m_q.size()),
+            stepper_detail::MassProduct<T>{h, raw(m_mass_velocity), raw(m_force), raw(m_rhs)}, T(0),
+            thrust::plus<T>{});
+        using std::abs;
+        return Merit<T>{T(0.5) * inertia + e.elastic + e.gravity + h * e.dissipation,
+                        T(0.5) * abs(inertia) + abs(e.elastic) + abs(e.gravity) + h * abs(e.dissipation)};
+    }
+
     /// Full Newton starts at the predictor v = v_n, q = q_n + h v_n (on the
     /// manifold q = q_n + h v, so every iterate has a residual to compare),
     /// with the free DoFs' v_n scaled down by the model's feasibility bound
@@ -647,34 +727,59 @@ private:
     }
 
     /// Full Newton's update of iteration k along m_dv (see the file comment):
-    /// the feasibility cap, then backtracking on ‖S b‖ from `norm`, the merit
-    /// at the current iterate. On success the iterate is moved and its
-    /// system evaluated (the next iteration's).
-    bool line_search(T h, int k, T norm, BackendStepReport& report)
+    /// the feasibility cap, then backtracking until ‖S b‖ (`norm` at the
+    /// current iterate) or E (`merit`) decreases. `moved`: the iterate moved
+    /// and its system is evaluated (the next iteration's). `round_off`: the
+    /// full update would change E by less than round-off in E's terms
+    /// (|bᵀ Δv| ≤ 100 ε_machine Σ|terms|): the iterate is converged as far as
+    /// the arithmetic resolves (e.g. a sheet at rest on a collider, where the
+    /// residual is the rounding of large cancelling forces, amplified by the
+    /// 1/h of the incremental strain rate), and stays where it is.
+    LineSearch line_search(T h, int k, T norm, const Merit<T>& merit, BackendStepReport& report)
     {
+        using std::abs;
+        // −∇E · Δv = bᵀ Δv (Δv is 0 on prescribed DoFs): > 0 for a descent direction.
+        const T slope = thrust::inner_product(thrust::device, m_rhs.begin(), m_rhs.end(), m_dv.begin(), T(0));
+        if (k > 0 && abs(slope) <= T(100) * std::numeric_limits<T>::epsilon() * merit.magnitude)
+            return LineSearch::round_off;
         T alpha = self().feasible_step_fraction(h, m_dv);
         if (!(alpha > T(0))) {
             report.message = "no feasible Newton update at iteration " + std::to_string(k) +
                              " (the model's feasibility bound is " + std::to_string(static_cast<double>(alpha)) + ")";
-            return false;
+            return LineSearch::failed;
         }
         if (alpha < T(1)) report.feasibility_limits += 1;
         m_v_base = m_v;
-        for (int cut = 0;; ++cut) {
-            apply_update(h, m_v_base, alpha);
-            evaluate(h, iterate_inputs());
-            assemble_vector(m_map, m_rhs_contributions, m_rhs);
-            const T trial = filtered_norm(m_rhs);
-            if (std::isfinite(static_cast<double>(trial)) && trial <= (T(1) - T(1e-4) * alpha) * norm) return true;
-            if (cut >= m_options.line_search_cuts) {
-                report.message = "Newton line search found no decrease of the residual at iteration " +
-                                 std::to_string(k) + " after " + std::to_string(cut) + " cuts (step fraction " +
-                                 std::to_string(static_cast<double>(alpha)) + ")";
-                return false;
+        // The incremental potential first, where Δv descends it; the residual
+        // norm only if that finds no decrease (or Δv does not descend E: the
+        // terms that are not exact gradients). Either merit alone, never
+        // both at once: accepting whichever decreases lets the two undo each
+        // other's steps (a 2-cycle between a stuck and a slipping state was
+        // seen at the stick transition of friction).
+        const T first_alpha = alpha;
+        const int passes = slope > T(0) ? 2 : 1;
+        for (int pass = 0; pass < passes; ++pass) {
+            const bool by_energy = passes == 2 && pass == 0;
+            alpha = first_alpha;
+            for (int cut = 0;; ++cut) {
+                apply_update(h, m_v_base, alpha);
+                evaluate(h, iterate_inputs());
+                assemble_vector(m_map, m_rhs_contributions, m_rhs);
+                const T trial = filtered_norm(m_rhs);
+                if (std::isfinite(static_cast<double>(trial))) {
+                    if (by_energy ? incremental_potential(h).value <= merit.value - T(1e-4) * alpha * slope
+                                  : trial <= (T(1) - T(1e-4) * alpha) * norm)
+                        return LineSearch::moved;
+                }
+                if (cut >= m_options.line_search_cuts) break;
+                alpha *= T(0.5);
+                report.line_search_cuts += 1;
             }
-            alpha *= T(0.5);
-            report.line_search_cuts += 1;
         }
+        report.message = "Newton line search found no decrease of the incremental potential or the residual at "
+                         "iteration " + std::to_string(k) + " (step fraction down to " +
+                         std::to_string(static_cast<double>(alpha)) + ")";
+        return LineSearch::failed;
     }
 
     /// A Δv = b from Δv = 0 (later Newton iterations).

@@ -168,6 +168,13 @@ private:
                                                            3 * triangles + 4 * hinges, triangles + hinges});
     }
 
+    /// Full Newton: no node enters a collider deeper than half the contact
+    /// offset in one update (ImplicitStepper::collider_step_bound).
+    T feasible_step_fraction(T h, const thrust::device_vector<T>& dv)
+    {
+        return this->collider_step_bound(h, dv, m_colliders, m_material.contact_offset);
+    }
+
     TriangleMaterial<T> m_material;
     Vec3<T> m_gravity;
     thrust::device_vector<T> m_mass;

@@ -707,7 +707,7 @@ private:
         if (m_pair_count > 0)
             alpha = lowest(alpha, thrust::transform_reduce(thrust::device, m_pairs.begin(), m_pairs.end(), bound,
                                                            T(1), lowest));
-        return alpha;
+        return lowest(alpha, this->collider_step_bound(h, dv, m_colliders, m_radius));
     }
 
     /// Redo a rejected attempt at the same size when collapsed segments

@@ -62,11 +62,22 @@ struct Collider {
     }
 };
 
+/// Onset width of the penalty: the contact stiffness grows smoothly from 0
+/// to k over the first `collider_onset_fraction` × r of depth.
+constexpr double collider_onset_fraction = 0.1;
+
 /// Penalty contact of a point with a collider given by its signed distance
-/// φ(x) and outward unit normal n (sphere or plane): V = ½ k (r − φ)² while
-/// φ < r (r = the contact offset: yarn radius, or cloth half-thickness), plus regularized Coulomb
-/// friction f_t = −μ F_n v_t / max(|v_t|, ε_v) (a stiff viscous law below ε_v,
-/// the Coulomb limit above it). DoFs: x (3).
+/// φ(x) and outward unit normal n (sphere or plane): a C² penalty of the
+/// depth d = r − φ (r = the contact offset: yarn radius, or cloth
+/// half-thickness), V = k d³/(6δ) for 0 < d < δ and
+/// ½ k (d − δ)² + ½ k δ (d − δ) + k δ²/6 beyond (δ = 0.1 r; the plain
+/// ½ k d² when r = 0), plus regularized Coulomb friction
+/// f_t = −μ F_n v_t / max(|v_t|, ε_v) (a stiff viscous law below ε_v, the
+/// Coulomb limit above it). The smooth onset matters to Newton: a light node
+/// resting on a stiff collider sits at a depth F/k (0.06 nm for a yarn
+/// crossing of a few µg against k = 1000 N/m), where the plain penalty's
+/// stiffness jumps between 0 and k, so the Jacobian is discontinuous at the
+/// solution and Newton stalls at a linear rate. DoFs: x (3).
 template <typename T>
 WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_distance, const Vec3<T>& normal,
                                                  T offset, T stiffness, T friction_coefficient, T slip_velocity)
@@ -75,13 +86,24 @@ WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_dist
     LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
     const T depth = offset - signed_distance;
     if (depth <= T(0)) return t;
-    t.energy = T(0.5) * stiffness * depth * depth;
-    const T normal_force = stiffness * depth;
+    const T onset = T(collider_onset_fraction) * offset;
+    T normal_force, contact_stiffness;
+    if (depth < onset) {
+        t.energy = stiffness * depth * depth * depth / (T(6) * onset);
+        normal_force = stiffness * depth * depth / (T(2) * onset);
+        contact_stiffness = stiffness * depth / onset;
+    } else {
+        const T beyond = depth - onset;
+        t.energy = T(0.5) * stiffness * beyond * beyond + T(0.5) * stiffness * onset * beyond +
+                   stiffness * onset * onset / T(6);
+        normal_force = stiffness * (depth - T(0.5) * onset);
+        contact_stiffness = stiffness;
+    }
     t.force = normal_force * normal;
-    // ∂(k·depth·n)/∂x = −k n nᵀ + k·depth·∇n. The curvature part k·depth·∇n is
+    // ∂(F_n(d) n)/∂x = −F_n′ n nᵀ + F_n ∇n. The curvature part F_n ∇n is
     // dropped: for a convex collider ∇n ⪰ 0 makes it destabilizing (indefinite
     // −∂f/∂x), and it vanishes for planes. ∂f_friction/∂x is dropped too.
-    t.df_dq = -stiffness * normal * normal.transpose();
+    t.df_dq = -contact_stiffness * normal * normal.transpose();
     if (friction_coefficient > T(0)) {
         const Mat3<T> tangent_projector = Mat3<T>::Identity() - normal * normal.transpose();
         const Vec3<T> vt = tangent_projector * v;
@@ -151,17 +173,45 @@ WEFT_HD inline LocalTerms<T, 3> lagged_friction(const Vec3<T>& v, const Vec3<T>&
     return t;
 }
 
+/// Full Newton's step bound for one node (a trust region on contact onset):
+/// the largest α ≤ 1 for which the update x + α dx carries the node, where it
+/// is outside the contact band of a collider (depth r − φ ≤ 0), at most
+/// `cap` deep into it, with the depth linearized along the normal at x. The
+/// penalty's stiffness is absent from the Newton matrix until a node is in
+/// contact, and a light node that is barely outside (a yarn crossing of a few
+/// µg, with no transverse stiffness in a flat patch) would otherwise be sent
+/// through the collider by a small residual in one update.
+template <typename T>
+WEFT_HD inline T collider_step_fraction(const Collider<T>* colliders, int collider_count, const Vec3<T>& x,
+                                        const Vec3<T>& dx, T offset, T cap)
+{
+    T alpha = T(1);
+    for (int k = 0; k < collider_count; ++k) {
+        T phi;
+        Vec3<T> n;
+        colliders[k].distance(x, phi, n);
+        const T depth = offset - phi;
+        const T deepening = -n.dot(dx);
+        if (depth > T(0) || !(deepening > T(0)) || depth + deepening <= cap) continue;
+        const T reach = (cap - depth) / deepening;
+        alpha = reach < alpha ? reach : alpha;
+    }
+    return alpha;
+}
+
 /// Every collider's contact on one node at position x, velocity ẋ, added to
 /// a node's force and Jacobians (shared by the yarn and triangle node
 /// kernels). `lagged_x` null: `collider_contact` (the one-step scheme's
 /// regularized friction, normal and normal force at x). Otherwise the
 /// penalty at x plus `lagged_friction` with λ and n taken at `lagged_x`
-/// (the node at the start of the step). The friction potential is not an
-/// energy of the state and is left out of `elastic`.
+/// (the node at the start of the step). The friction potential D goes to
+/// `dissipation` (a dissipation potential, not an energy of the state; the
+/// Newton merit adds h D, see implicit_stepper.hpp).
 template <typename T>
 WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collider_count, const Vec3<T>& x,
                                        const Vec3<T>& xv, const T* lagged_x, T offset, T slip_velocity,
-                                       Vec3<T>& force, Mat3<T>& df_dq, Mat3<T>& df_dv, T& elastic)
+                                       Vec3<T>& force, Mat3<T>& df_dq, Mat3<T>& df_dv, T& elastic,
+                                       T& dissipation)
 {
     for (int k = 0; k < collider_count; ++k) {
         const Collider<T>& c = colliders[k];
@@ -179,11 +229,14 @@ WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collide
             T phi0;
             Vec3<T> n0;
             c.distance(x0, phi0, n0);
-            const T depth0 = offset - phi0;
-            if (depth0 > T(0)) {
-                const LocalTerms<T, 3> f = lagged_friction<T>(xv, n0, c.friction * c.stiffness * depth0, slip_velocity);
+            // λ: the penalty's normal force at the start of the step.
+            const T lambda = collider_contact<T>(Vec3<T>::Zero(), phi0, n0, offset, c.stiffness, T(0), slip_velocity)
+                                 .force.dot(n0);
+            if (lambda > T(0)) {
+                const LocalTerms<T, 3> f = lagged_friction<T>(xv, n0, c.friction * lambda, slip_velocity);
                 force += f.force;
                 df_dv += f.df_dv;
+                dissipation += f.energy;
             }
         }
     }
