@@ -224,10 +224,9 @@ struct FilteredSquare {
     }
 };
 
-/// v_k += Δv; q_k = q_n + h v_k; w = (q_n + h v_k − q_k)/h = 0 after the
+/// v_k = v_base + α Δv (v_base may be v itself; α < 1: a line-search trial
+/// point); q_k = q_n + h v_k, so w = (q_n + h v_k − q_k)/h = 0 after the
 /// update; v_k − v_n for the mass term.
-/// With a step fraction α and a base iterate v_base (may be v itself):
-/// v_k = v_base + α Δv (the line search's trial point).
 template <typename T>
 struct NewtonUpdate {
     T h;

@@ -185,6 +185,12 @@ struct NodeKernel {
     }
 };
 
+/// Index of DoF `component` of `node` in q, v.
+WEFT_HD inline std::size_t dof_index(int node, int component)
+{
+    return B * static_cast<std::size_t>(node) + static_cast<std::size_t>(component);
+}
+
 /// 1 for an EoL segment collapsed during the step: its arc-length span
 /// shrank to ≤ factor × min(floor, span at the start), or changed sign.
 template <typename T>
@@ -195,8 +201,8 @@ struct CollapsedSegment {
     T factor;
     WEFT_HD int operator()(const YarnSegment& s) const
     {
-        const std::size_t a = B * static_cast<std::size_t>(s.node0) + static_cast<std::size_t>(s.coordinate);
-        const std::size_t b = B * static_cast<std::size_t>(s.node1) + static_cast<std::size_t>(s.coordinate);
+        const std::size_t a = dof_index(s.node0, s.coordinate);
+        const std::size_t b = dof_index(s.node1, s.coordinate);
         const T start = q_start[b] - q_start[a];
         if (start == T(0)) return 0;
         const T span = start > T(0) ? start : -start;
@@ -219,8 +225,8 @@ struct FeasibleFraction {
     T keep;
     WEFT_HD T difference(int from, int to, int coordinate) const
     {
-        const std::size_t a = B * static_cast<std::size_t>(from) + static_cast<std::size_t>(coordinate);
-        const std::size_t b = B * static_cast<std::size_t>(to) + static_cast<std::size_t>(coordinate);
+        const std::size_t a = dof_index(from, coordinate);
+        const std::size_t b = dof_index(to, coordinate);
         return stepper_detail::sign_keeping_fraction<T>(q[b] - q[a], h * (dv[b] - dv[a]), keep);
     }
     WEFT_HD T bracket(int before, int node, int after, int coordinate) const
