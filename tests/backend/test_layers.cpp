@@ -186,6 +186,130 @@ TEST_CASE("layers: the stacked model is consistent and every segment is at rest 
     CHECK(lifted.model.q[5 * lifted.contacts.front().node + 2] == Approx(2.5e-4));
 }
 
+TEST_CASE("layers: a rotated layer gets its contacts where its yarns cross the other coordinate's below",
+          "[backend][layers][model][rotation]")
+{
+    // A 7 × 7 top patch rotated by 30° (and off-centre, so that no crossing
+    // falls on a node) on a 14 × 14 bottom patch. Expected contacts, counted
+    // independently: every (top warp, bottom weft) and (top weft, bottom
+    // warp) pair of straight yarns whose lines intersect inside both yarns.
+    WovenPatch bottom;
+    bottom.nx = bottom.ny = 14;
+    WovenPatch top = bottom;
+    top.nx = top.ny = 7;
+    top.rotation = 30;
+    top.center = {0.13e-3, -0.07e-3, 0};
+    YarnModel<double> m;
+    m.material = weft_test::example_material(bottom);
+    const int b = weft::add_woven_patch(m, bottom);
+    const int bottom_yarns = static_cast<int>(m.yarns.size());
+    const int tf = weft::add_woven_patch(m, top);
+    const std::vector<std::vector<int>> lists = m.yarns;  // straight yarns before any contact
+    // The top patch is the bottom's grid turned by 30° about its centre.
+    Vec3 along_u, along_v;
+    weft::patch_axes(top, along_u, along_v);
+    CHECK(along_u(0) == Approx(std::cos(M_PI / 6)));
+    CHECK(along_u(1) == Approx(std::sin(M_PI / 6)));
+    const Vec3 d01 = m.position(tf + 1) - m.position(tf);
+    CHECK((d01 - 1e-3 * along_u).norm() < 1e-15);
+    const Vec3 d07 = m.position(tf + 7) - m.position(tf);
+    CHECK((d07 - 1e-3 * along_v).norm() < 1e-15);
+
+    int expected = 0;
+    std::vector<Vec3> crossings;
+    for (std::size_t ty = static_cast<std::size_t>(bottom_yarns); ty < lists.size(); ++ty)
+        for (std::size_t by = 0; by < static_cast<std::size_t>(bottom_yarns); ++by) {
+            if (m.yarn_coordinate[ty] == m.yarn_coordinate[by]) continue;
+            const Vec3 p0 = m.position(lists[ty].front()), p1 = m.position(lists[ty].back());
+            const Vec3 q0 = m.position(lists[by].front()), q1 = m.position(lists[by].back());
+            // 2D intersection p0 + a (p1 − p0) = q0 + c (q1 − q0) (all z = 0)
+            const Vec3 dp = p1 - p0, dq = q1 - q0, r = q0 - p0;
+            const double det = dp(0) * (-dq(1)) - dp(1) * (-dq(0));
+            const double a = (r(0) * (-dq(1)) - r(1) * (-dq(0))) / det;
+            const double c = (dp(0) * r(1) - dp(1) * r(0)) / det;
+            if (a > 0 && a < 1 && c > 0 && c < 1) {
+                ++expected;
+                crossings.push_back(p0 + a * dp);
+            }
+        }
+    const std::vector<LayerContact> contacts = weft::add_contact_layer<double>(m, tf, top, b, bottom, 2.5e-4);
+    REQUIRE(expected > 40);
+    REQUIRE(contacts.size() == static_cast<std::size_t>(expected));
+    int checks = 0;
+    for (const LayerContact& c : contacts) {
+        const Vec3 x = m.position(c.node);
+        // the contact is one of the independently found crossings
+        double nearest = 1;
+        for (const Vec3& k : crossings) nearest = std::min(nearest, (k - x).norm());
+        CHECK(nearest < 1e-15);
+        // its arc lengths are the distances along both straight yarns from their first node (arc length 0)
+        const auto arc_on = [&](int yarn) {
+            const std::vector<int>& list = lists[static_cast<std::size_t>(yarn)];
+            const Vec3 s0 = m.position(list.front()), s1 = m.position(list.back());
+            return (x - s0).dot((s1 - s0).normalized());
+        };
+        const int tc = c.top_coordinate, bc = 7 - c.top_coordinate;
+        CHECK(m.q[5 * static_cast<std::size_t>(c.node) + tc] == Approx(arc_on(c.top_yarn)).margin(1e-15));
+        CHECK(m.q[5 * static_cast<std::size_t>(c.node) + bc] == Approx(arc_on(c.bottom_yarn)).margin(1e-15));
+        CHECK(m.yarn_coordinate[static_cast<std::size_t>(c.top_yarn)] == tc);
+        CHECK(m.yarn_coordinate[static_cast<std::size_t>(c.bottom_yarn)] == bc);
+        ++checks;
+    }
+    REQUIRE(checks == expected);
+    CHECK(check_consistent(m) > 0);
+    // Rotated by 90°, every top warp runs along the bottom wefts: no contact.
+    YarnModel<double> turned;
+    turned.material = m.material;
+    top.rotation = 90;
+    const int b90 = weft::add_woven_patch(turned, bottom);
+    const int t90 = weft::add_woven_patch(turned, top);
+    CHECK(weft::add_contact_layer<double>(turned, t90, top, b90, bottom, 2.5e-4).empty());
+    // A rotation that is not a finite number is rejected, naming the field.
+    top.rotation = std::nan("");
+    CHECK_THROWS_WITH(weft::add_woven_patch(turned, top), Catch::Contains("rotation"));
+}
+
+TEST_CASE("layers: three stacked layers, the third a quarter spacing off the second", "[backend][layers][model]")
+{
+    // Layer 1 half a spacing off layer 0 (stacked_patch); layer 2 half a
+    // spacing off layer 1 would put its contacts on the arc lengths of layer
+    // 1's contacts with layer 0 (rejected); a quarter spacing works.
+    WovenPatch p0;
+    p0.nx = p0.ny = 10;
+    const WovenPatch p1 = weft::stacked_patch(p0, 9, 9);
+    YarnModel<double> m;
+    m.material = weft_test::example_material(p0);
+    const int f0 = weft::add_woven_patch(m, p0);
+    const int f1 = weft::add_woven_patch(m, p1);
+    const std::size_t c01 = weft::add_contact_layer<double>(m, f1, p1, f0, p0, 2.5e-4).size();
+    CHECK(c01 == 2u * 9u * 8u);  // each of 9 + 9 top yarns crosses 8 yarns below inside its span
+    YarnModel<double> half = m;
+    const WovenPatch p2_half = weft::stacked_patch(p1, 8, 8);
+    const int f2h = weft::add_woven_patch(half, p2_half);
+    CHECK_THROWS_WITH(weft::add_contact_layer<double>(half, f2h, p2_half, f1, p1, 2.5e-4),
+                      Catch::Contains("existing node"));
+    WovenPatch p2 = p1;
+    p2.nx = p2.ny = 8;
+    p2.center = {p1.center[0] + 0.25e-3, p1.center[1] + 0.25e-3, 0};
+    const int f2 = weft::add_woven_patch(m, p2);
+    const std::vector<LayerContact> c12 = weft::add_contact_layer<double>(m, f2, p2, f1, p1, 2.5e-4);
+    // a quarter off, layer 2 spans (−3.25, 3.75) mm: each of its 8 + 8 yarns crosses 7 of layer 1
+    CHECK(c12.size() == 2u * 8u * 7u);
+    CHECK(check_consistent(m) > 0);
+    // the middle layer's yarns carry the contacts of both neighbours
+    int middle_yarns_with_both = 0;
+    for (std::size_t y = 0; y < m.yarns.size(); ++y) {
+        bool below = false, above = false;
+        for (int n : m.yarns[y]) {
+            below = below || (n >= f2 - static_cast<int>(c01) && n < f2);  // a contact with layer 0
+            above = above || n >= f2 + 64;  // a contact with layer 2
+        }
+        const bool middle = std::any_of(m.yarns[y].begin(), m.yarns[y].end(), [&](int n) { return n >= f1 && n < f1 + 81; });
+        if (middle && below && above) ++middle_yarns_with_both;
+    }
+    CHECK(middle_yarns_with_both == 14);  // the 7 + 7 yarns of layer 1 inside layer 2's span
+}
+
 TEST_CASE("layers: a stack with no gravity stays at rest, with EIL on and off", "[backend][layers][rest]")
 {
     Stack s = make_stack(8, 5);

@@ -164,7 +164,7 @@ TEST_CASE("weft-run: a scene runs and writes the CSV and frames", "[examples][we
     double kinetic_peak = 0;
     for (std::size_t r = 1; r < csv.size(); ++r) {
         const std::vector<double> row = fields(csv[r]);
-        REQUIRE(row.size() == 9);
+        REQUIRE(row.size() == 10);  // the 9 columns and eil_nodes (EIL is on by default for yarns)
         for (double x : row) REQUIRE(std::isfinite(x));
         CHECK(row[0] > previous_time);
         CHECK(row[3] >= 1);  // PCG iterations of that step
@@ -418,6 +418,45 @@ TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL n
     CHECK_THAT(without.summary.error, Catch::Contains("inverted"));
 }
 
+TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL nodes; EoL-only it fails",
+          "[examples][weft-run][eil]")
+{
+    // With friction 0 the yarns of the hanging patch slide freely at every
+    // crossing. EIL is the default of yarn scenes: the run ends (measured:
+    // 1,000 steps, up to 83 EIL pairs, 3 crossings that slide off a yarn's
+    // end detached). EoL-only, a segment inverts within the first 0.06 s.
+    const fs::path dir = fresh_dir("hang_frictionless");
+    std::string scene = text_of(source_root() / "examples" / "scenes" / "hang.json");
+    const std::string mu = "\"coefficient\": 0.3";
+    REQUIRE(scene.find(mu) != std::string::npos);
+    scene.replace(scene.find(mu), mu.size(), "\"coefficient\": 0");
+    const RunOutput with = run_quietly(write_scene(dir, scene), dir, 1.0);
+    INFO(with.log << with.summary.error);
+    REQUIRE(with.summary.ok);
+    CHECK(with.summary.steps == 1000);
+    CHECK(with.summary.peak_eil_nodes >= 10);
+    const std::vector<std::string> csv = lines_of(dir / "hang.csv");
+    REQUIRE(csv.size() == 1001);
+    REQUIRE(csv[0].substr(csv[0].size() - 10) == ",eil_nodes");
+    double peak_kinetic = 0;
+    for (std::size_t k = 1; k < csv.size(); ++k) {
+        const std::vector<double> row = fields(csv[k]);
+        for (double x : row) REQUIRE(std::isfinite(x));
+        peak_kinetic = std::max(peak_kinetic, row.at(1));
+    }
+    // 400 nodes, 0.4 g of yarn falling at most a few cm: far below 1e-4 J
+    CHECK(peak_kinetic < 1e-4);
+
+    std::string eol = scene;
+    const std::string duration = "\"duration\": 1.0,";
+    REQUIRE(eol.find(duration) != std::string::npos);
+    eol.replace(eol.find(duration), duration.size(), duration + " \"solver\": {\"eil\": {\"enabled\": false}},");
+    const RunOutput without = run_quietly(write_scene(dir, eol), dir, 0.2);
+    INFO(without.log);
+    CHECK_FALSE(without.summary.ok);
+    CHECK(without.summary.steps < 100);
+}
+
 TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][weft-run][layers]")
 {
     const fs::path dir = fresh_dir("layers_bad");
@@ -429,7 +468,21 @@ TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][wef
         return run_error_of(write_scene(dir, scene), dir, 0.001);
     };
     using Catch::Contains;
-    CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 1"), Contains("cloth[1].on_top_of: must name an earlier woven"));
+    CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 1"),
+               Contains("cloth[1].on_top_of: must name an earlier woven cloth entry (0..0), got 1"));  // itself
+    CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 2"),
+               Contains("cloth[1].on_top_of: must name an earlier woven cloth entry (0..0), got 2"));  // later
+    // a cycle: the first entry on the second, which is on the first
+    CHECK_THAT(error("\"center\": [-0.0255, 0, 0.00025], \"plane\": \"xy\",",
+                     "\"center\": [-0.0255, 0, 0.00025], \"plane\": \"xy\", \"on_top_of\": 1,"),
+               Contains("cloth[0].on_top_of: must name an earlier woven cloth entry (none precedes cloth[0]), got 1"));
+    // a layer beside the one below, overlapping it nowhere
+    CHECK_THAT(error("\"center\": [-0.0045, 0, 0.00025]", "\"center\": [0.06, 0, 0.00025]"),
+               Contains("cloth[1].on_top_of: no yarn of this layer crosses a yarn of cloth[0]"));
+    CHECK_THAT(error("\"on_top_of\": 0", "\"rotation\": 1e999, \"on_top_of\": 0"),
+               Contains("cloth[1].rotation: must be a finite number"));
+    CHECK_THAT(error("\"on_top_of\": 0", "\"rotation\": \"30\", \"on_top_of\": 0"),
+               Contains("cloth[1].rotation: expected a number"));
     CHECK_THAT(error("\"size\": [0.08, 0.1, 0.02]", "\"size\": [0.08, 0.1]"), Contains("colliders[0].size"));
     CHECK_THAT(error("\"size\": [0.08, 0.1, 0.02]", "\"size\": [0.08, 0.1, 0]"), Contains("colliders[0].size[2]"));
     CHECK_THAT(error("\"rounding\": 0.002", "\"rounding\": 0.01"),

@@ -678,7 +678,11 @@ TEST_CASE("scene: EIL solver options, sliding-rods and triangle entries", "[io][
     CHECK(s.solver.eil);
     CHECK(s.solver.eil_safety_factor == 0.2);
     CHECK(s.solver.eil_contact_factor == 500);
-    CHECK_FALSE(weft::parse_scene(minimal()).solver.eil);
+    // EIL is the default of every yarn scene, off where the scene says so
+    CHECK(weft::parse_scene(minimal()).solver.eil);
+    json off = minimal();
+    off["solver"] = json::parse(R"({"eil": {"enabled": false}})");
+    CHECK_FALSE(weft::parse_scene(off).solver.eil);
     j["solver"]["eil"]["safety_factor"] = 1.5;
     CHECK_THAT(error_of(j), Contains("solver.eil.safety_factor: must be < 1"));
     j["solver"] = json::parse(R"({"eil": {"enable": true}})");
@@ -690,6 +694,7 @@ TEST_CASE("scene: EIL solver options, sliding-rods and triangle entries", "[io][
     CHECK(r.cloth[0].type == "sliding-rods");
     CHECK(r.cloth[0].rods.speed_c == -0.006);
     CHECK(r.cloth[0].stiffness.stretch == 500);
+    CHECK(r.solver.eil);
     rods["cloth"][0]["speed_b"] = -0.01;
     CHECK_THAT(error_of(rods), Contains("cloth[0].speed_b: must exceed speed_c"));
 
@@ -698,6 +703,7 @@ TEST_CASE("scene: EIL solver options, sliding-rods and triangle entries", "[io][
         "material": {"model": "stvk", "lambda": 1e5, "mu": 2e5, "thickness": 0.001, "density": 300},
         "damping": {"model": "rayleigh-analogy", "beta": 0.1}, "pins": ["corners", 5]}])");
     const weft::SceneDescription t = weft::parse_scene(tri);
+    CHECK_FALSE(t.solver.eil);  // EIL nodes are a yarn discretization
     const weft::TriangleClothDescription& d = t.cloth[0].triangle;
     CHECK(d.resolution[0] == 4);
     CHECK(d.size[1] == 0.5);

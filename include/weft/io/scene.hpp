@@ -159,7 +159,7 @@ struct SolverDescription {
     bool eil = false;               ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}
     double eil_safety_factor = 0.1;   ///< safety distance / rest segment length
     double eil_contact_factor = 1000; ///< contact spring k / (k_s / rest segment length)
-    bool eil_given = false;           ///< "eil" was in the scene (else layers switch it on)
+    bool eil_given = false;           ///< "eil" was in the scene (else on for every yarn scene)
     bool eil_lookahead = true;        ///< "eil": {"lookahead"}, see EilOptions::lookahead
     double eil_min_segment_factor = 0.25;  ///< "eil": {"min_segment_factor"}, see EilOptions
     bool eil_reset_arc_length = false;     ///< "eil": {"reset_arc_length"}: EilOptions::reset_on_eol
@@ -243,6 +243,7 @@ struct ClothDescription {
     NodeSelection pins;
     std::vector<MovingPins> moving_pins;
     InitialVelocityDescription initial_velocity;
+    double rotation = 0;             ///< woven: in-plane rotation (degrees) about the plane normal through center
     int on_top_of = -1;              ///< woven: index of the cloth entry this one rests on (-1: none)
     double layer_friction = 0.3;     ///< woven with on_top_of: μ between this layer and the one below
     /// woven with on_top_of: keep parallel-yarn contact on the segments of this
@@ -675,7 +676,8 @@ inline const std::vector<std::string>& woven_keys()
     static const std::vector<std::string> keys{"type",     "pattern", "yarns", "spacing",     "radius",
                                                "density",  "center",  "plane", "stiffness",   "damping",
                                                "friction", "contact", "pins",  "moving_pins", "initial_velocity",
-                                               "on_top_of", "layer_friction", "layer_parallel_contact"};
+                                               "on_top_of", "layer_friction", "layer_parallel_contact",
+                                               "rotation"};
     return keys;
 }
 
@@ -711,6 +713,7 @@ inline ClothDescription parse_woven(const Object& o)
             return read_choice(v, p, {"xy", "xz"}, "plane");
         },
         std::string("xy"));
+    c.rotation = o.get_or("rotation", read_number, c.rotation);
     c.stiffness = o.get("stiffness", parse_stiffness);
     if (o.has("damping")) c.damping = parse_damping(o.required("damping"), o.path("damping"), c.stiffness);
 
@@ -1131,10 +1134,9 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
         const int below = s.cloth.back().on_top_of;
         if (below >= 0 && (below >= static_cast<int>(k) || s.cloth[static_cast<std::size_t>(below)].type != "woven"))
             fail(element_path("cloth", k) + ".on_top_of",
-                 "must name an earlier woven cloth entry (0.." + std::to_string(static_cast<int>(k) - 1) + "), got " +
+                 "must name an earlier woven cloth entry (" +
+                     (k == 0 ? std::string("none precedes cloth[0]") : "0.." + std::to_string(k - 1)) + "), got " +
                      std::to_string(below));
-        // contacts slide past crossings: EIL nodes (thesis Sec. 4.3) unless the scene says otherwise
-        if (below >= 0 && !s.solver.eil_given) s.solver.eil = true;
         const ClothDescription& c = s.cloth.back();
         if (c.type == "woven" || c.type == "sliding-rods") {
             stiffest_segment = std::max(stiffest_segment, c.stiffness.stretch / c.spacing);
@@ -1144,6 +1146,11 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
         }
     }
 
+    // Yarns slide at every crossing: EIL nodes (thesis Sec. 4.3) keep them
+    // robust, for every yarn scene unless the scene says otherwise. A step
+    // with no node near its neighbour costs the same with EIL on (no EIL node,
+    // same system; measured in benchmarks/RESULTS.md).
+    if (!s.solver.eil_given) s.solver.eil = s.cloth.front().type == "woven" || s.cloth.front().type == "sliding-rods";
     if (o.has("colliders")) {
         const json& colliders = o.required("colliders");
         if (!colliders.is_array())

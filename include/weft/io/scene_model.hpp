@@ -173,6 +173,7 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         p.center = c.center;
         p.plane = c.plane == "xz" ? ClothPlane::xz : ClothPlane::xy;
         p.pattern = c.pattern == "twill" ? WeavePattern::twill : WeavePattern::plain;
+        p.rotation = c.rotation;
         const int first = add_woven_patch(out.model, p);
         const int count = p.nx * p.ny;
         const auto& iv = c.initial_velocity;

@@ -14,8 +14,19 @@
 /// Which yarn is which coordinate: a top warp (u-yarn, coordinate 3) meets a
 /// bottom weft (v-yarn, 4): the contact's u is its arc length on the top
 /// warp, v on the bottom weft. A top weft (4) meets a bottom warp (3): v on
-/// the top weft, u on the bottom warp. Warp–warp and weft–weft pairs are
-/// parallel and get no contact.
+/// the top weft, u on the bottom warp. Warp–warp and weft–weft pairs get no
+/// contact: aligned they are parallel; in a layer rotated in its plane
+/// (WovenPatch::rotation) they cross, but a 5-DoF node carries only one arc
+/// length per coordinate. A layer rotated by θ therefore meets the layer
+/// below at the warp–weft crossings only, at an angle of 90° − |θ| (θ in
+/// [−90°, 90°]); near 90° its warps run along the wefts below and few
+/// contacts remain (none at exactly 90°).
+///
+/// More than two layers: each `add_contact_layer` call joins one pair, and a
+/// middle layer's yarns carry the contacts of both neighbours. A contact must
+/// not fall on a node its yarn already has: stacking a third aligned layer
+/// half a spacing off the second puts its contacts at the arc lengths of the
+/// first pair's (the call throws); shift it by a quarter spacing instead.
 ///
 /// Placement: the 5-DoF node has no thickness, so the two yarns of a contact
 /// pass through one point (as at a woven crossing, whose over/under is only
@@ -80,7 +91,7 @@ inline WovenPatch stacked_patch(const WovenPatch& bottom, int nx, int ny, double
     top.nx = nx;
     top.ny = ny;
     Vec3<double> a1, a2;
-    plane_axes(bottom.plane, a1, a2);
+    patch_axes(bottom, a1, a2);
     const double shift1 = (bottom.nx - nx) % 2 == 0 ? 0.5 * bottom.spacing : 0.0;
     const double shift2 = (bottom.ny - ny) % 2 == 0 ? 0.5 * bottom.spacing : 0.0;
     const Vec3<double> c = Vec3<double>(bottom.center[0], bottom.center[1], bottom.center[2]) + shift1 * a1 +
@@ -261,7 +272,9 @@ std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_n
         const Box top_box = yarn_box(ty);
         for (int by : bottom_yarns) {
             const int bc = model.yarn_coordinate[static_cast<std::size_t>(by)];
-            if (bc == tc) continue;  // parallel yarns do not cross
+            // A node carries one u and one v: two yarns of one coordinate
+            // (parallel, or crossing in a rotated layer) share no node.
+            if (bc == tc) continue;
             const Box bottom_box = yarn_box(by);
             if (!top_box.overlaps(bottom_box)) continue;
             const std::vector<int>& bl = model.yarns[static_cast<std::size_t>(by)];
@@ -282,8 +295,10 @@ std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_n
                         const std::string field = "contact between yarns " + std::to_string(ty) + " and " +
                                                   std::to_string(by) + " at node";
                         throw InvalidInput(detail::describe(field.c_str(), t < 1e-9 ? tl[i] : bl[j],
-                                                            "falls on an existing node (zero-length segment); "
-                                                            "shift the top patch by half a spacing (stacked_patch)"));
+                                                            "falls on an existing node of a yarn (zero-length "
+                                                            "segment); shift the top patch in its plane, e.g. by "
+                                                            "half a spacing (stacked_patch), or by a quarter over "
+                                                            "a layer that already carries contacts"));
                     }
                     const auto lerp_arc = [&](int a, int b, int c, double w) {
                         return (1 - w) * arc_length(model, a, c) + w * arc_length(model, b, c);

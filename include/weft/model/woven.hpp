@@ -33,6 +33,9 @@ struct WovenPatch {
     std::array<double, 3> center{0, 0, 0};
     ClothPlane plane = ClothPlane::xy;
     WeavePattern pattern = WeavePattern::plain;
+    /// In-plane rotation (degrees, counter-clockwise about axis1 × axis2)
+    /// of the whole grid about `center`; 0 puts the u-yarns along axis1.
+    double rotation = 0;
 };
 
 /// In-plane axes of a patch: first axis, second axis (unit vectors).
@@ -40,6 +43,18 @@ inline void plane_axes(ClothPlane plane, Vec3<double>& axis1, Vec3<double>& axis
 {
     axis1 = Vec3<double>(1, 0, 0);
     axis2 = plane == ClothPlane::xy ? Vec3<double>(0, 1, 0) : Vec3<double>(0, 0, 1);
+}
+
+/// The directions of a patch's u-yarns (`along_u`) and v-yarns (`along_v`):
+/// the plane's axes rotated by `rotation` degrees about their normal.
+inline void patch_axes(const WovenPatch& p, Vec3<double>& along_u, Vec3<double>& along_v)
+{
+    Vec3<double> a1, a2;
+    plane_axes(p.plane, a1, a2);
+    const double angle = p.rotation * (3.14159265358979323846 / 180.0);
+    const double c = std::cos(angle), s = std::sin(angle);
+    along_u = c * a1 + s * a2;
+    along_v = -s * a1 + c * a2;
 }
 
 /// Appends a woven patch to `model` (its material must already be set).
@@ -52,10 +67,12 @@ int add_woven_patch(YarnModel<T>& model, const WovenPatch& p)
     require_positive("spacing", p.spacing);
     require_positive("radius", p.radius);
     require_positive("density", p.density);
+    if (!std::isfinite(p.rotation))
+        throw InvalidInput(detail::describe("rotation", p.rotation, "must be a finite angle in degrees"));
 
     const int first = model.node_count();
     Vec3<double> a1, a2;
-    plane_axes(p.plane, a1, a2);
+    patch_axes(p, a1, a2);
     const Vec3<double> c(p.center[0], p.center[1], p.center[2]);
     const double w = (p.nx - 1) * p.spacing;
     const double h = (p.ny - 1) * p.spacing;
