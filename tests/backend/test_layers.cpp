@@ -544,6 +544,102 @@ TEST_CASE("layers: contact nodes switch parallel-yarn contact off on their segme
     CHECK(flagged_sys.energy.elastic < unflagged_sys.energy.elastic);
 }
 
+TEST_CASE("layers: a fabric's own consecutive crossings keep parallel-yarn contact across contacts of another",
+          "[backend][layers][contact]")
+{
+    // Rule (a) takes the contact nodes out of parallel-yarn contact; the
+    // crossings of each fabric keep it with their neighbours on the yarn
+    // across them (otherwise a stacked fabric's weave has none left, and its
+    // crossings slide into each other). With the penalty acting below 1.2
+    // spacings, every pair of consecutive own crossings (1 spacing apart)
+    // adds ½ k (0.2 spacing)²; contacts (half a spacing from the crossings)
+    // add nothing. Both the Eigen path and the backend.
+    Stack s = make_stack(6, 5);
+    YarnModel<double> m = s.model;
+    const double k = 1e3, spacing = s.top.spacing;
+    m.material.contact_min_distance = 1.2 * spacing;
+    YarnModel<double> off = m;
+    m.material.contact_stiffness = k;
+    off.material.contact_stiffness = 0;
+    const std::vector<weft::YarnParallelPair> pairs = weft::fabric_pairs(m);
+    // 10 top yarns of 5 crossings and 12 bottom yarns of 6: 10·4 + 12·5 pairs
+    REQUIRE(pairs.size() == 100u);
+    for (const weft::YarnParallelPair& p : pairs) {
+        CHECK(m.external_contact[static_cast<std::size_t>(p.node0)] == 0);
+        CHECK(m.external_contact[static_cast<std::size_t>(p.node1)] == 0);
+        CHECK(m.q[5 * p.node1 + p.coordinate] - m.q[5 * p.node0 + p.coordinate] == Approx(spacing));
+    }
+    CHECK_FALSE(weft::pairs_are_segments(pairs, m.segments));
+    const double expected = 100 * 0.5 * k * (0.2 * spacing) * (0.2 * spacing);
+    const weft::Vec3<double> g = weft::Vec3<double>::Zero();
+    const double eigen = weft::assemble_yarn_system_eigen<double>(m, {}, g, 1e-3).energy.elastic -
+                         weft::assemble_yarn_system_eigen<double>(off, {}, g, 1e-3).energy.elastic;
+    CHECK(eigen == Approx(expected).epsilon(1e-9));
+    YarnStepper<double> with(m, {}, g), without(off, {}, g);
+    const double backend = with.energies().elastic - without.energies().elastic;
+    CHECK(backend == Approx(expected).epsilon(1e-9));
+    // Its force on the arc lengths: k·gap pushing the two crossings apart,
+    // checked against central differences of the energy in one pair's s₁.
+    // a top pair at the end of its yarn (no other pair moves its s₁)
+    weft::YarnParallelPair p = pairs.front();
+    for (const weft::YarnParallelPair& c : pairs) {
+        bool last = c.node0 >= s.top_first;
+        for (const weft::YarnParallelPair& d : pairs)
+            if (d.coordinate == c.coordinate && d.node0 == c.node1) last = false;
+        if (last) {
+            p = c;
+            break;
+        }
+    }
+    REQUIRE(p.node0 >= s.top_first);
+    const auto energy_at = [&](double ds) {
+        YarnModel<double> moved = m;
+        moved.q[5 * p.node1 + p.coordinate] += ds;
+        return weft::assemble_yarn_system_eigen<double>(moved, {}, g, 1e-3).energy.elastic;
+    };
+    const double step = 1e-7;
+    const double fd = -(energy_at(step) - energy_at(-step)) / (2 * step);
+    const weft::EigenYarnSystem<double> sys = weft::assemble_yarn_system_eigen<double>(m, {}, g, 1e-3);
+    const weft::EigenYarnSystem<double> sys_off = weft::assemble_yarn_system_eigen<double>(off, {}, g, 1e-3);
+    const int dof = 5 * p.node1 + p.coordinate;
+    CHECK(sys.f(dof) - sys_off.f(dof) == Approx(k * 0.2 * spacing).epsilon(1e-9));
+    const double fd_off = [&] {
+        YarnModel<double> a = off, b = off;
+        a.q[dof] += step;
+        b.q[dof] -= step;
+        return -(weft::assemble_yarn_system_eigen<double>(a, {}, g, 1e-3).energy.elastic -
+                 weft::assemble_yarn_system_eigen<double>(b, {}, g, 1e-3).energy.elastic) / (2 * step);
+    }();
+    CHECK(fd - fd_off == Approx(k * 0.2 * spacing).epsilon(1e-6));
+    // Without contacts with another fabric the pairs are the segments.
+    YarnModel<double> single = weft_test::make_patch(5, 4, weft::DampingModel::strain_rate);
+    CHECK(weft::pairs_are_segments(weft::fabric_pairs(single), single.segments));
+}
+
+TEST_CASE("layers: a pair of one fabric's crossings that passed each other within a step is found",
+          "[backend][layers][eil]")
+{
+    // The stepper halves a step after which PassedPair counts any pair.
+    const std::vector<double> start = {0, 0, 0, 1e-3, 0, 0, 0, 0, 2e-3, 0};
+    weft::yarn_stepper_detail::PassedPair<double> passed{nullptr, start.data()};
+    const weft::YarnParallelPair p{0, 1, 3};
+    const weft::YarnParallelPair back{1, 0, 3};
+    std::vector<double> end = start;
+    passed.q = end.data();
+    CHECK(passed(p) == 0);       // unchanged
+    CHECK(passed(back) == 0);    // listed in the wrong order at the start: not a pass
+    end[8] = 1.5e-3;
+    CHECK(passed(p) == 0);       // closer, still in order
+    end[8] = 1e-3;
+    CHECK(passed(p) == 1);       // met
+    end[8] = 0.5e-3;
+    CHECK(passed(p) == 1);       // passed
+    end[3] = std::nan("");
+    CHECK(passed(p) == 1);       // not a number counts as passed
+    const weft::YarnParallelPair v{0, 1, 4};
+    CHECK(passed(v) == 0);       // the other coordinate did not move
+}
+
 TEST_CASE("layers: contacts leaving a yarn are detached inside the step as the top patch slides off",
           "[backend][layers][detach][incline]")
 {

@@ -12,6 +12,7 @@
 #include <weft/element/eil_terms.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/element/yarn_elements.hpp>
+#include <weft/model/yarn_model.hpp>
 #include <weft/potential/quadratic.hpp>
 #include <weft/strain/stretch.hpp>
 

@@ -391,8 +391,9 @@ TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL n
 {
     // Thesis rule (a) (the scene's default): the overhang pulls the top cloth
     // over the bottom one and its contacts slide past the crossings. Measured:
-    // the first EIL node at t = 0.064 s, 196 at the peak (t = 0.133 s), and
-    // every one of the 300 steps succeeds. Here 0.1 s.
+    // the first EIL node at t = 0.063 s, 154 EIL pairs at the peak of the
+    // first 0.1 s (462 over the whole 0.3 s), EIL nodes in 14 of the first
+    // 100 steps, and every one of the 300 steps succeeds. Here 0.1 s.
     const fs::path dir = fresh_dir("tablecloth_eil");
     const RunOutput with = run_quietly(source_root() / "examples" / "scenes" / "tablecloth.json", dir, 0.1);
     INFO(with.log << with.summary.error);
@@ -403,7 +404,7 @@ TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL n
     REQUIRE(csv.size() == 101);
     int steps_with_eil = 0;
     for (std::size_t k = 1; k < csv.size(); ++k) steps_with_eil += fields(csv[k]).back() > 0 ? 1 : 0;
-    CHECK(steps_with_eil >= 20);
+    CHECK(steps_with_eil >= 10);
     // The same scene with EIL off: the first contact that reaches a crossing
     // inverts its segment, and the step fails with that reason (t ≈ 0.066 s).
     std::string scene = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
@@ -416,6 +417,50 @@ TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL n
     CHECK(without.summary.steps < 100);
     CHECK(without.summary.steps > 30);
     CHECK_THAT(without.summary.error, Catch::Contains("inverted"));
+}
+
+TEST_CASE("weft-run: every shipped scene loads, builds and takes a step", "[examples][weft-run][scenes]")
+{
+    int scenes = 0;
+    for (const fs::directory_entry& entry : fs::directory_iterator(source_root() / "examples" / "scenes")) {
+        if (entry.path().extension() != ".json") continue;
+        const fs::path dir = fresh_dir("shipped_" + entry.path().stem().string());
+        const double step = weft::load_scene(entry.path()).time_step;
+        const RunOutput run = run_quietly(entry.path(), dir, step);
+        INFO(entry.path().filename().string() << ": " << run.log << run.summary.error);
+        CHECK(run.summary.ok);
+        CHECK(run.summary.steps == 1);
+        ++scenes;
+    }
+    CHECK(scenes >= 11);
+}
+
+TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between the layers runs to the end",
+          "[examples][weft-run][layers][eil]")
+{
+    // Both failed before each fabric kept parallel-yarn contact between its
+    // own crossings across the other layer's contacts (docs/scenes.md, "Why
+    // stacked layers blew up"): μ = 0.2 at t = 0.197 s, μ = 0 at t = 0.129 s.
+    // Measured now: all 300 steps of both ok (μ = 0: one step halved).
+    const fs::path dir = fresh_dir("tablecloth_slide");
+    const std::string text = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
+    const std::string mu = "\"layer_friction\": 0.3";
+    REQUIRE(text.find(mu) != std::string::npos);
+    for (const char* value : {"0.2", "0"}) {
+        std::string scene = text;
+        scene.replace(scene.find(mu), mu.size(), std::string("\"layer_friction\": ") + value);
+        const double duration = std::string(value) == "0" ? 0.3 : 0.25;
+        const RunOutput run = run_quietly(write_scene(dir, scene), dir, duration);
+        INFO("layer_friction " << value << ": " << run.log << run.summary.error);
+        REQUIRE(run.summary.ok);
+        CHECK(run.summary.steps == static_cast<int>(std::lround(duration / 0.001)));
+        CHECK(run.summary.peak_eil_nodes > 200);
+        CHECK(run.summary.detached_contacts > 100);  // the top cloth slides off the bottom one's edge
+        const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
+        REQUIRE(csv.size() == static_cast<std::size_t>(run.summary.steps) + 1);
+        for (std::size_t k = 1; k < csv.size(); ++k)
+            for (double x : fields(csv[k])) REQUIRE(std::isfinite(x));
+    }
 }
 
 TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL nodes; EoL-only it fails",

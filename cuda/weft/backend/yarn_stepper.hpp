@@ -119,6 +119,9 @@ struct KernelInputs {
     int collider_count;
     T eil_stiffness;
     const std::uint8_t* external_contact;  ///< per node, or nullptr: none (YarnModel::external_contact)
+    /// true: parallel-yarn contact is evaluated on the stretch segments (the
+    /// fabric pairs are exactly the segments); false: on its own pair list
+    bool segment_parallel;
     ElementBuffers<T> out;
 };
 
@@ -127,8 +130,15 @@ template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnSegment& s, NodeBlocks<T, 2, B>& blocks,
                                      ElementEnergies<T>& e)
 {
-    const bool parallel = !(in.external_contact && (in.external_contact[s.node0] || in.external_contact[s.node1]));
+    const bool parallel = in.segment_parallel &&
+                          !(in.external_contact && (in.external_contact[s.node0] || in.external_contact[s.node1]));
     evaluate_yarn_segment<T>(in.q, in.v, s, in.material, in.gravity, in.h, blocks, e, in.newton, parallel);
+}
+template <typename T>
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnParallelPair& p, NodeBlocks<T, 2, B>& blocks,
+                                     ElementEnergies<T>& e)
+{
+    evaluate_parallel_pair<T>(in.q, in.v, p, in.material, in.h, blocks, e, in.newton);
 }
 template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnBend& b, NodeBlocks<T, 3, B>& blocks,
@@ -190,6 +200,20 @@ WEFT_HD inline std::size_t dof_index(int node, int component)
 {
     return B * static_cast<std::size_t>(node) + static_cast<std::size_t>(component);
 }
+
+/// 1 for a pair of consecutive crossings of one fabric whose order on their
+/// yarn flipped during the step (YarnParallelPair).
+template <typename T>
+struct PassedPair {
+    const T* q;
+    const T* q_start;
+    WEFT_HD int operator()(const YarnParallelPair& p) const
+    {
+        const std::size_t a = dof_index(p.node0, p.coordinate);
+        const std::size_t b = dof_index(p.node1, p.coordinate);
+        return q_start[b] - q_start[a] > T(0) && !(q[b] - q[a] > T(0)) ? 1 : 0;
+    }
+};
 
 /// 1 for an EoL segment collapsed during the step: its arc-length span
 /// shrank to ≤ factor × min(floor, span at the start), or changed sign.
@@ -433,10 +457,14 @@ public:
             for (std::size_t n = 0; n < external.size() && n < model.external_contact.size(); ++n)
                 external[n] = model.external_contact[n] ? 1 : 0;
             m_external_contact.assign(external.begin(), external.end());
+            m_host_external.assign(external.begin(), external.end());
         }
         m_host_shears = model.shears;
         m_colliders.assign(colliders.begin(), colliders.end());
-        rebuild_elements(model.segments, model.bends, {}, {});
+        // Without yarn lists (a model built from segments alone) parallel-yarn
+        // contact stays on the segments.
+        m_lists_known = !model.yarns.empty() && model.yarn_coordinate.size() == model.yarns.size();
+        rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
         m_lines = yarn_line_set(model);
         if (m_eil.enabled) setup_eil(model);
     }
@@ -528,11 +556,22 @@ private:
 
     /// Uploads the element lists and builds the assembly map. Contribution
     /// order: segments (2×2 blocks), bends (3×3), shears (3×3), EIL springs
-    /// (3×3), EIL pair springs (5×5), nodes (1); with no EIL spring this is
-    /// the order of the stepper without EIL.
+    /// (3×3), EIL pair springs (5×5), parallel-yarn pairs (2×2, only where
+    /// they are not the segments), nodes (1); with no EIL spring this is the
+    /// order of the stepper without EIL.
     void rebuild_elements(const std::vector<YarnSegment>& segments, const std::vector<YarnBend>& bends,
-                          const std::vector<EilSpring>& springs, const std::vector<EilPairSpring>& pairs)
+                          const std::vector<EilSpring>& springs, const std::vector<EilPairSpring>& pairs,
+                          const std::vector<YarnParallelPair>& fabric)
     {
+        // Parallel-yarn contact acts between consecutive crossings of one
+        // fabric (YarnParallelPair). Where those pairs are exactly the stretch
+        // segments (no EIL node, no contact with another fabric) the segment
+        // kernel evaluates it, as before; otherwise the pairs are elements of
+        // their own and the segments carry none. Without parallel-yarn
+        // contact (stiffness 0, e.g. crossing rods) there are no pairs.
+        m_segment_parallel =
+            !m_lists_known || !(m_material.contact_stiffness > T(0)) || pairs_are_segments(fabric, segments);
+        const std::vector<YarnParallelPair> parallel = m_segment_parallel ? std::vector<YarnParallelPair>{} : fabric;
         std::vector<BlockCoordinate> blocks;
         std::vector<Index> vectors;
         const Index node_total = this->m_nodes;
@@ -549,9 +588,10 @@ private:
         for (const YarnShear& s : m_host_shears) add_element({s.node, s.along_u, s.along_v});
         for (const EilSpring& s : springs) add_element({s.before, s.after, s.node});
         for (const EilPairSpring& p : pairs) add_element({p.before[0], p.after[0], p.node, p.before[1], p.after[1]});
+        for (const YarnParallelPair& p : parallel) add_element({p.node0, p.node1});
         for (Index n = 0; n < node_total; ++n) add_element({n});
         const std::size_t entries = segments.size() + bends.size() + m_host_shears.size() + springs.size() +
-                                    pairs.size() + static_cast<std::size_t>(node_total);
+                                    pairs.size() + parallel.size() + static_cast<std::size_t>(node_total);
         this->build_assembly(blocks, vectors, entries);
         ++m_assembly_builds;
 
@@ -559,6 +599,9 @@ private:
         m_host_bends = bends;
         m_host_springs = springs;
         m_host_pairs = pairs;
+        m_host_fabric = fabric;
+        m_parallel.assign(parallel.begin(), parallel.end());
+        m_parallel_count = parallel.size();
         m_segments.assign(segments.begin(), segments.end());
         m_bends.assign(bends.begin(), bends.end());
         m_shears.assign(m_host_shears.begin(), m_host_shears.end());
@@ -666,6 +709,22 @@ private:
     /// whose negative length means negative mass).
     bool accept_step(std::string& why)
     {
+        // Two crossings of one fabric never pass each other on a yarn (their
+        // parallel-yarn contact keeps them apart; a pass dissolves the weave):
+        // a step that inverts such a pair where it is not a segment is halved.
+        // (Only with parallel-yarn contact: contacts of crossing rods with no
+        // such contact may pass each other, thesis Fig. 4.2.)
+        if (m_parallel_count > 0) {
+            const int passed = thrust::transform_reduce(
+                thrust::device, m_parallel.begin(), m_parallel.end(),
+                yarn_stepper_detail::PassedPair<T>{this->raw(this->m_q), this->raw(this->attempt_start_positions())},
+                0, thrust::plus<int>{});
+            if (passed > 0) {
+                why = std::to_string(passed) + " pair(s) of consecutive crossings of one fabric passed each other "
+                                               "on a yarn within the step";
+                return false;
+            }
+        }
         if (m_segment_count == 0) return true;
         const T floor = m_eil.enabled ? m_eil_safety : T(0);
         const T factor = m_eil.enabled ? m_eil.min_segment_factor : T(0);
@@ -873,10 +932,20 @@ private:
         }
         const std::vector<YarnSegment> segments = eol_segments(a);
         const std::vector<YarnBend> bends = eol_bends(a);
+        std::vector<YarnParallelPair> fabric;
+        if (m_lists_known)
+            for (int y = 0; y < a.yarn_count(); ++y) {
+                const int begin = a.yarn_begin[static_cast<std::size_t>(y)];
+                const int count = a.yarn_begin[static_cast<std::size_t>(y) + 1] - begin;
+                if (count > 0)
+                    append_fabric_pairs(a.sorted_node.data() + begin, count, a.coordinate[static_cast<std::size_t>(begin)],
+                                        m_host_external, fabric);
+            }
         using yarn_stepper_detail::same_elements;
         if (!(same_elements(segments, m_host_segments) && same_elements(bends, m_host_bends) &&
-              same_elements(springs, m_host_springs) && same_elements(pairs, m_host_pairs)))
-            rebuild_elements(segments, bends, springs, pairs);
+              same_elements(springs, m_host_springs) && same_elements(pairs, m_host_pairs) &&
+              same_elements(fabric, m_host_fabric)))
+            rebuild_elements(segments, bends, springs, pairs, fabric);
 
         std::vector<unsigned char> free = m_base_free;
         for (const EilPairSpring& p : pairs)
@@ -953,6 +1022,7 @@ private:
                            static_cast<int>(m_colliders.size()),
                            m_eil_stiffness,
                            m_external_contact.empty() ? nullptr : this->raw(m_external_contact),
+                           m_segment_parallel,
                            out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t seg_m = 4 * m_segment_count;
@@ -965,7 +1035,10 @@ private:
         const std::size_t spring_v = shear_v + 3 * m_spring_count;
         const std::size_t pair_m = spring_m + 25 * m_pair_count;
         const std::size_t pair_v = spring_v + 5 * m_pair_count;
+        const std::size_t parallel_m = pair_m + 4 * m_parallel_count;
+        const std::size_t parallel_v = pair_v + 2 * m_parallel_count;
         const std::size_t shear_e = m_segment_count + m_bend_count + m_shear_count;
+        const std::size_t pair_e = shear_e + m_spring_count + m_pair_count;
         thrust::for_each(thrust::device, first, first + static_cast<Index>(m_segment_count),
                          ElementKernel<T, YarnSegment, 2>{in, this->raw(m_segments), 0, 0, 0});
         thrust::for_each(thrust::device, first, first + static_cast<Index>(m_bend_count),
@@ -980,8 +1053,11 @@ private:
             thrust::for_each(thrust::device, first, first + static_cast<Index>(m_pair_count),
                              ElementKernel<T, EilPairSpring, 5>{in, this->raw(m_pairs), spring_m, spring_v,
                                                                 shear_e + m_spring_count});
+        if (m_parallel_count > 0)
+            thrust::for_each(thrust::device, first, first + static_cast<Index>(m_parallel_count),
+                             ElementKernel<T, YarnParallelPair, 2>{in, this->raw(m_parallel), pair_m, pair_v, pair_e});
         thrust::for_each(thrust::device, first, first + this->m_nodes,
-                         NodeKernel<T>{in, pair_m, pair_v, shear_e + m_spring_count + m_pair_count});
+                         NodeKernel<T>{in, parallel_m, parallel_v, pair_e + m_parallel_count});
     }
 
     void after_step()
@@ -1010,6 +1086,9 @@ private:
     std::size_t m_shear_count = 0;
     std::size_t m_spring_count = 0;
     std::size_t m_pair_count = 0;
+    std::size_t m_parallel_count = 0;  ///< parallel-yarn pairs evaluated on their own (0: on the segments)
+    bool m_segment_parallel = true;    ///< parallel-yarn contact on the stretch segments
+    bool m_lists_known = false;        ///< the model has yarn lists (fabric pairs can be formed)
     int m_assembly_builds = 0;
 
     thrust::device_vector<T> m_anchors, m_anchors_saved, m_anchors_step;
@@ -1020,6 +1099,7 @@ private:
     thrust::device_vector<YarnShear> m_shears;
     thrust::device_vector<EilSpring> m_springs;
     thrust::device_vector<EilPairSpring> m_pairs;
+    thrust::device_vector<YarnParallelPair> m_parallel;
     thrust::device_vector<Collider<T>> m_colliders;
     LineSet m_lines;  ///< warp and weft yarns, for the yarn-line preconditioners
 
@@ -1029,6 +1109,8 @@ private:
     std::vector<YarnShear> m_host_shears;
     std::vector<EilSpring> m_host_springs;
     std::vector<EilPairSpring> m_host_pairs;
+    std::vector<YarnParallelPair> m_host_fabric;  ///< every fabric pair of the last list (see rebuild_elements)
+    std::vector<unsigned char> m_host_external;   ///< per node, empty: none
 
     // EIL state (thesis Sec. 4.3); untouched with EIL off.
     EilOptions<T> m_eil;

@@ -19,7 +19,7 @@
 
 #include <weft/element/eil_terms.hpp>
 #include <weft/element/implicit_system.hpp>
-#include <weft/model/yarn_model.hpp>
+#include <weft/element/yarn_element_types.hpp>
 
 namespace weft {
 

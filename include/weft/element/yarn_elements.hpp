@@ -15,7 +15,7 @@
 #include <weft/element/elastic.hpp>
 #include <weft/element/implicit_system.hpp>
 #include <weft/element/yarn_terms.hpp>
-#include <weft/model/yarn_model.hpp>
+#include <weft/element/yarn_element_types.hpp>
 #include <weft/potential/quadratic.hpp>
 #include <weft/strain/shear.hpp>
 #include <weft/strain/stretch.hpp>
@@ -121,6 +121,31 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
                                               : Vec<T, 8>::Zero().eval();
     scatter_implicit<T, 8, 2, yarn_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, wl, h,
                                               ml);
+}
+
+/// Parallel-yarn contact of two consecutive crossings of one fabric on a yarn
+/// (Cirio et al. 2014; the penalty of `parallel_contact` on Δs = s₁ − s₀),
+/// as an element of its own: used where the pair is not a stretch segment,
+/// i.e. where contacts with another fabric or EIL nodes lie between the two
+/// crossings. No mass, gravity or damping.
+template <typename T>
+WEFT_HD inline void evaluate_parallel_pair(const T* q, const T* v, const YarnParallelPair& pair,
+                                           const YarnMaterial<T>& mat, T h, NodeBlocks<T, 2, yarn_node_dofs>& out,
+                                           ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
+{
+    const int c = pair.coordinate;
+    const std::size_t i0 = yarn_node_dofs * static_cast<std::size_t>(pair.node0) + static_cast<std::size_t>(c);
+    const std::size_t i1 = yarn_node_dofs * static_cast<std::size_t>(pair.node1) + static_cast<std::size_t>(c);
+    energy = ElementEnergies<T>{T(0), T(0), T(0), T(0)};
+    if (!(mat.contact_stiffness > T(0))) return;
+    const LocalTerms<T, 2> t = parallel_contact<T>(q[i0], q[i1], mat.contact_stiffness, mat.contact_min_distance);
+    energy.elastic = t.energy;
+    const int slot[2] = {0, 1};
+    const int component[2] = {c, c};
+    const T* w = newton.stiffness_velocity ? newton.stiffness_velocity : v;
+    const Vec<T, 2> wl(w[i0], w[i1]);
+    scatter_implicit<T, 2, 2, yarn_node_dofs>(out, slot, component, Mat<T, 2, 2>::Zero(), t.force, t.df_dq,
+                                              Mat<T, 2, 2>::Zero(), wl, h);
 }
 
 /// Bending element at a node (2017 Sec. 5.2, blended small-angle form). Its

@@ -54,9 +54,12 @@
 /// thesis does the same: "no dynamic addition of EoL nodes").
 ///
 /// Parallel-yarn contact (thesis Sec. 4.3.2, rule (a)): every contact node
-/// is marked in `YarnModel::external_contact`, which switches parallel-yarn
-/// contact off on its segments, so that contacts slide past the crossings of
-/// the yarns they lie on; clear a node's flag to keep it.
+/// is marked in `YarnModel::external_contact`, which takes it out of
+/// parallel-yarn contact, so that contacts slide past the crossings of the
+/// yarns they lie on; the crossings of each fabric keep their parallel-yarn
+/// contact with each other across the contacts (`YarnParallelPair`, without
+/// it a stacked fabric's crossings run into each other once the layers
+/// slide). Clear a node's flag to keep it in parallel-yarn contact.
 
 #include <algorithm>
 #include <cmath>

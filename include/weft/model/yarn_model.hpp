@@ -11,87 +11,9 @@
 #include <vector>
 
 #include <weft/core/types.hpp>
+#include <weft/element/yarn_element_types.hpp>
 
 namespace weft {
-
-/// DoFs per yarn node: x (0..2), u (3), v (4).
-constexpr int yarn_node_dofs = 5;
-
-enum class DampingModel { none, strain_rate, rayleigh };
-
-/// How the bending and shear Jacobians are formed for the implicit solve
-/// (forces are identical either way). Both exact Hessians are indefinite
-/// (bending even near θ = 0), which would make A indefinite and break PCG.
-///  - gauss_newton (default): −∂f_e/∂q ≈ Ω ∇ε (∂S/∂ε) ∇εᵀ, exact at the rest
-///    state, PSD by construction; bending's ∂f_d/∂q is omitted.
-///  - projected: the exact stiffness projected onto the PSD cone (bending:
-///    12×12, shear: 6×6 eigen-decompositions) and bending's clamped ∂f_d/∂q
-///    (2018 Sec. 3.4); closer to Newton's Jacobian, ~5–15× costlier per element.
-/// Stretch is always the exact stiffness projected in (Δx, Δs) (4×4).
-enum class StiffnessApproximation { gauss_newton, projected };
-
-/// How a friction anchor (DESIGN.md: spring k_f (s − s̄), anchor dragged to
-/// the Coulomb limit μF_n after each step) acts during a step.
-///  - explicit_drag (default): the spring acts with its full stiffness k_f
-///    during the step and only the anchor update after it enforces the limit.
-///    While slipping this adds a numerical drag k_f h per anchor (the slip
-///    rate solves F − μF_n = k_f h ṡ): negligible against the yarn tensions
-///    inside a fabric, but it holds light bodies, e.g. a patch resting on
-///    another layer, almost still on any incline.
-///  - slip_in_step: a spring already at its limit when the step starts
-///    (|k_f (s − s̄)| ≥ (1 − 10⁻⁶) μF_n, i.e. it slipped in the last step)
-///    exerts the constant kinetic-friction force ∓μF_n with no stiffness
-///    during the step; below the limit it is the spring. The anchor update
-///    is unchanged. Sliding then follows a = F/m − μF_n/m; the price is an
-///    overshoot of at most one step when slipping stops (the force is not
-///    reduced within the step in which the slip velocity would reverse).
-enum class AnchorFriction { explicit_drag, slip_in_step };
-
-/// Per-mode constants of the yarn model (SI units). Strain-rate coefficients
-/// follow 2017 Eq. 6 (V_d = ½ Ω k_d ε̇²); `rayleigh_beta` is used by
-/// DampingModel::rayleigh (f = −β K v, 2017 Eq. 4 with α = 0).
-template <typename T>
-struct YarnMaterial {
-    T linear_density = T(0);    ///< ρ π r² (kg/m)
-    T stretch_stiffness = T(0); ///< k_s (N)
-    T bending_stiffness = T(0); ///< k_b (N m²)
-    T shear_stiffness = T(0);   ///< k_sh (N)
-    DampingModel damping = DampingModel::none;
-    T stretch_damping = T(0);   ///< k_d for stretch (N s)
-    T bending_damping = T(0);   ///< k_d for bending (N m² s)
-    T shear_damping = T(0);     ///< k_d for shear (N s)
-    T rayleigh_beta = T(0);     ///< β (s)
-    T contact_stiffness = T(0); ///< parallel-yarn penalty (N/m)
-    T contact_min_distance = T(0);  ///< Δs below which the penalty acts (m)
-    T friction_coefficient = T(0);  ///< μ
-    T anchor_stiffness = T(0);  ///< k_f of the friction anchor springs (N/m)
-    T normal_force = T(0);      ///< F_n at each crossing (N)
-    AnchorFriction anchor_friction = AnchorFriction::explicit_drag;
-    StiffnessApproximation stiffness_approximation = StiffnessApproximation::gauss_newton;
-};
-
-/// A yarn segment between consecutive nodes; `coordinate` is 3 (u) or 4 (v).
-struct YarnSegment {
-    int node0;
-    int node1;
-    int coordinate;
-};
-
-/// Bending at `node` between its neighbours on one yarn.
-struct YarnBend {
-    int prev;
-    int node;
-    int next;
-    int coordinate;
-};
-
-/// Shear at a crossing `node` between its neighbours `along_u` and `along_v`.
-struct YarnShear {
-    int node;
-    int along_u;
-    int along_v;
-    double rest_spacing;  ///< L of 2017 Eq. 23
-};
 
 /// A whole yarn-level cloth (one or several patches).
 template <typename T>
@@ -113,10 +35,12 @@ struct YarnModel {
     /// and F_n, model/layers.hpp). `anchor_stiffness` stays the material's.
     std::vector<T> friction_limit;
     /// Per node (empty: none; shorter than #nodes: the rest are 0): 1 for a
-    /// contact with another fabric (model/layers.hpp). Parallel-yarn contact
-    /// is off on every segment that touches such a node, so that contacts can
-    /// slide past the crossings of the yarns they lie on (thesis Sec. 4.3.2,
-    /// rule (a); rule (b), the bending-vector test, is not implemented).
+    /// contact with another fabric (model/layers.hpp). Such a node takes no
+    /// part in parallel-yarn contact, so that contacts slide past the
+    /// crossings of the yarns they lie on (thesis Sec. 4.3.2, rule (a); rule
+    /// (b), the bending-vector test, is not implemented), while the fabric's
+    /// own consecutive crossings on a yarn keep their parallel-yarn contact
+    /// across it (YarnParallelPair).
     std::vector<unsigned char> external_contact;
     YarnMaterial<T> material;
     T radius = T(0);
@@ -127,5 +51,48 @@ struct YarnModel {
         return Vec3<T>(q[yarn_node_dofs * node], q[yarn_node_dofs * node + 1], q[yarn_node_dofs * node + 2]);
     }
 };
+
+/// Appends the parallel-yarn contact pairs of one yarn: consecutive nodes of
+/// `nodes[0..count)` (the yarn's nodes in arc-length order) that are not
+/// contacts with another fabric (external[n] != 0; an empty `external` means
+/// none), so a pair spans the external contacts between two crossings.
+inline void append_fabric_pairs(const int* nodes, int count, int coordinate,
+                                const std::vector<unsigned char>& external, std::vector<YarnParallelPair>& out)
+{
+    int last = -1;
+    for (int k = 0; k < count; ++k) {
+        const int n = nodes[k];
+        if (static_cast<std::size_t>(n) < external.size() && external[static_cast<std::size_t>(n)]) continue;
+        if (last >= 0) out.push_back({last, n, coordinate});
+        last = n;
+    }
+}
+
+/// The parallel-yarn contact pairs of a model from its yarn lists (each in
+/// arc-length order, as builders and `add_contact_layer` keep them), yarn by
+/// yarn; empty when the model has no yarn lists.
+template <typename T>
+std::vector<YarnParallelPair> fabric_pairs(const YarnModel<T>& model)
+{
+    std::vector<YarnParallelPair> out;
+    if (model.yarn_coordinate.size() != model.yarns.size()) return out;
+    for (std::size_t y = 0; y < model.yarns.size(); ++y)
+        append_fabric_pairs(model.yarns[y].data(), static_cast<int>(model.yarns[y].size()), model.yarn_coordinate[y],
+                            model.external_contact, out);
+    return out;
+}
+
+/// True when the pairs are the segments, element for element: parallel-yarn
+/// contact can then be evaluated on the segments (no EIL node and no contact
+/// with another fabric between two crossings).
+inline bool pairs_are_segments(const std::vector<YarnParallelPair>& pairs, const std::vector<YarnSegment>& segments)
+{
+    if (pairs.size() != segments.size()) return false;
+    for (std::size_t k = 0; k < pairs.size(); ++k)
+        if (pairs[k].node0 != segments[k].node0 || pairs[k].node1 != segments[k].node1 ||
+            pairs[k].coordinate != segments[k].coordinate)
+            return false;
+    return true;
+}
 
 }  // namespace weft

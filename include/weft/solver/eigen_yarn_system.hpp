@@ -12,6 +12,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/element/yarn_elements.hpp>
+#include <weft/model/yarn_model.hpp>
 
 namespace weft {
 
@@ -78,6 +79,12 @@ EigenYarnSystem<T> assemble_yarn_system_eigen(const YarnModel<T>& model, const s
     const T* q = model.q.data();
     const T* v = model.v.data();
     ElementEnergies<T> e{};
+    // Parallel-yarn contact between consecutive crossings of one fabric: on
+    // the segments where those pairs are the segments, else on its own pairs
+    // (as the backend, yarn_stepper.hpp).
+    const std::vector<YarnParallelPair> fabric = fabric_pairs(model);
+    const bool segment_parallel = model.yarns.empty() || !(model.material.contact_stiffness > T(0)) ||
+                                  pairs_are_segments(fabric, model.segments);
     for (const YarnSegment& seg : model.segments) {
         NodeBlocks<T, 2, B> blocks;
         blocks.set_zero();
@@ -86,7 +93,7 @@ EigenYarnSystem<T> assemble_yarn_system_eigen(const YarnModel<T>& model, const s
                    model.external_contact[static_cast<std::size_t>(node)] != 0;
         };
         evaluate_yarn_segment<T>(q, v, seg, model.material, gravity, h, blocks, e, NewtonInputs<T>{},
-                                 !(external(seg.node0) || external(seg.node1)));
+                                 segment_parallel && !(external(seg.node0) || external(seg.node1)));
         detail::add(sys.energy, e);
         const int nodes[2] = {seg.node0, seg.node1};
         detail::add_blocks(triplets, sys.b, sys.f, blocks, nodes);
@@ -99,6 +106,15 @@ EigenYarnSystem<T> assemble_yarn_system_eigen(const YarnModel<T>& model, const s
                 mass_triplets.emplace_back(B * nodes[layout.slot[i]] + layout.component[i],
                                            B * nodes[layout.slot[j]] + layout.component[j], m(i, j));
     }
+    if (!segment_parallel)
+        for (const YarnParallelPair& pair : fabric) {
+            NodeBlocks<T, 2, B> blocks;
+            blocks.set_zero();
+            evaluate_parallel_pair<T>(q, v, pair, model.material, h, blocks, e);
+            detail::add(sys.energy, e);
+            const int nodes[2] = {pair.node0, pair.node1};
+            detail::add_blocks(triplets, sys.b, sys.f, blocks, nodes);
+        }
     for (const YarnBend& bend : model.bends) {
         NodeBlocks<T, 3, B> blocks;
         blocks.set_zero();

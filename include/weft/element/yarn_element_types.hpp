@@ -1,0 +1,102 @@
+#pragma once
+/// @file yarn_element_types.hpp
+/// What the yarn elements read: the 5-DoF node layout (x, u, v), the yarn
+/// material and the element descriptions (segments, parallel-yarn pairs,
+/// bends, shears) of the EoL discretization (2017 Sec. 3, Cirio et al. 2014).
+/// The model layer (model/yarn_model.hpp) builds its cloth from these; the
+/// element layer includes only this header, not the model (DESIGN.md:
+/// model above element).
+
+namespace weft {
+
+/// DoFs per yarn node: x (0..2), u (3), v (4).
+constexpr int yarn_node_dofs = 5;
+
+enum class DampingModel { none, strain_rate, rayleigh };
+
+/// How the bending and shear Jacobians are formed for the implicit solve
+/// (forces are identical either way). Both exact Hessians are indefinite
+/// (bending even near θ = 0), which would make A indefinite and break PCG.
+///  - gauss_newton (default): −∂f_e/∂q ≈ Ω ∇ε (∂S/∂ε) ∇εᵀ, exact at the rest
+///    state, PSD by construction; bending's ∂f_d/∂q is omitted.
+///  - projected: the exact stiffness projected onto the PSD cone (bending:
+///    12×12, shear: 6×6 eigen-decompositions) and bending's clamped ∂f_d/∂q
+///    (2018 Sec. 3.4); closer to Newton's Jacobian, ~5–15× costlier per element.
+/// Stretch is always the exact stiffness projected in (Δx, Δs) (4×4).
+enum class StiffnessApproximation { gauss_newton, projected };
+
+/// How a friction anchor (DESIGN.md: spring k_f (s − s̄), anchor dragged to
+/// the Coulomb limit μF_n after each step) acts during a step.
+///  - explicit_drag (default): the spring acts with its full stiffness k_f
+///    during the step and only the anchor update after it enforces the limit.
+///    While slipping this adds a numerical drag k_f h per anchor (the slip
+///    rate solves F − μF_n = k_f h ṡ): negligible against the yarn tensions
+///    inside a fabric, but it holds light bodies, e.g. a patch resting on
+///    another layer, almost still on any incline.
+///  - slip_in_step: a spring already at its limit when the step starts
+///    (|k_f (s − s̄)| ≥ (1 − 10⁻⁶) μF_n, i.e. it slipped in the last step)
+///    exerts the constant kinetic-friction force ∓μF_n with no stiffness
+///    during the step; below the limit it is the spring. The anchor update
+///    is unchanged. Sliding then follows a = F/m − μF_n/m; the price is an
+///    overshoot of at most one step when slipping stops (the force is not
+///    reduced within the step in which the slip velocity would reverse).
+enum class AnchorFriction { explicit_drag, slip_in_step };
+
+/// Per-mode constants of the yarn model (SI units). Strain-rate coefficients
+/// follow 2017 Eq. 6 (V_d = ½ Ω k_d ε̇²); `rayleigh_beta` is used by
+/// DampingModel::rayleigh (f = −β K v, 2017 Eq. 4 with α = 0).
+template <typename T>
+struct YarnMaterial {
+    T linear_density = T(0);    ///< ρ π r² (kg/m)
+    T stretch_stiffness = T(0); ///< k_s (N)
+    T bending_stiffness = T(0); ///< k_b (N m²)
+    T shear_stiffness = T(0);   ///< k_sh (N)
+    DampingModel damping = DampingModel::none;
+    T stretch_damping = T(0);   ///< k_d for stretch (N s)
+    T bending_damping = T(0);   ///< k_d for bending (N m² s)
+    T shear_damping = T(0);     ///< k_d for shear (N s)
+    T rayleigh_beta = T(0);     ///< β (s)
+    T contact_stiffness = T(0); ///< parallel-yarn penalty (N/m)
+    T contact_min_distance = T(0);  ///< Δs below which the penalty acts (m)
+    T friction_coefficient = T(0);  ///< μ
+    T anchor_stiffness = T(0);  ///< k_f of the friction anchor springs (N/m)
+    T normal_force = T(0);      ///< F_n at each crossing (N)
+    AnchorFriction anchor_friction = AnchorFriction::explicit_drag;
+    StiffnessApproximation stiffness_approximation = StiffnessApproximation::gauss_newton;
+};
+
+/// A yarn segment between consecutive nodes; `coordinate` is 3 (u) or 4 (v).
+struct YarnSegment {
+    int node0;
+    int node1;
+    int coordinate;
+};
+
+/// Parallel-yarn contact between two consecutive crossings of one fabric on
+/// a yarn, node0 before node1 in arc length; `coordinate` is the yarn's, 3
+/// (u) or 4 (v). Contacts with another fabric (`external_contact`) are
+/// skipped when pairs are formed, so a pair can span them (thesis Sec. 4.3.2,
+/// rule (a)); see `fabric_pairs`.
+struct YarnParallelPair {
+    int node0;
+    int node1;
+    int coordinate;
+};
+
+/// Bending at `node` between its neighbours on one yarn.
+struct YarnBend {
+    int prev;
+    int node;
+    int next;
+    int coordinate;
+};
+
+/// Shear at a crossing `node` between its neighbours `along_u` and `along_v`.
+struct YarnShear {
+    int node;
+    int along_u;
+    int along_v;
+    double rest_spacing;  ///< L of 2017 Eq. 23
+};
+
+}  // namespace weft
