@@ -659,8 +659,10 @@ private:
     /// Contact removal, thesis Sec. 4.4 ("the Eulerian coordinate of a node
     /// indicates that it has exit the length of the rod"): a node on two yarns
     /// whose free arc length on one of them lies beyond that yarn's fixed end
-    /// nodes is taken off it with `detach_contact_node` (it stays on its other
-    /// yarn as a Lagrangian node, arc lengths fixed). Yarns without two fixed
+    /// nodes is taken off: a contact with another fabric off both yarns
+    /// (`remove_contact_node`), a crossing of one fabric off that yarn only
+    /// (`detach_contact_node`: it stays on its other yarn as a Lagrangian
+    /// node, arc lengths fixed). Yarns without two fixed
     /// nodes are left alone. Updates the layout, filter, anchors, friction
     /// limits and line set; returns the number of nodes detached.
     int detach_departed(std::vector<T>& q, std::vector<T>& v)
@@ -681,7 +683,22 @@ private:
         model.q = q;
         model.v = v;
         thrust::copy(m_anchors.begin(), m_anchors.end(), model.anchors.begin());
-        for (const std::pair<int, int>& d : departed) detach_contact_node(model, d.first, d.second);
+        // A contact with another fabric is gone once it leaves one of its
+        // yarns: off both (no fixed arc length left mid-yarn). A crossing of
+        // one fabric stays on its other yarn as a Lagrangian node (it carries
+        // that yarn's shear elements).
+        for (const std::pair<int, int>& d : departed) {
+            const std::size_t n = static_cast<std::size_t>(d.first);
+            const bool external = n < model.external_contact.size() && model.external_contact[n];
+            bool on_yarn = false;
+            for (const std::vector<int>& list : model.yarns)
+                on_yarn = on_yarn || std::find(list.begin(), list.end(), d.first) != list.end();
+            if (!on_yarn) continue;  // removed already (it left both yarns in one step)
+            if (external)
+                remove_contact_node(model, d.first);
+            else
+                detach_contact_node(model, d.first, d.second);
+        }
         v = model.v;
         this->m_v.assign(v.begin(), v.end());
         m_anchors.assign(model.anchors.begin(), model.anchors.end());

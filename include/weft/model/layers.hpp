@@ -43,11 +43,13 @@
 /// can neither separate nor interpenetrate there, whatever the normal force.
 /// The thesis removes a contact when its arc length leaves the yarn or when
 /// the normal force would pull the layers together instead of pushing
-/// (Cirio et al. 2014). The first is provided: the EIL stepper detaches a
-/// node whose arc length leaves a yarn during a run (YarnStepper,
-/// `detach_departed`), and `detach_contact_node` does it by hand between
-/// steppers (friction_incline detaches a little before the end and shares
-/// F_n among the remaining contacts). The attractive-force rule is not: with
+/// (Cirio et al. 2014). The first is provided: the EIL stepper removes a
+/// contact whose arc length leaves one of its yarns during a run from both
+/// yarns (YarnStepper, `detach_departed`, `remove_contact_node`), so no node
+/// with a fixed arc length is left in the middle of the other yarn; and
+/// `detach_contact_node` takes a node off one yarn by hand between steppers
+/// (friction_incline detaches a little before the end and shares F_n among
+/// the remaining contacts). The attractive-force rule is not: with
 /// no cloth–cloth collision and no contact creation during a run, a removed
 /// contact would let the layers pass through each other where they meet
 /// again. Contacts are only created here, never during a simulation (the
@@ -449,6 +451,48 @@ void detach_contact_node(YarnModel<T>& model, int node, int coordinate)
         return;
     }
     throw InvalidInput(detail::describe("detach_contact_node node", node, "is on no yarn with this coordinate"));
+}
+
+/// Removes a contact with another fabric from every yarn it lies on (thesis
+/// Sec. 4.4: a contact whose arc length has left one of its yarns no longer
+/// exists): the node keeps its index but is on no yarn and takes no part in
+/// any element, all its DoFs fixed, its velocity and friction limit zero, its
+/// anchors at its arc lengths; segments and bends are rebuilt from the lists.
+/// Unlike `detach_contact_node` it leaves no node with a fixed arc length in
+/// the middle of the other yarn, past which that yarn's other contacts would
+/// have to slide. A stepper made before must be rebuilt from the model.
+/// @throws InvalidInput if the node is out of range, is not marked in
+///         `external_contact`, lies on a shear element or on no yarn, or a
+///         yarn would keep fewer than 2 nodes (the model is then unchanged)
+template <typename T>
+void remove_contact_node(YarnModel<T>& model, int node)
+{
+    if (node < 0 || node >= model.node_count())
+        throw InvalidInput(detail::describe("remove_contact_node node", node, "out of range"));
+    if (!(static_cast<std::size_t>(node) < model.external_contact.size() &&
+          model.external_contact[static_cast<std::size_t>(node)]))
+        throw InvalidInput(detail::describe("remove_contact_node node", node,
+                                            "is not a contact with another fabric (external_contact)"));
+    for (const YarnShear& s : model.shears)
+        if (s.node == node || s.along_u == node || s.along_v == node)
+            throw InvalidInput(detail::describe("remove_contact_node node", node, "lies on a shear element"));
+    int lists = 0;
+    for (const std::vector<int>& list : model.yarns)
+        if (std::find(list.begin(), list.end(), node) != list.end()) {
+            ++lists;
+            if (list.size() <= 2)
+                throw InvalidInput(detail::describe("remove_contact_node node", node, "its yarn would keep < 2 nodes"));
+        }
+    if (lists == 0) throw InvalidInput(detail::describe("remove_contact_node node", node, "is on no yarn"));
+    for (std::vector<int>& list : model.yarns) list.erase(std::remove(list.begin(), list.end(), node), list.end());
+    const std::size_t i = yarn_node_dofs * static_cast<std::size_t>(node);
+    for (int k = 0; k < yarn_node_dofs; ++k) {
+        model.free_dof[i + static_cast<std::size_t>(k)] = 0;
+        model.v[i + static_cast<std::size_t>(k)] = T(0);
+    }
+    for (int c = 0; c < 2; ++c) model.anchors[2 * static_cast<std::size_t>(node) + c] = model.q[i + 3 + c];
+    if (!model.friction_limit.empty()) model.friction_limit[static_cast<std::size_t>(node)] = T(0);
+    rebuild_yarn_segments_and_bends(model);
 }
 
 }  // namespace weft
