@@ -146,6 +146,10 @@ public:
         }
     }
 
+    /// The yarn lists to draw from now on (a stepper that removed contacts
+    /// runs on a new topology; the removed nodes are on no yarn).
+    void set_yarns(const YarnModel<double>& model) { m_sets = yarn_sets(model); }
+
     void write(int frame, double time, const std::vector<double>& q)
     {
         const std::size_t nodes = q.size() / yarn_node_dofs;
@@ -236,6 +240,17 @@ inline int eil_nodes_of(const BackendStepReport&) { return 0; }
 inline int detached_of(const YarnStepReport& r) { return r.detached_contacts; }
 inline int detached_of(const BackendStepReport&) { return 0; }
 
+/// After a step that removed contacts, frames draw the stepper's new yarn lists.
+inline void follow_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper,
+                            const YarnStepReport& r)
+{
+    if (frames && r.detached_contacts > 0) frames->set_yarns(stepper.topology());
+}
+template <class Frames, class Stepper, class Report>
+void follow_topology(const Frames&, const Stepper&, const Report&)
+{
+}
+
 inline std::filesystem::path resolve(const std::filesystem::path& dir, const std::string& path)
 {
     const std::filesystem::path p(path);
@@ -285,6 +300,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.substeps += r.substeps;
         summary.peak_eil_nodes = std::max(summary.peak_eil_nodes, eil_nodes_of(r));
         summary.detached_contacts += detached_of(r);
+        follow_topology(frames, stepper, r);
         summary.retries += r.retries;
         summary.halved_steps += r.halvings > 0 ? 1 : 0;
         summary.line_search_cuts += r.line_search_cuts;

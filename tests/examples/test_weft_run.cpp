@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -461,6 +462,19 @@ TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between 
         for (std::size_t k = 1; k < csv.size(); ++k)
             for (double x : fields(csv[k])) REQUIRE(std::isfinite(x));
     }
+    // The frames follow the removals: the last frame of the frictionless run
+    // draws the same polylines with fewer points (removed contacts are on no yarn).
+    const auto line_points = [&](const char* file) {
+        long lines = -1, size = -1;
+        for (const std::string& line : lines_of(dir / "tablecloth_frames" / file))
+            if (line.rfind("LINES ", 0) == 0) std::sscanf(line.c_str(), "LINES %ld %ld", &lines, &size);
+        return std::make_pair(lines, size - lines);
+    };
+    const std::pair<long, long> first = line_points("frame_00000_warp.vtk");
+    const std::pair<long, long> last = line_points("frame_00015_warp.vtk");
+    REQUIRE(first.first > 0);
+    CHECK(last.first == first.first);
+    CHECK(last.second < first.second);
 }
 
 TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL nodes; EoL-only it fails",
