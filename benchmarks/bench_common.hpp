@@ -2,14 +2,24 @@
 /// @file bench_common.hpp
 /// Helpers shared by the benchmarks: peak memory, timing and command-line
 /// parsing. Parse errors are weft::InvalidInput, which main() prints.
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <thrust/device_vector.h>
+
+#include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/device.hpp>
 #include <weft/core/error.hpp>
+
+#if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
+#include <omp.h>
+#endif
 
 namespace weft::bench {
 
@@ -21,6 +31,65 @@ inline double peak_rss_mb()
     for (std::string line; std::getline(status, line);)
         if (line.rfind("VmHWM:", 0) == 0) return std::stod(line.substr(6)) / 1024.0;
     return -1;
+}
+
+/// Host threads the backend runs on (OpenMP), or 1 for the CUDA system,
+/// whose work runs on the GPU.
+inline int backend_threads()
+{
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+    return 1;
+#else
+    return omp_get_max_threads();
+#endif
+}
+
+/// Device memory in use now (MB), or -1 on CPU threads (see weft/backend/device.hpp).
+inline double device_memory_in_use_mb()
+{
+    const double bytes = device_memory_in_use_bytes();
+    return bytes < 0 ? -1 : bytes / (1024.0 * 1024.0);
+}
+
+/// A sparse matrix–vector product y = A x timed alone: the median of `repeats`
+/// products, each synchronized, and the bandwidth it achieves over the fewest
+/// bytes one product must move (every stored block value and column index,
+/// the row pointers, x and y once each; a lower bound, so the rate is too).
+struct SpmvTiming {
+    double ms = 0;
+    double gb_per_s = 0;
+    double bytes = 0;
+};
+
+template <typename T, int B>
+SpmvTiming time_spmv(const BsrMatrix<T, B>& a, int repeats)
+{
+    thrust::device_vector<T> x(static_cast<std::size_t>(a.cols()));
+    thrust::device_vector<T> y(static_cast<std::size_t>(a.rows()));
+    // A non-trivial x: 1 + (i mod 7) / 7.
+    const std::vector<T> host = [&] {
+        std::vector<T> v(x.size());
+        for (std::size_t i = 0; i < v.size(); ++i) v[i] = T(1) + T(i % 7) / T(7);
+        return v;
+    }();
+    thrust::copy(host.begin(), host.end(), x.begin());
+    spmv(a, x, y);  // warm-up
+    device_synchronize();
+    std::vector<double> times;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        spmv(a, x, y);
+        device_synchronize();
+        times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(times.begin(), times.end());
+    SpmvTiming t;
+    t.ms = times.empty() ? 0 : times[times.size() / 2];
+    const double blocks = static_cast<double>(a.col_idx().size());
+    t.bytes = blocks * (B * B * sizeof(T) + sizeof(Index)) + (a.block_rows() + 1.0) * sizeof(Index) +
+              (static_cast<double>(a.cols()) + a.rows()) * sizeof(T);
+    t.gb_per_s = t.ms > 0 ? t.bytes / (t.ms * 1e6) : 0;
+    return t;
 }
 
 /// Milliseconds elapsed since `start` on the steady clock.

@@ -11,12 +11,16 @@
 // diagonals (no preferred shear direction).
 //
 //   bench_triangle [--sizes 100,300] [--steps N] [--warmup W] [--dt SECONDS]
-//                  [--damping strain-rate|rayleigh|none] [--table]
+//                  [--damping strain-rate|rayleigh|none] [--table] [--spmv-repeats R]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
 // with --table one Markdown row per size (the columns of benchmarks/RESULTS.md).
 // Threads: OMP_NUM_THREADS. Peak RSS is the process high-water mark (VmHWM),
 // so with several sizes it is that of the largest size run so far.
+// bench_triangle_cuda is the same program on the CUDA system (the GPU). Each
+// size also times the system matrix's SpMV alone (median of R products, 0 to
+// skip) with its bandwidth over the bytes it must move, and on the GPU reports
+// the device memory in use after the timed steps.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -26,8 +30,6 @@
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include <omp.h>
 
 #include <weft/backend/triangle_stepper.hpp>
 #include <weft/model/triangle_mesh.hpp>
@@ -44,6 +46,7 @@ struct Options {
     double dt = 2e-3;
     std::string damping = "strain-rate";
     bool table = false;
+    int spmv_repeats = 20;
 };
 
 Options parse(int argc, char** argv)
@@ -68,6 +71,8 @@ Options parse(int argc, char** argv)
                                          "\": expected strain-rate, rayleigh or none");
         } else if (a == "--table") {
             o.table = true;
+        } else if (a == "--spmv-repeats") {
+            o.spmv_repeats = weft::bench::parse_at_least(a, args.value(), 0);
         } else {
             args.reject();
         }
@@ -108,6 +113,9 @@ struct SizeResult {
     double setup_ms = 0;
     double lowest_y = 0;  ///< lowest vertex after the timed steps (m); the sheet starts at −0.5
     double peak_rss_mb = 0;
+    long matrix_blocks = 0;
+    weft::bench::SpmvTiming spmv;
+    double device_memory_mb = -1;
 };
 
 SizeResult run_size(int n, const Options& opt)
@@ -169,6 +177,9 @@ SizeResult run_size(int n, const Options& opt)
     for (int i = 0; i < model.node_count(); ++i)
         r.lowest_y = std::min(r.lowest_y, model.q[weft::triangle_node_dofs * i + 1]);
     r.peak_rss_mb = weft::bench::peak_rss_mb();
+    r.device_memory_mb = weft::bench::device_memory_in_use_mb();
+    r.matrix_blocks = static_cast<long>(stepper.matrix().col_idx().size());
+    if (opt.spmv_repeats > 0) r.spmv = weft::bench::time_spmv(stepper.matrix(), opt.spmv_repeats);
     return r;
 }
 
@@ -178,7 +189,8 @@ int main(int argc, char** argv)
 {
     try {
         const Options opt = parse(argc, argv);
-        const int threads = omp_get_max_threads();
+        weft::require_device();
+        const int threads = weft::bench::backend_threads();
         std::ostringstream out;
         if (opt.table) {
             out << "| N × N | vertices | triangles | hinges | ms/step | assembly ms | PCG ms | PCG it./step | "
@@ -208,7 +220,11 @@ int main(int argc, char** argv)
                     << ", \"pcg_iterations\": " << r.pcg_iterations
                     << ", \"pcg_iterations_max\": " << r.pcg_iterations_max << ", \"substeps\": " << r.substeps
                     << ", \"us_per_vertex_step\": " << us_per_vertex << ", \"lowest_y_m\": " << r.lowest_y
-                    << ", \"peak_rss_mb\": " << r.peak_rss_mb << "}";
+                    << ", \"matrix_blocks\": " << r.matrix_blocks;
+                if (opt.spmv_repeats > 0)
+                    out << ", \"spmv_ms\": " << r.spmv.ms << ", \"spmv_gb_per_s\": " << r.spmv.gb_per_s;
+                out << ", \"device_memory_mb\": " << r.device_memory_mb << ", \"peak_rss_mb\": " << r.peak_rss_mb
+                    << "}";
             }
             first = false;
             std::cerr << "bench_triangle: n = " << n << " done (" << r.ms_per_step << " ms/step, " << r.pcg_iterations

@@ -6,9 +6,14 @@
 //
 //   bench_yarn [--sizes 50,100,200] [--steps N] [--warmup W] [--no-eigen]
 //              [--scene FILE] [--preconditioner block-jacobi|yarn-lines]
+//              [--spmv-repeats R] [--pcg-max-iterations N]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
-// same count through Eigen::setNbThreads).
+// same count through Eigen::setNbThreads). bench_yarn_cuda is the same
+// program on the CUDA system (the GPU); Eigen's CG still runs on the host.
+// Each size also times the system matrix's SpMV alone (median of R products)
+// and reports its bandwidth over the bytes it must move; on the GPU, the
+// device memory in use after the timed steps.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -16,8 +21,6 @@
 #include <sstream>
 #include <string>
 #include <vector>
-
-#include <omp.h>
 
 #include <Eigen/IterativeLinearSolvers>
 #include <Eigen/Sparse>
@@ -41,6 +44,8 @@ struct Options {
     bool eigen = true;
     std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
     std::string preconditioner = "block-jacobi";
+    int spmv_repeats = 20;
+    int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
 };
 
 Options parse(int argc, char** argv)
@@ -63,6 +68,10 @@ Options parse(int argc, char** argv)
             if (o.preconditioner != "block-jacobi" && o.preconditioner != "yarn-lines")
                 throw weft::InvalidInput("invalid --preconditioner \"" + o.preconditioner +
                                          "\": expected block-jacobi or yarn-lines");
+        } else if (a == "--pcg-max-iterations") {
+            o.pcg_max_iterations = weft::bench::parse_at_least(a, args.value(), 1);
+        } else if (a == "--spmv-repeats") {
+            o.spmv_repeats = weft::bench::parse_at_least(a, args.value(), 0);
         } else {
             args.reject();
         }
@@ -110,8 +119,9 @@ int main(int argc, char** argv)
 {
     try {
         const Options opt = parse(argc, argv);
+        weft::require_device();
         const weft::SceneDescription base = weft::load_scene(opt.scene);
-        const int threads = omp_get_max_threads();
+        const int threads = weft::bench::backend_threads();
         Eigen::setNbThreads(threads);
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
@@ -136,7 +146,7 @@ int main(int argc, char** argv)
             options.newton_tolerance = scene.solver.newton_tolerance;
             options.max_halvings = weft::max_halvings(scene);
             options.pcg.tolerance = scene.solver.pcg_tolerance;
-            options.pcg.max_iterations = scene.solver.pcg_max_iterations;
+            options.pcg.max_iterations = opt.pcg_max_iterations > 0 ? opt.pcg_max_iterations : scene.solver.pcg_max_iterations;
             options.pcg.preconditioner =
                 opt.preconditioner == "yarn-lines" ? weft::PcgPreconditioner::yarn_lines : weft::PcgPreconditioner::block_jacobi;
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
@@ -165,20 +175,28 @@ int main(int argc, char** argv)
                 }
             }
             const double steps = opt.steps;
-            json << (first ? "\n" : ",\n") << "    {\"n\": " << n << ", \"nodes\": " << n * n
+            std::ostringstream record;
+            record << "{\"n\": " << n << ", \"nodes\": " << n * n
                  << ", \"dofs\": " << 5 * n * n << ", \"ms_per_step\": " << 1e3 * total / steps
                  << ", \"assembly_ms\": " << 1e3 * assembly / steps << ", \"pcg_ms\": " << 1e3 * solve / steps
                  << ", \"rest_ms\": " << 1e3 * (total - assembly - solve) / steps
                  << ", \"pcg_iterations\": " << pcg_iterations / steps << ", \"substeps\": " << substeps / steps
                  << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n);
             if (opt.eigen) {
-                json << ", \"eigen_cg_ms\": " << eigen_ms / steps << ", \"eigen_cg_iterations\": "
+                record << ", \"eigen_cg_ms\": " << eigen_ms / steps << ", \"eigen_cg_iterations\": "
                      << eigen_iterations / steps << ", \"eigen_cg_worst_error\": " << eigen_worst_error
                      << ", \"pcg_speedup_vs_eigen\": " << (eigen_ms / steps) / (1e3 * solve / steps);
             }
-            json << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb() << "}";
+            if (opt.spmv_repeats > 0) {
+                const weft::bench::SpmvTiming t = weft::bench::time_spmv(stepper.matrix(), opt.spmv_repeats);
+                record << ", \"matrix_blocks\": " << stepper.matrix().col_idx().size() << ", \"spmv_ms\": " << t.ms
+                     << ", \"spmv_gb_per_s\": " << t.gb_per_s;
+            }
+            record << ", \"device_memory_mb\": " << weft::bench::device_memory_in_use_mb()
+                 << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb() << "}";
+            json << (first ? "\n    " : ",\n    ") << record.str();
             first = false;
-            std::cerr << "bench_yarn: n = " << n << " done (" << 1e3 * total / steps << " ms/step)\n";
+            std::cerr << "bench_yarn: " << record.str() << "\n";  // each size as soon as it is done
         }
         json << "\n  ]\n}\n";
         std::cout << json.str();

@@ -7,7 +7,15 @@ root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
 bash "$root/scripts/install-deps.sh"
 jobs="$(nproc)"
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release
+# The CUDA tests always build where nvcc is found (they skip without a GPU);
+# weft-run-cuda and the CUDA benchmarks, 15 more minutes of nvcc on 2 cores,
+# only where a GPU can run them.
+cuda_programs=ON
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  cuda_programs=OFF
+  echo "test.sh: no GPU found: weft-run-cuda and the CUDA benchmarks are not built (the CUDA tests are)"
+fi
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_CUDA_PROGRAMS=$cuda_programs
 cmake --build "$build" -j "$jobs"
 cd "$build"
 # One test at a time: each test runs 2 OpenMP threads (ctest ENVIRONMENT),

@@ -1,9 +1,11 @@
 // weft-run SCENE.json [--duration T] [--output-dir DIR] [--quiet]
-// Runs a yarn-level cloth scene on the Thrust backend (see scene_runner.hpp
+// Runs a yarn-level or triangle cloth scene on the Thrust backend (see scene_runner.hpp
 // and docs/scenes.md). Exit status: 0 done, 1 bad arguments or scene,
 // 2 a step failed (reported with the step and the solver's residual).
 #include <exception>
 #include <iostream>
+
+#include <weft/backend/device.hpp>
 
 #include "scene_runner.hpp"
 
@@ -16,6 +18,7 @@ int main(int argc, char** argv)
             std::cout << run_usage();
             return 0;
         }
+        weft::require_device();  // weft-run-cuda: "no CUDA device found (...)" rather than a Thrust error
         const RunSummary summary = run_scene(args, std::cerr);
         return summary.ok ? 0 : 2;
     } catch (const weft::InvalidInput& e) {

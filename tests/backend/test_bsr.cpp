@@ -1,9 +1,15 @@
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <set>
 #include <vector>
 
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+
 #include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/pcg.hpp>
 
 #include "backend/block_system.hpp"
 #include "support/random.hpp"
@@ -76,7 +82,70 @@ int check_spmv_against_eigen(Random& rng, Index block_rows, Index block_cols)
     return 1;
 }
 
+/// The GPU's thread mapping (one thread per scalar row) against the CPU's (one
+/// per block row), both run here: y and the filtered product with its
+/// curvature shares must be the same to the last bit (same summation order).
+template <int B>
+int check_row_mappings_agree(Random& rng, Index block_rows)
+{
+    const RandomBsr<B> m = random_bsr<B>(rng, block_rows, block_rows, 0.3);
+    REQUIRE(!m.col_idx.empty());
+    const BsrMatrix<double, B> a(m.block_rows, m.block_cols, m.row_ptr, m.col_idx, m.values);
+    const Eigen::VectorXd x_host = random_vector(rng, B * block_rows);
+    const thrust::device_vector<double> x = to_device(x_host);
+    const double* xp = thrust::raw_pointer_cast(x.data());
+    const auto first = thrust::counting_iterator<Index>(0);
+    thrust::device_vector<double> by_block(a.rows(), -1.0), by_scalar(a.rows(), -2.0);
+    thrust::for_each(thrust::device, first, first + a.block_rows(),
+                     weft::bsr_detail::BlockRowProduct<double, B>{a.view(), xp, thrust::raw_pointer_cast(by_block.data())});
+    thrust::for_each(thrust::device, first, first + a.rows(),
+                     weft::bsr_detail::ScalarRowProduct<double, B>{a.view(), xp,
+                                                                   thrust::raw_pointer_cast(by_scalar.data())});
+    const Eigen::VectorXd yb = to_eigen_vector(by_block), ys = to_eigen_vector(by_scalar);
+    REQUIRE(yb.norm() > 0);
+    CHECK((yb - ys).lpNorm<Eigen::Infinity>() == 0.0);
+    const Eigen::VectorXd reference = m.reference * x_host;
+    CHECK((yb - reference).lpNorm<Eigen::Infinity>() <= 1e-12 * yb.lpNorm<Eigen::Infinity>());
+
+    // The PCG's fused S A p and pᵀ S A S p, with every third DoF constrained.
+    std::vector<std::uint8_t> free_host(static_cast<std::size_t>(a.rows()));
+    for (std::size_t i = 0; i < free_host.size(); ++i) free_host[i] = i % 3 != 1;
+    const thrust::device_vector<std::uint8_t> free_dofs(free_host.begin(), free_host.end());
+    const std::uint8_t* fp = thrust::raw_pointer_cast(free_dofs.data());
+    thrust::device_vector<double> qb(a.rows(), -1.0), qs(a.rows(), -2.0), node_shares(block_rows, -1.0),
+        row_shares(a.rows(), -1.0);
+    thrust::for_each(thrust::device, first, first + a.block_rows(),
+                     weft::pcg_detail::FilteredProductAndCurvature<double, B>{
+                         a.view(), fp, xp, thrust::raw_pointer_cast(qb.data()),
+                         thrust::raw_pointer_cast(node_shares.data())});
+    thrust::for_each(thrust::device, first, first + a.rows(),
+                     weft::pcg_detail::FilteredRowProductAndCurvature<double, B>{
+                         a.view(), fp, xp, thrust::raw_pointer_cast(qs.data()),
+                         thrust::raw_pointer_cast(row_shares.data())});
+    const Eigen::VectorXd qbh = to_eigen_vector(qb), qsh = to_eigen_vector(qs);
+    CHECK((qbh - qsh).lpNorm<Eigen::Infinity>() == 0.0);
+    for (std::size_t i = 0; i < free_host.size(); ++i)
+        if (!free_host[i]) CHECK(qsh(static_cast<Eigen::Index>(i)) == 0.0);
+    const double by_nodes = to_eigen_vector(node_shares).sum(), by_rows = to_eigen_vector(row_shares).sum();
+    const double expected = x_host.dot(qbh);
+    REQUIRE(std::abs(expected) > 0);
+    CHECK(std::abs(by_nodes - expected) <= 1e-12 * std::abs(expected) * block_rows);
+    CHECK(std::abs(by_rows - expected) <= 1e-12 * std::abs(expected) * block_rows);
+    return 1;
+}
+
 }  // namespace
+
+TEST_CASE("bsr: the GPU's scalar-row SpMV and the CPU's block-row SpMV give the same bits", "[backend][bsr][spmv]")
+{
+    Random rng(97);
+    int ran = 0;
+    for (int trial = 0; trial < 4; ++trial) {
+        ran += check_row_mappings_agree<3>(rng, 15 + 7 * trial);
+        ran += check_row_mappings_agree<5>(rng, 11 + 5 * trial);
+    }
+    REQUIRE(ran == 8);
+}
 
 TEST_CASE("bsr: spmv equals Eigen's product on random block-sparse matrices (B = 3)", "[backend][bsr][spmv]")
 {

@@ -121,6 +121,7 @@ struct PcgWorkspace {
     thrust::device_vector<T> inverse_diagonal;         ///< #nodes · B·B, row-major M⁻¹ blocks
     thrust::device_vector<T> node_sums_first;          ///< #nodes partial dot products
     thrust::device_vector<T> node_sums_second;         ///< #nodes partial dot products
+    thrust::device_vector<T> row_sums;                 ///< #DoFs partial dot products (spmv_scalar_rows only)
     thrust::device_vector<std::uint8_t> all_free;      ///< #DoFs ones, for the unfiltered overload
     LineFactors<T, B> line_factors;                    ///< yarn_lines factors, sized on first use
 
@@ -135,6 +136,7 @@ struct PcgWorkspace {
         inverse_diagonal.resize(static_cast<std::size_t>(nodes) * (B * B));
         node_sums_first.resize(static_cast<std::size_t>(nodes));
         node_sums_second.resize(static_cast<std::size_t>(nodes));
+        if constexpr (spmv_scalar_rows) row_sums.resize(dofs);
     }
 };
 
@@ -262,6 +264,32 @@ struct FilteredProductAndCurvature {
             share += p[offset + r] * filtered;
         }
         curvature[row] = share;
+    }
+};
+
+/// q = S A p for one scalar row (spmv_scalar_rows), and the row's share
+/// p_row q_row of pᵀ S A S p; the row is summed as in FilteredProductAndCurvature.
+template <typename T, int B>
+struct FilteredRowProductAndCurvature {
+    const BsrConstView<T, B> a;
+    const std::uint8_t* const free_dofs;  ///< #DoFs
+    const T* const p;                     ///< #DoFs
+    T* const q;                           ///< #DoFs
+    T* const curvature;                   ///< #DoFs
+
+    WEFT_HD void operator()(Index row) const
+    {
+        const Index block_row = row / B;
+        const int r = static_cast<int>(row - block_row * B);
+        T sum = T(0);
+        for (Index k = a.row_ptr[block_row]; k < a.row_ptr[block_row + 1]; ++k) {
+            const T* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
+            const T* pk = p + static_cast<std::size_t>(a.col_idx[k]) * B;
+            for (int c = 0; c < B; ++c) sum += block_row_r[c] * pk[c];
+        }
+        const T filtered = free_dofs[row] ? sum : T(0);
+        q[row] = filtered;
+        curvature[row] = p[row] * filtered;
     }
 };
 
@@ -490,11 +518,21 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
 
     for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
         // q = S A p, pᵀ S A S p in the same pass over A.
-        thrust::for_each(thrust::device, node_first, node_last,
-                         pcg_detail::FilteredProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
-                                                                       cells(workspace.node_sums_first)});
-        const T curvature = thrust::reduce(thrust::device, workspace.node_sums_first.begin(),
-                                           workspace.node_sums_first.end(), T(0), thrust::plus<T>{});
+        T curvature;
+        if constexpr (spmv_scalar_rows) {
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(a.rows()),
+                             pcg_detail::FilteredRowProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
+                                                                              cells(workspace.row_sums)});
+            curvature = thrust::reduce(thrust::device, workspace.row_sums.begin(), workspace.row_sums.end(), T(0),
+                                       thrust::plus<T>{});
+        } else {
+            thrust::for_each(thrust::device, node_first, node_last,
+                             pcg_detail::FilteredProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
+                                                                           cells(workspace.node_sums_first)});
+            curvature = thrust::reduce(thrust::device, workspace.node_sums_first.begin(),
+                                       workspace.node_sums_first.end(), T(0), thrust::plus<T>{});
+        }
         if (!(std::abs(curvature) <= std::numeric_limits<T>::max())) {
             return pcg_detail::make_result(PcgStatus::non_finite, iteration, residual_norm / initial_norm);
         }

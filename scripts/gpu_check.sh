@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# The GPU checks of weft on a machine with a CUDA device, from a build made
+# with -DWEFT_ENABLE_CUDA=ON (CMAKE_CUDA_ARCHITECTURES for that device):
+#
+#   scripts/gpu_check.sh [--build DIR] [--out DIR] [PART...]
+#
+# PART (default: tests compare bench):
+#   tests    every CUDA test (DIR/tests/test_*_cuda), each against its host reference
+#   compare  weft-run and weft-run-cuda on every shipped scene for 100 steps
+#            (scripts/compare_backends.sh): energies, PCG iterations, ms/step
+#   bench    bench_yarn_cuda at 200², 400², 700², 1000² crossings and
+#            bench_triangle_cuda at 100², 300², 600² vertices (JSON)
+#   bench-cpu  bench_yarn and bench_triangle on CPU threads at the smaller sizes
+#
+# Logs and JSON go to --out (default gpu_check_out). Exit status: 0 when every
+# part ran clean, 1 otherwise (each failure is printed).
+set -u
+build=build
+out=gpu_check_out
+parts=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --build) build=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    *) parts+=("$1"); shift ;;
+  esac
+done
+[ ${#parts[@]} -gt 0 ] || parts=(tests compare bench)
+here=$(cd "$(dirname "$0")/.." && pwd)
+mkdir -p "$out"
+status=0
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
+echo "commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee -a "$out/device.txt"
+
+for part in "${parts[@]}"; do
+  case "$part" in
+    tests)
+      for t in "$build"/tests/test_*_cuda; do
+        name=$(basename "$t")
+        if "$t" > "$out/$name.log" 2>&1; then
+          echo "PASS $name: $(tail -1 "$out/$name.log")"
+        else
+          echo "FAIL $name (exit $?): see $out/$name.log"; tail -20 "$out/$name.log"; status=1
+        fi
+      done ;;
+    compare)
+      "$here/scripts/compare_backends.sh" --cpu "$build/examples/weft_run/weft-run" \
+        --gpu "$build/examples/weft_run/weft-run-cuda" --steps 100 --out "$out/compare" \
+        "$here"/examples/scenes/*.json | tee "$out/compare.md" || status=1 ;;
+    bench)
+      # The scene's PCG limit (2,000) is reached from 700² on; a step would be halved.
+      "$build/benchmarks/bench_yarn_cuda" --sizes 200,400,700,1000 --no-eigen --steps 3 --warmup 2 \
+        --pcg-max-iterations 20000 > "$out/bench_yarn_cuda.json" || status=1
+      # The yarn-line preconditioner solves one yarn per thread: small sizes only.
+      "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --steps 3 --warmup 2 \
+        --preconditioner yarn-lines > "$out/bench_yarn_cuda_lines.json" || status=1
+      "$build/benchmarks/bench_triangle_cuda" --sizes 100,300,600 --steps 3 --warmup 2 \
+        > "$out/bench_triangle_cuda.json" || status=1 ;;
+    bench-cpu)
+      "$build/benchmarks/bench_yarn" --sizes 200,400 --no-eigen --steps 3 --warmup 2 --pcg-max-iterations 20000 \
+        > "$out/bench_yarn_cpu.json" || status=1
+      "$build/benchmarks/bench_triangle" --sizes 100,300 --steps 3 --warmup 2 \
+        > "$out/bench_triangle_cpu.json" || status=1 ;;
+    *) echo "gpu_check.sh: unknown part $part" >&2; exit 1 ;;
+  esac
+done
+exit $status

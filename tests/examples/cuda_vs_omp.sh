@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# ctest examples.weft_run.cuda_vs_omp: weft-run on CPU threads and weft-run-cuda
+# on the GPU run the same shipped scenes and must give the same energy curves.
+#
+#   cuda_vs_omp.sh WEFT_RUN WEFT_RUN_CUDA SOURCE_DIR WORK_DIR
+#
+# Tolerances (relative to each energy's largest value over the run, see
+# scripts/compare_backends.sh): scenes without contact, 1e-6 over 100 steps
+# (measured on an H100: ≤ 6.3e-9). Contact scenes amplify round-off: the GPU
+# contracts a*b+c into fused multiply-adds and the CPU build does not, and the
+# same difference between two CPU builds (-mfma -ffp-contract=fast or not)
+# grows just as fast (sphere drop 2 % after 100 steps in both comparisons).
+# They are compared over their first steps (measured on an H100, GPU vs CPU and
+# CPU vs CPU with FMA): sphere_drop 25 steps, 1e-4 (3.4e-5 and 1.5e-6: its
+# elastic energy is near zero until the landing, so its scale is small);
+# tablecloth 50 steps, 1e-6 (7.7e-10 and 5.6e-9); tablecloth_angle 5 steps,
+# 1e-6 (8.1e-8 and 5.9e-8).
+# Exit 77 (skipped) when no CUDA device is found.
+set -u
+cpu=$1 gpu=$2 src=$3 work=$4
+mkdir -p "$work"
+probe=$("$gpu" "$src/examples/scenes/swing.json" --duration 0.001 --output-dir "$work" --quiet 2>&1)
+if printf '%s' "$probe" | grep -q "no CUDA device found"; then
+  echo "SKIPPED: $(printf '%s' "$probe" | grep -m1 'no CUDA device found'); weft-run-cuda was built but not run"
+  exit 77
+fi
+scenes="$src/examples/scenes"
+compare="$src/scripts/compare_backends.sh --cpu $cpu --gpu $gpu --out $work"
+status=0
+$compare --steps 100 --tolerance 1e-6 "$scenes/flap.json" "$scenes/hang.json" "$scenes/swing.json" \
+  "$scenes/sliding_rods.json" "$scenes/stvk_hang.json" "$scenes/stvk_swing.json" || status=1
+$compare --steps 25 --tolerance 1e-4 "$scenes/sphere_drop.json" || status=1
+$compare --steps 50 --tolerance 1e-6 "$scenes/tablecloth.json" || status=1
+$compare --steps 5 --tolerance 1e-6 "$scenes/tablecloth_angle.json" || status=1
+exit $status
