@@ -1,32 +1,62 @@
-# Targets that pick a Thrust device system for weft's own executables.
-#   weft_backend_omp  : Thrust on CPU threads (OpenMP), compiled by the C++ compiler
-#   weft_backend_cuda : Thrust on the GPU, compiled by nvcc (when WEFT_ENABLE_CUDA)
-find_package(OpenMP REQUIRED COMPONENTS CXX)
+# The backend targets: which Thrust device system a program steps on.
+#   weft::omp  : Thrust on CPU threads (OpenMP), compiled by the C++ compiler;
+#                the CCCL headers (thrust/, cub/, cuda/) from the CUDA toolkit
+#                or any CCCL install, found by WEFT_THRUST_INCLUDE_DIR
+#   weft::cuda : Thrust on the GPU, for sources compiled by nvcc; defined when
+#                the CUDA language is enabled before this file is read
+# Both link weft::weft. weft's own build includes this file (and makes the
+# targets GLOBAL, so a project that add_subdirectory()s weft sees them); the
+# installed package config includes it after weft::weft is imported, so a
+# project's find_package(weft) gets the same targets, found on its machine.
+# A target whose requirements are missing is not defined; WEFT_OMP_MISSING /
+# WEFT_CUDA_MISSING then say why.
 
-find_path(WEFT_THRUST_INCLUDE_DIR thrust/device_vector.h
-  HINTS ${CUDAToolkit_ROOT}/include/cccl /usr/local/cuda/include/cccl /usr/local/cuda/include /usr/include
-  DOC "directory that holds thrust/, cub/ and cuda/ (CCCL)")
-if(NOT WEFT_THRUST_INCLUDE_DIR)
-  message(FATAL_ERROR "Thrust (CCCL) headers not found: set WEFT_THRUST_INCLUDE_DIR to the folder holding thrust/device_vector.h")
+if(WEFT_BACKENDS_GLOBAL)
+  set(_weft_scope GLOBAL)
+else()
+  set(_weft_scope "")
 endif()
 
-add_library(weft_backend_omp INTERFACE)
-target_include_directories(weft_backend_omp SYSTEM INTERFACE ${WEFT_THRUST_INCLUDE_DIR})
-target_compile_definitions(weft_backend_omp INTERFACE
-  THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP WEFT_BACKEND_NAME="omp")
-target_link_libraries(weft_backend_omp INTERFACE weft::weft OpenMP::OpenMP_CXX)
-
-if(WEFT_ENABLE_CUDA)
-  if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
-    # H100/H200 by default; pass -DCMAKE_CUDA_ARCHITECTURES=native (or a list) for other GPUs.
-    set(CMAKE_CUDA_ARCHITECTURES 90)
+if(NOT TARGET weft::omp)
+  set(WEFT_OMP_MISSING "")
+  find_package(OpenMP QUIET COMPONENTS CXX)
+  find_path(WEFT_THRUST_INCLUDE_DIR thrust/device_vector.h
+    HINTS ${CUDAToolkit_ROOT}/include/cccl /usr/local/cuda/include/cccl /usr/local/cuda/include /usr/include
+    DOC "directory that holds thrust/, cub/ and cuda/ (CCCL)")
+  if(NOT OpenMP_CXX_FOUND)
+    set(WEFT_OMP_MISSING "OpenMP for C++ not found")
+  elseif(NOT WEFT_THRUST_INCLUDE_DIR)
+    set(WEFT_OMP_MISSING "Thrust (CCCL) headers not found: set WEFT_THRUST_INCLUDE_DIR to the folder holding thrust/device_vector.h")
+  else()
+    add_library(weft::omp INTERFACE IMPORTED ${_weft_scope})
+    set_target_properties(weft::omp PROPERTIES
+      INTERFACE_INCLUDE_DIRECTORIES "${WEFT_THRUST_INCLUDE_DIR}"
+      INTERFACE_COMPILE_DEFINITIONS "THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP;WEFT_BACKEND_NAME=\"omp\""
+      INTERFACE_LINK_LIBRARIES "weft::weft;OpenMP::OpenMP_CXX")
   endif()
-  enable_language(CUDA)
-  find_package(CUDAToolkit REQUIRED)
-  add_library(weft_backend_cuda INTERFACE)
-  target_compile_definitions(weft_backend_cuda INTERFACE WEFT_BACKEND_NAME="cuda")
-  target_compile_options(weft_backend_cuda INTERFACE
-    $<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr --extended-lambda -diag-suppress=20012,20011,20014>)
-  target_link_libraries(weft_backend_cuda INTERFACE weft::weft CUDA::cudart)
-  set(CMAKE_CUDA_STANDARD 17)
 endif()
+
+if(NOT TARGET weft::cuda)
+  set(WEFT_CUDA_MISSING "")
+  get_property(_weft_languages GLOBAL PROPERTY ENABLED_LANGUAGES)
+  if(NOT "CUDA" IN_LIST _weft_languages)
+    set(WEFT_CUDA_MISSING "the CUDA language is not enabled (enable_language(CUDA) before find_package(weft))")
+  else()
+    find_package(CUDAToolkit QUIET)
+    if(NOT CUDAToolkit_FOUND)
+      set(WEFT_CUDA_MISSING "the CUDA toolkit (CUDA::cudart) was not found")
+    else()
+      add_library(weft::cuda INTERFACE IMPORTED ${_weft_scope})
+      set_target_properties(weft::cuda PROPERTIES
+        INTERFACE_COMPILE_DEFINITIONS "WEFT_BACKEND_NAME=\"cuda\""
+        # Thrust functors with WEFT_HD members and device lambdas. Suppressed: 20011, 20012, 20014,
+        # host-only calls (Eigen, the standard library) reached from WEFT_HD code
+        # that is only instantiated on the host, and host annotations on defaulted members.
+        INTERFACE_COMPILE_OPTIONS
+          "$<$<COMPILE_LANGUAGE:CUDA>:--expt-relaxed-constexpr;--extended-lambda;-diag-suppress=20012,20011,20014>"
+        INTERFACE_COMPILE_FEATURES "cuda_std_17"
+        INTERFACE_LINK_LIBRARIES "weft::weft;CUDA::cudart")
+    endif()
+  endif()
+endif()
+unset(_weft_scope)

@@ -106,10 +106,12 @@ struct RunSummary {
     int frames = 0;
     int nodes = 0;
     int peak_eil_nodes = 0;  ///< largest EIL count of a step (yarn scenes with solver.eil)
+    double peak_speed = 0;   ///< largest max_speed of a step (m/s)
     int detached_contacts = 0;  ///< nodes taken off a yarn they left (yarn scenes with solver.eil)
     long retries = 0;           ///< steps redone at the same size (collapsed EoL segments)
     long halved_steps = 0;      ///< steps that needed at least one halving of dt
     long line_search_cuts = 0;  ///< halvings of Newton updates by the line search (newton_iterations > 1)
+    long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
     bool ok = true;
     std::string error;
 };
@@ -271,6 +273,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
                                          "pcg_iterations", "gravity_energy",       "dissipation_potential",
                                          "newton_iterations", "substeps",          "ms_per_step"};
         if (scene.solver.eil) columns.push_back("eil_nodes");  // EIL (yarn, node) pairs of the step
+        columns.push_back("max_speed");  // the step's largest |v| of a DoF (m/s)
         csv = std::make_unique<CsvWriter>(resolve(args.output_dir, scene.output.csv), columns);
     }
     RunSummary summary;
@@ -299,11 +302,13 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.newton_iterations += r.newton_iterations;
         summary.substeps += r.substeps;
         summary.peak_eil_nodes = std::max(summary.peak_eil_nodes, eil_nodes_of(r));
+        summary.peak_speed = std::max(summary.peak_speed, r.max_speed);
         summary.detached_contacts += detached_of(r);
         follow_topology(frames, stepper, r);
         summary.retries += r.retries;
         summary.halved_steps += r.halvings > 0 ? 1 : 0;
         summary.line_search_cuts += r.line_search_cuts;
+        summary.feasibility_limits += r.feasibility_limits;
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
             os << "step " << step << ": time step halved " << r.halvings << " time(s) (" << r.substeps
@@ -315,6 +320,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             std::vector<double> row{time, e.kinetic, e.elastic, double(r.pcg_iterations), e.gravity, e.dissipation,
                                     double(r.newton_iterations), double(r.substeps), 1e3 * r.total_seconds};
             if (scene.solver.eil) row.push_back(double(eil_nodes_of(r)));
+            row.push_back(r.max_speed);
             csv->write_row(row);
         }
         if (frames && step % scene.output.every == 0) frames->write(summary.frames++, time, to_host(stepper.positions()));
@@ -330,8 +336,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             << (summary.steps > 0 ? double(summary.pcg_iterations) / summary.steps : 0.0) << " PCG iterations/step, "
             << summary.frames << " frames, " << summary.halved_steps << " steps halved, "
             << (summary.steps > 0 ? double(summary.newton_iterations) / summary.steps : 0.0)
-            << " Newton iterations/step";
+            << " Newton iterations/step, peak speed " << summary.peak_speed << " m/s";
         if (summary.line_search_cuts > 0) log << ", " << summary.line_search_cuts << " line-search cuts";
+        if (summary.feasibility_limits > 0)
+            log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (scene.solver.eil)
             log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "
                 << summary.detached_contacts << " contacts detached";

@@ -11,6 +11,15 @@ if(MODE STREQUAL "find_package")
 else()
   set(extra -DWEFT_CONSUMER_MODE=add_subdirectory -DWEFT_SOURCE_DIR=${WEFT_SOURCE_DIR})
 endif()
+if(CONSUMER_CUDA)
+  # The device's own architecture: code built for nvcc's default must be
+  # compiled from PTX by the driver at start; built that way, this program ran
+  # over a minute on an H100 without finishing (JIT assumed, not verified).
+  list(APPEND extra -DWEFT_CONSUMER_CUDA=ON)
+  if(CONSUMER_CUDA_ARCHITECTURES)
+    list(APPEND extra -DCMAKE_CUDA_ARCHITECTURES=${CONSUMER_CUDA_ARCHITECTURES})
+  endif()
+endif()
 execute_process(COMMAND ${CMAKE_COMMAND} -S ${project_dir} -B ${WORK_DIR}/consumer-build ${extra}
   COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build COMMAND_ERROR_IS_FATAL ANY)
@@ -18,4 +27,17 @@ execute_process(COMMAND ${WORK_DIR}/consumer-build/consumer RESULT_VARIABLE rc O
 message("${out}")
 if(NOT rc EQUAL 0 OR NOT out MATCHES "stretch strain 0.5")
   message(FATAL_ERROR "consumer program failed (rc=${rc})")
+endif()
+# The backend through weft::omp: a woven patch stepped 20 times.
+execute_process(COMMAND ${WORK_DIR}/consumer-build/consumer_stepper RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+message("${out}")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "backend omp: stepped 20 steps")
+  message(FATAL_ERROR "consumer_stepper (weft::omp) failed (rc=${rc})")
+endif()
+if(EXISTS ${WORK_DIR}/consumer-build/consumer_stepper_cuda)
+  execute_process(COMMAND ${WORK_DIR}/consumer-build/consumer_stepper_cuda RESULT_VARIABLE rc OUTPUT_VARIABLE out)
+  message("${out}")
+  if(NOT rc EQUAL 0 OR NOT out MATCHES "backend cuda: (stepped 20 steps|skipped)")
+    message(FATAL_ERROR "consumer_stepper_cuda (weft::cuda) failed (rc=${rc})")
+  endif()
 endif()

@@ -165,7 +165,7 @@ TEST_CASE("weft-run: a scene runs and writes the CSV and frames", "[examples][we
     double kinetic_peak = 0;
     for (std::size_t r = 1; r < csv.size(); ++r) {
         const std::vector<double> row = fields(csv[r]);
-        REQUIRE(row.size() == 10);  // the 9 columns and eil_nodes (EIL is on by default for yarns)
+        REQUIRE(row.size() == 11);  // the 9 columns, eil_nodes (EIL is on by default for yarns), max_speed
         for (double x : row) REQUIRE(std::isfinite(x));
         CHECK(row[0] > previous_time);
         CHECK(row[3] >= 1);  // PCG iterations of that step
@@ -260,9 +260,9 @@ TEST_CASE("weft-run: a triangle scene runs and writes the CSV and mesh frames", 
     const std::vector<std::string> csv = lines_of(dir / "energy.csv");
     REQUIRE(csv.size() == 11);
     CHECK(csv[0] == "time,kinetic_energy,elastic_energy,pcg_iterations,gravity_energy,dissipation_potential,"
-                    "newton_iterations,substeps,ms_per_step");
+                    "newton_iterations,substeps,ms_per_step,max_speed");
     const std::vector<double> last = fields(csv.back());
-    REQUIRE(last.size() == 9);
+    REQUIRE(last.size() == 10);
     CHECK(last[0] == Approx(0.02));
     CHECK(last[1] > 0);  // falling, so moving
     CHECK(last[4] < fields(csv[1])[4]);  // gravity energy drops
@@ -382,7 +382,7 @@ TEST_CASE("weft-run: tablecloth.json stacks two layers with contact nodes and ru
     CHECK(summary.nodes == 1600 + 1521 + 39 * 18 + 18 * 38);
     const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
     REQUIRE(csv.size() == 6);
-    CHECK(csv[0].substr(csv[0].size() - 10) == ",eil_nodes");
+    CHECK(csv[0].substr(csv[0].size() - 20) == ",eil_nodes,max_speed");
     const std::vector<double> last = fields(csv.back());
     CHECK(last[1] > 0);  // the overhang starts to fall
 }
@@ -496,15 +496,21 @@ TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL
     CHECK(with.summary.peak_eil_nodes >= 10);
     const std::vector<std::string> csv = lines_of(dir / "hang.csv");
     REQUIRE(csv.size() == 1001);
-    REQUIRE(csv[0].substr(csv[0].size() - 10) == ",eil_nodes");
-    double peak_kinetic = 0;
+    REQUIRE(csv[0].substr(csv[0].size() - 20) == ",eil_nodes,max_speed");
+    double peak_kinetic = 0, peak_speed = 0;
     for (std::size_t k = 1; k < csv.size(); ++k) {
         const std::vector<double> row = fields(csv[k]);
         for (double x : row) REQUIRE(std::isfinite(x));
         peak_kinetic = std::max(peak_kinetic, row.at(1));
+        peak_speed = std::max(peak_speed, row.back());
     }
     // 400 nodes, 0.4 g of yarn falling at most a few cm: far below 1e-4 J
     CHECK(peak_kinetic < 1e-4);
+    // The max_speed column: the summary's peak, and a speed the kinetic energy
+    // allows (½ m_node v² ≤ KE for the fastest node, m_node ≥ 1e-7 kg here).
+    CHECK(peak_speed == Approx(with.summary.peak_speed).epsilon(1e-9));
+    CHECK(peak_speed > 0);
+    CHECK(peak_speed < 1.0);
 
     std::string eol = scene;
     const std::string duration = "\"duration\": 1.0,";

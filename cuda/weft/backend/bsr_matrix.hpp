@@ -194,6 +194,36 @@ inline constexpr bool spmv_scalar_rows = false;
 
 namespace bsr_detail {
 
+/// sum = Σ_k A_ik x_k for block row i, summed in stored (column) order.
+template <typename T, int B>
+WEFT_HD inline void block_row_product(const BsrConstView<T, B>& a, const T* x, Index row, T (&sum)[B])
+{
+    for (int r = 0; r < B; ++r) sum[r] = T(0);
+    for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+        const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
+        const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
+        for (int r = 0; r < B; ++r) {
+            for (int c = 0; c < B; ++c) sum[r] += block[r * B + c] * xk[c];
+        }
+    }
+}
+
+/// Σ_k (row r of A_ik) · x_k for the scalar row B i + r: entry r of
+/// block_row_product, summed in the same order (so the same bits).
+template <typename T, int B>
+WEFT_HD inline T scalar_row_product(const BsrConstView<T, B>& a, const T* x, Index scalar_row)
+{
+    const Index row = scalar_row / B;
+    const int r = static_cast<int>(scalar_row - row * B);
+    T sum = T(0);
+    for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+        const T* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
+        const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
+        for (int c = 0; c < B; ++c) sum += block_row_r[c] * xk[c];
+    }
+    return sum;
+}
+
 /// y_i = Σ_k A_ik x_k for one block row i; the row is summed in stored
 /// (column) order, so the result does not depend on the thread count.
 template <typename T, int B>
@@ -205,14 +235,7 @@ struct BlockRowProduct {
     WEFT_HD void operator()(Index row) const
     {
         T sum[B];
-        for (int r = 0; r < B; ++r) sum[r] = T(0);
-        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
-            const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
-            const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
-            for (int r = 0; r < B; ++r) {
-                for (int c = 0; c < B; ++c) sum[r] += block[r * B + c] * xk[c];
-            }
-        }
+        block_row_product(a, x, row, sum);
         T* yi = y + static_cast<std::size_t>(row) * B;
         for (int r = 0; r < B; ++r) yi[r] = sum[r];
     }
@@ -226,18 +249,7 @@ struct ScalarRowProduct {
     const T* const x;  ///< B · block_cols
     T* const y;        ///< B · block_rows
 
-    WEFT_HD void operator()(Index row) const
-    {
-        const Index block_row = row / B;
-        const int r = static_cast<int>(row - block_row * B);
-        T sum = T(0);
-        for (Index k = a.row_ptr[block_row]; k < a.row_ptr[block_row + 1]; ++k) {
-            const T* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
-            const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
-            for (int c = 0; c < B; ++c) sum += block_row_r[c] * xk[c];
-        }
-        y[row] = sum;
-    }
+    WEFT_HD void operator()(Index row) const { y[row] = scalar_row_product(a, x, row); }
 };
 
 }  // namespace bsr_detail

@@ -138,6 +138,7 @@ struct BackendStepReport {
     int line_search_cuts = 0;        ///< halvings of Newton updates by the line search, summed
     int feasibility_limits = 0;      ///< Newton updates shortened by the model's feasibility bound
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
+    double max_speed = 0;            ///< largest |v| of a DoF at the end of the step (m/s; positions and arc-length rates)
     double pcg_residual = 0;         ///< relative residual of the last PCG solve
     double newton_residual = 0;      ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
     PcgStatus pcg_status = PcgStatus::converged;  ///< status of the last PCG solve
@@ -616,7 +617,8 @@ private:
                 // Scale: max(‖S b_0‖, h ‖S f_k‖). b_0 = h (f_0 + h K_0 v_n) vanishes for a
                 // free rigid motion of an unstressed body (nothing to correct at the
                 // linearization point), while the step still balances the forces h f_k.
-                assemble_vector(m_map, m_force_contributions, m_force);
+                // f_k: assembled at this iterate by incremental_potential above
+                // (k > 0 happens in full Newton only).
                 const T force_scale = h * filtered_norm(m_force);
                 const T scale = initial_norm > force_scale ? initial_norm : force_scale;
                 report.newton_residual = scale > T(0) ? static_cast<double>(norm / scale) : 0.0;
@@ -666,6 +668,7 @@ private:
         }
         const T speed = thrust::transform_reduce(thrust::device, m_v.begin(), m_v.end(),
                                                  stepper_detail::Magnitude<T>{}, T(0), stepper_detail::Maximum<T>{});
+        report.max_speed = static_cast<double>(speed);
         if (speed > m_options.max_speed) {
             report.message = "a velocity of " + std::to_string(static_cast<double>(speed)) +
                              " m/s after the update exceeds solver max_speed = " +

@@ -248,14 +248,7 @@ struct FilteredProductAndCurvature {
     WEFT_HD void operator()(Index row) const
     {
         T sum[B];
-        for (int r = 0; r < B; ++r) sum[r] = T(0);
-        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
-            const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
-            const T* pk = p + static_cast<std::size_t>(a.col_idx[k]) * B;
-            for (int r = 0; r < B; ++r) {
-                for (int c = 0; c < B; ++c) sum[r] += block[r * B + c] * pk[c];
-            }
-        }
+        bsr_detail::block_row_product(a, p, row, sum);
         const std::size_t offset = static_cast<std::size_t>(row) * B;
         T share = T(0);
         for (int r = 0; r < B; ++r) {
@@ -279,14 +272,7 @@ struct FilteredRowProductAndCurvature {
 
     WEFT_HD void operator()(Index row) const
     {
-        const Index block_row = row / B;
-        const int r = static_cast<int>(row - block_row * B);
-        T sum = T(0);
-        for (Index k = a.row_ptr[block_row]; k < a.row_ptr[block_row + 1]; ++k) {
-            const T* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
-            const T* pk = p + static_cast<std::size_t>(a.col_idx[k]) * B;
-            for (int c = 0; c < B; ++c) sum += block_row_r[c] * pk[c];
-        }
+        const T sum = bsr_detail::scalar_row_product(a, p, row);
         const T filtered = free_dofs[row] ? sum : T(0);
         q[row] = filtered;
         curvature[row] = p[row] * filtered;

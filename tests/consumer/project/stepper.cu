@@ -1,0 +1,2 @@
+// stepper.cpp compiled by nvcc against weft::cuda.
+#include "stepper.cpp"
