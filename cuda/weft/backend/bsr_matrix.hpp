@@ -23,6 +23,7 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <Eigen/Sparse>
 
+#include <weft/backend/device.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
@@ -186,11 +187,7 @@ private:
 /// blocks per thread and measured 0.6 TB/s on an H100 at 10⁶ yarn nodes). On
 /// CPU threads: one per block row, each thread streaming its own blocks. Both
 /// sum a row in the same order, so y is the same to the last bit.
-#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
-inline constexpr bool spmv_scalar_rows = true;
-#else
-inline constexpr bool spmv_scalar_rows = false;
-#endif
+inline constexpr bool spmv_scalar_rows = backend_is_cuda();
 
 namespace bsr_detail {
 
