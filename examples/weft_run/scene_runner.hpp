@@ -108,6 +108,7 @@ struct RunSummary {
     int peak_eil_nodes = 0;  ///< largest EIL count of a step (yarn scenes with solver.eil)
     double peak_speed = 0;   ///< largest max_speed of a step (m/s)
     int detached_contacts = 0;  ///< nodes taken off a yarn they left (yarn scenes with solver.eil)
+    int pulled_contacts = 0;    ///< contacts between layers removed because their normal force pulled
     long retries = 0;           ///< steps redone at the same size (collapsed EoL segments)
     long halved_steps = 0;      ///< steps that needed at least one halving of dt
     long line_search_cuts = 0;  ///< halvings of Newton updates by the line search (newton_iterations > 1)
@@ -241,12 +242,14 @@ inline int eil_nodes_of(const YarnStepReport& r) { return r.eil_nodes; }
 inline int eil_nodes_of(const BackendStepReport&) { return 0; }
 inline int detached_of(const YarnStepReport& r) { return r.detached_contacts; }
 inline int detached_of(const BackendStepReport&) { return 0; }
+inline int pulled_of(const YarnStepReport& r) { return r.pulled_contacts; }
+inline int pulled_of(const BackendStepReport&) { return 0; }
 
 /// After a step that removed contacts, frames draw the stepper's new yarn lists.
 inline void follow_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper,
                             const YarnStepReport& r)
 {
-    if (frames && r.detached_contacts > 0) frames->set_yarns(stepper.topology());
+    if (frames && r.detached_contacts + r.pulled_contacts > 0) frames->set_yarns(stepper.topology());
 }
 template <class Frames, class Stepper, class Report>
 void follow_topology(const Frames&, const Stepper&, const Report&)
@@ -304,6 +307,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.peak_eil_nodes = std::max(summary.peak_eil_nodes, eil_nodes_of(r));
         summary.peak_speed = std::max(summary.peak_speed, r.max_speed);
         summary.detached_contacts += detached_of(r);
+        summary.pulled_contacts += pulled_of(r);
         follow_topology(frames, stepper, r);
         summary.retries += r.retries;
         summary.halved_steps += r.halvings > 0 ? 1 : 0;
@@ -342,7 +346,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (scene.solver.eil)
             log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "
-                << summary.detached_contacts << " contacts detached";
+                << summary.detached_contacts << " contacts detached, " << summary.pulled_contacts
+                << " contacts removed (normal force pulled)";
         log << "\n";
     }
     return summary;
@@ -395,6 +400,8 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
     eil.lookahead = scene.solver.eil_lookahead;
     eil.min_segment_factor = scene.solver.eil_min_segment_factor;
     eil.reset_on_eol = scene.solver.eil_reset_arc_length;
+    eil.remove_pulling_contacts = scene.solver.eil_remove_pulling_contacts;
+    eil.pull_threshold = scene.solver.eil_pull_threshold;
     YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil);
     std::unique_ptr<FrameOutput> frames;
     if (!scene.output.frames.empty())

@@ -802,3 +802,250 @@ TEST_CASE("layers: contacts leaving a yarn are detached inside the step as the t
     CHECK(topology.segments.size() == segments);
     CHECK_NOTHROW(weft::make_eil_assignment<double>(topology));
 }
+
+namespace {
+
+/// Marks every contact of `s` for normal forces from the elements, μ = `mu`.
+void use_element_normal_forces(Stack& s, double mu)
+{
+    s.model.layer_friction.assign(static_cast<std::size_t>(s.model.node_count()), -1.0);
+    std::vector<int> nodes;
+    for (const LayerContact& c : s.contacts) {
+        s.model.layer_friction[static_cast<std::size_t>(c.node)] = mu;
+        nodes.push_back(c.node);
+    }
+    weft::set_friction_limit<double>(s.model, nodes, 0.0);
+    s.model.material.anchor_friction = weft::AnchorFriction::slip_in_step;
+}
+
+/// The top layer's yarn mass (kg): every yarn of the top patch.
+double top_mass(const Stack& s)
+{
+    return weft::layer_mass(s.model, s.top_first, s.top.nx * s.top.ny);
+}
+
+}  // namespace
+
+TEST_CASE("layers: a contact's normal force is the exchange force of the node's balance (finite differences)",
+          "[backend][layers][normal-force]")
+{
+    // N = n · (m_t f_b − m_b f_t) / (m_t + m_b) with f = −∂E/∂x of each yarn's
+    // stretch, bending and gravity energy through the node and m = ½ ρ_l ×
+    // each yarn's arc-length span at the node; checked against central
+    // differences of those energies, with n, the elements and the masses from
+    // the yarn lists (not the stencil), on randomly perturbed stacks and
+    // random gravity. No collider here (its term is checked by the balances
+    // of the next test).
+    weft_test::Random rng(4242);
+    int checked = 0, undefined = 0;
+    for (int trial = 0; trial < 3; ++trial) {
+        Stack s = make_stack(7, 4);
+        weft_test::perturb(s.model, rng, trial == 2 ? 2e-4 : 3e-5, 1e-5);  // trial 2: large kinks
+        const Vec3 gravity = 9.81 * Vec3(rng.uniform(-0.3, 0.3), rng.uniform(-0.3, 0.3), -1).normalized();
+        std::vector<int> nodes, tops;
+        for (const LayerContact& c : s.contacts) {
+            nodes.push_back(c.node);
+            tops.push_back(c.top_coordinate);
+        }
+        const std::vector<weft::LayerContactStencil> stencils =
+            weft::layer_contact_stencils(nodes, tops, s.model.node_count(), s.model.segments, s.model.bends);
+        REQUIRE(stencils.size() == s.contacts.size());
+        for (std::size_t k = 0; k < s.contacts.size(); ++k) {
+            const LayerContact& c = s.contacts[k];
+            const std::vector<double>& q = s.model.q;
+            const std::vector<double> v(q.size(), 0.0);
+            double n_force = 0;
+            REQUIRE(weft::layer_contact_normal_force<double>(q.data(), v.data(), stencils[k], s.model.segments.data(),
+                                                            s.model.bends.data(), s.model.material, gravity, nullptr,
+                                                            0, s.model.radius, n_force));
+            // The reference, per yarn: the elements through the node, found by scanning.
+            const auto yarn_energy = [&](const std::vector<double>& at, int coordinate) {
+                double e = 0;
+                weft::ElementEnergies<double> energy{};
+                for (const YarnSegment& g : s.model.segments) {
+                    if (g.coordinate != coordinate || (g.node0 != c.node && g.node1 != c.node)) continue;
+                    weft::NodeBlocks<double, 2, 5> blocks;
+                    blocks.set_zero();
+                    weft::evaluate_yarn_segment<double>(at.data(), v.data(), g, s.model.material, gravity, 0.0,
+                                                        blocks, energy, {}, false);
+                    e += energy.elastic + energy.gravity;
+                }
+                for (const weft::YarnBend& b : s.model.bends) {
+                    if (b.coordinate != coordinate || (b.prev != c.node && b.node != c.node && b.next != c.node))
+                        continue;
+                    weft::NodeBlocks<double, 3, 5> blocks;
+                    blocks.set_zero();
+                    weft::evaluate_yarn_bend<double>(at.data(), v.data(), b, s.model.material, 0.0, blocks, energy);
+                    e += energy.elastic;
+                }
+                return e;
+            };
+            const auto yarn_force = [&](int coordinate) {
+                Vec3 f;
+                const double step = 1e-8;
+                for (int d = 0; d < 3; ++d) {
+                    std::vector<double> plus = q, minus = q;
+                    plus[5 * c.node + d] += step;
+                    minus[5 * c.node + d] -= step;
+                    f(d) = -(yarn_energy(plus, coordinate) - yarn_energy(minus, coordinate)) / (2 * step);
+                }
+                return f;
+            };
+            const int bottom_coordinate = 7 - c.top_coordinate;
+            const Vec3 f_top = yarn_force(c.top_coordinate), f_bottom = yarn_force(bottom_coordinate);
+            double m_top = 0, m_bottom = 0;
+            const auto tangent = [&](int yarn, int coordinate, double& mass) {
+                const std::vector<int>& list = s.model.yarns[static_cast<std::size_t>(yarn)];
+                const auto at = std::find(list.begin(), list.end(), c.node) - list.begin();
+                REQUIRE(at > 0);
+                REQUIRE(at + 1 < static_cast<long>(list.size()));
+                mass = 0.5 * s.model.material.linear_density *
+                       (q[5 * list[at + 1] + coordinate] - q[5 * list[at - 1] + coordinate]);
+                return Vec3(s.model.position(list[at + 1]) - s.model.position(list[at - 1]));
+            };
+            const Vec3 t_top = tangent(c.top_yarn, c.top_coordinate, m_top);
+            const Vec3 t_bottom = tangent(c.bottom_yarn, bottom_coordinate, m_bottom);
+            const Vec3 n = (c.top_coordinate == 3 ? t_top.cross(t_bottom) : t_bottom.cross(t_top)).normalized();
+            CHECK(n.z() > 0.9);  // from the bottom layer to the top one
+            const double reference = n.dot(m_top * f_bottom - m_bottom * f_top) / (m_top + m_bottom);
+            const double scale = std::max(f_top.norm() + f_bottom.norm(), 1e-12);
+            INFO("trial " << trial << " contact " << c.node << ": N " << n_force << ", FD " << reference);
+            CHECK(std::abs(n_force - reference) <= 1e-6 * scale);
+            ++checked;
+        }
+        // Undefined: no segment of the bottom yarn (e.g. EIL there), and parallel tangents.
+        weft::LayerContactStencil cut = stencils.front();
+        cut.bottom_segment[0] = cut.bottom_segment[1] = -1;
+        double untouched = 123;
+        CHECK_FALSE(weft::layer_contact_normal_force<double>(s.model.q.data(), s.model.v.data(), cut,
+                                                             s.model.segments.data(), s.model.bends.data(),
+                                                             s.model.material, gravity, nullptr, 0, 0.0, untouched));
+        CHECK(untouched == 123);
+        weft::LayerContactStencil parallel = stencils.front();
+        parallel.bottom_segment[0] = parallel.top_segment[0];
+        parallel.bottom_segment[1] = parallel.top_segment[1];
+        CHECK_FALSE(weft::layer_contact_normal_force<double>(s.model.q.data(), s.model.v.data(), parallel,
+                                                             s.model.segments.data(), s.model.bends.data(),
+                                                             s.model.material, gravity, nullptr, 0, 0.0, untouched));
+        undefined += 2;
+    }
+    CHECK(checked >= 3 * 20);
+    CHECK(undefined == 6);
+    // Bad input to the stencil builder.
+    const Stack s = make_stack(6, 4);
+    CHECK_THROWS_WITH(weft::layer_contact_stencils({s.contacts[0].node}, {5}, s.model.node_count(), s.model.segments,
+                                                   s.model.bends),
+                      Catch::Contains("top coordinate"));
+    CHECK_THROWS_WITH(weft::layer_contact_stencils({-1}, {3}, s.model.node_count(), s.model.segments, s.model.bends),
+                      Catch::Contains("out of range"));
+    CHECK_THROWS_WITH(weft::layer_contact_stencils({s.contacts[0].node}, {}, s.model.node_count(), s.model.segments,
+                                                   s.model.bends),
+                      Catch::Contains("top_coordinates.size()"));
+}
+
+TEST_CASE("layers: the normal forces of a stack at rest carry the top layer's weight, with and without a collider",
+          "[backend][layers][normal-force]")
+{
+    // Static balance of the top layer: the contacts' normal forces sum to its
+    // weight. (a) Bottom fixed, no collider: the top yarns carry their
+    // crossings to the contacts. (b) Both layers free on a plane: the plane
+    // pushes the top layer's crossings directly (no thickness); their load is
+    // passed to the contacts next to them. The old rule (weight / #contacts)
+    // gives the same total on this flat stack.
+    const Vec3 gravity(0, 0, -9.81);
+    int cases = 0;
+    for (const bool on_plane : {false, true}) {
+        Stack s = make_stack(8, 5);
+        s.model.material.damping = weft::DampingModel::strain_rate;
+        s.model.material.stretch_damping = 3e-7;
+        s.model.material.bending_damping = 1e-13;
+        weft_test::enable_friction(s.model);
+        std::vector<weft::Collider<double>> colliders;
+        if (on_plane) {
+            for (int n = s.bottom_first; n < s.bottom_first + 64; ++n)
+                for (int k = 0; k < 5; ++k) s.model.free_dof[5 * static_cast<std::size_t>(n) + k] = 1;
+            colliders.push_back({1, Vec3(0, 0, -s.model.radius), Vec3(0, 0, 1), 0.0, 1e3, 0.0});
+        }
+        use_element_normal_forces(s, 0.3);
+        weft::EilOptions<double> eil;
+        eil.enabled = true;
+        YarnStepper<double> stepper(s.model, colliders, gravity, {}, eil);
+        REQUIRE(stepper.layer_contact_nodes().size() == s.contacts.size());
+        for (int step = 0; step < 100; ++step) REQUIRE(stepper.step(1e-3).ok);
+        const std::vector<double> normal = stepper.layer_normal_forces();
+        double sum = 0;
+        for (double n : normal) {
+            CHECK(n > 0);
+            sum += n;
+        }
+        const double weight = top_mass(s) * 9.81;
+
+        INFO((on_plane ? "on a plane" : "on a fixed layer") << ": sum N " << sum << ", top weight " << weight);
+        CHECK(sum == Approx(weight).epsilon(0.02));
+        CHECK(stepper.pulled_contacts() == 0);
+        ++cases;
+    }
+    REQUIRE(cases == 2);
+}
+
+TEST_CASE("layers: a contact whose normal force pulls is removed, one that pushes stays",
+          "[backend][layers][normal-force]")
+{
+    // No gravity, bottom fixed; the top layer's crossings are moved (their x
+    // fixed, with a velocity) away from the bottom layer (pulled: every
+    // contact's N < 0) or into it (pushed: N > 0).
+    const double speed = 0.02;
+    int cases = 0;
+    for (const double direction : {1.0, -1.0}) {
+        for (const bool removal : {true, false}) {
+            Stack s = make_stack(7, 4);
+            weft_test::enable_friction(s.model);
+            use_element_normal_forces(s, 0.3);
+            for (int n = s.top_first; n < s.top_first + 16; ++n) {
+                for (int k = 0; k < 3; ++k) s.model.free_dof[5 * static_cast<std::size_t>(n) + k] = 0;
+                s.model.v[5 * static_cast<std::size_t>(n) + 2] = direction * speed;
+            }
+            weft::EilOptions<double> eil;
+            eil.enabled = true;
+            eil.remove_pulling_contacts = removal;
+            YarnStepper<double> stepper(s.model, {}, Vec3::Zero(), {}, eil);
+            int removed = 0;
+            for (int step = 0; step < 3; ++step) {
+                const weft::YarnStepReport r = stepper.step(1e-3);
+                REQUIRE(r.ok);
+                removed += r.pulled_contacts;
+            }
+            INFO((direction > 0 ? "pulled" : "pushed") << ", removal " << removal << ": removed " << removed);
+
+            CHECK(removed == stepper.pulled_contacts());
+            const std::vector<double> normal = stepper.layer_normal_forces();
+            if (direction > 0 && removal) {
+                CHECK(removed == static_cast<int>(s.contacts.size()));
+                const YarnModel<double>& topology = stepper.topology();
+                for (const LayerContact& c : s.contacts)
+                    for (const std::vector<int>& list : topology.yarns)
+                        CHECK(std::find(list.begin(), list.end(), c.node) == list.end());
+                CHECK(check_consistent(topology) > 0);
+            } else {
+                CHECK(removed == 0);
+                for (double n : normal) CHECK((direction > 0 ? n < 0 : n > 0));
+            }
+            ++cases;
+        }
+    }
+    REQUIRE(cases == 4);
+}
+
+TEST_CASE("layers: layer_friction is validated by the stepper", "[backend][layers][normal-force]")
+{
+    Stack s = make_stack(6, 4);
+    use_element_normal_forces(s, 0.3);
+    s.model.layer_friction[static_cast<std::size_t>(s.top_first)] = 0.3;  // a crossing, no contact
+    CHECK_THROWS_WITH(YarnStepper<double>(s.model, {}, Vec3::Zero()),
+                      Catch::Contains("layer_friction[" + std::to_string(s.top_first) + "]") &&
+                          Catch::Contains("external_contact"));
+    s.model.layer_friction[static_cast<std::size_t>(s.top_first)] = std::nan("");
+    CHECK_THROWS_WITH(YarnStepper<double>(s.model, {}, Vec3::Zero()), Catch::Contains("finite"));
+    s.model.layer_friction.resize(3);
+    CHECK_THROWS_WITH(YarnStepper<double>(s.model, {}, Vec3::Zero()), Catch::Contains("layer_friction.size()"));
+}

@@ -456,7 +456,9 @@ TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between 
         REQUIRE(run.summary.ok);
         CHECK(run.summary.steps == static_cast<int>(std::lround(duration / 0.001)));
         CHECK(run.summary.peak_eil_nodes > 200);
-        CHECK(run.summary.detached_contacts > 100);  // the top cloth slides off the bottom one's edge
+        // the top cloth slides off the bottom one's edge (measured with the
+        // normal forces from the elements: 77 at μ 0.2 in 0.25 s, 1,384 at μ 0)
+        CHECK(run.summary.detached_contacts > 50);
         const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
         REQUIRE(csv.size() == static_cast<std::size_t>(run.summary.steps) + 1);
         for (std::size_t k = 1; k < csv.size(); ++k)
@@ -555,4 +557,13 @@ TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][wef
     CHECK_THAT(error("\"rounding\": 0.002", "\"rounding\": -0.001"), Contains("colliders[0].rounding"));
     // stacked exactly on the crossings: no contact can be placed between them
     CHECK_THAT(error("\"yarns\": [39, 39]", "\"yarns\": [40, 40]"), Contains("cloth[1].on_top_of: invalid contact"));
+    CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 0, \"layer_normal_force\": \"mass\""),
+               Contains("cloth[1].layer_normal_force: unknown normal force rule \"mass\" (expected one of"));
+    CHECK_THAT(error("\"on_top_of\": 0", "\"on_top_of\": 0, \"layer_normal_force\": 1"),
+               Contains("cloth[1].layer_normal_force"));
+    CHECK_THAT(error("\"center\": [-0.0255, 0, 0.00025], \"plane\": \"xy\",",
+                     "\"center\": [-0.0255, 0, 0.00025], \"plane\": \"xy\", \"layer_normal_force\": \"weight\","),
+               Contains("cloth[0].layer_normal_force: needs \"on_top_of\""));
+    CHECK_THAT(error("\"eil\": {\"enabled\": true}", "\"eil\": {\"enabled\": true, \"remove_pulling_contacts\": 1}"),
+               Contains("solver.eil.remove_pulling_contacts"));
 }

@@ -246,7 +246,8 @@ TEST_CASE("scene: EIL options and a rounded box are read and checked", "[io][sce
 {
     json j = minimal();
     j["solver"] = json::parse(R"({"eil": {"safety_factor": 0.2, "contact_factor": 500, "lookahead": false,
-                                          "min_segment_factor": 0.5, "reset_arc_length": true}})");
+                                          "min_segment_factor": 0.5, "reset_arc_length": true,
+                                          "remove_pulling_contacts": false, "pull_threshold": 0.01}})");
     j["colliders"] = json::parse(R"([{"type": "box", "center": [0, 0, -1], "size": [4, 4, 2], "rounding": 0.25}])");
     const weft::SceneDescription s = weft::parse_scene(j);
     CHECK(s.solver.eil);
@@ -255,6 +256,8 @@ TEST_CASE("scene: EIL options and a rounded box are read and checked", "[io][sce
     CHECK_FALSE(s.solver.eil_lookahead);
     CHECK(s.solver.eil_min_segment_factor == 0.5);
     CHECK(s.solver.eil_reset_arc_length);
+    CHECK_FALSE(s.solver.eil_remove_pulling_contacts);
+    CHECK(s.solver.eil_pull_threshold == 0.01);
     REQUIRE(s.colliders.size() == 1);
     CHECK(s.colliders[0].rounding == 0.25);
     // Defaults: the thesis keeps arc lengths on switching; boxes are sharp.
@@ -263,11 +266,18 @@ TEST_CASE("scene: EIL options and a rounded box are read and checked", "[io][sce
     d["colliders"] = json::parse(R"([{"type": "box", "center": [0, 0, -1], "size": [4, 4, 2]}])");
     const weft::SceneDescription t = weft::parse_scene(d);
     CHECK_FALSE(t.solver.eil_reset_arc_length);
+    CHECK(t.solver.eil_remove_pulling_contacts);
+    CHECK(t.solver.eil_pull_threshold == 1e-3);
     CHECK(t.colliders[0].rounding == 0);
     // Bad values are named.
     json bad = j;
     bad["solver"]["eil"]["reset_arc_length"] = 1;
     CHECK_THAT(error_of(bad), Catch::Contains("solver.eil.reset_arc_length"));
+    bad = j;
+    bad["solver"]["eil"]["pull_threshold"] = 1.0;
+    CHECK_THAT(error_of(bad), Catch::Contains("solver.eil.pull_threshold: must be < 1"));
+    bad["solver"]["eil"]["pull_threshold"] = -0.1;
+    CHECK_THAT(error_of(bad), Catch::Contains("solver.eil.pull_threshold"));
     bad = j;
     bad["colliders"][0]["rounding"] = 1.0;  // half the shortest edge
     CHECK_THAT(error_of(bad), Catch::Contains("colliders[0].rounding: must be below half the shortest box edge (1 m)"));

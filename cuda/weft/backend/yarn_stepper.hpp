@@ -75,6 +75,7 @@ struct YarnStepReport : BackendStepReport {
     int eil_nodes = 0;          ///< EIL (yarn, node) pairs of this step's assignment (peak over substeps); 0 with EIL off
     int detached_contacts = 0;  ///< nodes taken off a yarn in this step because they left it (EIL on)
     int arc_length_resets = 0;  ///< EIL → EoL switches whose arc length was reset (EilOptions::reset_on_eol)
+    int pulled_contacts = 0;    ///< inter-layer contacts removed in this step because their normal force pulled
 };
 
 /// EIL nodes in the yarn stepper (thesis Sec. 4.2–4.3); off by default.
@@ -96,6 +97,17 @@ struct EilOptions {
     /// closed-form reset of thesis Sec. 4.3.1; the thesis keeps s in
     /// practice, and so does the default).
     bool reset_on_eol = false;
+    /// Remove a contact between two layers (YarnModel::layer_friction ≥ 0)
+    /// from both its yarns when its normal force pulls the layers together
+    /// (N < 0; thesis Sec. 4.4, Fig. 4.7). The layers may then pass through
+    /// each other where they meet again (weft creates no contacts during a
+    /// run).
+    bool remove_pulling_contacts = true;
+    /// A contact counts as pulling when N < −pull_threshold × the magnitude
+    /// of the forces its normal force balances (the sum of the magnitudes of
+    /// its terms, layer_contact_normal_force, largest over the contact and
+    /// its partners); at least 10⁻⁹ (round-off).
+    T pull_threshold = T(1e-3);
 };
 
 namespace yarn_stepper_detail {
@@ -426,6 +438,67 @@ struct DragAnchors {
     }
 };
 
+/// The exchange force of each contact between layers
+/// (layer_contact_normal_force); where it is undefined at this step (EIL
+/// node on a yarn, removed contact) the last value stays.
+template <typename T>
+struct LayerExchangeForce {
+    const T* q;
+    const T* v;
+    const LayerContactStencil* stencils;
+    const YarnSegment* segments;
+    const YarnBend* bends;
+    T* exchange;
+    T* magnitude;
+    int* defined;  ///< 1 where the force was evaluated at this step
+    YarnMaterial<T> m;
+    Vec3<T> gravity;
+    const Collider<T>* colliders;
+    int collider_count;
+    T radius;
+    WEFT_HD void operator()(Index k) const
+    {
+        T n = exchange[k], scale = magnitude[k];
+        defined[k] = layer_contact_normal_force<T>(q, v, stencils[k], segments, bends, m, gravity, colliders,
+                                                   collider_count, radius, n, &scale)
+                         ? 1
+                         : 0;
+        exchange[k] = n;
+        magnitude[k] = scale;
+    }
+};
+
+/// The normal force of each contact, N = X + Σ_p (X_p − X) / 8 over its
+/// partners p (the other kind of contact in its cell; with four partners the
+/// mean of its exchange force X and theirs; symmetric, so ΣN = ΣX), its
+/// Coulomb limit μ max(N, 0), and state 1 where the contact's
+/// own force was evaluated at this step and N < −threshold × the largest
+/// magnitude of the terms averaged, else 0.
+template <typename T>
+struct LayerNormalForce {
+    const LayerContactStencil* stencils;
+    const T* exchange;
+    const T* magnitude;
+    const T* mu;
+    T* normal;
+    T* friction_limit;
+    int* state;  ///< in: 1 where evaluated at this step (LayerExchangeForce); out: 1 where it pulls
+    T threshold;  ///< pull threshold, a fraction of the magnitude (EilOptions::pull_threshold)
+    WEFT_HD void operator()(Index k) const
+    {
+        const LayerContactStencil& s = stencils[k];
+        T n = exchange[k], scale = magnitude[k];
+        for (int p = 0; p < 4; ++p) {
+            if (s.partner[p] < 0) continue;
+            n += T(0.125) * (exchange[s.partner[p]] - exchange[k]);
+            scale = scale > magnitude[s.partner[p]] ? scale : magnitude[s.partner[p]];
+        }
+        normal[k] = n;
+        friction_limit[s.node] = mu[k] * (n > T(0) ? n : T(0));
+        state[k] = state[k] && n < -threshold * scale ? 1 : 0;
+    }
+};
+
 }  // namespace yarn_stepper_detail
 
 /// Device state and solver of one yarn model. Construct once; call step().
@@ -464,6 +537,7 @@ public:
         // Without yarn lists (a model built from segments alone) parallel-yarn
         // contact stays on the segments.
         m_lists_known = !model.yarns.empty() && model.yarn_coordinate.size() == model.yarns.size();
+        setup_layer_contacts(model);
         rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
         m_lines = yarn_line_set(model);
         if (m_eil.enabled) setup_eil(model);
@@ -479,6 +553,7 @@ public:
         m_peak_eil = 0;
         const int detached_before = m_detached;
         const int resets_before = m_resets;
+        const int pulled_before = m_pulled;
         if (m_close_set) {
             std::fill(m_assignment.close.begin(), m_assignment.close.end(), static_cast<unsigned char>(0));
             m_close_set = false;
@@ -491,6 +566,7 @@ public:
         report.eil_nodes = m_peak_eil;
         report.detached_contacts = m_detached - detached_before;
         report.arc_length_resets = m_resets - resets_before;
+        report.pulled_contacts = m_pulled - pulled_before;
         report.assembly_seconds += m_assignment_seconds;
         return report;
     }
@@ -514,6 +590,18 @@ public:
     /// Nodes taken off a yarn since construction because their arc length left
     /// it (thesis Sec. 4.4; EIL on), and the topology that results.
     int detached_contacts() const { return m_detached; }
+    /// Contacts between layers removed since construction because their
+    /// normal force pulled (EilOptions::remove_pulling_contacts).
+    int pulled_contacts() const { return m_pulled; }
+    /// The contacts between layers whose limit follows their normal force
+    /// (YarnModel::layer_friction ≥ 0), their last normal forces N (N; > 0
+    /// pushes the layers apart; a contact's exchange force smoothed with
+    /// its partners', LayerNormalForce) and exchange forces
+    /// (layer_contact_normal_force), evaluated at the start of the last
+    /// (sub)step; a removed contact keeps its last values.
+    const std::vector<int>& layer_contact_nodes() const { return m_contact_nodes; }
+    std::vector<T> layer_normal_forces() const { return to_host(m_normal_force); }
+    std::vector<T> layer_exchange_forces() const { return to_host(m_exchange_force); }
     const YarnModel<T>& topology() const { return m_topology; }
     /// The safety distance and contact-spring stiffness in use (0 with EIL off).
     T eil_safety_distance() const { return m_eil_safety; }
@@ -551,7 +639,89 @@ private:
                 }
             }
         }
+        if (!model.layer_friction.empty()) {
+            if (model.layer_friction.size() != static_cast<std::size_t>(model.node_count()))
+                throw InvalidInput(detail::describe("YarnModel layer_friction.size()", model.layer_friction.size(),
+                                                    "must be 0 or #nodes"));
+            for (std::size_t n = 0; n < model.layer_friction.size(); ++n) {
+                const T mu = model.layer_friction[n];
+                const std::string field = "YarnModel layer_friction[" + std::to_string(n) + "]";
+                if (!std::isfinite(static_cast<double>(mu)))
+                    throw InvalidInput(detail::describe(field.c_str(), mu, "must be a finite number"));
+                if (mu < T(0)) continue;
+                if (!(n < model.external_contact.size() && model.external_contact[n]))
+                    throw InvalidInput(detail::describe(field.c_str(), mu,
+                                                        "is set on a node that is no contact with another fabric "
+                                                        "(external_contact)"));
+                if (n >= model.over.size())
+                    throw InvalidInput(detail::describe(field.c_str(), mu,
+                                                        "needs YarnModel over[node] (which yarn is on top)"));
+            }
+        }
         return model;
+    }
+
+    /// The contacts whose Coulomb limit follows their normal force.
+    void setup_layer_contacts(const YarnModel<T>& model)
+    {
+        std::vector<T> mu;
+        for (std::size_t n = 0; n < model.layer_friction.size(); ++n) {
+            if (model.layer_friction[n] < T(0)) continue;
+            m_contact_nodes.push_back(static_cast<int>(n));
+            m_contact_top.push_back(model.over[n] ? 3 : 4);
+            mu.push_back(model.layer_friction[n]);
+        }
+        if (m_contact_nodes.empty()) return;
+        if (m_friction_limit.empty()) {
+            std::vector<T> limit(static_cast<std::size_t>(model.node_count()),
+                                 m_material.friction_coefficient * m_material.normal_force);
+            for (int n : m_contact_nodes) limit[static_cast<std::size_t>(n)] = T(0);
+            m_friction_limit.assign(limit.begin(), limit.end());
+        }
+        m_layer_mu.assign(mu.begin(), mu.end());
+        m_normal_force.assign(mu.size(), T(0));
+        m_exchange_force.assign(mu.size(), T(0));
+        m_exchange_scale.assign(mu.size(), T(0));
+        m_contact_state.assign(mu.size(), 0);
+    }
+
+    /// Normal forces and Coulomb limits of the contacts between layers at the
+    /// start of an attempt; with EIL on and EilOptions::remove_pulling_contacts,
+    /// the contacts whose normal force pulls are removed from both yarns
+    /// (`remove_contact_node`) and the limits are evaluated again on the new lists.
+    void update_layer_contacts(T h)
+    {
+        evaluate_layer_contacts();
+        if (!(m_eil.enabled && m_eil.remove_pulling_contacts)) return;
+        const int pulling = thrust::reduce(thrust::device, m_contact_state.begin(), m_contact_state.end(), 0);
+        if (pulling == 0) return;
+        const std::vector<int> state = to_host(m_contact_state);
+        std::vector<std::pair<int, int>> nodes;
+        for (std::size_t k = 0; k < state.size(); ++k)
+            if (state[k]) nodes.push_back({m_contact_nodes[k], m_contact_top[k]});
+        std::vector<T> q = to_host(this->m_q);
+        std::vector<T> v = to_host(this->m_v);
+        m_pulled += remove_from_yarns(q, v, nodes);
+        update_eil(h);
+        evaluate_layer_contacts();
+    }
+
+    void evaluate_layer_contacts()
+    {
+        const auto first = thrust::counting_iterator<Index>(0);
+        const auto last = first + static_cast<Index>(m_contact_nodes.size());
+        thrust::for_each(thrust::device, first, last,
+                         yarn_stepper_detail::LayerExchangeForce<T>{
+                             this->raw(this->m_q), this->raw(this->m_v), this->raw(m_stencils), this->raw(m_segments),
+                             this->raw(m_bends), this->raw(m_exchange_force), this->raw(m_exchange_scale),
+                             this->raw(m_contact_state), m_material, m_gravity,
+                             this->raw(m_colliders), static_cast<int>(m_colliders.size()), m_radius});
+        thrust::for_each(thrust::device, first, last,
+                         yarn_stepper_detail::LayerNormalForce<T>{
+                             this->raw(m_stencils), this->raw(m_exchange_force), this->raw(m_exchange_scale),
+                             this->raw(m_layer_mu),
+                             this->raw(m_normal_force), this->raw(m_friction_limit), this->raw(m_contact_state),
+                             m_eil.pull_threshold > T(1e-9) ? m_eil.pull_threshold : T(1e-9)});
     }
 
     /// Uploads the element lists and builds the assembly map. Contribution
@@ -595,6 +765,11 @@ private:
         this->build_assembly(blocks, vectors, entries);
         ++m_assembly_builds;
 
+        if (!m_contact_nodes.empty()) {
+            const std::vector<LayerContactStencil> stencils = layer_contact_stencils(
+                m_contact_nodes, m_contact_top, static_cast<int>(node_total), segments, bends);
+            m_stencils.assign(stencils.begin(), stencils.end());
+        }
         m_host_segments = segments;
         m_host_bends = bends;
         m_host_springs = springs;
@@ -679,6 +854,18 @@ private:
                 if (left[static_cast<std::size_t>(slot)]) departed.push_back({a.node[slot], a.coordinate[slot]});
         }
         if (departed.empty()) return 0;
+        const int count = remove_from_yarns(q, v, departed);
+        m_detached += count;
+        return count;
+    }
+
+    /// Takes each (node, coordinate) off its yarns: a contact with another
+    /// fabric off both (`remove_contact_node`), a crossing of one fabric off
+    /// the yarn with that coordinate (`detach_contact_node`); then the
+    /// layout, filter, anchors, friction limits and line set follow. Returns
+    /// the number of entries.
+    int remove_from_yarns(std::vector<T>& q, std::vector<T>& v, const std::vector<std::pair<int, int>>& departed)
+    {
         YarnModel<T>& model = m_topology;
         model.q = q;
         model.v = v;
@@ -702,21 +889,22 @@ private:
         v = model.v;
         this->m_v.assign(v.begin(), v.end());
         m_anchors.assign(model.anchors.begin(), model.anchors.end());
-        m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
+        if (!model.friction_limit.empty())  // (else: the contacts' limits from their normal forces, set each attempt)
+            m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
         m_lines = yarn_line_set(model);
         m_previous_pairs.clear();
         make_layout();
         this->invalidate_evaluation();
-        m_detached += static_cast<int>(departed.size());
         return static_cast<int>(departed.size());
     }
 
     /// Before every attempt at a (sub)step: the EoL/EIL assignment (EIL on).
     void begin_attempt(T h)
     {
-        if (!m_eil.enabled) return;
+        if (!m_eil.enabled && m_contact_nodes.empty()) return;
         const auto start = std::chrono::steady_clock::now();
-        update_eil(h);
+        if (m_eil.enabled) update_eil(h);
+        if (!m_contact_nodes.empty()) update_layer_contacts(h);
         m_peak_eil = std::max(m_peak_eil, m_eil_count);
         m_assignment_seconds += stepper_detail::seconds_since(start);
     }
@@ -1110,6 +1298,12 @@ private:
 
     thrust::device_vector<T> m_anchors, m_anchors_saved, m_anchors_step;
     thrust::device_vector<T> m_friction_limit;
+    std::vector<int> m_contact_nodes;  ///< contacts between layers with YarnModel::layer_friction ≥ 0
+    std::vector<int> m_contact_top;    ///< their top yarn's coordinate (3 or 4)
+    thrust::device_vector<T> m_layer_mu, m_exchange_force, m_exchange_scale, m_normal_force;
+    thrust::device_vector<int> m_contact_state;
+    thrust::device_vector<LayerContactStencil> m_stencils;
+    int m_pulled = 0;
     thrust::device_vector<std::uint8_t> m_external_contact;  ///< per node, empty: none  ///< empty: the material's μF_n
     thrust::device_vector<YarnSegment> m_segments;
     thrust::device_vector<YarnBend> m_bends;

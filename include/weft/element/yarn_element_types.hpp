@@ -91,6 +91,35 @@ struct YarnBend {
     int coordinate;
 };
 
+/// The elements around a contact node between two fabric layers from which
+/// its normal force is evaluated (`layer_contact_normal_force`): the stretch
+/// segments and bends of both yarns through the node (those that act on its
+/// x), and the top yarn's neighbours whose collider load the contact
+/// carries. Indices into the current segment and bend lists, −1 where there
+/// is none (e.g. the node is an EIL node on that yarn, or at a yarn end).
+/// Built by `layer_contact_stencils` (model/layers.hpp).
+struct LayerContactStencil {
+    int node;
+    int top_coordinate;  ///< 3 (the top yarn is the node's u-yarn) or 4
+    int top_segment[2];
+    int bottom_segment[2];
+    int top_bend[3];
+    int bottom_bend[3];
+    /// Neighbours on the top yarn that rest on the layer below through the
+    /// contacts next to them (a crossing of the top fabric, or a contact of
+    /// the top yarn with a layer above), −1 none; and among how many such
+    /// contacts each one's load is shared.
+    int load_node[2];
+    int load_share[2];
+    /// Contacts of the other kind in the same cell of the weave (indices into
+    /// the contact list, −1 none): those next to a load node on its other
+    /// yarn, where the top fabric's other yarn lies on top. A 5-DoF contact
+    /// joins one yarn of each fabric, so each fabric's warps carry bending
+    /// load for the other's wefts at one kind of contact and the reverse at
+    /// the other; the normal force used is the mean over both kinds.
+    int partner[4];
+};
+
 /// Shear at a crossing `node` between its neighbours `along_u` and `along_v`.
 struct YarnShear {
     int node;

@@ -296,4 +296,152 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
     scatter_implicit<T, 5, 1, yarn_node_dofs>(out, slot, component, Mat<T, 5, 5>::Zero(), force, df_dq, df_dv, wl, h);
 }
 
+namespace layer_contact_detail {
+
+template <typename T>
+WEFT_HD inline Vec3<T> position(const T* q, int n)
+{
+    return Vec3<T>(q[yarn_node_dofs * n], q[yarn_node_dofs * n + 1], q[yarn_node_dofs * n + 2]);
+}
+
+/// The chord between the neighbours of `node` on the segments `segment`
+/// (x_after − x_before, the node itself where one is missing); false when
+/// both are missing.
+template <typename T>
+WEFT_HD inline bool chord(const T* q, const YarnSegment* segments, int node, const int (&segment)[2], Vec3<T>& t)
+{
+    int before = node, after = node;
+    for (int k = 0; k < 2; ++k) {
+        if (segment[k] < 0) continue;
+        const YarnSegment& g = segments[segment[k]];
+        if (g.node1 == node) before = g.node0;
+        if (g.node0 == node) after = g.node1;
+    }
+    if (before == after) return false;
+    t = position<T>(q, after) - position<T>(q, before);
+    return true;
+}
+
+/// The force of one yarn's segments and bends (indices, −1 none) on the x
+/// of `node`, and ½ ρ_l × the arc-length span of those segments (the yarn's
+/// lumped mass at the node, added to `mass`).
+template <typename T>
+WEFT_HD inline Vec3<T> yarn_force(const T* q, const T* v, int node, const int (&segment)[2], const int (&bend)[3],
+                                  const YarnSegment* segments, const YarnBend* bends, const YarnMaterial<T>& mat,
+                                  const Vec3<T>& gravity, T& mass)
+{
+    Vec3<T> f = Vec3<T>::Zero();
+    ElementEnergies<T> energy;
+    for (int k = 0; k < 2; ++k) {
+        if (segment[k] < 0) continue;
+        const YarnSegment& g = segments[segment[k]];
+        NodeBlocks<T, 2, yarn_node_dofs> blocks;
+        blocks.set_zero();
+        evaluate_yarn_segment<T>(q, v, g, mat, gravity, T(0), blocks, energy, NewtonInputs<T>{}, false);
+        f += blocks.f[g.node0 == node ? 0 : 1].template head<3>();
+        const T span = q[yarn_node_dofs * g.node1 + g.coordinate] - q[yarn_node_dofs * g.node0 + g.coordinate];
+        mass += T(0.5) * mat.linear_density * (span < T(0) ? -span : span);
+    }
+    for (int k = 0; k < 3; ++k) {
+        if (bend[k] < 0) continue;
+        const YarnBend& b = bends[bend[k]];
+        NodeBlocks<T, 3, yarn_node_dofs> blocks;
+        blocks.set_zero();
+        evaluate_yarn_bend<T>(q, v, b, mat, T(0), blocks, energy);
+        f += blocks.f[b.prev == node ? 0 : (b.node == node ? 1 : 2)].template head<3>();
+    }
+    return f;
+}
+
+/// The colliders' force on the x of `node` (penalty and friction).
+template <typename T>
+WEFT_HD inline Vec3<T> collider_force(const T* q, const T* v, int node, const Collider<T>* colliders,
+                                      int collider_count, T radius)
+{
+    Vec3<T> f = Vec3<T>::Zero();
+    if (collider_count == 0) return f;
+    Mat3<T> kx = Mat3<T>::Zero(), dx = Mat3<T>::Zero();
+    T elastic = T(0), dissipation = T(0);
+    const Vec3<T> xv(v[yarn_node_dofs * node], v[yarn_node_dofs * node + 1], v[yarn_node_dofs * node + 2]);
+    add_collider_terms<T>(colliders, collider_count, position<T>(q, node), xv, nullptr, radius, T(1e-3), f, kx, dx,
+                          elastic, dissipation);
+    return f;
+}
+
+}  // namespace layer_contact_detail
+
+/// Normal force between two fabric layers at their contact node (thesis
+/// Sec. 4.4; Cirio et al. 2014): the force with which the top yarn presses
+/// on the bottom one there. The node is shared, so the force R the layers
+/// exchange is not a DoF; it follows from the node's balance once the node's
+/// mass m = m_t + m_b (½ ρ_l × the arc-length span of each yarn's EoL
+/// segments at the node) and the forces on x are attributed to the two
+/// sides: the top yarn's elements f_t (stretch and bending with their
+/// damping, and gravity) to the top; the bottom yarn's elements f_b and the
+/// colliders f_c (a collider under the stack touches the bottom layer) to the
+/// bottom. Both sides move with the node, a = (f_t + f_b + f_c)/m, so the top
+/// side's balance m_t a = f_t + R gives
+///     N = n · R = n · (m_t (f_b + f_c) − m_b f_t) / m  +  Σ_o n · f_c(o) / share(o)
+/// with n = unit(t_u × t_v), t_u and t_v the tangents of the node's u- and
+/// v-yarns (chords of the neighbouring EoL nodes), which for patches stacked
+/// by `add_contact_layer` points from the bottom layer to the top one (axis1
+/// × axis2). Gravity cancels (layers falling together exchange no force);
+/// at rest on a fixed layer N = −n · f_t. The sum is over the top yarn's
+/// neighbours o that rest on the layer below (a crossing of the top fabric,
+/// or a contact of the top yarn with a layer above): the layers have no
+/// thickness in the model, so a collider under the stack pushes such a node
+/// directly, where in the cloth that load reaches the collider through the
+/// layer below, i.e. through the `share(o)` contacts next to o
+/// (LayerContactStencil). On a flat stack at rest the normal forces then sum
+/// to the weight of the part of the upper layer that lies on the lower one.
+/// N > 0 pushes the layers apart; N < 0 pulls them together (the top yarn
+/// would accelerate away from the bottom one), and the thesis then removes
+/// the contact. EIL contact springs on x are not counted.
+/// @param[in] segments, bends  the current element lists the stencil indexes
+/// @param[in] colliders, collider_count, radius  the colliders and the node radius
+/// @param[out] normal_force    N (N); untouched when false is returned
+/// @param[out] magnitude       optional: the sum of the magnitudes of the
+///             terms of N (its round-off scale: layers at rest in free fall
+///             exchange N ≈ 10⁻¹⁶ × this)
+/// @return false when the stencil has no segment or no tangent on a yarn
+///         (the node is EIL there, or off the yarns) or the tangents are
+///         parallel: N is undefined at this step
+template <typename T>
+WEFT_HD inline bool layer_contact_normal_force(const T* q, const T* v, const LayerContactStencil& s,
+                                               const YarnSegment* segments, const YarnBend* bends,
+                                               const YarnMaterial<T>& mat, const Vec3<T>& gravity,
+                                               const Collider<T>* colliders, int collider_count, T radius,
+                                               T& normal_force, T* magnitude = nullptr)
+{
+    using layer_contact_detail::collider_force;
+    using layer_contact_detail::yarn_force;
+    Vec3<T> t_top, t_bottom;
+    if (!layer_contact_detail::chord<T>(q, segments, s.node, s.top_segment, t_top) ||
+        !layer_contact_detail::chord<T>(q, segments, s.node, s.bottom_segment, t_bottom))
+        return false;
+    Vec3<T> n = s.top_coordinate == 3 ? t_top.cross(t_bottom) : t_bottom.cross(t_top);
+    const T length = n.norm();
+    using std::sqrt;
+    if (!(length > T(1e-12) * sqrt(t_top.squaredNorm() * t_bottom.squaredNorm()))) return false;
+    n /= length;
+
+    T m_top = T(0), m_bottom = T(0);
+    const Vec3<T> f_top = yarn_force<T>(q, v, s.node, s.top_segment, s.top_bend, segments, bends, mat, gravity, m_top);
+    const Vec3<T> f_bottom =
+        yarn_force<T>(q, v, s.node, s.bottom_segment, s.bottom_bend, segments, bends, mat, gravity, m_bottom);
+    const T mass = m_top + m_bottom;
+    if (!(mass > T(0))) return false;
+    const Vec3<T> f_collider = collider_force<T>(q, v, s.node, colliders, collider_count, radius);
+    T load = T(0);
+    for (int k = 0; k < 2; ++k)
+        if (s.load_node[k] >= 0 && s.load_share[k] > 0)
+            load += n.dot(collider_force<T>(q, v, s.load_node[k], colliders, collider_count, radius)) /
+                    T(s.load_share[k]);
+    const T pushed = n.dot(m_top * (f_bottom + f_collider)) / mass, pulled = n.dot(m_bottom * f_top) / mass;
+    normal_force = pushed - pulled + load;
+    if (magnitude) *magnitude = (pushed < T(0) ? -pushed : pushed) + (pulled < T(0) ? -pulled : pulled) +
+                                (load < T(0) ? -load : load);
+    return true;
+}
+
 }  // namespace weft

@@ -163,6 +163,8 @@ struct SolverDescription {
     bool eil_lookahead = true;        ///< "eil": {"lookahead"}, see EilOptions::lookahead
     double eil_min_segment_factor = 0.25;  ///< "eil": {"min_segment_factor"}, see EilOptions
     bool eil_reset_arc_length = false;     ///< "eil": {"reset_arc_length"}: EilOptions::reset_on_eol
+    bool eil_remove_pulling_contacts = true;  ///< "eil": {"remove_pulling_contacts"}: EilOptions
+    double eil_pull_threshold = 1e-3;         ///< "eil": {"pull_threshold"}: EilOptions
     double max_speed = 1000;          ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
     int line_search_cuts = 8;         ///< full Newton: halvings of an update before the attempt fails
 };
@@ -251,6 +253,11 @@ struct ClothDescription {
     /// Sec. 4.3.2 rule (a) does (false, the default), so that contacts slide
     /// past the crossings of the yarns they lie on.
     bool layer_parallel_contact = false;
+    /// woven with on_top_of: "elements" (default): each contact's F_n is the
+    /// normal force from the top yarn's elements at the start of every step
+    /// (YarnModel::layer_friction); "weight": F_n = weight of this layer and
+    /// of the layers on it / #contacts, fixed (flat stacks only).
+    std::string layer_normal_force = "elements";
     TriangleClothDescription triangle;  ///< "triangle" entries only
     SlidingRodsDescription rods;        ///< "sliding-rods" entries only (also spacing, radius, density, stiffness)
 };
@@ -576,7 +583,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     if (o.has("eil")) {
         const Object e(o.required("eil"), o.path("eil"));
         e.allow_only({"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor",
-                      "reset_arc_length"});
+                      "reset_arc_length", "remove_pulling_contacts", "pull_threshold"});
         s.eil = e.get_or("enabled", read_bool, true);
         s.eil_given = true;
         s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
@@ -590,6 +597,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             fail(e.path("min_segment_factor"), "must be < 1 (a fraction of the safety distance), got " +
                                                    format_number(s.eil_min_segment_factor));
         s.eil_reset_arc_length = e.get_or("reset_arc_length", read_bool, s.eil_reset_arc_length);
+        s.eil_remove_pulling_contacts =
+            e.get_or("remove_pulling_contacts", read_bool, s.eil_remove_pulling_contacts);
+        s.eil_pull_threshold = e.get_or("pull_threshold", read_non_negative, s.eil_pull_threshold);
+        if (!(s.eil_pull_threshold < 1))
+            fail(e.path("pull_threshold"), "must be < 1 (a fraction of the forces a contact balances), got " +
+                                               format_number(s.eil_pull_threshold));
     }
     if (s.min_time_step > time_step)
         fail(o.path("min_time_step"),
@@ -676,7 +689,7 @@ inline const std::vector<std::string>& woven_keys()
     static const std::vector<std::string> keys{"type",     "pattern", "yarns", "spacing",     "radius",
                                                "density",  "center",  "plane", "stiffness",   "damping",
                                                "friction", "contact", "pins",  "moving_pins", "initial_velocity",
-                                               "on_top_of", "layer_friction", "layer_parallel_contact",
+                                               "on_top_of", "layer_friction", "layer_parallel_contact", "layer_normal_force",
                                                "rotation"};
     return keys;
 }
@@ -758,6 +771,12 @@ inline ClothDescription parse_woven(const Object& o)
     if (o.has("layer_parallel_contact")) {
         if (c.on_top_of < 0) fail(o.path("layer_parallel_contact"), "needs \"on_top_of\" (the layer below)");
         c.layer_parallel_contact = o.get("layer_parallel_contact", read_bool);
+    }
+    if (o.has("layer_normal_force")) {
+        if (c.on_top_of < 0) fail(o.path("layer_normal_force"), "needs \"on_top_of\" (the layer below)");
+        c.layer_normal_force = o.get("layer_normal_force", [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"elements", "weight"}, "normal force rule");
+        });
     }
     return c;
 }

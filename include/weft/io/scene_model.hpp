@@ -194,9 +194,12 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         out.first_node.push_back(first);
     }
     // Stacked layers: contact nodes where the yarns of a layer cross those of
-    // the layer below, with Coulomb limit μ F_n, F_n = (weight of this layer
-    // and of every layer resting on it) / #contacts, and slip-in-step anchors
-    // (a light layer would otherwise never slide, see yarn_model.hpp).
+    // the layer below, with Coulomb limit μ F_n and slip-in-step anchors (a
+    // light layer would otherwise never slide, see yarn_model.hpp). F_n is
+    // each contact's normal force from the top yarn's elements, evaluated by
+    // the stepper every step (YarnModel::layer_friction), or with
+    // layer_normal_force "weight" the weight of this layer and of every layer
+    // resting on it / #contacts.
     for (std::size_t k = 0; k < scene.cloth.size(); ++k) {
         const ClothDescription& c = scene.cloth[k];
         if (c.on_top_of < 0) continue;
@@ -215,6 +218,15 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         if (c.layer_parallel_contact)
             for (const LayerContact& contact : contacts)
                 out.model.external_contact[static_cast<std::size_t>(contact.node)] = 0;
+        std::vector<int> nodes;
+        for (const LayerContact& contact : contacts) nodes.push_back(contact.node);
+        out.model.material.anchor_friction = AnchorFriction::slip_in_step;
+        if (c.layer_normal_force == "elements") {
+            out.model.layer_friction.resize(static_cast<std::size_t>(out.model.node_count()), T(-1));
+            for (int n : nodes) out.model.layer_friction[static_cast<std::size_t>(n)] = T(c.layer_friction);
+            set_friction_limit(out.model, nodes, T(0));  // the stepper sets μ max(N, 0)
+            continue;
+        }
         T mass = T(0);
         for (std::size_t m = 0; m < scene.cloth.size(); ++m) {
             // this layer and every layer stacked (directly or not) on it
@@ -227,11 +239,10 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
             if (above) mass += layer_mass(out.model, out.first_node[m], out.patches[m].nx * out.patches[m].ny);
         }
         const T weight = mass * out.gravity.norm();
-        std::vector<int> nodes;
-        for (const LayerContact& contact : contacts) nodes.push_back(contact.node);
         set_friction_limit(out.model, nodes, T(c.layer_friction) * weight / T(contacts.size()));
-        out.model.material.anchor_friction = AnchorFriction::slip_in_step;
     }
+    if (!out.model.layer_friction.empty())
+        out.model.layer_friction.resize(static_cast<std::size_t>(out.model.node_count()), T(-1));
     out.colliders = colliders_of<T>(scene);
     return out;
 }

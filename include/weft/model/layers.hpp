@@ -6,8 +6,9 @@
 /// shared by both yarns, exactly like a woven crossing (Cirio et al. 2014,
 /// thesis Eq. 4.1 enforced implicitly by the shared x). Its arc lengths are
 /// free, so the layers slide over each other; the friction anchors on them
-/// give Coulomb friction between the layers, with a per-node limit μF_n
-/// (YarnModel::friction_limit, `set_friction_limit`). As contacts slide
+/// give Coulomb friction between the layers, with a per-node limit μF_n:
+/// fixed (YarnModel::friction_limit, `set_friction_limit`), or following
+/// the contact's normal force (YarnModel::layer_friction). As contacts slide
 /// past the layers' own crossings, use the EIL stepper (EilOptions), which
 /// keeps the yarn discretization robust (thesis Sec. 4.3).
 ///
@@ -43,17 +44,21 @@
 /// can neither separate nor interpenetrate there, whatever the normal force.
 /// The thesis removes a contact when its arc length leaves the yarn or when
 /// the normal force would pull the layers together instead of pushing
-/// (Cirio et al. 2014). The first is provided: the EIL stepper removes a
-/// contact whose arc length leaves one of its yarns during a run from both
-/// yarns (YarnStepper, `detach_departed`, `remove_contact_node`), so no node
-/// with a fixed arc length is left in the middle of the other yarn; and
-/// `detach_contact_node` takes a node off one yarn by hand between steppers
-/// (friction_incline detaches a little before the end and shares F_n among
-/// the remaining contacts). The attractive-force rule is not: with
-/// no cloth–cloth collision and no contact creation during a run, a removed
-/// contact would let the layers pass through each other where they meet
-/// again. Contacts are only created here, never during a simulation (the
-/// thesis does the same: "no dynamic addition of EoL nodes").
+/// (Cirio et al. 2014; thesis Sec. 4.4, Fig. 4.7). Both are provided by the
+/// EIL stepper: a contact whose arc length leaves one of its yarns is removed
+/// from both yarns (YarnStepper, `detach_departed`, `remove_contact_node`),
+/// so no node with a fixed arc length is left in the middle of the other
+/// yarn; and a contact with YarnModel::layer_friction ≥ 0 gets its normal
+/// force N from the top yarn's elements at the start of every step
+/// (`layer_contact_normal_force`), its Coulomb limit μ max(N, 0), and is
+/// removed the same way when N < 0 (EilOptions::remove_pulling_contacts).
+/// With no cloth–cloth collision and no contact creation during a run, the
+/// layers may pass through each other where a removed contact was and they
+/// meet again. `detach_contact_node` takes a node off one yarn by hand
+/// between steppers (friction_incline detaches a little before the end and
+/// shares F_n among the remaining contacts). Contacts are only created here,
+/// never during a simulation (the thesis does the same: "no dynamic addition
+/// of EoL nodes").
 ///
 /// Parallel-yarn contact (thesis Sec. 4.3.2, rule (a)): every contact node
 /// is marked in `YarnModel::external_contact`, which takes it out of
@@ -493,6 +498,96 @@ void remove_contact_node(YarnModel<T>& model, int node)
     for (int c = 0; c < 2; ++c) model.anchors[2 * static_cast<std::size_t>(node) + c] = model.q[i + 3 + c];
     if (!model.friction_limit.empty()) model.friction_limit[static_cast<std::size_t>(node)] = T(0);
     rebuild_yarn_segments_and_bends(model);
+}
+
+/// The stencils of `layer_contact_normal_force` for the contact nodes
+/// `nodes` (top coordinates `top_coordinates`, 3 or 4 each: YarnModel::over
+/// 1 → 3) in the element lists `segments` and `bends` (the model's, or a
+/// stepper's current EoL lists): per contact, the segments and bends of its
+/// two yarns that act on its x, and the top yarn's neighbours whose collider
+/// load it shares. A neighbour
+/// rests on the layer below when it is not one of `nodes` (a crossing of the
+/// top fabric) or is one whose top yarn is not this yarn (a contact with a
+/// layer above); its load is shared among its neighbours on its yarns of
+/// this fabric that are contacts with this fabric's yarn on top. Partners:
+/// the contacts next to a load crossing on its other yarn where that yarn
+/// is on top (the other kind of contact in the same cell of the weave).
+/// @throws InvalidInput for mismatched sizes, a node outside [0, node_count)
+///         or a coordinate other than 3 or 4
+inline std::vector<LayerContactStencil> layer_contact_stencils(const std::vector<int>& nodes,
+                                                               const std::vector<int>& top_coordinates,
+                                                               int node_count,
+                                                               const std::vector<YarnSegment>& segments,
+                                                               const std::vector<YarnBend>& bends)
+{
+    if (top_coordinates.size() != nodes.size())
+        throw InvalidInput(detail::describe("layer_contact_stencils top_coordinates.size()", top_coordinates.size(),
+                                            "must equal nodes.size()"));
+    std::vector<int> contact_of(static_cast<std::size_t>(node_count), -1);
+    std::vector<int> top_of(static_cast<std::size_t>(node_count), 0);  // 0: no contact in `nodes`
+    std::vector<LayerContactStencil> out(nodes.size());
+    for (std::size_t k = 0; k < nodes.size(); ++k) {
+        if (nodes[k] < 0 || nodes[k] >= node_count)
+            throw InvalidInput(detail::describe("layer_contact_stencils node", nodes[k], "out of range"));
+        if (top_coordinates[k] != 3 && top_coordinates[k] != 4)
+            throw InvalidInput(
+                detail::describe("layer_contact_stencils top coordinate", top_coordinates[k], "must be 3 or 4"));
+        contact_of[static_cast<std::size_t>(nodes[k])] = static_cast<int>(k);
+        top_of[static_cast<std::size_t>(nodes[k])] = top_coordinates[k];
+        out[k] = {nodes[k],     top_coordinates[k], {-1, -1}, {-1, -1}, {-1, -1, -1}, {-1, -1, -1},
+                  {-1, -1},     {0, 0},             {-1, -1, -1, -1}};
+    }
+    const auto put = [](int* slots, int count, int value) {
+        for (int k = 0; k < count; ++k)
+            if (slots[k] < 0) {
+                slots[k] = value;
+                return;
+            }
+    };
+    // Neighbours along the EoL segments: (node, coordinate of the segment).
+    std::vector<std::vector<std::pair<int, int>>> neighbours(static_cast<std::size_t>(node_count));
+    for (std::size_t i = 0; i < segments.size(); ++i) {
+        const YarnSegment& g = segments[i];
+        if (g.node0 < 0 || g.node0 >= node_count || g.node1 < 0 || g.node1 >= node_count)
+            throw InvalidInput(detail::describe("layer_contact_stencils segment", i, "has a node out of range"));
+        neighbours[static_cast<std::size_t>(g.node0)].push_back({g.node1, g.coordinate});
+        neighbours[static_cast<std::size_t>(g.node1)].push_back({g.node0, g.coordinate});
+        for (int n : {g.node0, g.node1}) {
+            const int c = contact_of[static_cast<std::size_t>(n)];
+            if (c < 0) continue;
+            LayerContactStencil& st = out[static_cast<std::size_t>(c)];
+            put(g.coordinate == st.top_coordinate ? st.top_segment : st.bottom_segment, 2, static_cast<int>(i));
+        }
+    }
+    for (std::size_t i = 0; i < bends.size(); ++i)
+        for (int n : {bends[i].prev, bends[i].node, bends[i].next}) {
+            const int c = n >= 0 && n < node_count ? contact_of[static_cast<std::size_t>(n)] : -1;
+            if (c < 0) continue;
+            LayerContactStencil& st = out[static_cast<std::size_t>(c)];
+            put(bends[i].coordinate == st.top_coordinate ? st.top_bend : st.bottom_bend, 3, static_cast<int>(i));
+        }
+    for (LayerContactStencil& st : out) {
+        int slot = 0;
+        for (const auto& [o, coordinate] : neighbours[static_cast<std::size_t>(st.node)]) {
+            if (coordinate != st.top_coordinate || slot == 2) continue;
+            const int top_o = top_of[static_cast<std::size_t>(o)];
+            if (top_o == coordinate) continue;  // a contact of this yarn with the same layer below
+            // o's yarns of this fabric: both (a crossing) or this one (o is a
+            // contact with a layer above, this yarn its bottom yarn).
+            int share = 0;
+            for (const auto& [p, pc] : neighbours[static_cast<std::size_t>(o)])
+                if ((top_o == 0 || pc == coordinate) && top_of[static_cast<std::size_t>(p)] == pc) ++share;
+            st.load_node[slot] = o;
+            st.load_share[slot] = share;
+            ++slot;
+            if (top_o != 0) continue;
+            // o's other yarn of this fabric: the contacts on it where that yarn is on top.
+            for (const auto& [p, pc] : neighbours[static_cast<std::size_t>(o)])
+                if (pc != coordinate && top_of[static_cast<std::size_t>(p)] == pc)
+                    put(st.partner, 4, contact_of[static_cast<std::size_t>(p)]);
+        }
+    }
+    return out;
 }
 
 }  // namespace weft
