@@ -254,7 +254,7 @@ struct ClothDescription {
     /// past the crossings of the yarns they lie on.
     bool layer_parallel_contact = false;
     /// woven with on_top_of: "elements" (default): each contact's F_n is the
-    /// normal force from the top yarn's elements at the start of every step
+    /// normal force from the node's balance at the start of every step
     /// (YarnModel::layer_friction); "weight": F_n = weight of this layer and
     /// of the layers on it / #contacts, fixed (flat stacks only).
     std::string layer_normal_force = "elements";

@@ -196,7 +196,7 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
     // Stacked layers: contact nodes where the yarns of a layer cross those of
     // the layer below, with Coulomb limit μ F_n and slip-in-step anchors (a
     // light layer would otherwise never slide, see yarn_model.hpp). F_n is
-    // each contact's normal force from the top yarn's elements, evaluated by
+    // each contact's normal force from the node's balance, evaluated by
     // the stepper every step (YarnModel::layer_friction), or with
     // layer_normal_force "weight" the weight of this layer and of every layer
     // resting on it / #contacts.

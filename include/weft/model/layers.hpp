@@ -49,7 +49,7 @@
 /// from both yarns (YarnStepper, `detach_departed`, `remove_contact_node`),
 /// so no node with a fixed arc length is left in the middle of the other
 /// yarn; and a contact with YarnModel::layer_friction ≥ 0 gets its normal
-/// force N from the top yarn's elements at the start of every step
+/// force N from the node's balance at the start of every step
 /// (`layer_contact_normal_force`), its Coulomb limit μ max(N, 0), and is
 /// removed the same way when N < 0 (EilOptions::remove_pulling_contacts).
 /// With no cloth–cloth collision and no contact creation during a run, the
@@ -512,6 +512,8 @@ void remove_contact_node(YarnModel<T>& model, int node)
 /// this fabric that are contacts with this fabric's yarn on top. Partners:
 /// the contacts next to a load crossing on its other yarn where that yarn
 /// is on top (the other kind of contact in the same cell of the weave).
+/// A woven stack has at most 2 load nodes and 4 partners per contact; any
+/// beyond those (irregular layouts) are left out.
 /// @throws InvalidInput for mismatched sizes, a node outside [0, node_count)
 ///         or a coordinate other than 3 or 4
 inline std::vector<LayerContactStencil> layer_contact_stencils(const std::vector<int>& nodes,

@@ -45,7 +45,7 @@ struct YarnModel {
     /// Per node (empty: none): for a contact with another fabric, the Coulomb
     /// coefficient μ ≥ 0 between the two layers, whose anchors' limit is then
     /// μ max(N, 0) with N the normal force the layers exert on each other
-    /// there, evaluated from the top yarn's elements at the start of every
+    /// there, evaluated from the node's balance at the start of every
     /// (sub)step (`layer_contact_normal_force`, thesis Sec. 4.4); the stepper
     /// writes it over `friction_limit`. Negative: the node's limit stays
     /// `friction_limit`'s. Such a node must be marked in `external_contact`,
