@@ -38,13 +38,21 @@ struct RunLog {
     int assembly_builds = 0;
     std::string eil_series;                      ///< EIL count per step, one digit each
     int resets = 0;                              ///< arc lengths reset on EIL → EoL switches
+    int newton_iterations = 0;                   ///< summed over the steps
+    int halved = 0;                              ///< steps that were halved
 };
 
-RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h, bool reset = false)
+/// `newton` > 1: full Newton to 1e-6 with that many iterations at most.
+RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h, bool reset = false, int newton = 1)
 {
     weft::YarnStepperOptions<double> options;
     options.pcg.max_iterations = 5000;
     options.pcg.tolerance = 1e-8;
+    if (newton > 1) {
+        options.newton_iterations = newton;
+        options.newton_tolerance = 1e-6;
+        options.pcg.tolerance = 1e-10;
+    }
     weft::EilOptions<double> eil_options;
     eil_options.enabled = eil;
     eil_options.rest_segment_length = rods.spacing;
@@ -63,6 +71,8 @@ RunLog run(const weft_test::SlidingRods& rods, bool eil, int steps, double h, bo
             break;
         }
         ++log.steps_ok;
+        log.newton_iterations += r.newton_iterations;
+        if (r.halvings > 0) ++log.halved;
         log.resets += r.arc_length_resets;
         log.eil_series += static_cast<char>('0' + std::min(r.eil_nodes, 9));
         log.max_pairs = std::max(log.max_pairs, static_cast<int>(stepper.eil_pair_springs().size()));
@@ -134,6 +144,35 @@ TEST_CASE("eil stepper: two contacts sliding on a rod meet and cross smoothly wi
     // construction, when P_C turns EIL, when P_B takes over at the crossing,
     // and when both are EoL again.
     CHECK(log.assembly_builds == 4);
+}
+
+TEST_CASE("eil stepper: full Newton carries an EIL node past an EoL node within a step",
+          "[backend][eil][sliding][newton]")
+{
+    // Full Newton keeps every EIL weight inside the EoL segments its spring
+    // interpolates on. With the step's bracket alone, P_C (EIL on A) could
+    // not pass P_B (EoL on A) within a step: each update stopped short of P_B
+    // by the feasibility bound, the residual stalled, and halving could not
+    // help (the crossing has to happen in some substep). The spring goes on
+    // interpolating on the neighbouring EoL segment (EilSpring::outer_before,
+    // outer_after), so the crossing is an ordinary Newton step.
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch);
+    const double u_b0 = rods.model.q[5 * rods.contact_b + 3];
+    const double u_c0 = rods.model.q[5 * rods.contact_c + 3];
+    const RunLog log = run(rods, true, steps, h, false, 8);
+    INFO("EIL count per step: " << log.eil_series);
+    INFO("message: " << log.message);
+    REQUIRE(log.steps_ok == steps);
+    CHECK(log.halved == 0);
+    CHECK(log.u_b > log.u_c);
+    CHECK(log.x_b > log.x_c);
+    CHECK(log.u_b - u_b0 == Approx(steps * h * speed_b / prestretch).epsilon(1e-3));
+    CHECK(log.u_c - u_c0 == Approx(steps * h * speed_c / prestretch).epsilon(1e-3));
+    CHECK(log.max_eil == 1);
+    CHECK(log.min_gap < 1e-5);
+    CHECK(log.max_speed <= 1.05 * speed_b);
+    // Measured: 2.0 Newton iterations per step.
+    CHECK(log.newton_iterations <= 3 * steps);
 }
 
 TEST_CASE("eil stepper: the optional arc-length reset (thesis Eq. 4.4) on leaving EIL keeps the crossing exact",

@@ -6,9 +6,11 @@
 
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include <Eigen/Eigenvalues>
 
+#include <weft/element/eil_elements.hpp>
 #include <weft/element/eil_terms.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/element/yarn_elements.hpp>
@@ -408,6 +410,160 @@ TEST_CASE("eil terms: evaluate_yarn_segment applies to non-adjacent EoL nodes", 
     const weft::QuadraticDensity<double, 1> elastic{500.0};
     CHECK(weft::elastic_energy(weft::stretch_strain<double>(ab, Vec8::Zero()), elastic) == Approx(energy0));
     REQUIRE(checker.checks == 1);
+}
+
+namespace {
+
+/// Five EoL nodes' and one EIL node's DoFs on one bent u-yarn: EoL nodes
+/// 0 (outer_before), 1 (a), 2 (b), 3 (outer_after) at s = 0, 1, 2, 3 mm, the
+/// EIL node 4 at arc length `s` and position x(s) + `offset`.
+struct OuterStencil {
+    std::vector<double> q;
+    weft::EilSpring spring{1, 2, 4, 3, 0, 3};
+};
+
+OuterStencil outer_stencil(Random& rng, double s, const Vec3& offset, bool with_outer = true)
+{
+    OuterStencil o;
+    o.q.assign(25, 0.0);
+    Vec3 x = rng.vector<3>(-1e-3, 1e-3);
+    for (int n = 0; n < 4; ++n) {
+        for (int c = 0; c < 3; ++c) o.q[5 * n + c] = x(c);
+        o.q[5 * n + 3] = 1e-3 * n;
+        o.q[5 * n + 4] = rng.uniform(-1e-3, 1e-3);  // the other yarn's coordinate: no role
+        x += 1e-3 * rng.uniform(0.9, 1.1) * (Vec3(1, 0, 0) + 0.4 * rng.vector<3>(-1, 1)).normalized();
+    }
+    // x(s) on the polyline (extrapolated on the end segments).
+    const int seg = s < 1e-3 ? 0 : (s > 2e-3 ? 2 : 1);
+    const double t = (s - 1e-3 * seg) / 1e-3;
+    for (int c = 0; c < 3; ++c) o.q[20 + c] = (1 - t) * o.q[5 * seg + c] + t * o.q[5 * (seg + 1) + c] + offset(c);
+    o.q[23] = s;
+    if (!with_outer) {
+        o.spring.outer_before = -1;
+        o.spring.outer_after = -1;
+    }
+    return o;
+}
+
+/// Energy, force (25) and A (25 × 25) of `evaluate_eil_spring` on the
+/// stencil; nodes 0..4 are ids 0..4 so the blocks' slot order is
+/// (a, b, e, outer_before, outer_after) = ids (1, 2, 4, 0, 3).
+struct OuterEval {
+    double energy;
+    VectorX force;
+    MatrixX a;
+};
+
+OuterEval evaluate_outer(const std::vector<double>& q, const weft::EilSpring& spring, double k, double h)
+{
+    const std::vector<double> v(q.size(), 0.0);
+    weft::NodeBlocks<double, 5, 5> blocks;
+    blocks.set_zero();
+    weft::ElementEnergies<double> e{};
+    weft::evaluate_eil_spring<double>(q.data(), v.data(), spring, k, h, blocks, e);
+    int ids[5];
+    weft::eil_spring_stencil(spring, ids);
+    OuterEval out{e.elastic, VectorX::Zero(25), MatrixX::Zero(25, 25)};
+    bool seen[5] = {false, false, false, false, false};
+    for (int i = 0; i < 5; ++i) {
+        if (seen[ids[i]]) continue;  // a missing outer node repeats a or b; its slot stays empty
+        seen[ids[i]] = true;
+        out.force.segment<5>(5 * ids[i]) = blocks.f[i];
+        bool seen_j[5] = {false, false, false, false, false};
+        for (int j = 0; j < 5; ++j) {
+            if (seen_j[ids[j]]) continue;
+            seen_j[ids[j]] = true;
+            out.a.block<5, 5>(5 * ids[i], 5 * ids[j]) = blocks.a[i][j];
+        }
+    }
+    return out;
+}
+
+/// eil_contact_spring on EoL nodes (i, j) of the stencil and the EIL node.
+double spring_on(const std::vector<double>& q, int i, int j, double k)
+{
+    Vec12 l;
+    l << q[5 * i], q[5 * i + 1], q[5 * i + 2], q[5 * i + 3], q[5 * j], q[5 * j + 1], q[5 * j + 2], q[5 * j + 3],
+        q[23], q[20], q[21], q[22];
+    return weft::eil_contact_spring<double>(l, k, EilSpringHessian::gauss_newton).terms.energy;
+}
+
+}  // namespace
+
+TEST_CASE("eil terms: evaluate_eil_spring interpolates on the neighbouring EoL segment once s leaves its bracket",
+          "[element][eil][spring][outer]")
+{
+    // s before a, inside (a, b), after b: force = −∇V over all 25 DoFs (the
+    // unused EoL node gets nothing), energy = the contact spring of thesis
+    // Sec. 4.3.2 on the segment that holds s, and at a closed gap A = −h² ×
+    // the FD Jacobian of the force (Gauss–Newton = exact there).
+    Random rng(113);
+    const double k = 200.0, h = 1e-3;
+    FdChecker checker;
+    checker.step = 1e-9;
+    checker.tolerance = 1e-5;
+    int ran = 0;
+    const double positions[3] = {0.5e-3, 1.5e-3, 2.5e-3};
+    const int segment_nodes[3][2] = {{0, 1}, {1, 2}, {2, 3}};
+    for (int trial = 0; trial < 4; ++trial)
+        for (int piece = 0; piece < 3; ++piece) {
+            const double s = positions[piece] + rng.uniform(-0.4e-3, 0.4e-3);
+            const OuterStencil open = outer_stencil(rng, s, 1e-4 * rng.unit_vector());
+            const OuterEval e = evaluate_outer(open.q, open.spring, k, h);
+            REQUIRE(e.energy > 0);
+            CHECK(e.energy == Approx(spring_on(open.q, segment_nodes[piece][0], segment_nodes[piece][1], k)));
+            auto energy_of = [&](const VectorX& d) {
+                return -evaluate_outer(std::vector<double>(d.data(), d.data() + 25), open.spring, k, h).energy;
+            };
+            const VectorX q0 = Eigen::Map<const VectorX>(open.q.data(), 25);
+            checker.gradient(energy_of, q0, e.force, "EIL spring force = -grad V on the piece that holds s");
+            const int unused = piece == 0 ? 3 : (piece == 2 ? 0 : -1);
+            if (unused >= 0) CHECK(e.force.segment<5>(5 * unused).norm() == 0.0);
+            const OuterStencil closed = outer_stencil(rng, s, Vec3::Zero());
+            const OuterEval c = evaluate_outer(closed.q, closed.spring, k, h);
+            CHECK(c.force.norm() <= 1e-12);
+            const VectorX qc = Eigen::Map<const VectorX>(closed.q.data(), 25);
+            checker.jacobian(
+                [&](const VectorX& d) {
+                    return evaluate_outer(std::vector<double>(d.data(), d.data() + 25), closed.spring, k, h).force;
+                },
+                qc, MatrixX(-c.a / (h * h)), "EIL spring A = -h^2 df/dq at a closed gap");
+            ran += 2;
+        }
+    REQUIRE(ran == 24);
+    REQUIRE(checker.checks == 24);
+}
+
+TEST_CASE("eil terms: evaluate_eil_spring is continuous at the bracket ends and extrapolates without outer nodes",
+          "[element][eil][spring][outer]")
+{
+    Random rng(127);
+    const double k = 200.0, h = 1e-3;
+    int ran = 0;
+    for (int trial = 0; trial < 10; ++trial) {
+        const Vec3 offset = 1e-4 * rng.unit_vector();
+        for (const double end : {1e-3, 2e-3}) {
+            // V continuous in s across a and b (x(s) on the polyline is).
+            OuterStencil o = outer_stencil(rng, end, offset);
+            o.q[23] = end - 1e-12;
+            const double below = evaluate_outer(o.q, o.spring, k, h).energy;
+            o.q[23] = end + 1e-12;
+            const double above = evaluate_outer(o.q, o.spring, k, h).energy;
+            CHECK(above == Approx(below).epsilon(1e-6));
+            ++ran;
+        }
+        // No outer node (the yarn's EoL chain ends at a or b): the spring
+        // extrapolates on (a, b), as eil_contact_spring does.
+        for (const double s : {0.6e-3, 2.4e-3}) {
+            const OuterStencil o = outer_stencil(rng, s, offset, false);
+            const OuterEval e = evaluate_outer(o.q, o.spring, k, h);
+            CHECK(e.energy == Approx(spring_on(o.q, 1, 2, k)));
+            CHECK(e.force.segment<5>(0).norm() == 0.0);
+            CHECK(e.force.segment<5>(15).norm() == 0.0);
+            ++ran;
+        }
+    }
+    REQUIRE(ran == 40);
 }
 
 TEMPLATE_TEST_CASE("eil terms: float and double agree", "[element][eil][float]", float, double)

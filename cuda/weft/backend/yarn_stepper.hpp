@@ -166,7 +166,7 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnShear&
 }
 
 template <typename T>
-WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const EilSpring& s, NodeBlocks<T, 3, B>& blocks,
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const EilSpring& s, NodeBlocks<T, 5, B>& blocks,
                                      ElementEnergies<T>& e)
 {
     evaluate_eil_spring<T>(in.q, in.v, s, in.eil_stiffness, in.h, blocks, e, in.newton);
@@ -251,19 +251,23 @@ struct CollapsedSegment {
 /// Feasibility of a full-Newton update q + α h Δv (implicit_stepper.hpp):
 /// the largest α ≤ 1 for which no oriented arc-length difference along a
 /// yarn flips sign, keeping `keep` of it at least. EoL segments: s₁ − s₀
-/// (no inverted segment, no negative mass); EIL nodes: s − s_a and s_b − s
-/// (the interpolation weight stays inside its bracket, thesis Eq. 4.3).
+/// (no inverted segment, no negative mass); EIL nodes: s stays inside the
+/// EoL segments its spring can interpolate on (its bracket and the two
+/// neighbouring segments, EilSpring; the bracket alone for a doubly EIL
+/// node), so every interpolation weight of thesis Eq. 4.3 stays in [0, 1]
+/// except past a yarn's end, which a departing contact may cross.
 template <typename T>
 struct FeasibleFraction {
     const T* q;
     const T* dv;
     T h;
     T keep;
-    WEFT_HD T difference(int from, int to, int coordinate) const
+    /// The fraction that keeps s_to − s_from + margin positive (keep of it).
+    WEFT_HD T difference(int from, int to, int coordinate, T margin = T(0)) const
     {
         const std::size_t a = dof_index(from, coordinate);
         const std::size_t b = dof_index(to, coordinate);
-        return stepper_detail::sign_keeping_fraction<T>(q[b] - q[a], h * (dv[b] - dv[a]), keep);
+        return stepper_detail::sign_keeping_fraction<T>(q[b] - q[a] + margin, h * (dv[b] - dv[a]), keep);
     }
     WEFT_HD T bracket(int before, int node, int after, int coordinate) const
     {
@@ -272,7 +276,22 @@ struct FeasibleFraction {
         return lo < hi ? lo : hi;
     }
     WEFT_HD T operator()(const YarnSegment& s) const { return difference(s.node0, s.node1, s.coordinate); }
-    WEFT_HD T operator()(const EilSpring& s) const { return bracket(s.before, s.node, s.after, s.coordinate); }
+    /// An EIL spring's node may slide into the neighbouring EoL segment
+    /// (EilSpring::outer_before, outer_after). Where there is none, the
+    /// bracket ends the yarn: the node may pass that end by up to one
+    /// bracket span (the interpolation extrapolates there), so that a
+    /// contact sliding off the yarn leaves it within the step and the next
+    /// assignment takes it off (thesis Sec. 4.4) instead of the step stalling
+    /// at the yarn's end.
+    WEFT_HD T operator()(const EilSpring& s) const
+    {
+        const T span = q[dof_index(s.after, s.coordinate)] - q[dof_index(s.before, s.coordinate)];
+        const T lo = s.outer_before >= 0 ? difference(s.outer_before, s.node, s.coordinate)
+                                         : difference(s.before, s.node, s.coordinate, span);
+        const T hi = s.outer_after >= 0 ? difference(s.node, s.outer_after, s.coordinate)
+                                        : difference(s.node, s.after, s.coordinate, span);
+        return lo < hi ? lo : hi;
+    }
     WEFT_HD T operator()(const EilPairSpring& p) const
     {
         const T u = bracket(p.before[0], p.node, p.after[0], 3);
@@ -726,7 +745,7 @@ private:
 
     /// Uploads the element lists and builds the assembly map. Contribution
     /// order: segments (2×2 blocks), bends (3×3), shears (3×3), EIL springs
-    /// (3×3), EIL pair springs (5×5), parallel-yarn pairs (2×2, only where
+    /// (5×5, `eil_spring_stencil`), EIL pair springs (5×5), parallel-yarn pairs (2×2, only where
     /// they are not the segments), nodes (1); with no EIL spring this is the
     /// order of the stepper without EIL.
     void rebuild_elements(const std::vector<YarnSegment>& segments, const std::vector<YarnBend>& bends,
@@ -756,7 +775,11 @@ private:
         for (const YarnSegment& s : segments) add_element({s.node0, s.node1});
         for (const YarnBend& b : bends) add_element({b.prev, b.node, b.next});
         for (const YarnShear& s : m_host_shears) add_element({s.node, s.along_u, s.along_v});
-        for (const EilSpring& s : springs) add_element({s.before, s.after, s.node});
+        for (const EilSpring& s : springs) {
+            int stencil[5];
+            eil_spring_stencil(s, stencil);
+            add_element({stencil[0], stencil[1], stencil[2], stencil[3], stencil[4]});
+        }
         for (const EilPairSpring& p : pairs) add_element({p.before[0], p.after[0], p.node, p.before[1], p.after[1]});
         for (const YarnParallelPair& p : parallel) add_element({p.node0, p.node1});
         for (Index n = 0; n < node_total; ++n) add_element({n});
@@ -1132,7 +1155,8 @@ private:
             if (a.node_eil[u] && a.node_eil[u + 1]) {
                 if (c == 3) pairs.push_back({{before[u], before[u + 1]}, {after[u], after[u + 1]}, n});
             } else {
-                springs.push_back({a.eol_before[slot], a.eol_after[slot], n, c});
+                const std::pair<int, int> outer = eol_beyond_bracket(a, slot);
+                springs.push_back({a.eol_before[slot], a.eol_after[slot], n, c, outer.first, outer.second});
             }
         }
         const std::vector<YarnSegment> segments = eol_segments(a);
@@ -1236,8 +1260,8 @@ private:
         const std::size_t bend_v = seg_v + 3 * m_bend_count;
         const std::size_t shear_m = bend_m + 9 * m_shear_count;
         const std::size_t shear_v = bend_v + 3 * m_shear_count;
-        const std::size_t spring_m = shear_m + 9 * m_spring_count;
-        const std::size_t spring_v = shear_v + 3 * m_spring_count;
+        const std::size_t spring_m = shear_m + 25 * m_spring_count;
+        const std::size_t spring_v = shear_v + 5 * m_spring_count;
         const std::size_t pair_m = spring_m + 25 * m_pair_count;
         const std::size_t pair_v = spring_v + 5 * m_pair_count;
         const std::size_t parallel_m = pair_m + 4 * m_parallel_count;
@@ -1253,7 +1277,7 @@ private:
                                                         m_segment_count + m_bend_count});
         if (m_spring_count > 0)
             thrust::for_each(thrust::device, first, first + static_cast<Index>(m_spring_count),
-                             ElementKernel<T, EilSpring, 3>{in, this->raw(m_springs), shear_m, shear_v, shear_e});
+                             ElementKernel<T, EilSpring, 5>{in, this->raw(m_springs), shear_m, shear_v, shear_e});
         if (m_pair_count > 0)
             thrust::for_each(thrust::device, first, first + static_cast<Index>(m_pair_count),
                              ElementKernel<T, EilPairSpring, 5>{in, this->raw(m_pairs), spring_m, spring_v,

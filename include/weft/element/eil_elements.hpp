@@ -24,12 +24,37 @@
 namespace weft {
 
 /// Contact spring of an EIL node on one yarn, its partner being its own x.
+///
+/// The bracket (a, b) is the assignment's, made at the start of a step. A
+/// Newton iteration within the step may slide s past a or b (an EoL node and
+/// the EIL node pass each other, e.g. the crossings of two stacked fabrics):
+/// the interpolation then continues on the neighbouring EoL segment
+/// (outer_before, a) or (b, outer_after) of the same polyline, so that x(s)
+/// stays on the yarn and every weight inside its segment (no extrapolation;
+/// V is continuous in s, its s-derivative jumps at a and b by k |gap| times
+/// the yarn's turn there, which the stiff spring keeps small). −1: there is
+/// no such segment (the yarn's EoL chain ends at a or b), and the Newton
+/// step's feasibility bound stops s before a or b instead.
 struct EilSpring {
     int before;      ///< EoL node before `node` on the yarn (a of thesis Eq. 4.3)
     int after;       ///< EoL node after `node` on the yarn (b of thesis Eq. 4.3)
     int node;        ///< the EIL node
     int coordinate;  ///< 3 (u) or 4 (v): the yarn's arc-length coordinate
+    int outer_before = -1;  ///< EoL node before `before` on the yarn, −1: none
+    int outer_after = -1;   ///< EoL node after `after` on the yarn, −1: none
 };
+
+/// The 5 node ids of an EIL spring's stencil, in slot order
+/// (a, b, e, outer_before, outer_after); a missing outer node repeats a or b
+/// (its slot then receives nothing).
+WEFT_HD inline void eil_spring_stencil(const EilSpring& s, int (&nodes)[5])
+{
+    nodes[0] = s.before;
+    nodes[1] = s.after;
+    nodes[2] = s.node;
+    nodes[3] = s.outer_before >= 0 ? s.outer_before : s.before;
+    nodes[4] = s.outer_after >= 0 ? s.outer_after : s.after;
+}
 
 /// Contact spring of a node that is EIL on both of its yarns: index 0 is its
 /// u-yarn (coordinate 3), index 1 its v-yarn (coordinate 4).
@@ -72,29 +97,44 @@ WEFT_HD inline Vec<T, N> gather_layout(const T* values, const int (&nodes)[K], c
 
 }  // namespace eil_element_detail
 
-/// EIL–EoL contact spring (thesis Sec. 4.3.2) on node slots (a, b, e).
+/// EIL–EoL contact spring (thesis Sec. 4.3.2) on node slots
+/// (a, b, e, outer_before, outer_after), see `eil_spring_stencil`: the
+/// interpolation runs on the EoL segment that holds s (a, b) at the start of
+/// a step, (outer_before, a) once s < s_a, (b, outer_after) once s > s_b.
 /// @param[in] q, v       5 × #nodes positions and velocities
 /// @param[in] stiffness  k (N/m), see `eil_contact_stiffness`
 template <typename T>
 WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring& spring, T stiffness, T h,
-                                        NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                        NodeBlocks<T, 5, yarn_node_dofs>& out, ElementEnergies<T>& energy,
                                         const NewtonInputs<T>& newton = {})
 {
     using namespace eil_element_detail;
-    const int nodes[3] = {spring.before, spring.after, spring.node};
+    int nodes[5];
+    eil_spring_stencil(spring, nodes);
+    const int c = spring.coordinate;
+    const T s = q[yarn_node_dofs * spring.node + c];
+    int slot_a = 0;
+    int slot_b = 1;
+    if (spring.outer_before >= 0 && s < q[yarn_node_dofs * spring.before + c]) {
+        slot_a = 3;
+        slot_b = 0;
+    } else if (spring.outer_after >= 0 && s > q[yarn_node_dofs * spring.after + c]) {
+        slot_a = 1;
+        slot_b = 4;
+    }
     int slot[12];
     int component[12];
-    interpolation_layout<12>(slot, component, 0, 0, 1, 2, spring.coordinate);
-    for (int c = 0; c < 3; ++c) {
-        slot[9 + c] = 2;
-        component[9 + c] = c;
+    interpolation_layout<12>(slot, component, 0, slot_a, slot_b, 2, c);
+    for (int k = 0; k < 3; ++k) {
+        slot[9 + k] = 2;
+        component[9 + k] = k;
     }
-    const Vec<T, 12> ql = gather_layout<T, 12, 3>(q, nodes, slot, component);
+    const Vec<T, 12> ql = gather_layout<T, 12, 5>(q, nodes, slot, component);
     const EilContactEval<T, 12> e = eil_contact_spring<T>(ql, stiffness, EilSpringHessian::gauss_newton);
     energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
-    const Vec<T, 12> wl = gather_layout<T, 12, 3>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
+    const Vec<T, 12> wl = gather_layout<T, 12, 5>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
                                                   slot, component);
-    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, slot, component, Mat<T, 12, 12>::Zero(), e.terms.force,
+    scatter_implicit<T, 12, 5, yarn_node_dofs>(out, slot, component, Mat<T, 12, 12>::Zero(), e.terms.force,
                                                e.terms.df_dq, e.terms.df_dv, wl, h);
 }
 

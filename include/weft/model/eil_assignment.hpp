@@ -23,6 +23,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <weft/core/error.hpp>
@@ -340,6 +341,30 @@ std::vector<YarnSegment> eol_segments(const EilAssignment<T>& a)
     for (int slot = 0; slot < a.slot_count(); ++slot)
         if (!a.eil[slot] && a.eol_after[slot] >= 0)
             out.push_back({a.sorted_node[slot], a.eol_after[slot], a.coordinate[slot]});
+    return out;
+}
+
+/// The EoL nodes one segment beyond an EIL slot's bracket on its yarn: the
+/// nearest EoL node before eol_before[slot] and the nearest after
+/// eol_after[slot] (−1 where the yarn's EoL chain ends), the outer nodes of
+/// its `EilSpring` (element/eil_elements.hpp).
+template <typename T>
+std::pair<int, int> eol_beyond_bracket(const EilAssignment<T>& a, int slot)
+{
+    const auto upper = std::upper_bound(a.yarn_begin.begin(), a.yarn_begin.end(), slot);
+    const int begin = *(upper - 1);
+    const int end = *upper;
+    std::pair<int, int> out{-1, -1};
+    for (int k = slot - 1; k >= begin; --k)
+        if (!a.eil[static_cast<std::size_t>(k)]) {
+            out.first = a.eol_before[static_cast<std::size_t>(k)];
+            break;
+        }
+    for (int k = slot + 1; k < end; ++k)
+        if (!a.eil[static_cast<std::size_t>(k)]) {
+            out.second = a.eol_after[static_cast<std::size_t>(k)];
+            break;
+        }
     return out;
 }
 
