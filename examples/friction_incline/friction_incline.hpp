@@ -45,6 +45,7 @@ struct InclineOptions {
     int top_nodes = 8;        ///< top patch: top_nodes × top_nodes
     int bottom_nodes = 12;    ///< bottom patch: bottom_nodes × bottom_nodes
     double time_step = 1e-3;  ///< s
+    int newton_iterations = 1;  ///< 1: the one-step scheme; > 1: full Newton (to 1e-4)
     bool quiet = false;
     bool help = false;
 };
@@ -75,7 +76,7 @@ struct InclineRun {
 inline std::string incline_usage()
 {
     return "usage: friction_incline --angle DEG --friction MU --duration T --csv FILE\n"
-           "                        [--size N] [--bottom N] [--dt H] [--quiet]\n"
+           "                        [--size N] [--bottom N] [--dt H] [--newton N] [--quiet]\n"
            "  --angle DEG     incline angle in degrees, 0 <= DEG < 90 (default 30)\n"
            "  --friction MU   Coulomb coefficient between the layers, >= 0 (default 1)\n"
            "  --duration T    simulated time in s, > 0 (default 0.5)\n"
@@ -83,6 +84,8 @@ inline std::string incline_usage()
            "  --size N        top patch N x N nodes, >= 2 (default 8)\n"
            "  --bottom N      fixed patch N x N nodes, >= size + 2 (default 12)\n"
            "  --dt H          time step in s, > 0 (default 0.001)\n"
+           "  --newton N      Newton iterations per step, >= 1 (default 1, the one-step\n"
+           "                  scheme; > 1: full Newton to a relative residual of 1e-4)\n"
            "  --quiet         no summary line\n";
 }
 
@@ -115,6 +118,7 @@ inline InclineOptions parse_incline_arguments(int argc, const char* const* argv)
         } else if (a == "--size") o.top_nodes = integer(i, a);
         else if (a == "--bottom") o.bottom_nodes = integer(i, a);
         else if (a == "--dt") o.time_step = number(i, a);
+        else if (a == "--newton") o.newton_iterations = integer(i, a);
         else if (a == "--quiet") o.quiet = true;
         else if (a == "--help" || a == "-h") o.help = true;
         else throw InvalidInput("unknown option '" + a + "'");
@@ -124,6 +128,8 @@ inline InclineOptions parse_incline_arguments(int argc, const char* const* argv)
     if (!(o.friction >= 0)) throw InvalidInput(detail::describe("--friction", o.friction, "must be >= 0"));
     require_positive("--duration", o.duration);
     require_positive("--dt", o.time_step);
+    if (o.newton_iterations < 1)
+        throw InvalidInput(detail::describe("--newton", o.newton_iterations, "must be >= 1"));
     if (o.top_nodes < 2) throw InvalidInput(detail::describe("--size", o.top_nodes, "must be >= 2"));
     if (o.bottom_nodes < o.top_nodes + 2)
         throw InvalidInput(detail::describe("--bottom", o.bottom_nodes, "must be >= size + 2"));
@@ -206,6 +212,10 @@ inline InclineRun run_friction_incline(const InclineOptions& o)
     options.pcg.max_iterations = 5000;
     options.pcg.tolerance = 1e-8;
     options.max_halvings = 4;
+    if (o.newton_iterations > 1) {
+        options.newton_iterations = o.newton_iterations;
+        options.newton_tolerance = 1e-4;
+    }
     EilOptions<double> eil;
     eil.enabled = true;
     eil.rest_segment_length = s.bottom.spacing;

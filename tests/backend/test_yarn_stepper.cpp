@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -698,6 +699,57 @@ TEST_CASE("yarn stepper: full Newton converges while a patch lands on a sphere w
     CHECK(gap > 0.5 * model.radius);
     CHECK(run.halved == 0);
     CHECK(run.per_step() <= 5.0);
+}
+
+TEST_CASE("yarn stepper: full Newton's predictor keeps a resting node's depth in a collider",
+          "[backend][yarn][newton][collider]")
+{
+    // ColliderPredictor on 5 nodes near a sphere (r = 0.25 mm contact band):
+    // 0 in the band, moving in; 1 in the band, moving in at a slant; 2
+    // outside the band,
+    // predicted into it; 3 in the band, moving out; 4 as 0 with a prescribed
+    // x DoF. Only 0 and 1 move, each back to its start depth along the
+    // normal at its predictor.
+    const double h = 1e-3, offset = 0.25e-3, d0 = 1e-6;
+    Collider<double> sphere;
+    sphere.type = 0;
+    sphere.center = Vec3(0, 0, 0);
+    sphere.normal = Vec3(0, 0, 1);
+    sphere.radius = 2e-3;
+    sphere.stiffness = 1e3;
+    sphere.friction = 0.3;
+    const double rest = sphere.radius + offset - d0;  // distance from the centre at depth d0
+    const Vec3 x0[5] = {Vec3(0, 0, rest), Vec3(0, 0, rest), Vec3(0, 0, sphere.radius + offset + 30e-6),
+                        Vec3(0, 0, rest), Vec3(0, 0, rest)};
+    const Vec3 v[5] = {Vec3(0.001, 0, -0.02), Vec3(0.05, 0.02, -0.03), Vec3(0, 0, -0.04), Vec3(0, 0, 0.02),
+                       Vec3(0, 0, -0.02)};
+    std::vector<double> q_start(25, 0.0), q(25, 0.0), dv(25, 1.0);
+    std::vector<std::uint8_t> free(25, 1);
+    free[5 * 4 + 1] = 0;
+    for (int n = 0; n < 5; ++n)
+        for (int c = 0; c < 3; ++c) {
+            q_start[5 * n + c] = x0[n](c);
+            q[5 * n + c] = x0[n](c) + h * v[n](c);
+        }
+    const weft::stepper_detail::ColliderPredictor<double, 5> predictor{
+        q_start.data(), q.data(), free.data(), h, &sphere, 1, offset, dv.data()};
+    for (int n = 0; n < 5; ++n) predictor(n);
+    int checks = 0;
+    for (int n = 0; n < 5; ++n) {
+        INFO("node " << n);
+        const Vec3 moved(h * dv[5 * n], h * dv[5 * n + 1], h * dv[5 * n + 2]);
+        CHECK(dv[5 * n + 3] == 0.0);
+        CHECK(dv[5 * n + 4] == 0.0);
+        if (n < 2) {
+            const Vec3 x = Vec3(q[5 * n], q[5 * n + 1], q[5 * n + 2]) + moved;
+            CHECK(sphere.radius + offset - x.norm() == Approx(d0).margin(1e-12));
+            CHECK(moved.norm() > 1e-6);  // it was predicted 20–30 µm deeper
+        } else {
+            CHECK(moved.norm() == 0.0);
+        }
+        checks += 3;
+    }
+    REQUIRE(checks == 15);
 }
 
 TEST_CASE("yarn stepper: full Newton leaves a rigid spin undamped", "[backend][yarn][newton][good-damping]")

@@ -566,6 +566,78 @@ TEST_CASE("eil terms: evaluate_eil_spring is continuous at the bracket ends and 
     REQUIRE(ran == 40);
 }
 
+TEST_CASE("eil terms: evaluate_eil_pair_spring interpolates each yarn on the EoL segment that holds its arc length",
+          "[element][eil][spring][outer]")
+{
+    // Node ids: u-yarn EoL 0, 1, 2, 3 (s_u = 0..3 mm), the doubly EIL node 4,
+    // v-yarn EoL 7, 5, 6, 8 (s_v = 0..3 mm); the spring's bracket is (1, 2)
+    // on u and (5, 6) on v, its outer nodes 0, 3 and 7, 8. For each of the
+    // 3 × 3 pieces of (s_u, s_v): energy = the pair spring of thesis
+    // Sec. 4.3.2 on those segments, force = −∇V over all 45 DoFs.
+    Random rng(131);
+    const double k = 200.0, h = 1e-3;
+    const weft::EilPairSpring spring{{1, 5}, {2, 6}, 4, {0, 7}, {3, 8}};
+    const int chain[2][4] = {{0, 1, 2, 3}, {7, 5, 6, 8}};
+    auto evaluate = [&](const std::vector<double>& q, VectorX* force) {
+        const std::vector<double> v(q.size(), 0.0);
+        weft::NodeBlocks<double, 9, 5> blocks;
+        blocks.set_zero();
+        weft::ElementEnergies<double> e{};
+        weft::evaluate_eil_pair_spring<double>(q.data(), v.data(), spring, k, h, blocks, e);
+        if (force) {
+            int ids[9];
+            weft::eil_pair_spring_stencil(spring, ids);
+            force->setZero(45);
+            for (int i = 0; i < 9; ++i) force->segment<5>(5 * ids[i]) += blocks.f[i];
+        }
+        return e.elastic;
+    };
+    FdChecker checker;
+    checker.step = 1e-9;
+    checker.tolerance = 1e-5;
+    int ran = 0;
+    for (int trial = 0; trial < 2; ++trial)
+        for (int pu = 0; pu < 3; ++pu)
+            for (int pv = 0; pv < 3; ++pv) {
+                std::vector<double> q(45, 0.0);
+                for (int y = 0; y < 2; ++y) {
+                    Vec3 x = 1e-3 * (y == 0 ? Vec3(-1.5, 0, 0) : Vec3(0, -1.5, 0.2)) + rng.vector<3>(-1e-4, 1e-4);
+                    const Vec3 direction = y == 0 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
+                    for (int n = 0; n < 4; ++n) {
+                        const int id = chain[y][n];
+                        for (int c = 0; c < 3; ++c) q[5 * id + c] = x(c);
+                        q[5 * id + 3 + y] = 1e-3 * n;
+                        x += 1e-3 * (direction + 0.3 * rng.vector<3>(-1, 1)).normalized();
+                    }
+                }
+                const double su = 1e-3 * (pu + rng.uniform(0.1, 0.9));
+                const double sv = 1e-3 * (pv + rng.uniform(0.1, 0.9));
+                q[23] = su;
+                q[24] = sv;
+                for (int c = 0; c < 3; ++c) q[20 + c] = rng.uniform(-1e-3, 1e-3);  // no part in the spring
+                VectorX force;
+                const double energy = evaluate(q, &force);
+                REQUIRE(energy > 0);
+                Vec18 local;
+                for (int y = 0; y < 2; ++y) {
+                    const int piece = y == 0 ? pu : pv;
+                    const int a = chain[y][piece], b = chain[y][piece + 1];
+                    local.segment<9>(9 * y) << q[5 * a], q[5 * a + 1], q[5 * a + 2], q[5 * a + 3 + y], q[5 * b],
+                        q[5 * b + 1], q[5 * b + 2], q[5 * b + 3 + y], q[23 + y];
+                }
+                CHECK(energy ==
+                      Approx(weft::eil_pair_contact_spring<double>(local, k, EilSpringHessian::gauss_newton).terms.energy));
+                CHECK(force.segment<3>(20).norm() == 0.0);
+                const VectorX q0 = Eigen::Map<const VectorX>(q.data(), 45);
+                checker.gradient(
+                    [&](const VectorX& d) { return -evaluate(std::vector<double>(d.data(), d.data() + 45), nullptr); },
+                    q0, force, "EIL pair spring force = -grad V on the pieces that hold s_u, s_v");
+                ++ran;
+            }
+    REQUIRE(ran == 18);
+    REQUIRE(checker.checks == 18);
+}
+
 TEMPLATE_TEST_CASE("eil terms: float and double agree", "[element][eil][float]", float, double)
 {
     using T = TestType;

@@ -168,6 +168,10 @@ private:
                                                            3 * triangles + 4 * hinges, triangles + hinges});
     }
 
+    /// Full Newton: nodes resting on a collider keep their depth in the
+    /// predictor (ImplicitStepper::collider_predictor).
+    void adjust_predictor(T h) { this->collider_predictor(h, m_colliders, m_material.contact_offset); }
+
     /// Full Newton: no node enters a collider deeper than half the contact
     /// offset in one update (ImplicitStepper::collider_step_bound).
     T feasible_step_fraction(T h, const thrust::device_vector<T>& dv)

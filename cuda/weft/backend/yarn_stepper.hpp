@@ -172,7 +172,7 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const EilSpring&
     evaluate_eil_spring<T>(in.q, in.v, s, in.eil_stiffness, in.h, blocks, e, in.newton);
 }
 template <typename T>
-WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const EilPairSpring& s, NodeBlocks<T, 5, B>& blocks,
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const EilPairSpring& s, NodeBlocks<T, 9, B>& blocks,
                                      ElementEnergies<T>& e)
 {
     evaluate_eil_pair_spring<T>(in.q, in.v, s, in.eil_stiffness, in.h, blocks, e, in.newton);
@@ -253,8 +253,7 @@ struct CollapsedSegment {
 /// yarn flips sign, keeping `keep` of it at least. EoL segments: s₁ − s₀
 /// (no inverted segment, no negative mass); EIL nodes: s stays inside the
 /// EoL segments its spring can interpolate on (its bracket and the two
-/// neighbouring segments, EilSpring; the bracket alone for a doubly EIL
-/// node), so every interpolation weight of thesis Eq. 4.3 stays in [0, 1]
+/// neighbouring segments, EilSpring and EilPairSpring), so every interpolation weight of thesis Eq. 4.3 stays in [0, 1]
 /// except past a yarn's end, which a departing contact may cross.
 template <typename T>
 struct FeasibleFraction {
@@ -269,12 +268,6 @@ struct FeasibleFraction {
         const std::size_t b = dof_index(to, coordinate);
         return stepper_detail::sign_keeping_fraction<T>(q[b] - q[a] + margin, h * (dv[b] - dv[a]), keep);
     }
-    WEFT_HD T bracket(int before, int node, int after, int coordinate) const
-    {
-        const T lo = difference(before, node, coordinate);
-        const T hi = difference(node, after, coordinate);
-        return lo < hi ? lo : hi;
-    }
     WEFT_HD T operator()(const YarnSegment& s) const { return difference(s.node0, s.node1, s.coordinate); }
     /// An EIL spring's node may slide into the neighbouring EoL segment
     /// (EilSpring::outer_before, outer_after). Where there is none, the
@@ -283,19 +276,23 @@ struct FeasibleFraction {
     /// contact sliding off the yarn leaves it within the step and the next
     /// assignment takes it off (thesis Sec. 4.4) instead of the step stalling
     /// at the yarn's end.
+    WEFT_HD T sliding(int node, int before, int after, int outer_before, int outer_after, int coordinate) const
+    {
+        const T span = q[dof_index(after, coordinate)] - q[dof_index(before, coordinate)];
+        const T lo = outer_before >= 0 ? difference(outer_before, node, coordinate)
+                                       : difference(before, node, coordinate, span);
+        const T hi = outer_after >= 0 ? difference(node, outer_after, coordinate)
+                                      : difference(node, after, coordinate, span);
+        return lo < hi ? lo : hi;
+    }
     WEFT_HD T operator()(const EilSpring& s) const
     {
-        const T span = q[dof_index(s.after, s.coordinate)] - q[dof_index(s.before, s.coordinate)];
-        const T lo = s.outer_before >= 0 ? difference(s.outer_before, s.node, s.coordinate)
-                                         : difference(s.before, s.node, s.coordinate, span);
-        const T hi = s.outer_after >= 0 ? difference(s.node, s.outer_after, s.coordinate)
-                                        : difference(s.node, s.after, s.coordinate, span);
-        return lo < hi ? lo : hi;
+        return sliding(s.node, s.before, s.after, s.outer_before, s.outer_after, s.coordinate);
     }
     WEFT_HD T operator()(const EilPairSpring& p) const
     {
-        const T u = bracket(p.before[0], p.node, p.after[0], 3);
-        const T w = bracket(p.before[1], p.node, p.after[1], 4);
+        const T u = sliding(p.node, p.before[0], p.after[0], p.outer_before[0], p.outer_after[0], 3);
+        const T w = sliding(p.node, p.before[1], p.after[1], p.outer_before[1], p.outer_after[1], 4);
         return u < w ? u : w;
     }
 };
@@ -745,9 +742,10 @@ private:
 
     /// Uploads the element lists and builds the assembly map. Contribution
     /// order: segments (2×2 blocks), bends (3×3), shears (3×3), EIL springs
-    /// (5×5, `eil_spring_stencil`), EIL pair springs (5×5), parallel-yarn pairs (2×2, only where
-    /// they are not the segments), nodes (1); with no EIL spring this is the
-    /// order of the stepper without EIL.
+    /// (5×5, `eil_spring_stencil`), EIL pair springs (9×9,
+    /// `eil_pair_spring_stencil`), parallel-yarn pairs (2×2, only where they
+    /// are not the segments), nodes (1); with no EIL spring this is the order
+    /// of the stepper without EIL.
     void rebuild_elements(const std::vector<YarnSegment>& segments, const std::vector<YarnBend>& bends,
                           const std::vector<EilSpring>& springs, const std::vector<EilPairSpring>& pairs,
                           const std::vector<YarnParallelPair>& fabric)
@@ -780,7 +778,11 @@ private:
             eil_spring_stencil(s, stencil);
             add_element({stencil[0], stencil[1], stencil[2], stencil[3], stencil[4]});
         }
-        for (const EilPairSpring& p : pairs) add_element({p.before[0], p.after[0], p.node, p.before[1], p.after[1]});
+        for (const EilPairSpring& p : pairs) {
+            int n[9];
+            eil_pair_spring_stencil(p, n);
+            add_element({n[0], n[1], n[2], n[3], n[4], n[5], n[6], n[7], n[8]});
+        }
         for (const YarnParallelPair& p : parallel) add_element({p.node0, p.node1});
         for (Index n = 0; n < node_total; ++n) add_element({n});
         const std::size_t entries = segments.size() + bends.size() + m_host_shears.size() + springs.size() +
@@ -986,9 +988,14 @@ private:
         return false;
     }
 
+    /// Full Newton: nodes resting on a collider keep their depth in the
+    /// predictor (ImplicitStepper::collider_predictor).
+    void adjust_predictor(T h) { this->collider_predictor(h, m_colliders, m_radius); }
+
     /// Full Newton: the largest update fraction that inverts no EoL segment
-    /// and keeps every EIL node inside its bracket (FeasibleFraction; each
-    /// difference may lose at most 90 % of itself per Newton update).
+    /// and keeps every EIL node inside the EoL segments its spring may
+    /// interpolate on (FeasibleFraction; each difference may lose at most
+    /// 90 % of itself per Newton update).
     T feasible_step_fraction(T h, const thrust::device_vector<T>& dv)
     {
         const yarn_stepper_detail::FeasibleFraction<T> bound{this->raw(this->m_q), this->raw(dv), h, T(0.1)};
@@ -1138,12 +1145,14 @@ private:
         m_was_eil = a.node_eil;
         std::fill(a.node_eil.begin(), a.node_eil.end(), static_cast<unsigned char>(0));
         std::vector<int> before(2 * nodes, -1), after(2 * nodes, -1);
+        std::vector<std::pair<int, int>> outer(2 * nodes, {-1, -1});
         for (int slot = 0; slot < a.slot_count(); ++slot) {
             if (!a.eil[slot]) continue;
             const std::size_t k = 2 * static_cast<std::size_t>(a.sorted_node[slot]) + (a.coordinate[slot] - 3);
             a.node_eil[k] = 1;
             before[k] = a.eol_before[slot];
             after[k] = a.eol_after[slot];
+            outer[k] = eol_beyond_bracket(a, slot);
         }
         std::vector<EilSpring> springs;
         std::vector<EilPairSpring> pairs;
@@ -1153,10 +1162,15 @@ private:
             const int c = a.coordinate[slot];
             const std::size_t u = 2 * static_cast<std::size_t>(n);
             if (a.node_eil[u] && a.node_eil[u + 1]) {
-                if (c == 3) pairs.push_back({{before[u], before[u + 1]}, {after[u], after[u + 1]}, n});
+                if (c == 3)
+                    pairs.push_back({{before[u], before[u + 1]},
+                                     {after[u], after[u + 1]},
+                                     n,
+                                     {outer[u].first, outer[u + 1].first},
+                                     {outer[u].second, outer[u + 1].second}});
             } else {
-                const std::pair<int, int> outer = eol_beyond_bracket(a, slot);
-                springs.push_back({a.eol_before[slot], a.eol_after[slot], n, c, outer.first, outer.second});
+                const std::pair<int, int>& o = outer[u + static_cast<std::size_t>(c - 3)];
+                springs.push_back({a.eol_before[slot], a.eol_after[slot], n, c, o.first, o.second});
             }
         }
         const std::vector<YarnSegment> segments = eol_segments(a);
@@ -1262,8 +1276,8 @@ private:
         const std::size_t shear_v = bend_v + 3 * m_shear_count;
         const std::size_t spring_m = shear_m + 25 * m_spring_count;
         const std::size_t spring_v = shear_v + 5 * m_spring_count;
-        const std::size_t pair_m = spring_m + 25 * m_pair_count;
-        const std::size_t pair_v = spring_v + 5 * m_pair_count;
+        const std::size_t pair_m = spring_m + 81 * m_pair_count;
+        const std::size_t pair_v = spring_v + 9 * m_pair_count;
         const std::size_t parallel_m = pair_m + 4 * m_parallel_count;
         const std::size_t parallel_v = pair_v + 2 * m_parallel_count;
         const std::size_t shear_e = m_segment_count + m_bend_count + m_shear_count;
@@ -1280,7 +1294,7 @@ private:
                              ElementKernel<T, EilSpring, 5>{in, this->raw(m_springs), shear_m, shear_v, shear_e});
         if (m_pair_count > 0)
             thrust::for_each(thrust::device, first, first + static_cast<Index>(m_pair_count),
-                             ElementKernel<T, EilPairSpring, 5>{in, this->raw(m_pairs), spring_m, spring_v,
+                             ElementKernel<T, EilPairSpring, 9>{in, this->raw(m_pairs), spring_m, spring_v,
                                                                 shear_e + m_spring_count});
         if (m_parallel_count > 0)
             thrust::for_each(thrust::device, first, first + static_cast<Index>(m_parallel_count),

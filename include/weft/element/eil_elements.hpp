@@ -33,8 +33,9 @@ namespace weft {
 /// stays on the yarn and every weight inside its segment (no extrapolation;
 /// V is continuous in s, its s-derivative jumps at a and b by k |gap| times
 /// the yarn's turn there, which the stiff spring keeps small). −1: there is
-/// no such segment (the yarn's EoL chain ends at a or b), and the Newton
-/// step's feasibility bound stops s before a or b instead.
+/// no such segment (the yarn's EoL chain ends at a or b); the interpolation
+/// on (a, b) then extrapolates past that end, as far as the Newton step's
+/// feasibility bound lets s go (one bracket span, yarn_stepper.hpp).
 struct EilSpring {
     int before;      ///< EoL node before `node` on the yarn (a of thesis Eq. 4.3)
     int after;       ///< EoL node after `node` on the yarn (b of thesis Eq. 4.3)
@@ -57,12 +58,32 @@ WEFT_HD inline void eil_spring_stencil(const EilSpring& s, int (&nodes)[5])
 }
 
 /// Contact spring of a node that is EIL on both of its yarns: index 0 is its
-/// u-yarn (coordinate 3), index 1 its v-yarn (coordinate 4).
+/// u-yarn (coordinate 3), index 1 its v-yarn (coordinate 4). Each
+/// interpolation continues on its yarn's neighbouring EoL segment as in
+/// `EilSpring`.
 struct EilPairSpring {
     int before[2];
     int after[2];
     int node;
+    int outer_before[2] = {-1, -1};  ///< EoL node before `before[i]` on yarn i, −1: none
+    int outer_after[2] = {-1, -1};   ///< EoL node after `after[i]` on yarn i, −1: none
 };
+
+/// The 9 node ids of an EIL pair spring's stencil, in slot order
+/// (a_u, b_u, e, a_v, b_v, outer_before_u, outer_after_u, outer_before_v,
+/// outer_after_v); a missing outer node repeats its bracket node.
+WEFT_HD inline void eil_pair_spring_stencil(const EilPairSpring& p, int (&nodes)[9])
+{
+    nodes[0] = p.before[0];
+    nodes[1] = p.after[0];
+    nodes[2] = p.node;
+    nodes[3] = p.before[1];
+    nodes[4] = p.after[1];
+    for (int i = 0; i < 2; ++i) {
+        nodes[5 + 2 * i] = p.outer_before[i] >= 0 ? p.outer_before[i] : p.before[i];
+        nodes[6 + 2 * i] = p.outer_after[i] >= 0 ? p.outer_after[i] : p.after[i];
+    }
+}
 
 namespace eil_element_detail {
 
@@ -84,6 +105,26 @@ WEFT_HD inline void interpolation_layout(int (&slot)[N], int (&component)[N], in
     component[first + 7] = coordinate;
     slot[first + 8] = slot_e;
     component[first + 8] = coordinate;
+}
+
+/// The slots (slot_a, slot_b) of the EoL segment that holds the EIL node's
+/// arc length s: the bracket (a, b), or its neighbour before a or after b
+/// where s has left the bracket and the yarn has one (outer slot ≥ 0).
+template <typename T, int K>
+WEFT_HD inline void segment_holding(const T* q, const int (&nodes)[K], int coordinate, int slot_e, int slot_before,
+                                    int slot_after, int slot_outer_before, int slot_outer_after, bool has_before,
+                                    bool has_after, int& slot_a, int& slot_b)
+{
+    const T s = q[yarn_node_dofs * nodes[slot_e] + coordinate];
+    slot_a = slot_before;
+    slot_b = slot_after;
+    if (has_before && s < q[yarn_node_dofs * nodes[slot_before] + coordinate]) {
+        slot_a = slot_outer_before;
+        slot_b = slot_before;
+    } else if (has_after && s > q[yarn_node_dofs * nodes[slot_after] + coordinate]) {
+        slot_a = slot_after;
+        slot_b = slot_outer_after;
+    }
 }
 
 template <typename T, int N, int K>
@@ -112,16 +153,10 @@ WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring&
     int nodes[5];
     eil_spring_stencil(spring, nodes);
     const int c = spring.coordinate;
-    const T s = q[yarn_node_dofs * spring.node + c];
     int slot_a = 0;
     int slot_b = 1;
-    if (spring.outer_before >= 0 && s < q[yarn_node_dofs * spring.before + c]) {
-        slot_a = 3;
-        slot_b = 0;
-    } else if (spring.outer_after >= 0 && s > q[yarn_node_dofs * spring.after + c]) {
-        slot_a = 1;
-        slot_b = 4;
-    }
+    segment_holding<T, 5>(q, nodes, c, 2, 0, 1, 3, 4, spring.outer_before >= 0, spring.outer_after >= 0, slot_a,
+                          slot_b);
     int slot[12];
     int component[12];
     interpolation_layout<12>(slot, component, 0, slot_a, slot_b, 2, c);
@@ -138,25 +173,33 @@ WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring&
                                                e.terms.df_dq, e.terms.df_dv, wl, h);
 }
 
-/// EIL–EIL contact spring (thesis Sec. 4.3.2) on node slots
-/// (a_u, b_u, e, a_v, b_v); the x DoFs of e take no part.
+/// EIL–EIL contact spring (thesis Sec. 4.3.2) on the node slots of
+/// `eil_pair_spring_stencil`; each interpolation runs on the EoL segment of
+/// its yarn that holds its arc length, as in `evaluate_eil_spring`. The x
+/// DoFs of e take no part.
 template <typename T>
 WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPairSpring& spring, T stiffness, T h,
-                                             NodeBlocks<T, 5, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+                                             NodeBlocks<T, 9, yarn_node_dofs>& out, ElementEnergies<T>& energy,
                                              const NewtonInputs<T>& newton = {})
 {
     using namespace eil_element_detail;
-    const int nodes[5] = {spring.before[0], spring.after[0], spring.node, spring.before[1], spring.after[1]};
+    int nodes[9];
+    eil_pair_spring_stencil(spring, nodes);
     int slot[18];
     int component[18];
-    interpolation_layout<18>(slot, component, 0, 0, 1, 2, 3);
-    interpolation_layout<18>(slot, component, 9, 3, 4, 2, 4);
-    const Vec<T, 18> ql = gather_layout<T, 18, 5>(q, nodes, slot, component);
+    for (int i = 0; i < 2; ++i) {
+        int slot_a = 0;
+        int slot_b = 0;
+        segment_holding<T, 9>(q, nodes, 3 + i, 2, 3 * i, 3 * i + 1, 5 + 2 * i, 6 + 2 * i,
+                              spring.outer_before[i] >= 0, spring.outer_after[i] >= 0, slot_a, slot_b);
+        interpolation_layout<18>(slot, component, 9 * i, slot_a, slot_b, 2, 3 + i);
+    }
+    const Vec<T, 18> ql = gather_layout<T, 18, 9>(q, nodes, slot, component);
     const EilContactEval<T, 18> e = eil_pair_contact_spring<T>(ql, stiffness, EilSpringHessian::gauss_newton);
     energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
-    const Vec<T, 18> wl = gather_layout<T, 18, 5>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
+    const Vec<T, 18> wl = gather_layout<T, 18, 9>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
                                                   slot, component);
-    scatter_implicit<T, 18, 5, yarn_node_dofs>(out, slot, component, Mat<T, 18, 18>::Zero(), e.terms.force,
+    scatter_implicit<T, 18, 9, yarn_node_dofs>(out, slot, component, Mat<T, 18, 18>::Zero(), e.terms.force,
                                                e.terms.df_dq, e.terms.df_dv, wl, h);
 }
 
