@@ -37,6 +37,10 @@ TEST_CASE("friction_incline: the command line", "[examples][friction_incline]")
     CHECK(extra.bottom_nodes == 10);
     CHECK(extra.time_step == 5e-4);
     CHECK(extra.quiet);
+    CHECK(extra.newton_iterations == 1);
+    CHECK(parse({"--newton", "8"}).newton_iterations == 8);
+    CHECK_THROWS_WITH(parse({"--newton", "0"}), Catch::Contains("--newton"));
+    CHECK_THROWS_WITH(parse({"--newton", "2.5"}), Catch::Contains("--newton"));
     CHECK(parse({"--help"}).help);
     CHECK_THROWS_WITH(parse({"--angle", "90"}), Catch::Contains("--angle"));
     CHECK_THROWS_WITH(parse({"--angle", "x"}), Catch::Contains("--angle"));
@@ -86,4 +90,29 @@ TEST_CASE("friction_incline: CSV and summary of a sticking and a sliding run", "
     REQUIRE(runs == 2);
     CHECK_THROWS_WITH(weft::examples::write_incline_csv({}, (dir / "missing" / "x.csv").string()),
                       Catch::Contains("cannot open"));
+}
+
+TEST_CASE("friction_incline: full Newton keeps the Coulomb threshold between layers", "[examples][friction_incline]")
+{
+    // μ = 0.5 (atan μ = 26.57°), full Newton to 1e-4: stuck 2.5° below the
+    // threshold, sliding 2.5° above, as with the one-step scheme.
+    int runs = 0;
+    for (const double angle : {24.0, 29.0}) {
+        InclineOptions o =
+            parse({"--angle", angle == 24 ? "24" : "29", "--friction", "0.5", "--duration", "0.2", "--newton", "8"});
+        const weft::examples::InclineRun run = weft::examples::run_friction_incline(o);
+        INFO("angle " << angle << ": " << run.message << ", slid " << run.slide_distance << " m");
+        REQUIRE(run.ok);
+        if (angle == 24) {
+            CHECK_FALSE(run.slid());
+            CHECK(run.slide_distance < 1e-9);
+            CHECK(run.end_time == Approx(0.2));
+        } else {
+            CHECK(run.slid());
+            CHECK(run.left_fixed_patch);
+            CHECK(run.end_time < 0.1);
+        }
+        ++runs;
+    }
+    REQUIRE(runs == 2);
 }
