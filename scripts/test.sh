@@ -10,12 +10,18 @@ jobs="$(nproc)"
 # The CUDA tests always build where nvcc is found (they skip without a GPU);
 # weft-run-cuda and the CUDA benchmarks, 15 more minutes of nvcc on 2 cores,
 # only where a GPU can run them.
+# Without a GPU the CUDA tests only have to compile: their device code is
+# generated as PTX only (CMAKE_CUDA_ARCHITECTURES 90-virtual, no ptxas; a GPU
+# would JIT it), which halves nvcc's time (measured: 8.3 -> 4.0 min for the
+# yarn stepper test's translation unit on the 2-core machine).
 cuda_programs=ON
+cuda_arch=()
 if ! nvidia-smi -L > /dev/null 2>&1; then
   cuda_programs=OFF
-  echo "test.sh: no GPU found: weft-run-cuda and the CUDA benchmarks are not built (the CUDA tests are)"
+  cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual)
+  echo "test.sh: no GPU found: weft-run-cuda and the CUDA benchmarks are not built (the CUDA tests are, as PTX)"
 fi
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_CUDA_PROGRAMS=$cuda_programs
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_CUDA_PROGRAMS=$cuda_programs "${cuda_arch[@]}"
 cmake --build "$build" -j "$jobs"
 cd "$build"
 # One test at a time: each test runs 2 OpenMP threads (ctest ENVIRONMENT),

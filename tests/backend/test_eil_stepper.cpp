@@ -247,6 +247,25 @@ TEST_CASE("eil stepper: a contact EIL on both rods gets the EIL-EIL spring and k
     CHECK(log.max_elastic <= 1.05 * 0.5 * 500 * 8e-3 * 1e-4);
 }
 
+TEST_CASE("eil stepper: full Newton with a contact EIL on both rods", "[backend][eil][sliding][pair][newton]")
+{
+    // The setting above with full Newton to 1e-6: the EIL-EIL spring on its
+    // 9-node stencil (EilPairSpring with the EoL nodes beyond both brackets)
+    // converges like the EIL-EoL one, with no step halved.
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch, 5e-5);
+    const RunLog log = run(rods, true, steps, h, false, 8);
+    INFO("EIL count per step: " << log.eil_series);
+    INFO("message: " << log.message);
+    REQUIRE(log.steps_ok == steps);
+    CHECK(log.halved == 0);
+    CHECK(log.max_pairs == 1);
+    CHECK(log.u_b > log.u_c);
+    CHECK(log.max_speed <= 1.05 * speed_b);
+    CHECK(log.max_elastic <= 1.05 * 0.5 * 500 * 8e-3 * 1e-4);
+    // Measured: 2.0 Newton iterations per step.
+    CHECK(log.newton_iterations <= 3 * steps);
+}
+
 TEST_CASE("eil stepper: with no node within the safety distance, EIL on equals EIL off", "[backend][eil][woven]")
 {
     // A perturbed, moving woven patch with friction, contact and gravity: arc
