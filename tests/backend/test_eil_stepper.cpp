@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <omp.h>
@@ -495,4 +496,248 @@ TEST_CASE("eil stepper: fast contacts are tagged by the look-ahead, else a colla
         }
     }
     REQUIRE(checks == 5);
+}
+
+// ---------------------------------------------------------------------------
+// EIL tracking on its own (cuda/weft/backend/eil_tracker.hpp), without a
+// stepper: the assignment and the element lists it implies, what each call
+// reports as changed, contacts that leave their yarn or are removed, and the
+// look-ahead flags of collapsed segments. The setting is the sliding rods at
+// rest (rod A with contacts P_B at u = 3.5 L and P_C at u = 4.5 L, A's
+// Lagrangian nodes at u = 0 … 3 L and 5 L … 8 L).
+
+using weft::EilChanges;
+using weft::EilTracker;
+
+namespace {
+
+constexpr double spacing = 1e-3;  // L; safety distance 0.1 L
+
+/// The sliding rods at rest (v = 0, so the look-ahead sees the gaps as they are).
+weft::SlidingRods rods_at_rest()
+{
+    weft::SlidingRods rods = weft_test::make_sliding_rods(0.0, 0.0);
+    std::fill(rods.model.v.begin(), rods.model.v.end(), 0.0);
+    return rods;
+}
+
+weft::EilOptions<double> tracking_on()
+{
+    weft::EilOptions<double> options;
+    options.enabled = true;
+    options.rest_segment_length = spacing;
+    return options;
+}
+
+/// A stepper's state on the device.
+struct DeviceState {
+    thrust::device_vector<double> q, v, anchors;
+    explicit DeviceState(const weft::YarnModel<double>& m) : q(m.q), v(m.v), anchors(m.anchors) {}
+    weft::EilState<double> view() { return {q, v, anchors}; }
+    void set(int node, int component, double value)
+    {
+        q[5 * static_cast<std::size_t>(node) + static_cast<std::size_t>(component)] = value;
+    }
+};
+
+bool on_list(const std::vector<int>& list, int node) { return std::find(list.begin(), list.end(), node) != list.end(); }
+
+bool any_change(const EilChanges& c) { return c.topology || c.lists || c.filter || c.state; }
+
+}  // namespace
+
+TEST_CASE("eil tracker: off, no call changes anything", "[backend][eil][tracker]")
+{
+    const weft::SlidingRods rods = rods_at_rest();
+    DeviceState state(rods.model);
+    for (const EilTracker<double>& tracker : {EilTracker<double>(), EilTracker<double>(rods.model, {}, 500.0)}) {
+        EilTracker<double> t = tracker;
+        CHECK_FALSE(t.enabled());
+        CHECK_FALSE(any_change(t.update(state.view(), 1e-3)));
+        CHECK(t.count() == 0);
+        CHECK(t.assignment().node.empty());
+        CHECK(t.topology().node_count() == 0);
+        CHECK(t.safety_distance() == 0.0);
+        CHECK(t.contact_stiffness() == 0.0);
+    }
+    CHECK(weft::to_host(state.q) == rods.model.q);
+}
+
+TEST_CASE("eil tracker: the first update lists every segment; an unchanged state rebuilds nothing",
+          "[backend][eil][tracker]")
+{
+    const weft::SlidingRods rods = rods_at_rest();
+    DeviceState state(rods.model);
+    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
+    REQUIRE(tracker.enabled());
+    CHECK(tracker.safety_distance() == Approx(0.1 * spacing));
+    CHECK(tracker.contact_stiffness() == Approx(1000 * 500.0 / spacing));
+
+    const EilChanges first = tracker.update(state.view(), 1e-3);
+    CHECK(first.lists);
+    CHECK_FALSE(first.topology);
+    CHECK_FALSE(first.filter);
+    CHECK(tracker.count() == 0);
+    CHECK(tracker.lists().segments.size() == rods.model.segments.size());  // 9 on A, 6 on B, 6 on C
+    CHECK(tracker.lists().bends.size() == rods.model.bends.size());
+    CHECK(tracker.lists().springs.empty());
+    CHECK(tracker.lists().pairs.empty());
+    CHECK(tracker.free() == rods.model.free_dof);
+
+    // The same state again: one count on the device, no list rebuild.
+    CHECK_FALSE(any_change(tracker.update(state.view(), 1e-3)));
+}
+
+TEST_CASE("eil tracker: a contact within the safety distance turns EIL and gets its spring",
+          "[backend][eil][tracker]")
+{
+    const weft::SlidingRods rods = rods_at_rest();
+    DeviceState state(rods.model);
+    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
+    tracker.update(state.view(), 1e-3);
+
+    // P_C to 0.05 L past P_B on A: closer than d = 0.1 L, so P_C (the later
+    // node in sorted order) turns EIL on A, bracketed by P_B and A's node at 5 L.
+    state.set(rods.contact_c, 3, 3.55 * spacing);
+    const EilChanges changes = tracker.update(state.view(), 1e-3);
+    CHECK(changes.lists);
+    CHECK_FALSE(changes.topology);
+    REQUIRE(tracker.count() == 1);
+    REQUIRE(tracker.lists().springs.size() == 1);
+    const weft::EilSpring& s = tracker.lists().springs[0];
+    CHECK(s.node == rods.contact_c);
+    CHECK(s.coordinate == 3);
+    CHECK(s.before == rods.contact_b);
+    const std::vector<int>& a = rods.model.yarns[static_cast<std::size_t>(rods.rod_a)];
+    const int node_5l = a[static_cast<std::size_t>(std::find(a.begin(), a.end(), rods.contact_c) - a.begin()) + 1];
+    CHECK(s.after == node_5l);
+    CHECK(s.outer_before == a[3]);  // the EoL node one segment before the bracket (u = 3 L)
+    // A loses one stretch segment (P_C carries none on A); B and C keep theirs.
+    CHECK(tracker.lists().segments.size() == rods.model.segments.size() - 1);
+    // Its interpolation weight (thesis Eq. 4.3) lies in its bracket.
+    const weft::EilAssignment<double>& assignment = tracker.assignment();
+    int eil_slots = 0;
+    for (int slot = 0; slot < assignment.slot_count(); ++slot) {
+        if (!assignment.eil[static_cast<std::size_t>(slot)]) continue;
+        ++eil_slots;
+        CHECK(assignment.sorted_node[static_cast<std::size_t>(slot)] == rods.contact_c);
+        CHECK(assignment.weight[static_cast<std::size_t>(slot)] == Approx(0.05 / 1.5));
+    }
+    CHECK(eil_slots == 1);
+
+    // Apart again: back to EoL, the spring gone.
+    state.set(rods.contact_c, 3, 4.5 * spacing);
+    CHECK(tracker.update(state.view(), 1e-3).lists);
+    CHECK(tracker.count() == 0);
+    CHECK(tracker.lists().springs.empty());
+    CHECK(tracker.lists().segments.size() == rods.model.segments.size());
+}
+
+TEST_CASE("eil tracker: a contact whose arc length leaves its yarn is taken off it (thesis Sec. 4.4)",
+          "[backend][eil][tracker][detach]")
+{
+    const weft::SlidingRods rods = rods_at_rest();
+    DeviceState state(rods.model);
+    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
+    tracker.update(state.view(), 1e-3);
+
+    // P_B slides past A's fixed end at u = 0.
+    state.set(rods.contact_b, 3, -0.5 * spacing);
+    const EilChanges changes = tracker.update(state.view(), 1e-3);
+    CHECK(changes.topology);
+    CHECK(changes.lists);
+    CHECK(changes.state);
+    CHECK(changes.filter);  // its arc length on A is fixed now
+    CHECK(tracker.detached() == 1);
+    const weft::YarnModel<double>& topology = tracker.topology();
+    CHECK_FALSE(on_list(topology.yarns[static_cast<std::size_t>(rods.rod_a)], rods.contact_b));
+    CHECK(on_list(topology.yarns[1], rods.contact_b));  // still on rod B, as a Lagrangian node
+    const std::size_t i = 5 * static_cast<std::size_t>(rods.contact_b);
+    CHECK(topology.free_dof[i + 3] == 0);
+    CHECK(topology.free_dof[i + 4] == 0);
+    CHECK(tracker.free()[i + 3] == 0);
+    CHECK(topology.anchors[2 * static_cast<std::size_t>(rods.contact_b)] == Approx(-0.5 * spacing));
+    CHECK(weft::to_host(state.anchors)[2 * static_cast<std::size_t>(rods.contact_b)] == Approx(-0.5 * spacing));
+    // A has 9 nodes left: 8 segments.
+    CHECK(tracker.lists().segments.size() == rods.model.segments.size() - 1);
+    for (const weft::YarnSegment& g : tracker.lists().segments)
+        CHECK_FALSE((g.coordinate == 3 && (g.node0 == rods.contact_b || g.node1 == rods.contact_b)));
+
+    // Nothing left to detach: the next update changes nothing.
+    CHECK_FALSE(any_change(tracker.update(state.view(), 1e-3)));
+    CHECK(tracker.detached() == 1);
+}
+
+TEST_CASE("eil tracker: remove takes a contact with another fabric off both its yarns",
+          "[backend][eil][tracker][remove]")
+{
+    weft::SlidingRods rods = rods_at_rest();
+    rods.model.external_contact.assign(static_cast<std::size_t>(rods.model.node_count()), 0);
+    rods.model.external_contact[static_cast<std::size_t>(rods.contact_c)] = 1;
+    rods.model.v[5 * static_cast<std::size_t>(rods.contact_c) + 3] = 0.02;
+    DeviceState state(rods.model);
+    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
+    tracker.update(state.view(), 1e-3);
+
+    EilChanges changes;
+    CHECK(tracker.remove(state.view(), {{rods.contact_c, 3}}, changes) == 1);
+    CHECK(changes.topology);
+    CHECK(changes.state);
+    CHECK(tracker.detached() == 0);  // a removal on request is no departure
+    for (const std::vector<int>& yarn : tracker.topology().yarns) CHECK_FALSE(on_list(yarn, rods.contact_c));
+    const std::size_t i = 5 * static_cast<std::size_t>(rods.contact_c);
+    const std::vector<double> v = weft::to_host(state.v);
+    for (std::size_t k = 0; k < 5; ++k) {
+        CHECK(tracker.topology().free_dof[i + k] == 0);
+        CHECK(v[i + k] == 0.0);
+    }
+    // The new layout is listed at the next update: A and C each lose a segment.
+    const EilChanges next = tracker.update(state.view(), 1e-3);
+    CHECK(next.lists);
+    CHECK(next.filter);
+    CHECK(tracker.lists().segments.size() == rods.model.segments.size() - 2);
+    CHECK(tracker.assignment().slot_count() == static_cast<int>(rods.model.segments.size()) + 3 - 2);
+}
+
+TEST_CASE("eil tracker: a collapsed segment's later node is tagged EIL until the next step",
+          "[backend][eil][tracker][lookahead]")
+{
+    const weft::SlidingRods rods = rods_at_rest();
+    DeviceState state(rods.model);
+    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
+    tracker.update(state.view(), 1e-3);
+    REQUIRE(tracker.count() == 0);
+
+    // The segment P_B–P_C on A counts as collapsed (far apart as they are).
+    const auto collapsed = [&](const weft::YarnSegment& g) {
+        return g.coordinate == 3 && g.node0 == rods.contact_b && g.node1 == rods.contact_c;
+    };
+    const std::vector<weft::YarnSegment> segments = tracker.lists().segments;
+    CHECK(tracker.flag_collapsed(segments, collapsed));
+    CHECK_FALSE(tracker.flag_collapsed(segments, collapsed));  // flagged already: a retry would not help
+    CHECK(tracker.update(state.view(), 1e-3).lists);
+    REQUIRE(tracker.count() == 1);
+    CHECK(tracker.lists().springs[0].node == rods.contact_c);
+
+    // A new step clears the flags.
+    tracker.begin_step();
+    CHECK(tracker.update(state.view(), 1e-3).lists);
+    CHECK(tracker.count() == 0);
+}
+
+TEST_CASE("eil tracker: invalid options are rejected with the field named", "[backend][eil][tracker][errors]")
+{
+    const weft::SlidingRods rods = rods_at_rest();
+    weft::EilOptions<double> options = tracking_on();
+    options.min_segment_factor = 1.5;
+    CHECK_THROWS_WITH((EilTracker<double>(rods.model, options, 500.0)),
+                      Catch::Contains("min_segment_factor") && Catch::Contains("1.5"));
+    options = tracking_on();
+    options.safety_factor = -1;
+    CHECK_THROWS_WITH((EilTracker<double>(rods.model, options, 500.0)), Catch::Contains("safety"));
+    weft::YarnModel<double> empty = rods.model;
+    empty.segments.clear();
+    options = tracking_on();
+    options.rest_segment_length = 0;
+    CHECK_THROWS_WITH((EilTracker<double>(empty, options, 500.0)), Catch::Contains("no segments"));
 }

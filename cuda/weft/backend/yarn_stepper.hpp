@@ -30,7 +30,7 @@
 /// current ṡ; a step that collapses an EoL segment is redone with the
 /// segment's later node tagged EIL (`accept_step`, `retry_attempt`), then
 /// halved; a contact whose arc length leaves its yarn is taken off it during
-/// the step (thesis Sec. 4.4, `detach_departed`). With EIL off, a step that
+/// the step (thesis Sec. 4.4, `EilTracker::update`). With EIL off, a step that
 /// inverts an EoL segment fails (negative length, negative mass).
 ///
 /// Choices of ours, beyond the thesis: a node that lies on one yarn only has
@@ -40,7 +40,9 @@
 /// applies Eq. 4.4 when a node turns back to EoL (eil_assignment.hpp has the
 /// closed-form resets of Eq. 4.4–4.7). The assignment runs on the device, one
 /// thread per yarn; the host rebuilds the element lists only when the result
-/// changes them (`YarnStepper::update_eil`).
+/// changes them. EIL tracking is its own component (eil_tracker.hpp,
+/// `EilTracker`): the stepper calls it before every attempt and follows the
+/// changes it reports (`YarnStepper::follow`).
 
 #include <algorithm>
 #include <chrono>
@@ -54,6 +56,7 @@
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 
+#include <weft/backend/eil_tracker.hpp>
 #include <weft/backend/implicit_stepper.hpp>
 #include <weft/backend/line_preconditioner.hpp>
 #include <weft/core/error.hpp>
@@ -76,38 +79,6 @@ struct YarnStepReport : BackendStepReport {
     int detached_contacts = 0;  ///< nodes taken off a yarn in this step because they left it (EIL on)
     int arc_length_resets = 0;  ///< EIL → EoL switches whose arc length was reset (EilOptions::reset_on_eol)
     int pulled_contacts = 0;    ///< inter-layer contacts removed in this step because their normal force pulled
-};
-
-/// EIL nodes in the yarn stepper (thesis Sec. 4.2–4.3); off by default.
-template <typename T>
-struct EilOptions {
-    bool enabled = false;
-    T safety_factor = T(0.1);      ///< safety distance = factor × rest segment length (thesis Sec. 4.3.1)
-    T contact_factor = T(1000);    ///< spring k = factor × k_s / rest segment length (thesis Sec. 4.3.2)
-    T rest_segment_length = T(0);  ///< Δu of rest-shape segments (m); 0: the mean |Δs| of the model's segments
-    /// Tag a node EIL also when the gap predicted one step ahead at the current
-    /// ṡ is below the safety distance (our addition, see assign_eil_yarn).
-    bool lookahead = true;
-    /// A step that leaves an EoL segment shorter than this factor × min(safety
-    /// distance, its length at the start of the step) is rejected (and halved,
-    /// with a new assignment per substep): its nodes slid past each other.
-    T min_segment_factor = T(0.25);
-    /// On switching from EIL back to EoL, reset the node's arc length by
-    /// thesis Eq. (4.4), so that stretch is uniform across it (the optional
-    /// closed-form reset of thesis Sec. 4.3.1; the thesis keeps s in
-    /// practice, and so does the default).
-    bool reset_on_eol = false;
-    /// Remove a contact between two layers (YarnModel::layer_friction ≥ 0)
-    /// from both its yarns when its normal force pulls the layers together
-    /// (N < 0; thesis Sec. 4.4, Fig. 4.7). The layers may then pass through
-    /// each other where they meet again (weft creates no contacts during a
-    /// run).
-    bool remove_pulling_contacts = true;
-    /// A contact counts as pulling when N < −pull_threshold × the magnitude
-    /// of the forces its normal force balances (the sum of the magnitudes of
-    /// its terms, layer_contact_normal_force, largest over the contact and
-    /// its partners); at least 10⁻⁹ (round-off).
-    T pull_threshold = T(1e-3);
 };
 
 namespace yarn_stepper_detail {
@@ -297,144 +268,6 @@ struct FeasibleFraction {
     }
 };
 
-/// Places node n's x and ẋ on the interpolation (thesis Eq. 4.3) between
-/// the EoL nodes a and b of its yarn with arc-length coordinate c, and its
-/// rate ẋ = J (ẋ_a, ṡ_a, ẋ_b, ṡ_b, ṡ).
-template <typename T>
-WEFT_HD inline Vec<T, 9> interpolation_stack(const T* q, int n, int a, int b, int c)
-{
-    const std::size_t in = B * static_cast<std::size_t>(n);
-    const std::size_t ia = B * static_cast<std::size_t>(a);
-    const std::size_t ib = B * static_cast<std::size_t>(b);
-    const std::size_t ic = static_cast<std::size_t>(c);
-    Vec<T, 9> s;
-    s << q[ia], q[ia + 1], q[ia + 2], q[ia + ic], q[ib], q[ib + 1], q[ib + 2], q[ib + ic], q[in + ic];
-    return s;
-}
-template <typename T>
-WEFT_HD inline void place_on_interpolation(T* q, T* v, int n, int a, int b, int c)
-{
-    const std::size_t in = B * static_cast<std::size_t>(n);
-    const EilInterpolation<T> x = eil_interpolation<T>(interpolation_stack<T>(q, n, a, b, c));
-    const Vec3<T> xv = x.jacobian * interpolation_stack<T>(v, n, a, b, c);
-    for (int k = 0; k < 3; ++k) {
-        q[in + k] = x.position(k);
-        v[in + k] = xv(k);
-    }
-}
-
-/// A doubly EIL node on its u-yarn's interpolation (one thread per pair).
-template <typename T>
-struct PlacePairNode {
-    T* q;
-    T* v;
-    WEFT_HD void operator()(const EilPairSpring& p) const
-    {
-        place_on_interpolation<T>(q, v, p.node, p.before[0], p.after[0], 3);
-    }
-};
-
-/// Device pointers of the EIL slot layout (see EilAssignment): every slot
-/// of the model, with the yarns' offsets and coordinates.
-template <typename T>
-struct EilDeviceSlots {
-    const int* yarn_begin;
-    const int* coordinate;
-    EilYarnSlots<T> all;
-    EilYarnSummary* summary;
-    T* arc_length;         ///< = all.arc_length, writable: gathered from q per step
-    T* arc_rate;           ///< = all.arc_rate, gathered from v
-    unsigned char* fixed;  ///< = all.fixed
-
-    WEFT_HD EilYarnSlots<T> yarn(int y) const { return slot_range(all, yarn_begin[y], yarn_begin[y + 1]); }
-};
-
-/// One yarn's assignment (thesis Sec. 4.3.1): gathers its arc lengths, ṡ and
-/// fixed flags from the state, then sorts and tags (assign_eil_yarn).
-template <typename T>
-struct AssignYarn {
-    EilDeviceSlots<T> slots;
-    const T* q;
-    const T* v;
-    const std::uint8_t* base_free;
-    const int* node_yarns;
-    T safety;
-    T lookahead;
-    WEFT_HD void operator()(int y) const
-    {
-        for (int k = slots.yarn_begin[y]; k < slots.yarn_begin[y + 1]; ++k) {
-            const std::size_t n = static_cast<std::size_t>(slots.all.node[k]);
-            const std::size_t i = B * n + static_cast<std::size_t>(slots.coordinate[k]);
-            slots.arc_length[k] = q[i];
-            slots.arc_rate[k] = v[i];
-            // A node on one yarn only has no contact partner: it stays EoL.
-            slots.fixed[k] = (!base_free[i] || node_yarns[n] < 2) ? 1 : 0;
-        }
-        slots.summary[y] = assign_eil_yarn<T>(slots.yarn(y), safety, lookahead);
-    }
-};
-
-/// Slots of yarn y (slots [yarn_begin[y], yarn_begin[y+1]) of `node`,
-/// `coordinate`) whose node lies on two yarns and whose free arc length is
-/// outside the range of the yarn's fixed nodes: it left the yarn (thesis
-/// Sec. 4.4). Marks them in `departed` (per slot, if not null) and returns
-/// their number; 0 for a yarn with fewer than two fixed nodes. Shared by the
-/// device test of every step and the host detach.
-template <typename T>
-WEFT_HD inline int departed_slots(int y, const int* yarn_begin, const int* node, const int* coordinate, const T* q,
-                                  const std::uint8_t* base_free, const int* node_yarns, unsigned char* departed)
-{
-    T lo = T(0), hi = T(0);
-    int fixed = 0;
-    for (int k = yarn_begin[y]; k < yarn_begin[y + 1]; ++k) {
-        const std::size_t i = B * static_cast<std::size_t>(node[k]) + static_cast<std::size_t>(coordinate[k]);
-        if (base_free[i]) continue;
-        lo = (fixed == 0 || q[i] < lo) ? q[i] : lo;
-        hi = (fixed == 0 || q[i] > hi) ? q[i] : hi;
-        ++fixed;
-    }
-    if (fixed < 2) return 0;
-    int count = 0;
-    for (int k = yarn_begin[y]; k < yarn_begin[y + 1]; ++k) {
-        const std::size_t n = static_cast<std::size_t>(node[k]);
-        const std::size_t i = B * n + static_cast<std::size_t>(coordinate[k]);
-        const bool left = base_free[i] && node_yarns[n] >= 2 && (q[i] < lo || q[i] > hi);
-        if (departed) departed[k] = left ? 1 : 0;
-        count += left ? 1 : 0;
-    }
-    return count;
-}
-
-/// Per yarn, the number of nodes that left it (departed_slots).
-template <typename T>
-struct DepartedOnYarn {
-    EilDeviceSlots<T> slots;
-    const T* q;
-    const std::uint8_t* base_free;
-    const int* node_yarns;
-    WEFT_HD int operator()(int y) const
-    {
-        return departed_slots<T>(y, slots.yarn_begin, slots.all.node, slots.coordinate, q, base_free, node_yarns,
-                                 nullptr);
-    }
-};
-
-struct SummaryEilCount {
-    WEFT_HD int operator()(const EilYarnSummary& s) const { return s.eil_count; }
-};
-
-/// 1 where a slot's sorted node or tag differs from the last rebuild's.
-struct SlotChanged {
-    const int* sorted_node;
-    const unsigned char* eil;
-    const int* previous_sorted;
-    const unsigned char* previous_eil;
-    WEFT_HD int operator()(int k) const
-    {
-        return (sorted_node[k] != previous_sorted[k] || eil[k] != previous_eil[k]) ? 1 : 0;
-    }
-};
-
 /// Coulomb anchors after a step (DESIGN.md; same rule as the Eigen path).
 template <typename T>
 struct DragAnchors {
@@ -537,26 +370,20 @@ public:
           m_material(model.material),
           m_gravity(gravity),
           m_radius(model.radius),
-          m_eil(eil)
+          m_tracker(model, eil, model.material.stretch_stiffness)
     {
         m_anchors.assign(model.anchors.begin(), model.anchors.end());
         m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
-        if (!model.external_contact.empty()) {
-            std::vector<std::uint8_t> external(static_cast<std::size_t>(model.node_count()), 0);
-            for (std::size_t n = 0; n < external.size() && n < model.external_contact.size(); ++n)
-                external[n] = model.external_contact[n] ? 1 : 0;
-            m_external_contact.assign(external.begin(), external.end());
-            m_host_external.assign(external.begin(), external.end());
-        }
+        const std::vector<unsigned char> external = external_contact_flags(model);
+        m_external_contact.assign(external.begin(), external.end());
         m_host_shears = model.shears;
         m_colliders.assign(colliders.begin(), colliders.end());
         // Without yarn lists (a model built from segments alone) parallel-yarn
         // contact stays on the segments.
-        m_lists_known = !model.yarns.empty() && model.yarn_coordinate.size() == model.yarns.size();
+        m_lists_known = has_yarn_lists(model);
         setup_layer_contacts(model);
         rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
         m_lines = yarn_line_set(model);
-        if (m_eil.enabled) setup_eil(model);
     }
 
     /// Advance by h (in 2^k substeps when a step had to be halved). With EIL
@@ -567,21 +394,17 @@ public:
     {
         m_assignment_seconds = 0;
         m_peak_eil = 0;
-        const int detached_before = m_detached;
-        const int resets_before = m_resets;
+        const int detached_before = m_tracker.detached();
+        const int resets_before = m_tracker.resets();
         const int pulled_before = m_pulled;
-        if (m_close_set) {
-            std::fill(m_assignment.close.begin(), m_assignment.close.end(), static_cast<unsigned char>(0));
-            m_close_set = false;
-            m_close_dirty = true;
-        }
+        m_tracker.begin_step();
         YarnStepReport report;
         m_anchors_step = m_anchors;
         static_cast<BackendStepReport&>(report) = Base::step(h);
         if (!report.ok) m_anchors = m_anchors_step;  // q and v are restored by the base
         report.eil_nodes = m_peak_eil;
-        report.detached_contacts = m_detached - detached_before;
-        report.arc_length_resets = m_resets - resets_before;
+        report.detached_contacts = m_tracker.detached() - detached_before;
+        report.arc_length_resets = m_tracker.resets() - resets_before;
         report.pulled_contacts = m_pulled - pulled_before;
         report.assembly_seconds += m_assignment_seconds;
         return report;
@@ -591,13 +414,11 @@ public:
 
     /// EIL (yarn, node) pairs of the last assignment (0 with EIL off or before the first step);
     /// the step report's `eil_nodes` is the largest count over the step's substeps.
-    int eil_nodes() const { return m_eil_count; }
+    int eil_nodes() const { return m_tracker.count(); }
     /// The last EoL/EIL assignment (host; empty with EIL off).
-    const EilAssignment<T>& eil_assignment() const
-    {
-        if (m_eil.enabled) download_assignment();
-        return m_assignment;
-    }
+    const EilAssignment<T>& eil_assignment() const { return m_tracker.assignment(); }
+    /// EIL tracking: the assignment, the topology after contacts left, and their counters.
+    const EilTracker<T>& eil_tracker() const { return m_tracker; }
     /// The EIL contact springs of the last assignment (host).
     const std::vector<EilSpring>& eil_springs() const { return m_host_springs; }
     const std::vector<EilPairSpring>& eil_pair_springs() const { return m_host_pairs; }
@@ -605,7 +426,7 @@ public:
     const std::vector<YarnSegment>& segments() const { return m_host_segments; }
     /// Nodes taken off a yarn since construction because their arc length left
     /// it (thesis Sec. 4.4; EIL on), and the topology that results.
-    int detached_contacts() const { return m_detached; }
+    int detached_contacts() const { return m_tracker.detached(); }
     /// Contacts between layers removed since construction because their
     /// normal force pulled (EilOptions::remove_pulling_contacts).
     int pulled_contacts() const { return m_pulled; }
@@ -618,10 +439,10 @@ public:
     const std::vector<int>& layer_contact_nodes() const { return m_contact_nodes; }
     std::vector<T> layer_normal_forces() const { return to_host(m_normal_force); }
     std::vector<T> layer_exchange_forces() const { return to_host(m_exchange_force); }
-    const YarnModel<T>& topology() const { return m_topology; }
+    const YarnModel<T>& topology() const { return m_tracker.topology(); }
     /// The safety distance and contact-spring stiffness in use (0 with EIL off).
-    T eil_safety_distance() const { return m_eil_safety; }
-    T eil_contact_stiffness() const { return m_eil_stiffness; }
+    T eil_safety_distance() const { return m_tracker.safety_distance(); }
+    T eil_contact_stiffness() const { return m_tracker.contact_stiffness(); }
     /// How often the assembly map was built (1 at construction, +1 per change of the
     /// EIL element lists).
     int assembly_builds() const { return m_assembly_builds; }
@@ -708,17 +529,17 @@ private:
     void update_layer_contacts(T h)
     {
         evaluate_layer_contacts();
-        if (!(m_eil.enabled && m_eil.remove_pulling_contacts)) return;
+        if (!(m_tracker.enabled() && m_tracker.options().remove_pulling_contacts)) return;
         const int pulling = thrust::reduce(thrust::device, m_contact_state.begin(), m_contact_state.end(), 0);
         if (pulling == 0) return;
         const std::vector<int> state = to_host(m_contact_state);
         std::vector<std::pair<int, int>> nodes;
         for (std::size_t k = 0; k < state.size(); ++k)
             if (state[k]) nodes.push_back({m_contact_nodes[k], m_contact_top[k]});
-        std::vector<T> q = to_host(this->m_q);
-        std::vector<T> v = to_host(this->m_v);
-        m_pulled += remove_from_yarns(q, v, nodes);
-        update_eil(h);
+        EilChanges changes;
+        m_pulled += m_tracker.remove(eil_state(), nodes, changes);
+        follow(changes);
+        follow(m_tracker.update(eil_state(), h));
         evaluate_layer_contacts();
     }
 
@@ -737,7 +558,8 @@ private:
                              this->raw(m_stencils), this->raw(m_exchange_force), this->raw(m_exchange_scale),
                              this->raw(m_layer_mu),
                              this->raw(m_normal_force), this->raw(m_friction_limit), this->raw(m_contact_state),
-                             m_eil.pull_threshold > T(1e-9) ? m_eil.pull_threshold : T(1e-9)});
+                             m_tracker.options().pull_threshold > T(1e-9) ? m_tracker.options().pull_threshold
+                                                                           : T(1e-9)});
     }
 
     /// Uploads the element lists and builds the assembly map. Contribution
@@ -815,122 +637,42 @@ private:
         this->invalidate_evaluation();
     }
 
-    /// Validated EIL constants and the slot layout (host side).
-    void setup_eil(const YarnModel<T>& model)
-    {
-        T rest = m_eil.rest_segment_length;
-        if (rest == T(0)) {
-            T sum = T(0);
-            for (const YarnSegment& s : model.segments) {
-                using std::abs;
-                sum += abs(model.q[B * static_cast<std::size_t>(s.node1) + s.coordinate] -
-                           model.q[B * static_cast<std::size_t>(s.node0) + s.coordinate]);
-            }
-            if (model.segments.empty())
-                throw InvalidInput("invalid EIL options: the model has no segments to take a rest segment length from");
-            rest = sum / T(model.segments.size());
-        }
-        if (!(m_eil.min_segment_factor >= T(0) && m_eil.min_segment_factor < T(1)))
-            throw InvalidInput(detail::describe("EilOptions min_segment_factor", m_eil.min_segment_factor,
-                                                "must be in [0, 1)"));
-        m_eil_safety = weft::eil_safety_distance<T>(rest, m_eil.safety_factor);
-        m_eil_stiffness = weft::eil_contact_stiffness<T>(m_material.stretch_stiffness, rest, m_eil.contact_factor);
-        m_topology = model;
-        m_free_now = model.free_dof;
-        make_layout();
-    }
+    /// The stepper state that EIL tracking edits.
+    EilState<T> eil_state() { return {this->m_q, this->m_v, m_anchors}; }
 
-    /// The EIL slot layout of `m_topology` (at construction and after a detach).
-    void make_layout()
+    /// Follows what EIL tracking changed: new element lists (uploaded and a
+    /// new assembly map where they differ from the current ones), the filter,
+    /// and after contacts left their yarns, the friction limits and the yarn
+    /// lines of the new topology.
+    void follow(const EilChanges& changes)
     {
-        const YarnModel<T>& model = m_topology;
-        m_assignment = make_eil_assignment<T>(model);
-        m_base_free = model.free_dof;
-        m_node_yarns.assign(static_cast<std::size_t>(model.node_count()), 0);
-        for (const std::vector<int>& yarn : model.yarns)
-            for (int n : yarn) ++m_node_yarns[static_cast<std::size_t>(n)];
-        m_assignment.close.assign(m_assignment.node.size(), 0);
-        m_slot_of.assign(2 * static_cast<std::size_t>(model.node_count()), -1);
-        for (int slot = 0; slot < m_assignment.slot_count(); ++slot)
-            m_slot_of[2 * static_cast<std::size_t>(m_assignment.node[slot]) + (m_assignment.coordinate[slot] - 3)] = slot;
-        upload_layout();
-    }
-
-    /// Contact removal, thesis Sec. 4.4 ("the Eulerian coordinate of a node
-    /// indicates that it has exit the length of the rod"): a node on two yarns
-    /// whose free arc length on one of them lies beyond that yarn's fixed end
-    /// nodes is taken off: a contact with another fabric off both yarns
-    /// (`remove_contact_node`), a crossing of one fabric off that yarn only
-    /// (`detach_contact_node`: it stays on its other yarn as a Lagrangian
-    /// node, arc lengths fixed). Yarns without two fixed
-    /// nodes are left alone. Updates the layout, filter, anchors, friction
-    /// limits and line set; returns the number of nodes detached.
-    int detach_departed(std::vector<T>& q, std::vector<T>& v)
-    {
-        const EilAssignment<T>& a = m_assignment;
-        std::vector<unsigned char> left(a.node.size(), 0);
-        std::vector<std::pair<int, int>> departed;
-        for (int y = 0; y < a.yarn_count(); ++y) {
-            if (yarn_stepper_detail::departed_slots<T>(y, a.yarn_begin.data(), a.node.data(), a.coordinate.data(),
-                                                       q.data(), m_base_free.data(), m_node_yarns.data(),
-                                                       left.data()) == 0)
-                continue;
-            for (int slot = a.yarn_begin[y]; slot < a.yarn_begin[y + 1]; ++slot)
-                if (left[static_cast<std::size_t>(slot)]) departed.push_back({a.node[slot], a.coordinate[slot]});
+        if (changes.topology) {
+            const YarnModel<T>& model = m_tracker.topology();
+            // (With no limits in the model, the contacts' limits come from their normal forces, set each attempt.)
+            if (!model.friction_limit.empty())
+                m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
+            m_lines = yarn_line_set(model);
         }
-        if (departed.empty()) return 0;
-        const int count = remove_from_yarns(q, v, departed);
-        m_detached += count;
-        return count;
-    }
-
-    /// Takes each (node, coordinate) off its yarns: a contact with another
-    /// fabric off both (`remove_contact_node`), a crossing of one fabric off
-    /// the yarn with that coordinate (`detach_contact_node`); then the
-    /// layout, filter, anchors, friction limits and line set follow. Returns
-    /// the number of entries.
-    int remove_from_yarns(std::vector<T>& q, std::vector<T>& v, const std::vector<std::pair<int, int>>& departed)
-    {
-        YarnModel<T>& model = m_topology;
-        model.q = q;
-        model.v = v;
-        thrust::copy(m_anchors.begin(), m_anchors.end(), model.anchors.begin());
-        // A contact with another fabric is gone once it leaves one of its
-        // yarns: off both (no fixed arc length left mid-yarn). A crossing of
-        // one fabric stays on its other yarn as a Lagrangian node (it carries
-        // that yarn's shear elements).
-        for (const std::pair<int, int>& d : departed) {
-            const std::size_t n = static_cast<std::size_t>(d.first);
-            const bool external = n < model.external_contact.size() && model.external_contact[n];
-            bool on_yarn = false;
-            for (const std::vector<int>& list : model.yarns)
-                on_yarn = on_yarn || std::find(list.begin(), list.end(), d.first) != list.end();
-            if (!on_yarn) continue;  // removed already (it left both yarns in one step)
-            if (external)
-                remove_contact_node(model, d.first);
-            else
-                detach_contact_node(model, d.first, d.second);
+        if (changes.lists) {
+            const EilElementLists& l = m_tracker.lists();
+            using yarn_stepper_detail::same_elements;
+            if (!(same_elements(l.segments, m_host_segments) && same_elements(l.bends, m_host_bends) &&
+                  same_elements(l.springs, m_host_springs) && same_elements(l.pairs, m_host_pairs) &&
+                  same_elements(l.fabric, m_host_fabric)))
+                rebuild_elements(l.segments, l.bends, l.springs, l.pairs, l.fabric);
         }
-        v = model.v;
-        this->m_v.assign(v.begin(), v.end());
-        m_anchors.assign(model.anchors.begin(), model.anchors.end());
-        if (!model.friction_limit.empty())  // (else: the contacts' limits from their normal forces, set each attempt)
-            m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
-        m_lines = yarn_line_set(model);
-        m_previous_pairs.clear();
-        make_layout();
-        this->invalidate_evaluation();
-        return static_cast<int>(departed.size());
+        if (changes.filter) this->m_free.assign(m_tracker.free().begin(), m_tracker.free().end());
+        if (changes.topology || changes.state) this->invalidate_evaluation();
     }
 
     /// Before every attempt at a (sub)step: the EoL/EIL assignment (EIL on).
     void begin_attempt(T h)
     {
-        if (!m_eil.enabled && m_contact_nodes.empty()) return;
+        if (!m_tracker.enabled() && m_contact_nodes.empty()) return;
         const auto start = std::chrono::steady_clock::now();
-        if (m_eil.enabled) update_eil(h);
+        if (m_tracker.enabled()) follow(m_tracker.update(eil_state(), h));
         if (!m_contact_nodes.empty()) update_layer_contacts(h);
-        m_peak_eil = std::max(m_peak_eil, m_eil_count);
+        m_peak_eil = std::max(m_peak_eil, m_tracker.count());
         m_assignment_seconds += stepper_detail::seconds_since(start);
     }
 
@@ -956,33 +698,25 @@ private:
             }
         }
         if (m_segment_count == 0) return true;
-        const T floor = m_eil.enabled ? m_eil_safety : T(0);
-        const T factor = m_eil.enabled ? m_eil.min_segment_factor : T(0);
+        const bool eil = m_tracker.enabled();
+        const T floor = eil ? m_tracker.safety_distance() : T(0);
+        const T factor = eil ? m_tracker.options().min_segment_factor : T(0);
         const int collapsed = thrust::transform_reduce(
             thrust::device, m_segments.begin(), m_segments.end(),
             yarn_stepper_detail::CollapsedSegment<T>{this->raw(this->m_q), this->raw(this->attempt_start_positions()),
                                                      floor, factor},
             0, thrust::plus<int>{});
         if (collapsed == 0) return true;
-        if (m_eil.enabled) {
+        if (eil) {
             // Trial-step look-ahead: the later node of each collapsed segment
             // counts as within the safety distance when the step is redone.
             const std::vector<T> q = to_host(this->m_q);
             const std::vector<T> q0 = to_host(this->attempt_start_positions());
             const yarn_stepper_detail::CollapsedSegment<T> test{q.data(), q0.data(), floor, factor};
-            for (const YarnSegment& g : m_host_segments) {
-                if (!test(g)) continue;
-                const int slot = m_slot_of[2 * static_cast<std::size_t>(g.node1) + (g.coordinate - 3)];
-                if (slot >= 0 && !m_assignment.close[static_cast<std::size_t>(slot)]) {
-                    m_assignment.close[static_cast<std::size_t>(slot)] = 1;
-                    m_retry = true;
-                    m_close_set = true;
-                    m_close_dirty = true;
-                }
-            }
+            if (m_tracker.flag_collapsed(m_host_segments, test)) m_retry = true;
         }
         why = std::to_string(collapsed) + " EoL segment(s) collapsed within the step (arc-length span";
-        why += m_eil.enabled ? " below " + std::to_string(static_cast<double>(factor)) +
+        why += eil ? " below " + std::to_string(static_cast<double>(factor)) +
                                    " x min(EIL safety distance, start span))"
                              : " inverted; EIL nodes (solver.eil) keep sliding contacts apart)";
         return false;
@@ -1019,235 +753,6 @@ private:
         return retry;
     }
 
-    /// The per-step EoL/EIL assignment (thesis Sec. 4.3.1) and the element
-    /// lists it implies (thesis Sec. 4.3.2). Sorting and tagging run on the
-    /// device, one thread per yarn (thesis Sec. 4.4: "in parallel over all
-    /// rods"), reading q and v in place; doubly EIL nodes are placed by a
-    /// device kernel. The host sees the result only when it changes the
-    /// element lists (the sorted order or a tag differs from the last step's,
-    /// a contact left its yarn, or a collapsed segment was flagged): it then
-    /// rebuilds the lists and the assembly map, a host structure anyway. A
-    /// step without such a change costs one count and no host transfer.
-    void update_eil(T h)
-    {
-        using namespace yarn_stepper_detail;
-        const auto yarns = thrust::counting_iterator<int>(0);
-        const int yarn_count = m_assignment.yarn_count();
-        const EilDeviceSlots<T> slots = device_slots();
-        const int departed = thrust::transform_reduce(
-            thrust::device, yarns, yarns + yarn_count,
-            DepartedOnYarn<T>{slots, this->raw(this->m_q), this->raw(m_base_free_device), this->raw(m_node_yarns_device)},
-            0, thrust::plus<int>{});
-        if (departed > 0) {
-            std::vector<T> q = to_host(this->m_q);
-            std::vector<T> v = to_host(this->m_v);
-            detach_departed(q, v);  // new layout: device_slots() changes
-        }
-        if (m_close_dirty) {
-            m_close_device.assign(m_assignment.close.begin(), m_assignment.close.end());
-            m_close_dirty = false;
-        }
-        const EilDeviceSlots<T> d = device_slots();
-        thrust::for_each(thrust::device, yarns, yarns + yarn_count,
-                         AssignYarn<T>{d, this->raw(this->m_q), this->raw(this->m_v), this->raw(m_base_free_device),
-                                       this->raw(m_node_yarns_device), m_eil_safety, m_eil.lookahead ? h : T(0)});
-        m_eil_count = thrust::transform_reduce(thrust::device, m_summary_device.begin(), m_summary_device.end(),
-                                               SummaryEilCount{}, 0, thrust::plus<int>{});
-        const auto slot_first = thrust::counting_iterator<int>(0);
-        const int changed =
-            m_layout_fresh ? 1
-                           : thrust::transform_reduce(thrust::device, slot_first, slot_first + m_assignment.slot_count(),
-                                                      SlotChanged{d.all.sorted_node, d.all.eil, this->raw(m_previous_sorted),
-                                                                  this->raw(m_previous_eil)},
-                                                      0, thrust::plus<int>{});
-        if (changed > 0) {
-            rebuild_eil_lists();
-            m_previous_sorted = m_sorted_device;
-            m_previous_eil = m_eil_device;
-            m_layout_fresh = false;
-        }
-        // Doubly EIL nodes: x filtered, and placed with its velocity on the
-        // u-yarn's interpolation (thesis Eq. 4.3) every step, so that the
-        // filtered x does not go stale while the arc lengths slide.
-        if (m_pair_count > 0) {
-            thrust::for_each(thrust::device, m_pairs.begin(), m_pairs.end(),
-                             PlacePairNode<T>{this->raw(this->m_q), this->raw(this->m_v)});
-            this->invalidate_evaluation();
-        }
-    }
-
-    /// Raw device pointers of the slot layout.
-    yarn_stepper_detail::EilDeviceSlots<T> device_slots()
-    {
-        const EilYarnSlots<T> all{m_assignment.slot_count(), this->raw(m_slot_node_device), this->raw(m_arc_device),
-                                  this->raw(m_fixed_device),  this->raw(m_order_device),     this->raw(m_sorted_device),
-                                  this->raw(m_eil_device),    this->raw(m_before_device),    this->raw(m_after_device),
-                                  this->raw(m_weight_device), this->raw(m_rate_device),      this->raw(m_close_device)};
-        return {this->raw(m_yarn_begin_device), this->raw(m_slot_coordinate_device), all, this->raw(m_summary_device),
-                this->raw(m_arc_device),        this->raw(m_rate_device),            this->raw(m_fixed_device)};
-    }
-
-    /// Uploads the host slot layout of `m_assignment` (after make_layout).
-    void upload_layout()
-    {
-        const EilAssignment<T>& a = m_assignment;
-        m_yarn_begin_device.assign(a.yarn_begin.begin(), a.yarn_begin.end());
-        m_slot_node_device.assign(a.node.begin(), a.node.end());
-        m_slot_coordinate_device.assign(a.coordinate.begin(), a.coordinate.end());
-        m_order_device.assign(a.order.begin(), a.order.end());
-        m_sorted_device.assign(a.sorted_node.begin(), a.sorted_node.end());
-        m_close_device.assign(a.close.begin(), a.close.end());
-        const std::size_t slots = a.node.size();
-        m_arc_device.assign(slots, T(0));
-        m_rate_device.assign(slots, T(0));
-        m_fixed_device.assign(slots, 0);
-        m_eil_device.assign(slots, 0);
-        m_before_device.assign(slots, -1);
-        m_after_device.assign(slots, -1);
-        m_weight_device.assign(slots, T(0));
-        m_summary_device.assign(a.summary.begin(), a.summary.end());
-        m_base_free_device.assign(m_base_free.begin(), m_base_free.end());
-        m_node_yarns_device.assign(m_node_yarns.begin(), m_node_yarns.end());
-        m_close_dirty = false;
-        m_close_set = false;
-        m_layout_fresh = true;
-    }
-
-    /// Copies the device assignment into the host `m_assignment`.
-    void download_assignment() const
-    {
-        EilAssignment<T>& a = m_assignment;
-        thrust::copy(m_arc_device.begin(), m_arc_device.end(), a.arc_length.begin());
-        a.arc_rate.resize(a.arc_length.size());
-        thrust::copy(m_rate_device.begin(), m_rate_device.end(), a.arc_rate.begin());
-        thrust::copy(m_fixed_device.begin(), m_fixed_device.end(), a.fixed.begin());
-        thrust::copy(m_order_device.begin(), m_order_device.end(), a.order.begin());
-        thrust::copy(m_sorted_device.begin(), m_sorted_device.end(), a.sorted_node.begin());
-        thrust::copy(m_eil_device.begin(), m_eil_device.end(), a.eil.begin());
-        thrust::copy(m_before_device.begin(), m_before_device.end(), a.eol_before.begin());
-        thrust::copy(m_after_device.begin(), m_after_device.end(), a.eol_after.begin());
-        thrust::copy(m_weight_device.begin(), m_weight_device.end(), a.weight.begin());
-        thrust::copy(m_summary_device.begin(), m_summary_device.end(), a.summary.begin());
-    }
-
-    /// Host part of the assignment, run when the tags or the order changed:
-    /// element lists (thesis Sec. 4.3.2), their upload and the assembly map
-    /// (if they differ), the filter of doubly EIL nodes, and the placement of
-    /// nodes that stopped being doubly EIL (by the contact constraint, thesis
-    /// Eq. 4.1, Sec. 4.3.1: on the interpolation of the yarn where they are
-    /// still EIL, else on their last u-yarn interpolation).
-    void rebuild_eil_lists()
-    {
-        download_assignment();
-        EilAssignment<T>& a = m_assignment;
-        // Per (node, coordinate): EIL flag and brackets.
-        const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
-        m_was_eil = a.node_eil;
-        std::fill(a.node_eil.begin(), a.node_eil.end(), static_cast<unsigned char>(0));
-        std::vector<int> before(2 * nodes, -1), after(2 * nodes, -1);
-        std::vector<std::pair<int, int>> outer(2 * nodes, {-1, -1});
-        for (int slot = 0; slot < a.slot_count(); ++slot) {
-            if (!a.eil[slot]) continue;
-            const std::size_t k = 2 * static_cast<std::size_t>(a.sorted_node[slot]) + (a.coordinate[slot] - 3);
-            a.node_eil[k] = 1;
-            before[k] = a.eol_before[slot];
-            after[k] = a.eol_after[slot];
-            outer[k] = eol_beyond_bracket(a, slot);
-        }
-        std::vector<EilSpring> springs;
-        std::vector<EilPairSpring> pairs;
-        for (int slot = 0; slot < a.slot_count(); ++slot) {
-            if (!a.eil[slot]) continue;
-            const int n = a.sorted_node[slot];
-            const int c = a.coordinate[slot];
-            const std::size_t u = 2 * static_cast<std::size_t>(n);
-            if (a.node_eil[u] && a.node_eil[u + 1]) {
-                if (c == 3)
-                    pairs.push_back({{before[u], before[u + 1]},
-                                     {after[u], after[u + 1]},
-                                     n,
-                                     {outer[u].first, outer[u + 1].first},
-                                     {outer[u].second, outer[u + 1].second}});
-            } else {
-                const std::pair<int, int>& o = outer[u + static_cast<std::size_t>(c - 3)];
-                springs.push_back({a.eol_before[slot], a.eol_after[slot], n, c, o.first, o.second});
-            }
-        }
-        const std::vector<YarnSegment> segments = eol_segments(a);
-        const std::vector<YarnBend> bends = eol_bends(a);
-        std::vector<YarnParallelPair> fabric;
-        if (m_lists_known)
-            for (int y = 0; y < a.yarn_count(); ++y) {
-                const int begin = a.yarn_begin[static_cast<std::size_t>(y)];
-                const int count = a.yarn_begin[static_cast<std::size_t>(y) + 1] - begin;
-                if (count > 0)
-                    append_fabric_pairs(a.sorted_node.data() + begin, count, a.coordinate[static_cast<std::size_t>(begin)],
-                                        m_host_external, fabric);
-            }
-        using yarn_stepper_detail::same_elements;
-        if (!(same_elements(segments, m_host_segments) && same_elements(bends, m_host_bends) &&
-              same_elements(springs, m_host_springs) && same_elements(pairs, m_host_pairs) &&
-              same_elements(fabric, m_host_fabric)))
-            rebuild_elements(segments, bends, springs, pairs, fabric);
-
-        std::vector<unsigned char> free = m_base_free;
-        for (const EilPairSpring& p : pairs)
-            for (int k = 0; k < 3; ++k) free[B * static_cast<std::size_t>(p.node) + k] = 0;
-        struct Leaving {
-            int node, before, after, coordinate;
-        };
-        std::vector<Leaving> leaving;
-        for (const EilPairSpring& p : m_previous_pairs) {
-            const std::size_t u = 2 * static_cast<std::size_t>(p.node);
-            if (a.node_eil[u] && a.node_eil[u + 1]) continue;
-            if (a.node_eil[u])
-                leaving.push_back({p.node, before[u], after[u], 3});
-            else if (a.node_eil[u + 1])
-                leaving.push_back({p.node, before[u + 1], after[u + 1], 4});
-            else
-                leaving.push_back({p.node, p.before[0], p.after[0], 3});
-        }
-        m_previous_pairs = pairs;
-        // Nodes back to EoL on a yarn: thesis Eq. (4.4) (EilOptions::reset_on_eol).
-        std::vector<int> reset;
-        if (m_eil.reset_on_eol && m_was_eil.size() == a.node_eil.size())
-            for (int slot = 0; slot < a.slot_count(); ++slot) {
-                const std::size_t k = 2 * static_cast<std::size_t>(a.sorted_node[slot]) + (a.coordinate[slot] - 3);
-                if (!a.eil[slot] && m_was_eil[k] && a.eol_before[slot] >= 0 && a.eol_after[slot] >= 0)
-                    reset.push_back(slot);
-            }
-        if (!leaving.empty() || !reset.empty()) {
-            std::vector<T> q = to_host(this->m_q);
-            std::vector<T> v = to_host(this->m_v);
-            for (const Leaving& l : leaving)
-                yarn_stepper_detail::place_on_interpolation<T>(q.data(), v.data(), l.node, l.before, l.after,
-                                                               l.coordinate);
-            // The reset relabels the arc length of the contact point (x stays):
-            // its friction anchor moves with it, so the reset is not a slip.
-            std::vector<T> anchors = reset.empty() ? std::vector<T>{} : to_host(m_anchors);
-            for (int slot : reset) {
-                const std::size_t c = static_cast<std::size_t>(a.coordinate[slot]);
-                const std::size_t node = static_cast<std::size_t>(a.sorted_node[slot]);
-                const std::size_t n = B * node;
-                const std::size_t ia = B * static_cast<std::size_t>(a.eol_before[slot]);
-                const std::size_t ic = B * static_cast<std::size_t>(a.eol_after[slot]);
-                const Vec3<T> xa(q[ia], q[ia + 1], q[ia + 2]), xb(q[n], q[n + 1], q[n + 2]), xc(q[ic], q[ic + 1], q[ic + 2]);
-                const T s = eil_to_eol_arc_length<T>(xa, q[ia + c], xb, q[n + c], xc, q[ic + c]);
-                anchors[2 * node + (c - 3)] += s - q[n + c];
-                q[n + c] = s;
-            }
-            if (!reset.empty()) m_anchors.assign(anchors.begin(), anchors.end());
-            m_resets += static_cast<int>(reset.size());
-            this->m_q.assign(q.begin(), q.end());
-            this->m_v.assign(v.begin(), v.end());
-            this->invalidate_evaluation();
-        }
-        if (free != m_free_now) {
-            m_free_now = free;
-            this->m_free.assign(free.begin(), free.end());
-        }
-    }
-
     void evaluate_elements(T h, const NewtonInputs<T>& newton, const ElementBuffers<T>& out)
     {
         using namespace yarn_stepper_detail;
@@ -1263,7 +768,7 @@ private:
                            h,
                            this->raw(m_colliders),
                            static_cast<int>(m_colliders.size()),
-                           m_eil_stiffness,
+                           m_tracker.contact_stiffness(),
                            m_external_contact.empty() ? nullptr : this->raw(m_external_contact),
                            m_segment_parallel,
                            out};
@@ -1359,39 +864,12 @@ private:
     std::vector<EilSpring> m_host_springs;
     std::vector<EilPairSpring> m_host_pairs;
     std::vector<YarnParallelPair> m_host_fabric;  ///< every fabric pair of the last list (see rebuild_elements)
-    std::vector<unsigned char> m_host_external;   ///< per node, empty: none
 
-    // EIL state (thesis Sec. 4.3); untouched with EIL off.
-    EilOptions<T> m_eil;
-    T m_eil_safety = T(0);
-    T m_eil_stiffness = T(0);
-    int m_eil_count = 0;
-    std::vector<int> m_slot_of;         ///< slot of (node, coordinate − 3), −1 if none
-    bool m_retry = false;               ///< the last rejected attempt changed the assignment input
-    int m_peak_eil = 0;                 ///< largest EIL count over the substeps of a step
-    double m_assignment_seconds = 0;    ///< assignment time of the current step
-    mutable EilAssignment<T> m_assignment;  ///< host mirror: layout, close flags, node_eil; the rest on demand
-    // Device copy of the slot layout and of the per-step assignment.
-    thrust::device_vector<int> m_yarn_begin_device, m_slot_node_device, m_slot_coordinate_device;
-    thrust::device_vector<int> m_order_device, m_sorted_device, m_before_device, m_after_device;
-    thrust::device_vector<T> m_arc_device, m_rate_device, m_weight_device;
-    thrust::device_vector<unsigned char> m_fixed_device, m_close_device, m_eil_device;
-    thrust::device_vector<EilYarnSummary> m_summary_device;
-    thrust::device_vector<std::uint8_t> m_base_free_device;
-    thrust::device_vector<int> m_node_yarns_device;
-    thrust::device_vector<int> m_previous_sorted;            ///< sorted nodes at the last list rebuild
-    thrust::device_vector<unsigned char> m_previous_eil;     ///< tags at the last list rebuild
-    bool m_layout_fresh = true;   ///< the layout was (re)built: rebuild the lists at the next assignment
-    bool m_close_dirty = false;   ///< host close flags not yet on the device
-    bool m_close_set = false;     ///< some close flag is set
-    YarnModel<T> m_topology;             ///< yarn lists, filter, anchors after detaches (EIL on)
-    int m_detached = 0;                  ///< nodes detached since construction
-    std::vector<unsigned char> m_base_free;  ///< the model's filter
-    std::vector<unsigned char> m_free_now;   ///< the filter in use (doubly EIL x removed)
-    std::vector<int> m_node_yarns;           ///< yarns through each node
-    std::vector<EilPairSpring> m_previous_pairs;  ///< the doubly EIL nodes of the last assignment
-    std::vector<unsigned char> m_was_eil;   ///< node_eil of the previous list rebuild
-    int m_resets = 0;                       ///< arc-length resets since construction (reset_on_eol)
+    // EIL tracking (thesis Sec. 4.2–4.4); does nothing with EIL off.
+    EilTracker<T> m_tracker;
+    bool m_retry = false;             ///< the last rejected attempt changed the assignment input
+    int m_peak_eil = 0;               ///< largest EIL count over the substeps of a step
+    double m_assignment_seconds = 0;  ///< assignment time of the current step
 };
 
 }  // namespace weft

@@ -46,7 +46,7 @@
 /// the normal force would pull the layers together instead of pushing
 /// (Cirio et al. 2014; thesis Sec. 4.4, Fig. 4.7). Both are provided by the
 /// EIL stepper: a contact whose arc length leaves one of its yarns is removed
-/// from both yarns (YarnStepper, `detach_departed`, `remove_contact_node`),
+/// from both yarns (EilTracker, `detach_departed`, `remove_contact_node`),
 /// so no node with a fixed arc length is left in the middle of the other
 /// yarn; and a contact with YarnModel::layer_friction ≥ 0 gets its normal
 /// force N from the node's balance at the start of every step
