@@ -540,6 +540,18 @@ struct DeviceState {
     }
 };
 
+/// The rods, their device state and a tracker after its first update.
+struct Tracked {
+    weft::SlidingRods rods;
+    DeviceState state;
+    EilTracker<double> tracker;
+    explicit Tracked(const weft::SlidingRods& r = rods_at_rest())
+        : rods(r), state(r.model), tracker(r.model, tracking_on(), r.model.material.stretch_stiffness)
+    {
+        tracker.update(state.view(), 1e-3);
+    }
+};
+
 bool on_list(const std::vector<int>& list, int node) { return std::find(list.begin(), list.end(), node) != list.end(); }
 
 bool any_change(const EilChanges& c) { return c.topology || c.lists || c.filter || c.state; }
@@ -591,10 +603,8 @@ TEST_CASE("eil tracker: the first update lists every segment; an unchanged state
 TEST_CASE("eil tracker: a contact within the safety distance turns EIL and gets its spring",
           "[backend][eil][tracker]")
 {
-    const weft::SlidingRods rods = rods_at_rest();
-    DeviceState state(rods.model);
-    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
-    tracker.update(state.view(), 1e-3);
+    Tracked tracked;
+    auto& [rods, state, tracker] = tracked;
 
     // P_C to 0.05 L past P_B on A: closer than d = 0.1 L, so P_C (the later
     // node in sorted order) turns EIL on A, bracketed by P_B and A's node at 5 L.
@@ -636,10 +646,8 @@ TEST_CASE("eil tracker: a contact within the safety distance turns EIL and gets 
 TEST_CASE("eil tracker: a contact whose arc length leaves its yarn is taken off it (thesis Sec. 4.4)",
           "[backend][eil][tracker][detach]")
 {
-    const weft::SlidingRods rods = rods_at_rest();
-    DeviceState state(rods.model);
-    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
-    tracker.update(state.view(), 1e-3);
+    Tracked tracked;
+    auto& [rods, state, tracker] = tracked;
 
     // P_B slides past A's fixed end at u = 0.
     state.set(rods.contact_b, 3, -0.5 * spacing);
@@ -675,9 +683,9 @@ TEST_CASE("eil tracker: remove takes a contact with another fabric off both its 
     rods.model.external_contact.assign(static_cast<std::size_t>(rods.model.node_count()), 0);
     rods.model.external_contact[static_cast<std::size_t>(rods.contact_c)] = 1;
     rods.model.v[5 * static_cast<std::size_t>(rods.contact_c) + 3] = 0.02;
-    DeviceState state(rods.model);
-    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
-    tracker.update(state.view(), 1e-3);
+    Tracked tracked(rods);
+    DeviceState& state = tracked.state;
+    EilTracker<double>& tracker = tracked.tracker;
 
     EilChanges changes;
     CHECK(tracker.remove(state.view(), {{rods.contact_c, 3}}, changes) == 1);
@@ -702,15 +710,13 @@ TEST_CASE("eil tracker: remove takes a contact with another fabric off both its 
 TEST_CASE("eil tracker: a collapsed segment's later node is tagged EIL until the next step",
           "[backend][eil][tracker][lookahead]")
 {
-    const weft::SlidingRods rods = rods_at_rest();
-    DeviceState state(rods.model);
-    EilTracker<double> tracker(rods.model, tracking_on(), rods.model.material.stretch_stiffness);
-    tracker.update(state.view(), 1e-3);
+    Tracked tracked;
+    auto& [rods, state, tracker] = tracked;
     REQUIRE(tracker.count() == 0);
 
     // The segment P_B–P_C on A counts as collapsed (far apart as they are).
-    const auto collapsed = [&](const weft::YarnSegment& g) {
-        return g.coordinate == 3 && g.node0 == rods.contact_b && g.node1 == rods.contact_c;
+    const auto collapsed = [b = rods.contact_b, c = rods.contact_c](const weft::YarnSegment& g) {
+        return g.coordinate == 3 && g.node0 == b && g.node1 == c;
     };
     const std::vector<weft::YarnSegment> segments = tracker.lists().segments;
     CHECK(tracker.flag_collapsed(segments, collapsed));

@@ -304,8 +304,8 @@ public:
             rest = sum / T(model.segments.size());
         }
         if (!(m_options.min_segment_factor >= T(0) && m_options.min_segment_factor < T(1)))
-            throw InvalidInput(detail::describe("EilOptions min_segment_factor", m_options.min_segment_factor,
-                                                "must be in [0, 1)"));
+            throw InvalidInput(
+                detail::describe("EilOptions min_segment_factor", m_options.min_segment_factor, "must be in [0, 1)"));
         m_safety = weft::eil_safety_distance<T>(rest, m_options.safety_factor);
         m_stiffness = weft::eil_contact_stiffness<T>(stretch_stiffness, rest, m_options.contact_factor);
         m_lists_known = has_yarn_lists(model);
@@ -366,8 +366,9 @@ public:
         const int yarn_count = m_assignment.yarn_count();
         const int departed = thrust::transform_reduce(
             thrust::device, yarns, yarns + yarn_count,
-            DepartedOnYarn<T>{device_slots(), raw(state.q), raw(m_base_free_device), raw(m_node_yarns_device)}, 0,
-            thrust::plus<int>{});
+            DepartedOnYarn<T>{device_slots(), raw_pointer(state.q), raw_pointer(m_base_free_device),
+                              raw_pointer(m_node_yarns_device)},
+            0, thrust::plus<int>{});
         if (departed > 0) detach_departed(state, changes);  // new layout: device_slots() changes
         if (m_close_dirty) {
             m_close_device.assign(m_assignment.close.begin(), m_assignment.close.end());
@@ -375,17 +376,18 @@ public:
         }
         const EilDeviceSlots<T> d = device_slots();
         thrust::for_each(thrust::device, yarns, yarns + yarn_count,
-                         AssignYarn<T>{d, raw(state.q), raw(state.v), raw(m_base_free_device), raw(m_node_yarns_device),
-                                       m_safety, m_options.lookahead ? h : T(0)});
+                         AssignYarn<T>{d, raw_pointer(state.q), raw_pointer(state.v), raw_pointer(m_base_free_device),
+                                       raw_pointer(m_node_yarns_device), m_safety, m_options.lookahead ? h : T(0)});
         m_count = thrust::transform_reduce(thrust::device, m_summary_device.begin(), m_summary_device.end(),
                                            SummaryEilCount{}, 0, thrust::plus<int>{});
         const auto slot_first = thrust::counting_iterator<int>(0);
         const int changed =
-            m_layout_fresh ? 1
-                           : thrust::transform_reduce(thrust::device, slot_first, slot_first + m_assignment.slot_count(),
-                                                      SlotChanged{d.all.sorted_node, d.all.eil, raw(m_previous_sorted),
-                                                                  raw(m_previous_eil)},
-                                                      0, thrust::plus<int>{});
+            m_layout_fresh
+                ? 1
+                : thrust::transform_reduce(thrust::device, slot_first, slot_first + m_assignment.slot_count(),
+                                           SlotChanged{d.all.sorted_node, d.all.eil, raw_pointer(m_previous_sorted),
+                                                       raw_pointer(m_previous_eil)},
+                                           0, thrust::plus<int>{});
         if (changed > 0) {
             rebuild_lists(state, changes);
             m_previous_sorted = m_sorted_device;
@@ -397,7 +399,7 @@ public:
         // filtered x does not go stale while the arc lengths slide.
         if (!m_pairs_device.empty()) {
             thrust::for_each(thrust::device, m_pairs_device.begin(), m_pairs_device.end(),
-                             PlacePairNode<T>{raw(state.q), raw(state.v)});
+                             PlacePairNode<T>{raw_pointer(state.q), raw_pointer(state.v)});
             changes.state = true;
         }
         return changes;
@@ -459,17 +461,6 @@ public:
     }
 
 private:
-    template <typename U>
-    static U* raw(thrust::device_vector<U>& v)
-    {
-        return thrust::raw_pointer_cast(v.data());
-    }
-    template <typename U>
-    static const U* raw(const thrust::device_vector<U>& v)
-    {
-        return thrust::raw_pointer_cast(v.data());
-    }
-
     /// The slot layout of `m_topology` (at construction and after a removal).
     void make_layout()
     {
@@ -482,7 +473,8 @@ private:
         m_assignment.close.assign(m_assignment.node.size(), 0);
         m_slot_of.assign(2 * static_cast<std::size_t>(model.node_count()), -1);
         for (int slot = 0; slot < m_assignment.slot_count(); ++slot)
-            m_slot_of[2 * static_cast<std::size_t>(m_assignment.node[slot]) + (m_assignment.coordinate[slot] - 3)] = slot;
+            m_slot_of[2 * static_cast<std::size_t>(m_assignment.node[slot]) + (m_assignment.coordinate[slot] - 3)] =
+                slot;
         upload_layout();
     }
 
@@ -512,12 +504,18 @@ private:
     /// Raw device pointers of the slot layout.
     eil_tracker_detail::EilDeviceSlots<T> device_slots()
     {
-        const EilYarnSlots<T> all{m_assignment.slot_count(), raw(m_slot_node_device), raw(m_arc_device),
-                                  raw(m_fixed_device),       raw(m_order_device),     raw(m_sorted_device),
-                                  raw(m_eil_device),         raw(m_before_device),    raw(m_after_device),
-                                  raw(m_weight_device),      raw(m_rate_device),      raw(m_close_device)};
-        return {raw(m_yarn_begin_device), raw(m_slot_coordinate_device), all, raw(m_summary_device),
-                raw(m_arc_device),        raw(m_rate_device),            raw(m_fixed_device)};
+        const EilYarnSlots<T> all{
+            m_assignment.slot_count(),    raw_pointer(m_slot_node_device), raw_pointer(m_arc_device),
+            raw_pointer(m_fixed_device),  raw_pointer(m_order_device),     raw_pointer(m_sorted_device),
+            raw_pointer(m_eil_device),    raw_pointer(m_before_device),    raw_pointer(m_after_device),
+            raw_pointer(m_weight_device), raw_pointer(m_rate_device),      raw_pointer(m_close_device)};
+        return {raw_pointer(m_yarn_begin_device),
+                raw_pointer(m_slot_coordinate_device),
+                all,
+                raw_pointer(m_summary_device),
+                raw_pointer(m_arc_device),
+                raw_pointer(m_rate_device),
+                raw_pointer(m_fixed_device)};
     }
 
     /// Uploads the host slot layout of `m_assignment` (after make_layout).
@@ -612,8 +610,8 @@ private:
                 const int begin = a.yarn_begin[static_cast<std::size_t>(y)];
                 const int count = a.yarn_begin[static_cast<std::size_t>(y) + 1] - begin;
                 if (count > 0)
-                    append_fabric_pairs(a.sorted_node.data() + begin, count, a.coordinate[static_cast<std::size_t>(begin)],
-                                        m_external, lists.fabric);
+                    append_fabric_pairs(a.sorted_node.data() + begin, count,
+                                        a.coordinate[static_cast<std::size_t>(begin)], m_external, lists.fabric);
             }
         m_lists = std::move(lists);
         m_pairs_device.assign(m_lists.pairs.begin(), m_lists.pairs.end());
@@ -660,7 +658,8 @@ private:
                 const std::size_t n = B * node;
                 const std::size_t ia = B * static_cast<std::size_t>(a.eol_before[slot]);
                 const std::size_t ic = B * static_cast<std::size_t>(a.eol_after[slot]);
-                const Vec3<T> xa(q[ia], q[ia + 1], q[ia + 2]), xb(q[n], q[n + 1], q[n + 2]), xc(q[ic], q[ic + 1], q[ic + 2]);
+                const Vec3<T> xa(q[ia], q[ia + 1], q[ia + 2]), xb(q[n], q[n + 1], q[n + 2]),
+                    xc(q[ic], q[ic + 1], q[ic + 2]);
                 const T s = eil_to_eol_arc_length<T>(xa, q[ia + c], xb, q[n + c], xc, q[ic + c]);
                 anchors[2 * node + (c - 3)] += s - q[n + c];
                 q[n + c] = s;
@@ -680,15 +679,15 @@ private:
     EilOptions<T> m_options;
     T m_safety = T(0);
     T m_stiffness = T(0);
-    bool m_lists_known = false;           ///< the model has yarn lists (fabric pairs can be formed)
+    bool m_lists_known = false;             ///< the model has yarn lists (fabric pairs can be formed)
     std::vector<unsigned char> m_external;  ///< per node: contact with another fabric (empty: none)
     int m_count = 0;
-    int m_detached = 0;                   ///< nodes detached since construction
-    int m_resets = 0;                     ///< arc-length resets since construction (reset_on_eol)
-    YarnModel<T> m_topology;              ///< yarn lists, filter, anchors after removals
-    std::vector<int> m_slot_of;           ///< slot of (node, coordinate − 3), −1 if none
+    int m_detached = 0;                     ///< nodes detached since construction
+    int m_resets = 0;                       ///< arc-length resets since construction (reset_on_eol)
+    YarnModel<T> m_topology;                ///< yarn lists, filter, anchors after removals
+    std::vector<int> m_slot_of;             ///< slot of (node, coordinate − 3), −1 if none
     mutable EilAssignment<T> m_assignment;  ///< host mirror: layout, close flags, node_eil; the rest on demand
-    EilElementLists m_lists;              ///< of the last list rebuild
+    EilElementLists m_lists;                ///< of the last list rebuild
     thrust::device_vector<EilPairSpring> m_pairs_device;  ///< m_lists.pairs (placed every update)
     // Device copy of the slot layout and of the per-step assignment.
     thrust::device_vector<int> m_yarn_begin_device, m_slot_node_device, m_slot_coordinate_device;
@@ -700,14 +699,14 @@ private:
     thrust::device_vector<int> m_node_yarns_device;
     thrust::device_vector<int> m_previous_sorted;         ///< sorted nodes at the last list rebuild
     thrust::device_vector<unsigned char> m_previous_eil;  ///< tags at the last list rebuild
-    bool m_layout_fresh = true;   ///< the layout was (re)built: rebuild the lists at the next update
-    bool m_close_dirty = false;   ///< host close flags not yet on the device
-    bool m_close_set = false;     ///< some close flag is set
-    std::vector<unsigned char> m_base_free;  ///< the topology's filter
-    std::vector<unsigned char> m_free_now;   ///< the filter in use (doubly EIL x removed)
-    std::vector<int> m_node_yarns;           ///< yarns through each node
+    bool m_layout_fresh = true;                   ///< the layout was (re)built: rebuild the lists at the next update
+    bool m_close_dirty = false;                   ///< host close flags not yet on the device
+    bool m_close_set = false;                     ///< some close flag is set
+    std::vector<unsigned char> m_base_free;       ///< the topology's filter
+    std::vector<unsigned char> m_free_now;        ///< the filter in use (doubly EIL x removed)
+    std::vector<int> m_node_yarns;                ///< yarns through each node
     std::vector<EilPairSpring> m_previous_pairs;  ///< the doubly EIL nodes of the last list rebuild
-    std::vector<unsigned char> m_was_eil;    ///< node_eil of the previous list rebuild
+    std::vector<unsigned char> m_was_eil;         ///< node_eil of the previous list rebuild
 };
 
 }  // namespace weft

@@ -547,15 +547,9 @@ protected:
     }
 
     template <typename U>
-    static U* raw(thrust::device_vector<U>& v)
-    {
-        return thrust::raw_pointer_cast(v.data());
-    }
+    static U* raw(thrust::device_vector<U>& v) { return raw_pointer(v); }
     template <typename U>
-    static const U* raw(const thrust::device_vector<U>& v)
-    {
-        return thrust::raw_pointer_cast(v.data());
-    }
+    static const U* raw(const thrust::device_vector<U>& v) { return raw_pointer(v); }
 
     /// Forget cached element evaluations (a model that changed its element
     /// lists or contribution buffers between steps, e.g. the EIL assignment).

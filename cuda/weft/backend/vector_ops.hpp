@@ -22,6 +22,18 @@
 
 namespace weft {
 
+/// The raw pointer to a device vector's data, for the functors of kernels.
+template <typename U>
+U* raw_pointer(thrust::device_vector<U>& v)
+{
+    return thrust::raw_pointer_cast(v.data());
+}
+template <typename U>
+const U* raw_pointer(const thrust::device_vector<U>& v)
+{
+    return thrust::raw_pointer_cast(v.data());
+}
+
 /// Two sums carried through one reduction (e.g. rᵀz and rᵀr in PCG).
 template <typename T>
 struct SumPair {
