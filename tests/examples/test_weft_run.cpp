@@ -83,6 +83,23 @@ std::string text_of(const fs::path& path)
     return text.str();
 }
 
+/// `text` with its first `from` replaced by `to`; `from` must occur in it.
+std::string replaced(std::string text, const std::string& from, const std::string& to)
+{
+    const std::size_t at = text.find(from);
+    REQUIRE(at != std::string::npos);
+    return text.replace(at, from.size(), to);
+}
+
+/// The CSV at `path` has its header and one row of finite numbers per step.
+void require_finite_rows(const fs::path& path, long steps)
+{
+    const std::vector<std::string> csv = lines_of(path);
+    REQUIRE(csv.size() == static_cast<std::size_t>(steps) + 1);
+    for (std::size_t k = 1; k < csv.size(); ++k)
+        for (double x : fields(csv[k])) REQUIRE(std::isfinite(x));
+}
+
 /// A finished run: the runner's summary and everything it logged.
 struct RunOutput {
     RunSummary summary;
@@ -445,11 +462,9 @@ TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between 
     // Measured now: all 300 steps of both ok, none halved.
     const fs::path dir = fresh_dir("tablecloth_slide");
     const std::string text = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
-    const std::string mu = "\"layer_friction\": 0.3";
-    REQUIRE(text.find(mu) != std::string::npos);
     for (const char* value : {"0.2", "0"}) {
-        std::string scene = text;
-        scene.replace(scene.find(mu), mu.size(), std::string("\"layer_friction\": ") + value);
+        const std::string scene =
+            replaced(text, "\"layer_friction\": 0.3", std::string("\"layer_friction\": ") + value);
         const double duration = std::string(value) == "0" ? 0.3 : 0.25;
         const RunOutput run = run_quietly(write_scene(dir, scene), dir, duration);
         INFO("layer_friction " << value << ": " << run.log << run.summary.error);
@@ -459,10 +474,7 @@ TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between 
         // the top cloth slides off the bottom one's edge (measured with the
         // normal forces from the elements: 77 at μ 0.2 in 0.25 s, 1,384 at μ 0)
         CHECK(run.summary.detached_contacts > 50);
-        const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
-        REQUIRE(csv.size() == static_cast<std::size_t>(run.summary.steps) + 1);
-        for (std::size_t k = 1; k < csv.size(); ++k)
-            for (double x : fields(csv[k])) REQUIRE(std::isfinite(x));
+        require_finite_rows(dir / "tablecloth.csv", run.summary.steps);
     }
     // The frames follow the removals: the last frame of the frictionless run
     // draws the same polylines with fewer points (removed contacts are on no yarn).
@@ -489,10 +501,8 @@ TEST_CASE("weft-run: the draped layout (both cloths over the rounded table edge)
     // 0.63 m/s, 359 EIL nodes at the peak, 2,501 contacts removed because
     // they pulled; here its first 0.12 s, past the old failure.
     const fs::path dir = fresh_dir("tablecloth_draped");
-    std::string scene = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
-    const std::string bottom = "\"center\": [-0.0255, 0, 0.00025]";
-    REQUIRE(scene.find(bottom) != std::string::npos);
-    scene.replace(scene.find(bottom), bottom.size(), "\"center\": [-0.0045, 0, 0.00025]");
+    const std::string scene = replaced(text_of(source_root() / "examples" / "scenes" / "tablecloth.json"),
+                                       "\"center\": [-0.0255, 0, 0.00025]", "\"center\": [-0.0045, 0, 0.00025]");
     const double duration = 0.12;
     const RunOutput run = run_quietly(write_scene(dir, scene), dir, duration);
     INFO(run.log << run.summary.error);
@@ -501,10 +511,7 @@ TEST_CASE("weft-run: the draped layout (both cloths over the rounded table edge)
     CHECK(run.summary.peak_speed < 1.0);
     CHECK(run.summary.peak_eil_nodes > 100);  // measured 181
     CHECK(run.summary.pulled_contacts > 0);    // the layers part where they hang
-    const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
-    REQUIRE(csv.size() == static_cast<std::size_t>(run.summary.steps) + 1);
-    for (std::size_t k = 1; k < csv.size(); ++k)
-        for (double x : fields(csv[k])) REQUIRE(std::isfinite(x));
+    require_finite_rows(dir / "tablecloth.csv", run.summary.steps);
 }
 
 TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL nodes; EoL-only it fails",
