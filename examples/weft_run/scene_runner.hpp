@@ -382,6 +382,9 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
         if (scene.solver.preconditioner == "yarn-lines")
             throw InvalidInput("solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
         if (scene.solver.eil) throw InvalidInput("solver.eil: EIL nodes apply to yarns, not to triangle cloth");
+        if (scene.solver.stiffness_approximation != "auto")
+            throw InvalidInput("solver.stiffness_approximation \"" + scene.solver.stiffness_approximation +
+                               "\": applies to yarn bending and shear, not to triangle cloth");
         TriangleScene<double> built = build_triangle_scene<double>(scene);
         TriangleStepper<double> stepper(built.model, built.colliders, built.gravity, options);
         std::unique_ptr<TriangleFrameOutput> frames;

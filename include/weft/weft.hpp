@@ -24,6 +24,7 @@
 #include <weft/potential/tabulated.hpp>
 
 #include <weft/element/bending_element.hpp>
+#include <weft/element/penalty.hpp>
 #include <weft/element/collider.hpp>
 #include <weft/element/dihedral_bending_element.hpp>
 #include <weft/element/dissipation.hpp>

@@ -345,6 +345,11 @@ TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[exa
     std::string lines = triangle_scene("", "{}");
     lines.replace(lines.find("\"cloth\""), 7, R"("solver": {"preconditioner": "yarn-lines"}, "cloth")");
     CHECK_THAT(error(lines), Contains("yarn-lines"));
+    std::string approximation = triangle_scene("", "{}");
+    approximation.replace(approximation.find("\"cloth\""), 7,
+                          R"("solver": {"stiffness_approximation": "projected"}, "cloth")");
+    CHECK_THAT(error(approximation), Contains("solver.stiffness_approximation \"projected\"") &&
+                                         Contains("not to triangle cloth"));
 }
 
 TEST_CASE("weft-run: sliding_rods.json crosses smoothly with EIL and blows up without", "[examples][weft-run][eil]")

@@ -1,4 +1,5 @@
 #include <weft/io/scene.hpp>
+#include <weft/io/scene_model.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -240,6 +241,30 @@ TEST_CASE("scene: solver.line_search_cuts is read, defaults to 8, and bad values
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_cuts") && Catch::Contains("31"));
     j["solver"]["line_search_cuts"] = 2.5;
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_cuts"));
+}
+
+TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material, bad values are named",
+          "[io][scene][newton]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.stiffness_approximation == "auto");
+    CHECK(weft::build_yarn_scene<double>(weft::parse_scene(j)).model.material.stiffness_approximation ==
+          weft::StiffnessApproximation::automatic);
+    int checked = 0;
+    for (const auto& [key, expected] :
+         {std::pair<std::string, weft::StiffnessApproximation>{"gauss-newton", weft::StiffnessApproximation::gauss_newton},
+          {"projected", weft::StiffnessApproximation::projected},
+          {"auto", weft::StiffnessApproximation::automatic}}) {
+        j["solver"] = json{{"stiffness_approximation", key}};
+        CHECK(weft::build_yarn_scene<double>(weft::parse_scene(j)).model.material.stiffness_approximation == expected);
+        ++checked;
+    }
+    REQUIRE(checked == 3);
+    j["solver"]["stiffness_approximation"] = "exact";
+    CHECK_THROWS_WITH(weft::parse_scene(j),
+                      Catch::Contains("solver.stiffness_approximation") && Catch::Contains("exact"));
+    j["solver"]["stiffness_approximation"] = 1;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.stiffness_approximation"));
 }
 
 TEST_CASE("scene: EIL options and a rounded box are read and checked", "[io][scene][eil]")

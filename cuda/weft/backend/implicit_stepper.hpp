@@ -436,6 +436,36 @@ public:
         assemble_vector(m_map, m_force_contributions, m_force);
     }
 
+    /// Full Newton's system at an iterate v of a step of size h from the
+    /// current state (q_n, v_n) = (positions(), velocities()), as the
+    /// iterations of `step` assemble it (file comment): the residual
+    /// b(v) = h f(q_n + h v, v) − M (v − v_n) in rhs(), f in force(), and the
+    /// matrix A in matrix(), A = −∂b/∂v up to the model's PSD projections.
+    /// The state is left as it was. For finite-difference checks of A (the
+    /// proof that Newton's Jacobian is the derivative of its residual) and
+    /// for diagnosing slow Newton convergence.
+    void assemble_newton(T h, const std::vector<T>& v)
+    {
+        require_positive("time_step", h);
+        if (v.size() != m_v.size()) {
+            const std::string per_node = "must be " + std::to_string(B) + " x #nodes";
+            throw InvalidInput(detail::describe("assemble_newton v.size()", v.size(), per_node.c_str()));
+        }
+        m_q_start = m_q;
+        m_v_start = m_v;
+        m_v_base.assign(v.begin(), v.end());
+        thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
+        apply_update(h, m_v_base, T(0));  // v, q = q_n + h v, v − v_n
+        evaluate(h, iterate_inputs());
+        assemble_matrix(m_map, m_matrix_contributions, m_matrix);
+        assemble_vector(m_map, m_rhs_contributions, m_rhs);
+        assemble_vector(m_map, m_force_contributions, m_force);
+        m_q = m_q_start;
+        m_v = m_v_start;
+        m_energies_valid = false;
+        m_first_iteration_ready = false;
+    }
+
     /// Energies of the current state (kinetic ½vᵀMv, elastic incl. contact
     /// and colliders, gravity, dissipation potential).
     ElementEnergies<T> energies()

@@ -8,6 +8,7 @@
 
 #include <weft/core/types.hpp>
 #include <weft/element/implicit_system.hpp>
+#include <weft/element/penalty.hpp>
 
 namespace weft {
 
@@ -86,19 +87,10 @@ WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_dist
     LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
     const T depth = offset - signed_distance;
     if (depth <= T(0)) return t;
-    const T onset = T(collider_onset_fraction) * offset;
-    T normal_force, contact_stiffness;
-    if (depth < onset) {
-        t.energy = stiffness * depth * depth * depth / (T(6) * onset);
-        normal_force = stiffness * depth * depth / (T(2) * onset);
-        contact_stiffness = stiffness * depth / onset;
-    } else {
-        const T beyond = depth - onset;
-        t.energy = T(0.5) * stiffness * beyond * beyond + T(0.5) * stiffness * onset * beyond +
-                   stiffness * onset * onset / T(6);
-        normal_force = stiffness * (depth - T(0.5) * onset);
-        contact_stiffness = stiffness;
-    }
+    const PenaltyTerms<T> penalty = smooth_penalty(depth, stiffness, T(collider_onset_fraction) * offset);
+    t.energy = penalty.energy;
+    const T normal_force = penalty.force;
+    const T contact_stiffness = penalty.stiffness;
     t.force = normal_force * normal;
     // ∂(F_n(d) n)/∂x = −F_n′ n nᵀ + F_n ∇n. The curvature part F_n ∇n is
     // dropped: for a convex collider ∇n ⪰ 0 makes it destabilizing (indefinite

@@ -17,13 +17,22 @@ enum class DampingModel { none, strain_rate, rayleigh };
 /// How the bending and shear Jacobians are formed for the implicit solve
 /// (forces are identical either way). Both exact Hessians are indefinite
 /// (bending even near θ = 0), which would make A indefinite and break PCG.
-///  - gauss_newton (default): −∂f_e/∂q ≈ Ω ∇ε (∂S/∂ε) ∇εᵀ, exact at the rest
-///    state, PSD by construction; bending's ∂f_d/∂q is omitted.
+///  - gauss_newton: −∂f_e/∂q ≈ Ω ∇ε (∂S/∂ε) ∇εᵀ, exact at the rest state,
+///    PSD by construction; bending's ∂f_d/∂q is omitted.
 ///  - projected: the exact stiffness projected onto the PSD cone (bending:
 ///    12×12, shear: 6×6 eigen-decompositions) and bending's clamped ∂f_d/∂q
 ///    (2018 Sec. 3.4); closer to Newton's Jacobian, ~5–15× costlier per element.
+///  - automatic (default): projected in full Newton's iterations (element
+///    inputs with NewtonInputs::rate_start), Gauss–Newton in the one-step
+///    scheme. Full Newton needs the true Jacobian: Gauss–Newton drops the
+///    bending moment times ∇²θ (and the shear stress times ∇²ε): on yarns
+///    bent over a table's edge, 3 % of A's stretch-damping block, which
+///    cancels along the contact nodes' sliding direction, so that A Δv was
+///    off by up to 2× its size (finite differences of the residual); Newton
+///    overshot and halved steps. docs/scenes.md, "The Jacobian that full
+///    Newton lacked".
 /// Stretch is always the exact stiffness projected in (Δx, Δs) (4×4).
-enum class StiffnessApproximation { gauss_newton, projected };
+enum class StiffnessApproximation { automatic, gauss_newton, projected };
 
 /// How a friction anchor (DESIGN.md: spring k_f (s − s̄), anchor dragged to
 /// the Coulomb limit μF_n after each step) acts during a step.
@@ -62,7 +71,7 @@ struct YarnMaterial {
     T anchor_stiffness = T(0);  ///< k_f of the friction anchor springs (N/m)
     T normal_force = T(0);      ///< F_n at each crossing (N)
     AnchorFriction anchor_friction = AnchorFriction::explicit_drag;
-    StiffnessApproximation stiffness_approximation = StiffnessApproximation::gauss_newton;
+    StiffnessApproximation stiffness_approximation = StiffnessApproximation::automatic;
 };
 
 /// A yarn segment between consecutive nodes; `coordinate` is 3 (u) or 4 (v).

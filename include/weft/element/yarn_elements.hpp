@@ -148,10 +148,21 @@ WEFT_HD inline void evaluate_parallel_pair(const T* q, const T* v, const YarnPar
                                               Mat<T, 2, 2>::Zero(), wl, h);
 }
 
+/// Whether bending and shear take the Gauss–Newton stiffness for these
+/// element inputs (StiffnessApproximation; `automatic` picks it for the
+/// one-step scheme, whose inputs carry no step start).
+template <typename T>
+WEFT_HD inline bool gauss_newton_stiffness(const YarnMaterial<T>& mat, const NewtonInputs<T>& newton)
+{
+    return mat.stiffness_approximation == StiffnessApproximation::gauss_newton ||
+           (mat.stiffness_approximation == StiffnessApproximation::automatic && newton.rate_start == nullptr);
+}
+
 /// Bending element at a node (2017 Sec. 5.2, blended small-angle form). Its
 /// stiffness must be PSD (the exact bending Hessian is indefinite even near
 /// θ = 0, which makes A indefinite and PCG diverge): Gauss–Newton by default,
-/// or the projected exact one (YarnMaterial::stiffness_approximation).
+/// or the projected exact one (YarnMaterial::stiffness_approximation,
+/// `gauss_newton_stiffness`).
 template <typename T>
 WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& bend, const YarnMaterial<T>& mat, T h,
                                        NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
@@ -163,7 +174,7 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     const T kd = mat.damping == DampingModel::strain_rate ? mat.bending_damping : T(0);
     const auto densities = quadratic_bending_densities<T>(mat.bending_stiffness, kd);
     const BendingElementEval<T> r =
-        mat.stiffness_approximation == StiffnessApproximation::gauss_newton
+        gauss_newton_stiffness(mat, newton)
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
             : evaluate_bending<T>(ql, vl, densities, PsdProjection::on, StressClamp::on);
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
@@ -203,7 +214,7 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     Vec<T, 12> force = elastic_force(e, elastic);
     // Gauss–Newton: Ω ∇ε k ∇εᵀ, and ∂f_d/∂q omitted as for bending.
     // Projected: the exact elastic and clamped dissipative stiffness, projected together.
-    const bool gauss_newton = mat.stiffness_approximation == StiffnessApproximation::gauss_newton;
+    const bool gauss_newton = gauss_newton_stiffness(mat, newton);
     Mat<T, 12, 12> hessian = gauss_newton
                                  ? Mat<T, 12, 12>(e.size * (e.gradient * elastic.stress_derivative(e.strain) *
                                                             e.gradient.transpose()))

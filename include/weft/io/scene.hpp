@@ -31,6 +31,10 @@
 ///   line_search_cuts    int    8      0..30; newton_iterations > 1 only: how often
 ///                                     the line search may halve a Newton update
 ///                                     before the attempt fails (then dt is halved)
+///   stiffness_approximation string "auto" | "gauss-newton" | "projected": the
+///                                     yarn bending and shear Jacobians
+///                                     (StiffnessApproximation); "auto": projected
+///                                     with newton_iterations > 1, else Gauss–Newton
 /// cloth*            array of cloth objects, at least one
 /// colliders         array of collider objects, default []
 /// output            object   nothing is written by default
@@ -167,6 +171,7 @@ struct SolverDescription {
     double eil_pull_threshold = 1e-3;         ///< "eil": {"pull_threshold"}: EilOptions
     double max_speed = 1000;          ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
     int line_search_cuts = 8;         ///< full Newton: halvings of an update before the attempt fails
+    std::string stiffness_approximation = "auto";  ///< "auto" | "gauss-newton" | "projected" (yarns)
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -554,7 +559,8 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
 {
     const Object o(j, path);
     o.allow_only({"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step",
-                  "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts"});
+                  "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts",
+                  "stiffness_approximation"});
     SolverDescription s;
     auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
     s.newton_iterations = o.get_or("newton_iterations", at_least_one, s.newton_iterations);
@@ -570,6 +576,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, {"block-jacobi", "yarn-lines"}, "preconditioner");
         },
         s.preconditioner);
+    s.stiffness_approximation = o.get_or(
+        "stiffness_approximation",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"auto", "gauss-newton", "projected"}, "stiffness approximation");
+        },
+        s.stiffness_approximation);
     s.min_time_step = o.get_or("min_time_step", read_positive, time_step / 1024);
     s.max_speed = o.get_or("max_speed", read_positive, s.max_speed);
     s.line_search_cuts = o.get_or(

@@ -62,6 +62,15 @@ YarnMaterial<T> material_of(const ClothDescription& c)
     return m;
 }
 
+/// The yarn material's StiffnessApproximation for `solver.stiffness_approximation`.
+inline StiffnessApproximation stiffness_approximation_of(const SolverDescription& solver)
+{
+    if (solver.stiffness_approximation == "gauss-newton") return StiffnessApproximation::gauss_newton;
+    if (solver.stiffness_approximation == "projected") return StiffnessApproximation::projected;
+    if (solver.stiffness_approximation == "auto") return StiffnessApproximation::automatic;
+    throw InvalidInput("invalid solver.stiffness_approximation \"" + solver.stiffness_approximation + "\"");
+}
+
 template <typename T>
 bool same_material(const YarnMaterial<T>& a, const YarnMaterial<T>& b)
 {
@@ -145,6 +154,7 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         const SlidingRods rods = make_sliding_rods(c.rods.speed_b, c.rods.speed_c, c.rods.prestretch, 0.0, p);
         if constexpr (std::is_same_v<T, double>) {
             out.model = rods.model;
+            out.model.material.stiffness_approximation = stiffness_approximation_of(scene.solver);
         } else {
             throw InvalidInput("the sliding-rods model is built in double precision only");
         }
@@ -156,7 +166,8 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         const std::string path = "cloth[" + std::to_string(k) + "]";
         if (c.type != "woven")
             throw InvalidInput("invalid " + path + ".type \"" + c.type + "\": the yarn model takes woven cloth only");
-        const YarnMaterial<T> material = material_of<T>(c);
+        YarnMaterial<T> material = material_of<T>(c);
+        material.stiffness_approximation = stiffness_approximation_of(scene.solver);
         if (k == 0) {
             out.model.material = material;
         } else if (!same_material(material, out.model.material) || T(c.radius) != out.model.radius) {
