@@ -160,8 +160,9 @@ WEFT_HD inline bool gauss_newton_stiffness(const YarnMaterial<T>& mat, const New
 
 /// Bending element at a node (2017 Sec. 5.2, blended small-angle form). Its
 /// stiffness must be PSD (the exact bending Hessian is indefinite even near
-/// θ = 0, which makes A indefinite and PCG diverge): Gauss–Newton by default,
-/// or the projected exact one (YarnMaterial::stiffness_approximation,
+/// θ = 0, which makes A indefinite and PCG diverge): Gauss–Newton, or the
+/// projected exact one; by default Gauss–Newton in the one-step scheme and
+/// projected in full Newton (YarnMaterial::stiffness_approximation,
 /// `gauss_newton_stiffness`).
 template <typename T>
 WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& bend, const YarnMaterial<T>& mat, T h,
