@@ -454,13 +454,14 @@ struct OuterEval {
     MatrixX a;
 };
 
-OuterEval evaluate_outer(const std::vector<double>& q, const weft::EilSpring& spring, double k, double h)
+OuterEval evaluate_outer(const std::vector<double>& q, const weft::EilSpring& spring, double k, double h,
+                         const weft::NewtonInputs<double>& newton = {})
 {
     const std::vector<double> v(q.size(), 0.0);
     weft::NodeBlocks<double, 5, 5> blocks;
     blocks.set_zero();
     weft::ElementEnergies<double> e{};
-    weft::evaluate_eil_spring<double>(q.data(), v.data(), spring, k, h, blocks, e);
+    weft::evaluate_eil_spring<double>(q.data(), v.data(), spring, k, h, blocks, e, newton);
     int ids[5];
     weft::eil_spring_stencil(spring, ids);
     OuterEval out{e.elastic, VectorX::Zero(25), MatrixX::Zero(25, 25)};
@@ -636,6 +637,222 @@ TEST_CASE("eil terms: evaluate_eil_pair_spring interpolates each yarn on the EoL
             }
     REQUIRE(ran == 18);
     REQUIRE(checker.checks == 18);
+}
+
+namespace {
+
+using Vec13 = Eigen::Matrix<double, 13, 1>;
+
+/// Corner DoFs [x_a, s_a, x_b, s_b, x_c, s_c, s]: spans Δ_L, Δ_R, the yarn
+/// turning by about `turn` radians at b, stretched by up to ±20 %.
+Vec13 corner_dofs(Random& rng, double span_l, double span_r, double turn, double s)
+{
+    const Vec3 x_a = rng.vector<3>(-1, 1);
+    const Vec3 t1 = rng.unit_vector();
+    const Vec3 normal = t1.cross(rng.unit_vector()).normalized();
+    const Vec3 t2 = std::cos(turn) * t1 + std::sin(turn) * normal;
+    const double s_a = rng.uniform(-1, 1);
+    const Vec3 x_b = x_a + rng.uniform(0.8, 1.2) * span_l * t1;
+    const Vec3 x_c = x_b + rng.uniform(0.8, 1.2) * span_r * t2;
+    Vec13 q;
+    q << x_a, s_a, x_b, s_a + span_l, x_c, s_a + span_l + span_r, s_a + span_l + s;
+    return q;
+}
+
+/// Eq. (4.3) on segment 0 (a, b) or 1 (b, c) of the corner DoFs.
+weft::EilInterpolation<double> linear_piece(const Vec13& q, int segment)
+{
+    Vec9 qi;
+    qi << q.segment<8>(4 * segment), q(12);
+    return weft::eil_interpolation<double>(qi);
+}
+
+}  // namespace
+
+TEST_CASE("eil terms: the rounded corner interpolation is Eq. (4.3) outside its window and C2 across it",
+          "[element][eil][corner]")
+{
+    // Window half-width δ = ρ Δ_L Δ_R / (Δ_L + Δ_R). Inside: the Jacobian
+    // (with δ's own dependence on s_a, s_b, s_c) against central differences,
+    // at random s and at the corner itself; the weights sum to 1 and a
+    // common shift of every arc length changes nothing; at s = s_b the
+    // tangent is the mean of the two segments' (φ(0) = 1/2). Outside: the
+    // position and Jacobian of Eq. (4.3) on the segment that holds s.
+    Random rng(211);
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 2e-6;
+    int inside = 0, outside = 0;
+    for (int trial = 0; trial < 12; ++trial) {
+        const double span_l = rng.uniform(0.3, 2.0), span_r = rng.uniform(0.3, 2.0);
+        const double delta = weft::eil_corner_rounding * span_l * span_r / (span_l + span_r);
+        const double turn = rng.uniform(0.05, 1.2);
+        for (const double sigma : {rng.uniform(-0.98, 0.98), 0.0, rng.uniform(-0.5, 0.5)}) {
+            const Vec13 q = corner_dofs(rng, span_l, span_r, turn, sigma * delta);
+            const auto x = weft::eil_corner_interpolation<double>(q);
+            REQUIRE(x.status == weft::StrainStatus::ok);
+            checker.jacobian(
+                [](const VectorX& d) { return VectorX(weft::eil_corner_interpolation<double>(Vec13(d)).position); },
+                VectorX(q), MatrixX(x.jacobian), "rounded corner interpolation Jacobian");
+            const Eigen::Matrix3d weights =
+                x.jacobian.block<3, 3>(0, 0) + x.jacobian.block<3, 3>(0, 4) + x.jacobian.block<3, 3>(0, 8);
+            CHECK((weights - Eigen::Matrix3d::Identity()).norm() <= 1e-12);
+            const Vec3 shift = x.jacobian.col(3) + x.jacobian.col(7) + x.jacobian.col(11) + x.jacobian.col(12);
+            CHECK(shift.norm() <= 1e-12 * x.jacobian.norm());
+            if (sigma == 0.0) {
+                const Vec3 mean = 0.5 * (linear_piece(q, 0).jacobian.col(8) + linear_piece(q, 1).jacobian.col(8));
+                CHECK((x.jacobian.col(12) - mean).norm() <= 1e-12 * mean.norm());
+            }
+            ++inside;
+        }
+        for (const double sigma : {-1.0, rng.uniform(-1.9, -1.0), 1.0, rng.uniform(1.0, 1.9)}) {
+            const Vec13 q = corner_dofs(rng, span_l, span_r, turn, sigma * delta);
+            const auto x = weft::eil_corner_interpolation<double>(q);
+            const int segment = sigma < 0 ? 0 : 1;
+            const auto lin = linear_piece(q, segment);
+            CHECK((x.position - lin.position).norm() <= 1e-12 * (1 + lin.position.norm()));
+            Eigen::Matrix<double, 3, 13> expected = Eigen::Matrix<double, 3, 13>::Zero();
+            expected.block<3, 8>(0, 4 * segment) = lin.jacobian.leftCols<8>();
+            expected.col(12) = lin.jacobian.col(8);
+            CHECK((x.jacobian - expected).norm() <= 1e-11 * expected.norm());
+            ++outside;
+        }
+        // C2 at the window's edges: the FD second derivative d²x/ds² from
+        // either side of σ = ±1 agrees (the polyline's jumps by (t_R − t_L)/δ·…).
+        for (const double edge : {-1.0, 1.0}) {
+            Vec13 q = corner_dofs(rng, span_l, span_r, turn, edge * delta);
+            const double e = 1e-4 * delta;
+            auto tangent = [&](double ds) {
+                Vec13 p = q;
+                p(12) += ds;
+                return Vec3(weft::eil_corner_interpolation<double>(p).jacobian.col(12));
+            };
+            const Vec3 below = (tangent(-e) - tangent(-2 * e)) / e;
+            const Vec3 above = (tangent(2 * e) - tangent(e)) / e;
+            const double scale = (linear_piece(q, 1).jacobian.col(8) - linear_piece(q, 0).jacobian.col(8)).norm() / delta;
+            CHECK((below - above).norm() <= 1e-2 * scale);
+            ++outside;
+        }
+    }
+    // A span at the floor: no rounding, Eq. (4.3) on the segment holding s.
+    Vec13 q = corner_dofs(rng, 1.0, 1.0, 0.5, 0.1);
+    q(11) = q(7) + 1e-14;
+    const auto x = weft::eil_corner_interpolation<double>(q);
+    CHECK(x.status == weft::StrainStatus::degenerate_arc_length);
+    CHECK((x.position - linear_piece(q, 1).position).norm() <= 1e-12);
+    REQUIRE(inside == 36);
+    REQUIRE(outside == 72);
+    REQUIRE(checker.checks == 36);
+}
+
+TEST_CASE("eil terms: in full Newton the EIL springs interpolate across rounded corners: C1 in s, force = -grad V",
+          "[element][eil][spring][corner]")
+{
+    // The stencil of outer_stencil (EoL nodes at s = 0, 1, 2, 3 mm, bracket
+    // (1, 2) mm): full Newton's spring rounds the corners at s = 1 and 2 mm
+    // (δ = 0.25 mm). Its s-force is continuous there where the one-step
+    // form's jumps; force = −∇V by FD inside and outside the windows; at a
+    // closed gap A = −h² × the FD Jacobian of the force; away from the
+    // windows both forms give the same energy.
+    Random rng(223);
+    const double k = 200.0, h = 1e-3;
+    weft::NewtonInputs<double> full;
+    full.full_newton = true;
+    FdChecker checker;
+    checker.step = 1e-9;
+    checker.tolerance = 1e-5;
+    int jumps = 0, ran = 0;
+    for (int trial = 0; trial < 6; ++trial) {
+        const Vec3 offset = 1e-4 * rng.unit_vector();
+        for (const double end : {1e-3, 2e-3}) {
+            OuterStencil o = outer_stencil(rng, end, offset);
+            double s_force[2][2];
+            for (int side = 0; side < 2; ++side) {
+                o.q[23] = end + (side == 0 ? -1e-12 : 1e-12);
+                s_force[0][side] = evaluate_outer(o.q, o.spring, k, h).force(23);
+                s_force[1][side] = evaluate_outer(o.q, o.spring, k, h, full).force(23);
+            }
+            const double scale = std::abs(s_force[1][0]) + 1e-3 * k * offset.norm();
+            CHECK(std::abs(s_force[1][1] - s_force[1][0]) <= 1e-5 * scale);
+            if (std::abs(s_force[0][1] - s_force[0][0]) > 1e-3 * scale) ++jumps;
+            ++ran;
+        }
+        for (const double s : {1e-3 + rng.uniform(-0.24e-3, 0.24e-3), 2e-3 + rng.uniform(-0.24e-3, 0.24e-3),
+                               1e-3, rng.uniform(0.3e-3, 0.7e-3), rng.uniform(1.3e-3, 1.7e-3)}) {
+            const OuterStencil open = outer_stencil(rng, s, offset);
+            const OuterEval e = evaluate_outer(open.q, open.spring, k, h, full);
+            REQUIRE(e.energy > 0);
+            const VectorX q0 = Eigen::Map<const VectorX>(open.q.data(), 25);
+            checker.gradient(
+                [&](const VectorX& d) {
+                    return -evaluate_outer(std::vector<double>(d.data(), d.data() + 25), open.spring, k, h, full)
+                                .energy;
+                },
+                q0, e.force, "full Newton EIL spring force = -grad V");
+            const double distance = std::min(std::abs(s - 1e-3), std::abs(s - 2e-3));
+            if (distance > 0.26e-3) CHECK(e.energy == Approx(evaluate_outer(open.q, open.spring, k, h).energy));
+            // Close the gap on the rounded curve: f on x_e is k (x(s) − x_e).
+            OuterStencil closed = open;
+            for (int c = 0; c < 3; ++c) closed.q[20 + c] += e.force(20 + c) / k;
+            const OuterEval c = evaluate_outer(closed.q, closed.spring, k, h, full);
+            CHECK(c.force.norm() <= 1e-12);
+            checker.jacobian(
+                [&](const VectorX& d) {
+                    return evaluate_outer(std::vector<double>(d.data(), d.data() + 25), closed.spring, k, h, full)
+                        .force;
+                },
+                Eigen::Map<const VectorX>(closed.q.data(), 25), MatrixX(-c.a / (h * h)),
+                "full Newton EIL spring A = -h^2 df/dq at a closed gap");
+            ran += 2;
+        }
+    }
+    CHECK(jumps == 12);  // the kink that the rounding removes is there in the one-step form
+    REQUIRE(ran == 72);
+    REQUIRE(checker.checks == 60);
+
+    // The pair spring: both yarns' interpolations rounded; force = −∇V by FD
+    // with s_u and s_v inside corner windows.
+    const weft::EilPairSpring pair{{1, 5}, {2, 6}, 4, {0, 7}, {3, 8}};
+    const int chain[2][4] = {{0, 1, 2, 3}, {7, 5, 6, 8}};
+    auto evaluate_pair = [&](const std::vector<double>& q, VectorX* force) {
+        const std::vector<double> v(q.size(), 0.0);
+        weft::NodeBlocks<double, 9, 5> blocks;
+        blocks.set_zero();
+        weft::ElementEnergies<double> e{};
+        weft::evaluate_eil_pair_spring<double>(q.data(), v.data(), pair, k, h, blocks, e, full);
+        if (force) {
+            int ids[9];
+            weft::eil_pair_spring_stencil(pair, ids);
+            force->setZero(45);
+            for (int i = 0; i < 9; ++i) force->segment<5>(5 * ids[i]) += blocks.f[i];
+        }
+        return e.elastic;
+    };
+    FdChecker pair_checker;
+    pair_checker.step = 1e-9;
+    pair_checker.tolerance = 1e-5;
+    for (int trial = 0; trial < 6; ++trial) {
+        std::vector<double> q(45, 0.0);
+        for (int y = 0; y < 2; ++y) {
+            Vec3 x = 1e-3 * (y == 0 ? Vec3(-1.5, 0, 0) : Vec3(0, -1.5, 0.2)) + rng.vector<3>(-1e-4, 1e-4);
+            const Vec3 direction = y == 0 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
+            for (int n = 0; n < 4; ++n) {
+                const int id = chain[y][n];
+                for (int c = 0; c < 3; ++c) q[5 * id + c] = x(c);
+                q[5 * id + 3 + y] = 1e-3 * n;
+                x += 1e-3 * (direction + 0.3 * rng.vector<3>(-1, 1)).normalized();
+            }
+        }
+        q[23] = (trial % 2 == 0 ? 1e-3 : 2e-3) + rng.uniform(-0.24e-3, 0.24e-3);
+        q[24] = (trial < 3 ? 1e-3 : 2e-3) + rng.uniform(-0.24e-3, 0.24e-3);
+        VectorX force;
+        REQUIRE(evaluate_pair(q, &force) > 0);
+        CHECK(force.segment<3>(20).norm() == 0.0);
+        pair_checker.gradient(
+            [&](const VectorX& d) { return -evaluate_pair(std::vector<double>(d.data(), d.data() + 45), nullptr); },
+            Eigen::Map<const VectorX>(q.data(), 45), force, "full Newton EIL pair spring force = -grad V");
+    }
+    REQUIRE(pair_checker.checks == 6);
 }
 
 TEMPLATE_TEST_CASE("eil terms: float and double agree", "[element][eil][float]", float, double)

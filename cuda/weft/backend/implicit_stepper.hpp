@@ -611,7 +611,10 @@ private:
     NewtonInputs<T> first_inputs()
     {
         NewtonInputs<T> in;
-        if (full_newton()) in.lagged_positions = raw(m_q);
+        if (full_newton()) {
+            in.lagged_positions = raw(m_q);
+            in.full_newton = true;
+        }
         return in;
     }
     /// Element inputs of a later Newton iteration (linearized at the iterate).
@@ -622,6 +625,7 @@ private:
         in.mass_velocity = raw(m_mass_velocity);
         in.lagged_positions = raw(m_q_start);
         in.rate_start = raw(m_q_start);
+        in.full_newton = true;
         return in;
     }
 

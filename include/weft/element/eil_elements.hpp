@@ -32,7 +32,10 @@ namespace weft {
 /// (outer_before, a) or (b, outer_after) of the same polyline, so that x(s)
 /// stays on the yarn and every weight inside its segment (no extrapolation;
 /// V is continuous in s, its s-derivative jumps at a and b by k |gap| times
-/// the yarn's turn there, which the stiff spring keeps small). −1: there is
+/// the yarn's turn there). Full Newton (NewtonInputs::full_newton) rounds
+/// those two corners (`eil_corner_interpolation`): with the jump, a contact
+/// whose equilibrium lies at an EoL node's arc length never converges; the
+/// one-step scheme keeps the polyline of thesis Eq. (4.3). −1: there is
 /// no such segment (the yarn's EoL chain ends at a or b); the interpolation
 /// on (a, b) then extrapolates past that end, as far as the Newton step's
 /// feasibility bound lets s go (one bracket span, yarn_stepper.hpp).
@@ -136,6 +139,59 @@ WEFT_HD inline Vec<T, N> gather_layout(const T* values, const int (&nodes)[K], c
     return out;
 }
 
+/// Full Newton's layout and interpolation of one yarn side: 13 local DoFs
+/// from `first`, [x_a, s_a, x_b, s_b, x_c, s_c, s] of
+/// `eil_corner_interpolation`, across the corner at the bracket's start
+/// (outer_before, before, after) while s lies in the bracket's first half,
+/// at its end (before, after, outer_after) in the second half (the corner
+/// windows end before the bracket's midpoint, so the switch is seamless).
+/// Where the yarn has no EoL node beyond that end, Eq. (4.3) on the bracket,
+/// extrapolating past the end (the third node's DoFs take no part).
+template <typename T, int N, int K>
+WEFT_HD inline EilCornerInterpolation<T> corner_side(const T* q, const int (&nodes)[K], int coordinate, int slot_e,
+                                                     int slot_before, int slot_after, int slot_outer_before,
+                                                     int slot_outer_after, bool has_before, bool has_after, int first,
+                                                     int (&slot)[N], int (&component)[N])
+{
+    const T s = q[yarn_node_dofs * nodes[slot_e] + coordinate];
+    const T middle = T(0.5) * (q[yarn_node_dofs * nodes[slot_before] + coordinate] +
+                               q[yarn_node_dofs * nodes[slot_after] + coordinate]);
+    const bool at_start = s <= middle;
+    const bool corner = at_start ? has_before : has_after;
+    int ends[3] = {slot_before, slot_after, slot_after};
+    if (corner && at_start) {
+        ends[0] = slot_outer_before;
+        ends[1] = slot_before;
+        ends[2] = slot_after;
+    } else if (corner) {
+        ends[2] = slot_outer_after;
+    }
+    for (int n = 0; n < 3; ++n)
+        for (int c = 0; c < 4; ++c) {
+            slot[first + 4 * n + c] = ends[n];
+            component[first + 4 * n + c] = corner || n < 2 ? (c < 3 ? c : coordinate) : -1;
+        }
+    slot[first + 12] = slot_e;
+    component[first + 12] = coordinate;
+    Vec<T, eil_corner_dofs> ql;
+    for (int i = 0; i < eil_corner_dofs; ++i) {
+        const int c = component[first + i];
+        ql(i) = c < 0 ? T(0) : q[yarn_node_dofs * nodes[slot[first + i]] + c];
+    }
+    return corner ? eil_corner_interpolation<T>(ql) : eil_segment_interpolation<T>(ql, 0);
+}
+
+/// Velocities (or w) in a layout that may hold unused DoFs (component −1).
+template <typename T, int N, int K>
+WEFT_HD inline Vec<T, N> gather_partial(const T* values, const int (&nodes)[K], const int (&slot)[N],
+                                        const int (&component)[N])
+{
+    Vec<T, N> out;
+    for (int i = 0; i < N; ++i)
+        out(i) = component[i] < 0 ? T(0) : values[yarn_node_dofs * nodes[slot[i]] + component[i]];
+    return out;
+}
+
 }  // namespace eil_element_detail
 
 /// EIL–EoL contact spring (thesis Sec. 4.3.2) on node slots
@@ -153,6 +209,26 @@ WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring&
     int nodes[5];
     eil_spring_stencil(spring, nodes);
     const int c = spring.coordinate;
+    if (newton.full_newton) {
+        // Rounded corners at the bracket ends (eil_corner_interpolation).
+        int slot[16];
+        int component[16];
+        const EilCornerInterpolation<T> x =
+            corner_side<T, 16, 5>(q, nodes, c, 2, 0, 1, 3, 4, spring.outer_before >= 0, spring.outer_after >= 0, 0,
+                                  slot, component);
+        for (int k = 0; k < 3; ++k) {
+            slot[13 + k] = 2;
+            component[13 + k] = k;
+        }
+        const T* xe = q + yarn_node_dofs * nodes[2];
+        const EilContactEval<T, 16> e = eil_corner_contact_spring<T>(x, Vec3<T>(xe[0], xe[1], xe[2]), stiffness);
+        energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
+        const Vec<T, 16> wl = gather_partial<T, 16, 5>(newton.stiffness_velocity ? newton.stiffness_velocity : v,
+                                                       nodes, slot, component);
+        scatter_implicit<T, 16, 5, yarn_node_dofs>(out, slot, component, Mat<T, 16, 16>::Zero(), e.terms.force,
+                                                   e.terms.df_dq, e.terms.df_dv, wl, h);
+        return;
+    }
     int slot_a = 0;
     int slot_b = 1;
     segment_holding<T, 5>(q, nodes, c, 2, 0, 1, 3, 4, spring.outer_before >= 0, spring.outer_after >= 0, slot_a,
@@ -185,6 +261,22 @@ WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPa
     using namespace eil_element_detail;
     int nodes[9];
     eil_pair_spring_stencil(spring, nodes);
+    if (newton.full_newton) {
+        int slot[26];
+        int component[26];
+        EilCornerInterpolation<T> x[2];
+        for (int i = 0; i < 2; ++i)
+            x[i] = corner_side<T, 26, 9>(q, nodes, 3 + i, 2, 3 * i, 3 * i + 1, 5 + 2 * i, 6 + 2 * i,
+                                         spring.outer_before[i] >= 0, spring.outer_after[i] >= 0, 13 * i, slot,
+                                         component);
+        const EilContactEval<T, 26> e = eil_corner_pair_contact_spring<T>(x[0], x[1], stiffness);
+        energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
+        const Vec<T, 26> wl = gather_partial<T, 26, 9>(newton.stiffness_velocity ? newton.stiffness_velocity : v,
+                                                       nodes, slot, component);
+        scatter_implicit<T, 26, 9, yarn_node_dofs>(out, slot, component, Mat<T, 26, 26>::Zero(), e.terms.force,
+                                                   e.terms.df_dq, e.terms.df_dv, wl, h);
+        return;
+    }
     int slot[18];
     int component[18];
     for (int i = 0; i < 2; ++i) {

@@ -136,6 +136,113 @@ WEFT_HD inline Mat<T, 9, 9> eil_interpolation_curvature(const Vec<T, 9>& q, cons
     return h;
 }
 
+/// DoFs of an interpolation across a corner of the EoL polyline:
+/// [x_a, s_a, x_b, s_b, x_c, s_c, s], the corner at b between the segments
+/// (a, b) and (b, c).
+constexpr int eil_corner_dofs = 13;
+
+/// ρ of the corner window's half-width δ = ρ Δ_L Δ_R / (Δ_L + Δ_R)
+/// (`eil_corner_interpolation`): at most half the shorter segment, so the
+/// windows of two corners of one segment never overlap.
+constexpr double eil_corner_rounding = 0.5;
+
+/// Interpolated position across a corner and its Jacobian.
+template <typename T>
+struct EilCornerInterpolation {
+    Vec3<T> position;                        ///< x(s)
+    Mat<T, 3, eil_corner_dofs> jacobian;     ///< ∂x/∂(x_a, s_a, x_b, s_b, x_c, s_c, s)
+    StrainStatus status;                     ///< ok, or degenerate_arc_length (a span at the floor)
+};
+
+/// Eq. (4.3) on one segment of the corner layout, (a, b) (`segment` 0) or
+/// (b, c) (1), extrapolating past its ends; the other node's DoFs take no
+/// part (zero columns). For a yarn with no EoL node beyond a bracket end.
+template <typename T>
+WEFT_HD inline EilCornerInterpolation<T> eil_segment_interpolation(const Vec<T, eil_corner_dofs>& q, int segment,
+                                                                   T min_arc_length = default_min_arc_length<T>())
+{
+    const int first = 4 * segment;
+    Vec<T, 9> qi;
+    qi.template head<8>() = q.template segment<8>(first);
+    qi(8) = q(12);
+    const EilInterpolation<T> lin = eil_interpolation<T>(qi, min_arc_length);
+    EilCornerInterpolation<T> r;
+    r.jacobian.setZero();
+    r.position = lin.position;
+    r.jacobian.template block<3, 8>(0, first) = lin.jacobian.template leftCols<8>();
+    r.jacobian.col(12) = lin.jacobian.col(8);
+    r.status = lin.status;
+    return r;
+}
+
+/// The EoL polyline through a, b, c with its corner at b rounded, as a
+/// function of arc length: x(s) = L(s) + φ(σ) (R(s) − L(s)), L and R the
+/// linear interpolations of thesis Eq. (4.3) on (a, b) and (b, c), both
+/// extended through b, σ = (s − s_b)/δ and φ the quintic smooth step
+/// (0 for σ ≤ −1, 1 for σ ≥ 1, φ' = φ'' = 0 at ±1). Outside the window
+/// |s − s_b| < δ this is Eq. (4.3) on the segment that holds s; inside it
+/// x(s) is C² in every DoF where the polyline's x(s) has a kink at s_b.
+/// Full Newton needs that: an EIL node whose equilibrium lies on an EoL
+/// node's arc length (a contact resting on a crossing where its yarn turns)
+/// otherwise sees a force that jumps there, and Newton's arc-length update
+/// crosses the kink back and forth without converging (docs/scenes.md,
+/// "The Jacobian that full Newton lacked"). With R − L = (s − s_b)(t_R − t_L),
+/// t_L = (x_b − x_a)/Δ_L, t_R = (x_c − x_b)/Δ_R, Δ_L = s_b − s_a,
+/// Δ_R = s_c − s_b and D = (s − s_b) φ:
+///   x = x_a + (s − s_a) t_L + D (t_R − t_L),
+/// a combination of x_a, x_b, x_c whose weights sum to 1, unchanged when
+/// every arc length shifts by the same amount. δ = ρ Δ_L Δ_R/(Δ_L + Δ_R)
+/// follows the spans (its derivatives are in the Jacobian).
+/// A span at or below `min_arc_length`: no rounding, Eq. (4.3) on the
+/// segment that holds s (status degenerate_arc_length where that one is).
+template <typename T>
+WEFT_HD inline EilCornerInterpolation<T> eil_corner_interpolation(const Vec<T, eil_corner_dofs>& q,
+                                                                  T min_arc_length = default_min_arc_length<T>())
+{
+    EilCornerInterpolation<T> r;
+    r.jacobian.setZero();
+    const T s_a = q(3), s_b = q(7), s_c = q(11), s = q(12);
+    const T span_l = s_b - s_a;
+    const T span_r = s_c - s_b;
+    if (!(span_l > min_arc_length) || !(span_r > min_arc_length))
+        return eil_segment_interpolation<T>(q, s < s_b ? 0 : 1, min_arc_length);
+    r.status = StrainStatus::ok;
+    const Vec3<T> x_a = q.template segment<3>(0);
+    const Vec3<T> x_b = q.template segment<3>(4);
+    const Vec3<T> x_c = q.template segment<3>(8);
+    const T sum = span_l + span_r;
+    const T rho = T(eil_corner_rounding);
+    const T delta = rho * span_l * span_r / sum;
+    const T sigma = (s - s_b) / delta;
+    T phi = sigma <= T(-1) ? T(0) : T(1);
+    T dphi = T(0);
+    if (sigma > T(-1) && sigma < T(1)) {
+        const T s2 = sigma * sigma;
+        const T w = T(1) - s2;
+        phi = T(0.5) + sigma * (T(15) - s2 * (T(10) - T(3) * s2)) / T(16);
+        dphi = T(15) / T(16) * w * w;
+    }
+    const Vec3<T> t_l = (x_b - x_a) / span_l;
+    const Vec3<T> t_r = (x_c - x_b) / span_r;
+    const Vec3<T> u = t_r - t_l;
+    const T w_l = (s - s_a) / span_l;
+    const T d = (s - s_b) * phi;
+    const T p = phi + sigma * dphi;   // ∂D/∂s
+    const T dd = -sigma * sigma * dphi;  // ∂D/∂δ at fixed s − s_b
+    const T dl = rho * span_r * span_r / (sum * sum);  // ∂δ/∂Δ_L
+    const T dr = rho * span_l * span_l / (sum * sum);  // ∂δ/∂Δ_R
+    r.position = x_a + (s - s_a) * t_l + d * u;
+    const Mat3<T> id = Mat3<T>::Identity();
+    r.jacobian.template block<3, 3>(0, 0) = (T(1) - w_l + d / span_l) * id;
+    r.jacobian.template block<3, 3>(0, 4) = (w_l - d / span_l - d / span_r) * id;
+    r.jacobian.template block<3, 3>(0, 8) = (d / span_r) * id;
+    r.jacobian.col(3) = -(T(1) - w_l + d / span_l) * t_l - dd * dl * u;
+    r.jacobian.col(7) = -w_l * t_l + d * (t_r / span_r + t_l / span_l) + (dd * (dl - dr) - p) * u;
+    r.jacobian.col(11) = -(d / span_r) * t_r + dd * dr * u;
+    r.jacobian.col(12) = t_l + p * u;
+    return r;
+}
+
 /// Energy, force and stiffness of a contact spring, with the status of its
 /// interpolation(s). `terms.df_dq` = −∇²V (exact or Gauss–Newton, as asked),
 /// `terms.df_dv` = 0: the spring carries no damping of its own (the thesis
@@ -223,6 +330,43 @@ WEFT_HD inline EilContactEval<T, 18> eil_pair_contact_spring(const Vec<T, 18>& q
         c.template block<9, 9>(9, 9) = eil_interpolation_curvature<T>(q2, Vec3<T>(-e.gap), min_arc_length);
     }
     e.terms = detail::zero_length_spring<T, 18>(e.gap, g, c, stiffness, form);
+    return e;
+}
+
+/// `eil_contact_spring` on an interpolation in the 13-DoF corner layout
+/// (`eil_corner_interpolation`, `eil_segment_interpolation`), Gauss–Newton
+/// stiffness k Gᵀ G over [x_a, s_a, x_b, s_b, x_c, s_c, s, x_p].
+/// @param[in] x        the interpolated position on the EIL node's yarn
+/// @param[in] partner  x_p, the node's own position (EoL on its other yarn)
+template <typename T>
+WEFT_HD inline EilContactEval<T, 16> eil_corner_contact_spring(const EilCornerInterpolation<T>& x,
+                                                               const Vec3<T>& partner, T stiffness)
+{
+    EilContactEval<T, 16> e;
+    e.gap = x.position - partner;
+    e.status = x.status;
+    Mat<T, 3, 16> g;
+    g.template block<3, 13>(0, 0) = x.jacobian;
+    g.template block<3, 3>(0, 13) = -Mat3<T>::Identity();
+    e.terms = detail::zero_length_spring<T, 16>(e.gap, g, Mat<T, 16, 16>::Zero(), stiffness,
+                                                EilSpringHessian::gauss_newton);
+    return e;
+}
+
+/// `eil_pair_contact_spring` on two interpolations in the corner layout,
+/// Gauss–Newton stiffness, over their 13 + 13 DoFs.
+template <typename T>
+WEFT_HD inline EilContactEval<T, 26> eil_corner_pair_contact_spring(const EilCornerInterpolation<T>& x1,
+                                                                    const EilCornerInterpolation<T>& x2, T stiffness)
+{
+    EilContactEval<T, 26> e;
+    e.gap = x1.position - x2.position;
+    e.status = x1.status != StrainStatus::ok ? x1.status : x2.status;
+    Mat<T, 3, 26> g;
+    g.template block<3, 13>(0, 0) = x1.jacobian;
+    g.template block<3, 13>(0, 13) = -x2.jacobian;
+    e.terms = detail::zero_length_spring<T, 26>(e.gap, g, Mat<T, 26, 26>::Zero(), stiffness,
+                                                EilSpringHessian::gauss_newton);
     return e;
 }
 

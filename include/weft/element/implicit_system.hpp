@@ -59,6 +59,10 @@ struct NewtonInputs {
     /// potential form, ε̇ = (ε(q) − ε(q_n))/h (`set_incremental_rate`; full
     /// Newton iterations after the first); null: ε̇ = ∇ε(q)·v.
     const T* rate_start = nullptr;
+    /// The step is solved by full Newton (every evaluation of the step, its
+    /// first iteration included): forms that only an iterated solve needs,
+    /// such as the EIL springs' rounded corners (`evaluate_eil_spring`).
+    bool full_newton = false;
 };
 
 /// The contribution of one element with K nodes of B DoFs each.
