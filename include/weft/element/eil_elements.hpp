@@ -192,6 +192,21 @@ WEFT_HD inline Vec<T, N> gather_partial(const T* values, const int (&nodes)[K], 
     return out;
 }
 
+/// Sets a contact spring's energy and scatters its local terms (no mass, no
+/// damping) onto the node blocks; w is the Newton stiffness velocity (v on
+/// a first iteration).
+template <typename T, int N, int K>
+WEFT_HD inline void scatter_spring(const EilContactEval<T, N>& e, const T* v, const NewtonInputs<T>& newton,
+                                   const int (&nodes)[K], const int (&slot)[N], const int (&component)[N], T h,
+                                   NodeBlocks<T, K, yarn_node_dofs>& out, ElementEnergies<T>& energy)
+{
+    energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
+    const Vec<T, N> wl =
+        gather_partial<T, N, K>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes, slot, component);
+    scatter_implicit<T, N, K, yarn_node_dofs>(out, slot, component, Mat<T, N, N>::Zero(), e.terms.force,
+                                              e.terms.df_dq, e.terms.df_dv, wl, h);
+}
+
 }  // namespace eil_element_detail
 
 /// EIL–EoL contact spring (thesis Sec. 4.3.2) on node slots
@@ -222,11 +237,7 @@ WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring&
         }
         const T* xe = q + yarn_node_dofs * nodes[2];
         const EilContactEval<T, 16> e = eil_corner_contact_spring<T>(x, Vec3<T>(xe[0], xe[1], xe[2]), stiffness);
-        energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
-        const Vec<T, 16> wl = gather_partial<T, 16, 5>(newton.stiffness_velocity ? newton.stiffness_velocity : v,
-                                                       nodes, slot, component);
-        scatter_implicit<T, 16, 5, yarn_node_dofs>(out, slot, component, Mat<T, 16, 16>::Zero(), e.terms.force,
-                                                   e.terms.df_dq, e.terms.df_dv, wl, h);
+        scatter_spring<T, 16, 5>(e, v, newton, nodes, slot, component, h, out, energy);
         return;
     }
     int slot_a = 0;
@@ -242,11 +253,7 @@ WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring&
     }
     const Vec<T, 12> ql = gather_layout<T, 12, 5>(q, nodes, slot, component);
     const EilContactEval<T, 12> e = eil_contact_spring<T>(ql, stiffness, EilSpringHessian::gauss_newton);
-    energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
-    const Vec<T, 12> wl = gather_layout<T, 12, 5>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
-                                                  slot, component);
-    scatter_implicit<T, 12, 5, yarn_node_dofs>(out, slot, component, Mat<T, 12, 12>::Zero(), e.terms.force,
-                                               e.terms.df_dq, e.terms.df_dv, wl, h);
+    scatter_spring<T, 12, 5>(e, v, newton, nodes, slot, component, h, out, energy);
 }
 
 /// EIL–EIL contact spring (thesis Sec. 4.3.2) on the node slots of
@@ -270,11 +277,7 @@ WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPa
                                          spring.outer_before[i] >= 0, spring.outer_after[i] >= 0, 13 * i, slot,
                                          component);
         const EilContactEval<T, 26> e = eil_corner_pair_contact_spring<T>(x[0], x[1], stiffness);
-        energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
-        const Vec<T, 26> wl = gather_partial<T, 26, 9>(newton.stiffness_velocity ? newton.stiffness_velocity : v,
-                                                       nodes, slot, component);
-        scatter_implicit<T, 26, 9, yarn_node_dofs>(out, slot, component, Mat<T, 26, 26>::Zero(), e.terms.force,
-                                                   e.terms.df_dq, e.terms.df_dv, wl, h);
+        scatter_spring<T, 26, 9>(e, v, newton, nodes, slot, component, h, out, energy);
         return;
     }
     int slot[18];
@@ -288,11 +291,7 @@ WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPa
     }
     const Vec<T, 18> ql = gather_layout<T, 18, 9>(q, nodes, slot, component);
     const EilContactEval<T, 18> e = eil_pair_contact_spring<T>(ql, stiffness, EilSpringHessian::gauss_newton);
-    energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
-    const Vec<T, 18> wl = gather_layout<T, 18, 9>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes,
-                                                  slot, component);
-    scatter_implicit<T, 18, 9, yarn_node_dofs>(out, slot, component, Mat<T, 18, 18>::Zero(), e.terms.force,
-                                               e.terms.df_dq, e.terms.df_dv, wl, h);
+    scatter_spring<T, 18, 9>(e, v, newton, nodes, slot, component, h, out, energy);
 }
 
 }  // namespace weft
