@@ -567,6 +567,54 @@ TEST_CASE("eil terms: evaluate_eil_spring is continuous at the bracket ends and 
     REQUIRE(ran == 40);
 }
 
+namespace {
+
+/// The pair-spring stencil of the tests below. Node ids: u-yarn EoL 0, 1, 2,
+/// 3 (s_u = 0..3 mm), the doubly EIL node 4, v-yarn EoL 7, 5, 6, 8
+/// (s_v = 0..3 mm); the spring's bracket is (1, 2) on u and (5, 6) on v, its
+/// outer nodes 0, 3 and 7, 8.
+const weft::EilPairSpring pair_spring{{1, 5}, {2, 6}, 4, {0, 7}, {3, 8}};
+const int pair_chain[2][4] = {{0, 1, 2, 3}, {7, 5, 6, 8}};
+
+/// 45 DoFs of the pair stencil: both yarns' EoL nodes on slightly bent
+/// polylines; the EIL node's arc lengths and x are left at zero.
+std::vector<double> pair_stencil_dofs(Random& rng)
+{
+    std::vector<double> q(45, 0.0);
+    for (int y = 0; y < 2; ++y) {
+        Vec3 x = 1e-3 * (y == 0 ? Vec3(-1.5, 0, 0) : Vec3(0, -1.5, 0.2)) + rng.vector<3>(-1e-4, 1e-4);
+        const Vec3 direction = y == 0 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
+        for (int n = 0; n < 4; ++n) {
+            const int id = pair_chain[y][n];
+            for (int c = 0; c < 3; ++c) q[5 * id + c] = x(c);
+            q[5 * id + 3 + y] = 1e-3 * n;
+            x += 1e-3 * (direction + 0.3 * rng.vector<3>(-1, 1)).normalized();
+        }
+    }
+    return q;
+}
+
+/// Energy of `evaluate_eil_pair_spring` on the pair stencil, and its force
+/// over all 45 DoFs when `force` is given.
+double evaluate_pair_stencil(const std::vector<double>& q, VectorX* force, double k, double h,
+                             const weft::NewtonInputs<double>& newton = {})
+{
+    const std::vector<double> v(q.size(), 0.0);
+    weft::NodeBlocks<double, 9, 5> blocks;
+    blocks.set_zero();
+    weft::ElementEnergies<double> e{};
+    weft::evaluate_eil_pair_spring<double>(q.data(), v.data(), pair_spring, k, h, blocks, e, newton);
+    if (force) {
+        int ids[9];
+        weft::eil_pair_spring_stencil(pair_spring, ids);
+        force->setZero(45);
+        for (int i = 0; i < 9; ++i) force->segment<5>(5 * ids[i]) += blocks.f[i];
+    }
+    return e.elastic;
+}
+
+}  // namespace
+
 TEST_CASE("eil terms: evaluate_eil_pair_spring interpolates each yarn on the EoL segment that holds its arc length",
           "[element][eil][spring][outer]")
 {
@@ -577,22 +625,8 @@ TEST_CASE("eil terms: evaluate_eil_pair_spring interpolates each yarn on the EoL
     // Sec. 4.3.2 on those segments, force = −∇V over all 45 DoFs.
     Random rng(131);
     const double k = 200.0, h = 1e-3;
-    const weft::EilPairSpring spring{{1, 5}, {2, 6}, 4, {0, 7}, {3, 8}};
-    const int chain[2][4] = {{0, 1, 2, 3}, {7, 5, 6, 8}};
-    auto evaluate = [&](const std::vector<double>& q, VectorX* force) {
-        const std::vector<double> v(q.size(), 0.0);
-        weft::NodeBlocks<double, 9, 5> blocks;
-        blocks.set_zero();
-        weft::ElementEnergies<double> e{};
-        weft::evaluate_eil_pair_spring<double>(q.data(), v.data(), spring, k, h, blocks, e);
-        if (force) {
-            int ids[9];
-            weft::eil_pair_spring_stencil(spring, ids);
-            force->setZero(45);
-            for (int i = 0; i < 9; ++i) force->segment<5>(5 * ids[i]) += blocks.f[i];
-        }
-        return e.elastic;
-    };
+    const auto& chain = pair_chain;
+    auto evaluate = [&](const std::vector<double>& q, VectorX* force) { return evaluate_pair_stencil(q, force, k, h); };
     FdChecker checker;
     checker.step = 1e-9;
     checker.tolerance = 1e-5;
@@ -600,17 +634,7 @@ TEST_CASE("eil terms: evaluate_eil_pair_spring interpolates each yarn on the EoL
     for (int trial = 0; trial < 2; ++trial)
         for (int pu = 0; pu < 3; ++pu)
             for (int pv = 0; pv < 3; ++pv) {
-                std::vector<double> q(45, 0.0);
-                for (int y = 0; y < 2; ++y) {
-                    Vec3 x = 1e-3 * (y == 0 ? Vec3(-1.5, 0, 0) : Vec3(0, -1.5, 0.2)) + rng.vector<3>(-1e-4, 1e-4);
-                    const Vec3 direction = y == 0 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
-                    for (int n = 0; n < 4; ++n) {
-                        const int id = chain[y][n];
-                        for (int c = 0; c < 3; ++c) q[5 * id + c] = x(c);
-                        q[5 * id + 3 + y] = 1e-3 * n;
-                        x += 1e-3 * (direction + 0.3 * rng.vector<3>(-1, 1)).normalized();
-                    }
-                }
+                std::vector<double> q = pair_stencil_dofs(rng);
                 const double su = 1e-3 * (pu + rng.uniform(0.1, 0.9));
                 const double sv = 1e-3 * (pv + rng.uniform(0.1, 0.9));
                 q[23] = su;
@@ -812,37 +836,14 @@ TEST_CASE("eil terms: in full Newton the EIL springs interpolate across rounded 
 
     // The pair spring: both yarns' interpolations rounded; force = −∇V by FD
     // with s_u and s_v inside corner windows.
-    const weft::EilPairSpring pair{{1, 5}, {2, 6}, 4, {0, 7}, {3, 8}};
-    const int chain[2][4] = {{0, 1, 2, 3}, {7, 5, 6, 8}};
     auto evaluate_pair = [&](const std::vector<double>& q, VectorX* force) {
-        const std::vector<double> v(q.size(), 0.0);
-        weft::NodeBlocks<double, 9, 5> blocks;
-        blocks.set_zero();
-        weft::ElementEnergies<double> e{};
-        weft::evaluate_eil_pair_spring<double>(q.data(), v.data(), pair, k, h, blocks, e, full);
-        if (force) {
-            int ids[9];
-            weft::eil_pair_spring_stencil(pair, ids);
-            force->setZero(45);
-            for (int i = 0; i < 9; ++i) force->segment<5>(5 * ids[i]) += blocks.f[i];
-        }
-        return e.elastic;
+        return evaluate_pair_stencil(q, force, k, h, full);
     };
     FdChecker pair_checker;
     pair_checker.step = 1e-9;
     pair_checker.tolerance = 1e-5;
     for (int trial = 0; trial < 6; ++trial) {
-        std::vector<double> q(45, 0.0);
-        for (int y = 0; y < 2; ++y) {
-            Vec3 x = 1e-3 * (y == 0 ? Vec3(-1.5, 0, 0) : Vec3(0, -1.5, 0.2)) + rng.vector<3>(-1e-4, 1e-4);
-            const Vec3 direction = y == 0 ? Vec3(1, 0, 0) : Vec3(0, 1, 0);
-            for (int n = 0; n < 4; ++n) {
-                const int id = chain[y][n];
-                for (int c = 0; c < 3; ++c) q[5 * id + c] = x(c);
-                q[5 * id + 3 + y] = 1e-3 * n;
-                x += 1e-3 * (direction + 0.3 * rng.vector<3>(-1, 1)).normalized();
-            }
-        }
+        std::vector<double> q = pair_stencil_dofs(rng);
         q[23] = (trial % 2 == 0 ? 1e-3 : 2e-3) + rng.uniform(-0.24e-3, 0.24e-3);
         q[24] = (trial < 3 ? 1e-3 : 2e-3) + rng.uniform(-0.24e-3, 0.24e-3);
         VectorX force;
