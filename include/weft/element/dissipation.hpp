@@ -95,4 +95,28 @@ WEFT_HD inline void set_incremental_rate(Eval& e, const Eval& start, T h)
     e.rate = (e.strain - start.strain) / h;
 }
 
+/// The evaluation that the dissipation of an incremental-potential step
+/// reads where the element size depends on q (the EoL stretch segment,
+/// Ω = Δs): a copy of `e` with the incremental rate and the size Ω(q_n)
+/// frozen at the start of the step. The potential h Ω(q_n) Ψ_d(ε̇(q)) then
+/// has the q-gradient −f_d = Ω(q_n) ∇ε S_d and the symmetric Hessian
+/// Ω(q_n) (∇ε (∂S_d/∂ε̇) ∇εᵀ / h + Σ S_d,k Hε_k), which are the blocks the
+/// element assembles. With Ω(q) in the force, the force is no gradient: its
+/// q-derivative has the non-symmetric −∇ε S_d ∇Ωᵀ, of relative size h ε̇
+/// against the damping block, which A lacked (measured in docs/scenes.md,
+/// "Full Newton's last missing term"). Ω(q_n) and Ω(q) agree to O(h), and
+/// rigid motion is undamped either way (ε̇ = 0).
+/// @param e      evaluation at q
+/// @param start  evaluation of the same metric at q_n (its strain and size are read)
+template <class Eval, typename T>
+WEFT_HD inline Eval incremental_dissipation_eval(const Eval& e, const Eval& start, T h)
+{
+    Eval d = e;
+    set_incremental_rate(d, start, h);
+    d.size = start.size;
+    d.size_gradient.setZero();
+    d.size_hessian.setZero();
+    return d;
+}
+
 }  // namespace weft

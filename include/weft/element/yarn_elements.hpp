@@ -68,9 +68,13 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     const int nodes[2] = {seg.node0, seg.node1};
     const Vec<T, 8> ql = gather_xs<T, 2>(q, nodes, seg.coordinate);
     const Vec<T, 8> vl = gather_xs<T, 2>(v, nodes, seg.coordinate);
-    StretchEval<T> e = stretch_strain<T>(ql, vl);
-    if (newton.rate_start)
-        set_incremental_rate(e, stretch_strain<T>(gather_xs<T, 2>(newton.rate_start, nodes, seg.coordinate), vl), h);
+    const StretchEval<T> e = stretch_strain<T>(ql, vl);
+    // Damping reads ε̇ = ∇ε(q)·v, or in full Newton the incremental rate with
+    // Ω = Δs frozen at the start of the step (`incremental_dissipation_eval`).
+    const StretchEval<T> rate_eval =
+        newton.rate_start
+            ? incremental_dissipation_eval(e, stretch_strain<T>(gather_xs<T, 2>(newton.rate_start, nodes, seg.coordinate), vl), h)
+            : e;
 
     const QuadraticDensity<T, 1> elastic{mat.stretch_stiffness};
     Vec<T, 8> force = elastic_force(e, elastic);
@@ -85,10 +89,13 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     const bool strain_rate = mat.damping == DampingModel::strain_rate && mat.stretch_damping > T(0);
     if (strain_rate) {
         const QuadraticDensity<T, 1> damping{mat.stretch_damping};
-        force += dissipative_force(e, damping);
-        hessian -= dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
-        df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
-        energy.dissipation = dissipation_potential(e, damping);
+        force += dissipative_force(rate_eval, damping);
+        // Full Newton: the exact stiffness of the incremental potential (the
+        // projection below keeps the sum PSD); the one-step scheme clamps.
+        hessian -= dissipative_force_jacobian(rate_eval, damping, DiffWrt::positions,
+                                              newton.rate_start ? StressClamp::off : StressClamp::on);
+        df_dv += dissipative_force_jacobian(rate_eval, damping, DiffWrt::velocities);
+        energy.dissipation = dissipation_potential(rate_eval, damping);
     }
     Mat<T, 8, 8> df_dq = -project_segment_hessian<T>(hessian);
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
@@ -227,7 +234,9 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     if (strain_rate) {
         const QuadraticDensity<T, 1> damping{mat.shear_damping};
         force += dissipative_force(e, damping);
-        if (!gauss_newton) hessian -= dissipative_force_jacobian(e, damping, DiffWrt::positions, StressClamp::on);
+        if (!gauss_newton)
+            hessian -= dissipative_force_jacobian(e, damping, DiffWrt::positions,
+                                                  newton.rate_start ? StressClamp::off : StressClamp::on);
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
     }
