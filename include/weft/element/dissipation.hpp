@@ -103,8 +103,8 @@ WEFT_HD inline void set_incremental_rate(Eval& e, const Eval& start, T h)
 /// Ω(q_n) (∇ε (∂S_d/∂ε̇) ∇εᵀ / h + Σ S_d,k Hε_k), which are the blocks the
 /// element assembles. With Ω(q) in the force, the force is no gradient: its
 /// q-derivative has the non-symmetric −∇ε S_d ∇Ωᵀ, of relative size h ε̇
-/// against the damping block, which A lacked (measured in docs/scenes.md,
-/// "Full Newton's last missing term"). Ω(q_n) and Ω(q) agree to O(h), and
+/// against the damping block, which A lacked (docs/scenes.md,
+/// "Exact stretch damping"). Ω(q_n) and Ω(q) agree to O(h), and
 /// rigid motion is undamped either way (ε̇ = 0).
 /// @param e      evaluation at q
 /// @param start  evaluation of the same metric at q_n (its strain and size are read)
