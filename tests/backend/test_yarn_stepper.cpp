@@ -256,6 +256,24 @@ double newton_jacobian_mismatch(YarnStepper<double>& stepper, const YarnModel<do
     return worst;
 }
 
+/// An 8 × 7 patch with strain-rate damping (k_d × `kd_scale`), stretched by
+/// `stretch`, sheared, bent over a 3 mm cylinder, jittered by 2 µm and moving
+/// with random velocities of up to 1 cm/s in every free DoF.
+YarnModel<double> bent_moving_patch(double stretch, double kd_scale, weft_test::Random& rng)
+{
+    YarnModel<double> model = weft_test::make_patch(8, 7, weft::DampingModel::strain_rate, kd_scale);
+    const double radius = 3e-3;
+    for (int n = 0; n < model.node_count(); ++n) {
+        const double x = stretch * model.q[5 * n], y = stretch * model.q[5 * n + 1] + 0.05 * model.q[5 * n];
+        model.q[5 * n] = radius * std::sin(x / radius);
+        model.q[5 * n + 1] = y;
+        model.q[5 * n + 2] = radius * (1 - std::cos(x / radius));
+    }
+    weft_test::perturb(model, rng, 2e-6, 0);
+    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
+    return model;
+}
+
 }  // namespace
 
 TEST_CASE("yarn stepper: full Newton's matrix is the derivative of its residual (finite differences)",
@@ -274,16 +292,7 @@ TEST_CASE("yarn stepper: full Newton's matrix is the derivative of its residual 
     // q-derivative of the consistent EoL mass. Measured: 1.0e-3 against
     // 9.6e-3 with every mode; 0.042 against 0.56 for bending and shear alone.
     weft_test::Random rng(17);
-    YarnModel<double> flat = weft_test::make_patch(8, 7, weft::DampingModel::strain_rate, 10.0);
-    const double radius = 3e-3;
-    for (int n = 0; n < flat.node_count(); ++n) {
-        const double x = 1.02 * flat.q[5 * n], y = 1.02 * flat.q[5 * n + 1] + 0.05 * flat.q[5 * n];
-        flat.q[5 * n] = radius * std::sin(x / radius);
-        flat.q[5 * n + 1] = y;
-        flat.q[5 * n + 2] = radius * (1 - std::cos(x / radius));
-    }
-    weft_test::perturb(flat, rng, 2e-6, 0);
-    for (std::size_t i = 0; i < flat.v.size(); ++i) flat.v[i] = flat.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
+    const YarnModel<double> flat = bent_moving_patch(1.02, 10.0, rng);
     const Vec3 g(0, 0, -9.81);
     const double h = 1e-3;
     YarnStepperOptions<double> options;
@@ -322,18 +331,9 @@ TEST_CASE("yarn stepper: full Newton's stretch damping is the exact gradient of 
     // derivative of the residual. Measured: 2.2e-10 (round-off); with Ω(q) in
     // the force, as before, its −∇ε S_d ∇Ωᵀ was missing from A: 5.1e-7 here.
     weft_test::Random rng(17);
-    YarnModel<double> model = weft_test::make_patch(8, 7, weft::DampingModel::strain_rate, 100.0);
+    YarnModel<double> model = bent_moving_patch(1.06, 100.0, rng);
     model.material.bending_stiffness = model.material.bending_damping = 0;
     model.material.shear_stiffness = model.material.shear_damping = 0;
-    const double radius = 3e-3;
-    for (int n = 0; n < model.node_count(); ++n) {
-        const double x = 1.06 * model.q[5 * n], y = 1.06 * model.q[5 * n + 1] + 0.05 * model.q[5 * n];
-        model.q[5 * n] = radius * std::sin(x / radius);
-        model.q[5 * n + 1] = y;
-        model.q[5 * n + 2] = radius * (1 - std::cos(x / radius));
-    }
-    weft_test::perturb(model, rng, 2e-6, 0);
-    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
     YarnStepperOptions<double> options;
     options.newton_iterations = 8;
     YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options);
