@@ -32,14 +32,12 @@ Vec8 random_segment(weft_test::Random& rng, double length, double stretch)
     return q;
 }
 
-/// Central differences of a local term's energy (→ −force) and force (→ df_dq)
-/// at q; returns the largest relative mismatch of each.
+/// Central differences at q of a local term's energy (its gradient) and of
+/// its force (its Jacobian).
 template <int N, class Eval>
-void fd_check(const Eval& eval, const weft::Vec<double, N>& q, double step, double& force_error, double& jacobian_error)
+void central_differences(const Eval& eval, const weft::Vec<double, N>& q, double step,
+                         weft::Vec<double, N>& gradient, weft::Mat<double, N, N>& jacobian)
 {
-    const auto t = eval(q);
-    weft::Vec<double, N> gradient;
-    weft::Mat<double, N, N> jacobian;
     for (int i = 0; i < N; ++i) {
         weft::Vec<double, N> p = q, m = q;
         p(i) += step;
@@ -48,6 +46,17 @@ void fd_check(const Eval& eval, const weft::Vec<double, N>& q, double step, doub
         gradient(i) = (tp.energy - tm.energy) / (2 * step);
         jacobian.col(i) = (tp.force - tm.force) / (2 * step);
     }
+}
+
+/// The largest relative mismatches of force against −∇energy and of df_dq
+/// against ∂force/∂q (central differences) at q.
+template <int N, class Eval>
+void fd_check(const Eval& eval, const weft::Vec<double, N>& q, double step, double& force_error, double& jacobian_error)
+{
+    const auto t = eval(q);
+    weft::Vec<double, N> gradient;
+    weft::Mat<double, N, N> jacobian;
+    central_differences<N>(eval, q, step, gradient, jacobian);
     REQUIRE(t.force.norm() > 0);
     force_error = (t.force + gradient).norm() / t.force.norm();
     jacobian_error = jacobian.norm() > 0 ? (t.df_dq - jacobian).norm() / jacobian.norm() : t.df_dq.norm();
@@ -219,14 +228,10 @@ TEST_CASE("collider: the penalty's 3-D Jacobian is the derivative of its force, 
             c.distance(x, phi, n);
             const double fn = t.force.dot(n);
             REQUIRE(fn > 0);
+            Vec3 gradient;
             weft::Mat3<double> jacobian;
-            const double step = 1e-4 * depth;
-            for (int i = 0; i < 3; ++i) {
-                Vec3 p = x, m = x;
-                p(i) += step;
-                m(i) -= step;
-                jacobian.col(i) = (force(p).force - force(m).force) / (2 * step);
-            }
+            central_differences<3>(force, x, 1e-4 * depth, gradient, jacobian);
+            CHECK((t.force + gradient).norm() <= 1e-6 * t.force.norm());  // the force is −∇ of the penalty energy
             weft::Mat3<double> curvature = weft::Mat3<double>::Zero();
             if (type == 0) {
                 const double len = (x - c.center).norm();

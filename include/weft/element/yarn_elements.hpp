@@ -72,9 +72,9 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     // Damping reads ε̇ = ∇ε(q)·v, or in full Newton the incremental rate with
     // Ω = Δs frozen at the start of the step (`incremental_dissipation_eval`).
     const StretchEval<T> rate_eval =
-        newton.rate_start
-            ? incremental_dissipation_eval(e, stretch_strain<T>(gather_xs<T, 2>(newton.rate_start, nodes, seg.coordinate), vl), h)
-            : e;
+        newton.rate_start ? incremental_dissipation_eval(
+                                e, stretch_strain<T>(gather_xs<T, 2>(newton.rate_start, nodes, seg.coordinate), vl), h)
+                          : e;
 
     const QuadraticDensity<T, 1> elastic{mat.stretch_stiffness};
     Vec<T, 8> force = elastic_force(e, elastic);
