@@ -9,6 +9,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <vector>
 
 #include <weft/element/collider.hpp>
 #include <weft/element/yarn_terms.hpp>
@@ -152,6 +153,52 @@ TEST_CASE("yarn terms: the parallel-yarn contact and the anchor springs against 
         ++checked;
     }
     REQUIRE(checked == 30);
+}
+
+TEST_CASE("yarn terms: a slipping anchor's full-Newton friction is the gradient of its dissipation potential",
+          "[element][yarn][friction][fd]")
+{
+    // D(ṡ) = limit f₀(|ṡ|) (IPC's mollifier) on the sliding rate: f = −∂D/∂ṡ
+    // and ∂f/∂ṡ by central differences below the slip velocity ε, beyond it
+    // and at the edge cases (rest, ±ε); −∂f/∂ṡ ≥ 0; |f| ≤ limit, f opposes ṡ.
+    weft_test::Random rng(5);
+    const double kf = 0.1, limit = 2e-7, h = 1e-3;
+    const double eps = weft::anchor_slip_velocity<double>(kf, limit, h);
+    REQUIRE(eps == Approx(limit / (kf * h)));
+    int checked = 0, below = 0, above = 0;
+    std::vector<double> rates = {0.0, eps, -eps, eps * (1 - 1e-9), eps * (1 + 1e-9)};
+    for (int trial = 0; trial < 100; ++trial)
+        rates.push_back((trial % 2 ? -1 : 1) * (trial < 50 ? rng.uniform(0.01, 0.99) : rng.uniform(1.01, 50)) * eps);
+    for (const double rate : rates) {
+        const auto t = weft::lagged_anchor_friction<double>(rate, limit, eps);
+        const double d = 1e-7 * eps;
+        const auto p = weft::lagged_anchor_friction<double>(rate + d, limit, eps);
+        const auto m = weft::lagged_anchor_friction<double>(rate - d, limit, eps);
+        INFO("rate / eps " << rate / eps);
+        CHECK(std::abs(t.force(0) + (p.energy - m.energy) / (2 * d)) <= 1e-6 * limit);
+        CHECK(std::abs(t.df_dv(0, 0) - (p.force(0) - m.force(0)) / (2 * d)) <= 1e-5 * limit / eps);
+        CHECK(t.df_dv(0, 0) <= 0.0);
+        CHECK(std::abs(t.force(0)) <= limit * (1 + 1e-12));
+        CHECK(t.force(0) * rate <= 0.0);
+        CHECK(t.df_dq(0, 0) == 0.0);
+        (std::abs(rate) < eps ? below : above) += 1;
+        ++checked;
+    }
+    REQUIRE(checked == 105);
+    REQUIRE(below == 52);
+    REQUIRE(above == 53);
+    // Below ε as stiff as twice the spring: −∂f/∂ṡ at rest is 2 limit/ε = 2 k_f h.
+    CHECK(-weft::lagged_anchor_friction<double>(0.0, limit, eps).df_dv(0, 0) == Approx(2 * kf * h));
+    CHECK(weft::lagged_anchor_friction<double>(-3 * eps, limit, eps).force(0) == Approx(limit));
+    CHECK(weft::lagged_anchor_friction<double>(0.1, 0.0, eps).force(0) == 0.0);
+    // The regime test: dragged to the limit (either side) is at it; inside is not.
+    for (int trial = 0; trial < 20; ++trial) {
+        const double s = rng.uniform(-1e-2, 1e-2);
+        const double sign = trial % 2 ? -1.0 : 1.0;
+        const double dragged = weft::drag_anchor_to_limit<double>(s, s - sign * 3 * limit / kf, kf, limit);
+        CHECK(weft::anchor_at_limit<double>(s, dragged, kf, limit));
+        CHECK_FALSE(weft::anchor_at_limit<double>(s, s - sign * 0.9 * limit / kf, kf, limit));
+    }
 }
 
 TEST_CASE("yarn terms: the consistent segment mass is the kinetic energy of the EoL velocity field",

@@ -8,6 +8,7 @@
 
 #include <weft/core/types.hpp>
 #include <weft/element/implicit_system.hpp>
+#include <weft/element/mollified_friction.hpp>
 #include <weft/element/penalty.hpp>
 
 namespace weft {
@@ -137,31 +138,19 @@ template <typename T>
 WEFT_HD inline LocalTerms<T, 3> lagged_friction(const Vec3<T>& v, const Vec3<T>& lagged_normal, T limit,
                                                 T slip_velocity)
 {
-    using std::sqrt;
     LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
     if (!(limit > T(0))) return t;
-    const T eps = slip_velocity;
     const Mat3<T> p = Mat3<T>::Identity() - lagged_normal * lagged_normal.transpose();
     const Vec3<T> vt = p * v;
     const T u = vt.norm();
-    if (u < eps) {
-        // f₁(u)/u = 2/ε − u/ε², f₁′(u) = 2/ε − 2u/ε²; at u = 0 the limit 2/ε P.
-        const T ratio = T(2) / eps - u / (eps * eps);
-        const T slope = T(2) / eps - T(2) * u / (eps * eps);
-        t.force = -limit * ratio * vt;
-        t.df_dv = -limit * ratio * p;
-        if (u > T(0)) {
-            const Vec3<T> dir = vt / u;
-            t.df_dv -= limit * (slope - ratio) * (dir * dir.transpose());
-        }
-        // f₀ with f₀′ = f₁, f₀(0) = 0: u²/ε − u³/(3ε²).
-        t.energy = limit * (u * u / eps - u * u * u / (T(3) * eps * eps));
-    } else {
+    const MollifiedCoulomb<T> m = mollified_coulomb<T>(u, slip_velocity);
+    t.force = -limit * m.ratio * vt;
+    t.df_dv = -limit * m.ratio * p;
+    if (u > T(0)) {
         const Vec3<T> dir = vt / u;
-        t.force = -limit * dir;
-        t.df_dv = -(limit / u) * (p - dir * dir.transpose());
-        t.energy = limit * (u - eps / T(3));
+        t.df_dv -= limit * (m.slope - m.ratio) * (dir * dir.transpose());
     }
+    t.energy = limit * m.potential;
     return t;
 }
 

@@ -49,6 +49,10 @@ enum class StiffnessApproximation { automatic, gauss_newton, projected };
 ///    is unchanged. Sliding then follows a = F/m − μF_n/m; the price is an
 ///    overshoot of at most one step when slipping stops (the force is not
 ///    reduced within the step in which the slip velocity would reverse).
+///    In full Newton a slipping anchor is instead Coulomb's law on the
+///    sliding rate as the gradient of IPC's mollified potential
+///    (`lagged_anchor_friction`, yarn_terms.hpp), and an anchor below the
+///    limit at the start of the step is the spring for the whole step.
 enum class AnchorFriction { explicit_drag, slip_in_step };
 
 /// Per-mode constants of the yarn model (SI units). Strain-rate coefficients

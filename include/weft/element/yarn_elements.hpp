@@ -292,8 +292,21 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
             if (!free_dof[yarn_node_dofs * node + 3 + c]) continue;
             const T s = qn[3 + c];
             const T anchor = anchors[2 * node + c];
-            const LocalTerms<T, 1> a = slip ? slipping_anchor<T>(s, anchor, mat.anchor_stiffness, limit)
-                                            : anchor_spring<T>(s, anchor, mat.anchor_stiffness);
+            if (slip && newton.lagged_positions) {
+                // full Newton: the regime of the step start, one smooth potential per anchor for the step
+                const T s0 = newton.lagged_positions[yarn_node_dofs * node + 3 + c];
+                if (anchor_at_limit<T>(s0, anchor, mat.anchor_stiffness, limit)) {
+                    const LocalTerms<T, 1> f = lagged_anchor_friction<T>(
+                        vn[3 + c], limit, anchor_slip_velocity<T>(mat.anchor_stiffness, limit, h));
+                    force(3 + c) += f.force(0);
+                    df_dv(3 + c, 3 + c) += f.df_dv(0, 0);
+                    energy.dissipation += f.energy;
+                    continue;
+                }
+            }
+            const LocalTerms<T, 1> a = slip && !newton.lagged_positions
+                                           ? slipping_anchor<T>(s, anchor, mat.anchor_stiffness, limit)
+                                           : anchor_spring<T>(s, anchor, mat.anchor_stiffness);
             force(3 + c) += a.force(0);
             df_dq(3 + c, 3 + c) += a.df_dq(0, 0);
             energy.elastic += a.energy;

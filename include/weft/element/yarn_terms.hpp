@@ -11,6 +11,7 @@
 #include <weft/core/types.hpp>
 #include <weft/element/collider.hpp>
 #include <weft/element/implicit_system.hpp>
+#include <weft/element/mollified_friction.hpp>
 
 namespace weft {
 
@@ -114,28 +115,67 @@ WEFT_HD inline T drag_anchor(T s, T anchor, T stiffness, T friction_coefficient,
     return drag_anchor_to_limit<T>(s, anchor, stiffness, friction_coefficient * normal_force);
 }
 
-/// Friction anchor under AnchorFriction::slip_in_step (yarn_model.hpp): the
-/// spring `anchor_spring` below the limit; at the limit (the anchor was
-/// dragged after the last step: the contact is slipping) the constant kinetic
-/// friction f = −limit · sign(s − s̄), with no stiffness, and
-/// V = limit |s − s̄| − limit²/(2 k_f), continuous with the spring's energy.
-/// "At the limit" is |k_f (s − s̄)| ≥ (1 − 10⁻⁶) limit − 2 k_f ε (|s| + |s̄|):
-/// the drag s̄ = s ∓ limit/k_f rounds to half an ulp of s, which for light
-/// contacts (limit/k_f ~ 10⁻¹⁵ m against s ~ 10⁻² m) is a sizable fraction of
-/// the deflection itself.
+/// Whether a friction anchor is at its Coulomb limit: |k_f (s − s̄)| ≥
+/// (1 − 10⁻⁶) limit − 2 k_f ε (|s| + |s̄|), i.e. it was dragged after the last
+/// step (the contact is slipping). The drag s̄ = s ∓ limit/k_f rounds to half
+/// an ulp of s, which for light contacts (limit/k_f ~ 10⁻¹⁵ m against
+/// s ~ 10⁻² m) is a sizable fraction of the deflection itself.
 template <typename T>
-WEFT_HD inline LocalTerms<T, 1> slipping_anchor(T s, T anchor, T stiffness, T limit)
+WEFT_HD inline bool anchor_at_limit(T s, T anchor, T stiffness, T limit)
 {
-    const T d = s - anchor;
-    const T spring = stiffness * d;
+    const T spring = stiffness * (s - anchor);
     const T magnitude = spring < T(0) ? -spring : spring;
     const T scale = (s < T(0) ? -s : s) + (anchor < T(0) ? -anchor : anchor);
     const T rounding = T(2) * stiffness * std::numeric_limits<T>::epsilon() * scale;
-    if (magnitude < (T(1) - T(1e-6)) * limit - rounding) return anchor_spring<T>(s, anchor, stiffness);
+    return !(magnitude < (T(1) - T(1e-6)) * limit - rounding);
+}
+
+/// Friction anchor under AnchorFriction::slip_in_step (yarn_model.hpp) in the
+/// one-step scheme: the spring `anchor_spring` below the limit; at the limit
+/// (`anchor_at_limit`) the constant kinetic friction f = −limit · sign(s − s̄),
+/// with no stiffness, and V = limit |s − s̄| − limit²/(2 k_f), continuous with
+/// the spring's energy.
+template <typename T>
+WEFT_HD inline LocalTerms<T, 1> slipping_anchor(T s, T anchor, T stiffness, T limit)
+{
+    if (!anchor_at_limit<T>(s, anchor, stiffness, limit)) return anchor_spring<T>(s, anchor, stiffness);
     LocalTerms<T, 1> t = LocalTerms<T, 1>::zero();
+    const T d = s - anchor;
     const T distance = d < T(0) ? -d : d;
     t.energy = stiffness > T(0) ? limit * distance - limit * limit / (T(2) * stiffness) : limit * distance;
-    t.force(0) = spring > T(0) ? -limit : (spring < T(0) ? limit : T(0));
+    t.force(0) = d > T(0) ? -limit : (d < T(0) ? limit : T(0));
+    return t;
+}
+
+/// The slip velocity ε of a slipping friction anchor in full Newton:
+/// limit / (k_f h), the sliding rate at which the anchor spring reaches the
+/// Coulomb limit within one step. Below it `lagged_anchor_friction` is as
+/// stiff as the spring (2 k_f h² in the step's merit against k_f h²), so the
+/// regularization is the one the anchor model already has.
+template <typename T>
+WEFT_HD inline T anchor_slip_velocity(T stiffness, T limit, T h)
+{
+    return limit / (stiffness * h);
+}
+
+/// Friction of a slipping anchor (`anchor_at_limit` at the start of the step)
+/// in full Newton: Coulomb's law on the sliding rate ṡ of the coordinate as
+/// the gradient of IPC's mollified dissipation potential
+/// (mollified_friction.hpp), D(ṡ) = limit f₀(|ṡ|), f = −limit f₁(|ṡ|)
+/// sign(ṡ), ∂f/∂ṡ = −limit f₁′(|ṡ|) ≤ 0, with the limit (μF_n) lagged at the
+/// start of the step. The constant force of `slipping_anchor` has no
+/// stiffness: a crossing that slips has only its mass along its arc length,
+/// and full Newton needed 13.6 iterations per step on tablecloth_three
+/// (docs/scenes.md). DoF: ṡ (1); only `force`, `df_dv` and `energy` (= D) are set.
+template <typename T>
+WEFT_HD inline LocalTerms<T, 1> lagged_anchor_friction(T rate, T limit, T slip_velocity)
+{
+    LocalTerms<T, 1> t = LocalTerms<T, 1>::zero();
+    if (!(limit > T(0))) return t;
+    const MollifiedCoulomb<T> m = mollified_coulomb<T>(rate < T(0) ? -rate : rate, slip_velocity);
+    t.force(0) = -limit * m.ratio * rate;
+    t.df_dv(0, 0) = -limit * m.slope;
+    t.energy = limit * m.potential;
     return t;
 }
 
