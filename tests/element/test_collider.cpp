@@ -232,6 +232,37 @@ TEST_CASE("collider: with lagged positions the friction uses the start-of-step n
     CHECK(force(0) == Approx(-0.4 * 1e3 * 0.75e-3));
 }
 
+TEST_CASE("collider: full Newton's slip velocity is what the friction takes from the node in one step",
+          "[element][collider][friction]")
+{
+    // ε = max(ε₀, μλ h / m); the floor without a mass or a step size.
+    CHECK(weft::collider_slip_velocity<double>(1e-3, 2e-6, 1e-3, 5e-8) == Approx(2e-6 * 1e-3 / 5e-8));
+    CHECK(weft::collider_slip_velocity<double>(1e-3, 2e-8, 1e-3, 5e-8) == 1e-3);
+    CHECK(weft::collider_slip_velocity<double>(1e-3, 2e-6, 1e-3, 0.0) == 1e-3);
+    CHECK(weft::collider_slip_velocity<double>(1e-3, 2e-6, 0.0, 5e-8) == 1e-3);
+    // Through add_collider_terms: the plane of the test above, start 0.5 mm
+    // deep (λ = k (d − δ/2) = 0.45 N, μλ = 0.18 N), sliding at 5 cm/s along x;
+    // a mass of 1 g and h = 1 ms give ε = 0.18 m/s, so the node is in the
+    // mollified range: f = −μλ (2/ε − u/ε²) u, against lagged_friction.
+    weft::Collider<double> plane{1, Vec3::Zero(), Vec3(0, 0, 1), 0.0, 1e3, 0.4};
+    const double start[3] = {0, 0, 0.5e-3};
+    const Vec3 x(0.01, 0, 0.5e-3), v(0.05, 0, 0);
+    const double limit = 0.4 * 1e3 * 0.45e-3, mass = 1e-3, h = 1e-3, eps = limit * h / mass;
+    Vec3 force = Vec3::Zero();
+    weft::Mat3<double> k = weft::Mat3<double>::Zero(), d = weft::Mat3<double>::Zero();
+    double energy = 0, dissipation = 0;
+    weft::add_collider_terms<double>(&plane, 1, x, v, start, 1e-3, 1e-3, force, k, d, energy, dissipation, mass, h);
+    const auto expected = weft::lagged_friction<double>(v, Vec3(0, 0, 1), limit, eps);
+    CHECK(force(0) == Approx(-limit * (2 / eps - 0.05 / (eps * eps)) * 0.05));
+    CHECK(force(0) == Approx(expected.force(0)));
+    CHECK(d(0, 0) == Approx(expected.df_dv(0, 0)));
+    CHECK(dissipation == Approx(expected.energy));
+    // With the floor alone (no mass) the same node slides beyond ε₀: f = −μλ.
+    force.setZero();
+    weft::add_collider_terms<double>(&plane, 1, x, v, start, 1e-3, 1e-3, force, k, d, energy, dissipation);
+    CHECK(force(0) == Approx(-limit));
+}
+
 TEST_CASE("collider: the penalty is C2 in the depth and its force is minus the gradient of its energy",
           "[element][collider][fd]")
 {

@@ -105,6 +105,8 @@ struct KernelInputs {
     /// true: parallel-yarn contact is evaluated on the stretch segments (the
     /// fabric pairs are exactly the segments); false: on its own pair list
     bool segment_parallel;
+    const YarnSegment* segments;          ///< the stretch segments
+    const NodeSegments* node_segments;    ///< per node: its segments (for its lumped mass)
     ElementBuffers<T> out;
 };
 
@@ -149,6 +151,24 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const EilPairSpr
     evaluate_eil_pair_spring<T>(in.q, in.v, s, in.eil_stiffness, in.h, blocks, e, in.newton);
 }
 
+/// Per node, the segments that end at it (`NodeSegments`, host).
+/// @throws InvalidInput for a node with more than four segments
+inline std::vector<NodeSegments> node_segment_lists(const std::vector<YarnSegment>& segments, Index nodes)
+{
+    std::vector<NodeSegments> at(static_cast<std::size_t>(nodes), NodeSegments{{-1, -1, -1, -1}});
+    for (std::size_t k = 0; k < segments.size(); ++k)
+        for (const int n : {segments[k].node0, segments[k].node1}) {
+            int* slot = at[static_cast<std::size_t>(n)].segment;
+            int free = 0;
+            while (free < 4 && slot[free] >= 0) ++free;
+            if (free == 4)
+                throw InvalidInput(detail::describe("YarnModel segments at node", n,
+                                                    "more than four (two yarns, two segments each)"));
+            slot[free] = static_cast<int>(k);
+        }
+    return at;
+}
+
 /// The elements of plain-int structs compare equal member for member.
 template <class Element>
 bool same_elements(const std::vector<Element>& a, const std::vector<Element>& b)
@@ -170,8 +190,14 @@ struct NodeKernel {
         NodeBlocks<T, 1, B> blocks;
         blocks.set_zero();
         ElementEnergies<T> e;
+        // Full Newton: the node's mass at the step start sets its collider friction's slip velocity.
+        const T mass = in.newton.lagged_positions && in.collider_count > 0
+                           ? yarn_node_mass<T>(in.newton.lagged_positions, in.segments,
+                                               in.node_segments[static_cast<std::size_t>(node)],
+                                               in.material.linear_density)
+                           : T(0);
         evaluate_yarn_node<T>(in.q, in.v, in.free_dof, in.anchors, in.friction_limit, node, in.material,
-                              in.colliders, in.collider_count, in.radius, in.h, blocks, e, in.newton);
+                              in.colliders, in.collider_count, in.radius, in.h, blocks, e, in.newton, mass);
         stepper_detail::write_blocks<T, 1, B>(blocks, in.out, matrix_base + static_cast<std::size_t>(node),
                               vector_base + static_cast<std::size_t>(node));
         in.out.energies[energy_base + static_cast<std::size_t>(node)] = e;
@@ -625,6 +651,8 @@ private:
         m_parallel.assign(parallel.begin(), parallel.end());
         m_parallel_count = parallel.size();
         m_segments.assign(segments.begin(), segments.end());
+        const std::vector<NodeSegments> at = yarn_stepper_detail::node_segment_lists(segments, node_total);
+        m_node_segments.assign(at.begin(), at.end());
         m_bends.assign(bends.begin(), bends.end());
         m_shears.assign(m_host_shears.begin(), m_host_shears.end());
         m_springs.assign(springs.begin(), springs.end());
@@ -771,6 +799,8 @@ private:
                            m_tracker.contact_stiffness(),
                            m_external_contact.empty() ? nullptr : this->raw(m_external_contact),
                            m_segment_parallel,
+                           this->raw(m_segments),
+                           this->raw(m_node_segments),
                            out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t seg_m = 4 * m_segment_count;
@@ -849,6 +879,7 @@ private:
     int m_pulled = 0;
     thrust::device_vector<std::uint8_t> m_external_contact;  ///< per node, empty: none  ///< empty: the material's μF_n
     thrust::device_vector<YarnSegment> m_segments;
+    thrust::device_vector<NodeSegments> m_node_segments;  ///< per node, from m_segments
     thrust::device_vector<YarnBend> m_bends;
     thrust::device_vector<YarnShear> m_shears;
     thrust::device_vector<EilSpring> m_springs;

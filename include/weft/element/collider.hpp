@@ -180,6 +180,24 @@ WEFT_HD inline T collider_step_fraction(const Collider<T>* colliders, int collid
     return alpha;
 }
 
+/// The slip velocity of a collider's lagged friction on a node of mass m
+/// (full Newton): ε = max(ε₀, μλ h / m). μλh/m is the speed that the Coulomb
+/// force takes from the node in one step; slower sliding is not resolved by a
+/// backward-Euler step (friction stops it within the step either way), and
+/// below that speed the mollified friction's stiffness h·2μλ/ε stays within
+/// twice the node's own mass term m. With ε₀ alone (1 mm/s) the friction of
+/// a node pressed hard on a collider (a cloth draped over a table's rounded
+/// edge) turned over within ±1 mm/s, far below its velocity changes, and full
+/// Newton's line search cut whole updates for it (docs/scenes.md, "Crossing
+/// friction as a potential in full Newton"). m ≤ 0 or h ≤ 0: ε₀.
+template <typename T>
+WEFT_HD inline T collider_slip_velocity(T floor, T limit, T h, T mass)
+{
+    if (!(mass > T(0)) || !(h > T(0))) return floor;
+    const T resolved = limit * h / mass;
+    return resolved > floor ? resolved : floor;
+}
+
 /// Every collider's contact on one node at position x, velocity ẋ, added to
 /// a node's force and Jacobians (shared by the yarn and triangle node
 /// kernels). `lagged_x` null: `collider_contact` (the one-step scheme's
@@ -187,12 +205,15 @@ WEFT_HD inline T collider_step_fraction(const Collider<T>* colliders, int collid
 /// penalty at x plus `lagged_friction` with λ and n taken at `lagged_x`
 /// (the node at the start of the step). The friction potential D goes to
 /// `dissipation` (a dissipation potential, not an energy of the state; the
-/// Newton merit adds h D, see implicit_stepper.hpp).
+/// Newton merit adds h D, see implicit_stepper.hpp). `node_mass` and `h` set
+/// the lagged friction's slip velocity (`collider_slip_velocity`, with
+/// `slip_velocity` as its floor); the mass must be frozen for the step (at
+/// `lagged_x`'s state), so that the friction stays one potential.
 template <typename T>
 WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collider_count, const Vec3<T>& x,
                                        const Vec3<T>& xv, const T* lagged_x, T offset, T slip_velocity,
                                        Vec3<T>& force, Mat3<T>& df_dq, Mat3<T>& df_dv, T& elastic,
-                                       T& dissipation)
+                                       T& dissipation, T node_mass = T(0), T h = T(0))
 {
     for (int k = 0; k < collider_count; ++k) {
         const Collider<T>& c = colliders[k];
@@ -214,7 +235,9 @@ WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collide
             const T lambda = collider_contact<T>(Vec3<T>::Zero(), phi0, n0, offset, c.stiffness, T(0), slip_velocity)
                                  .force.dot(n0);
             if (lambda > T(0)) {
-                const LocalTerms<T, 3> f = lagged_friction<T>(xv, n0, c.friction * lambda, slip_velocity);
+                const T limit = c.friction * lambda;
+                const LocalTerms<T, 3> f = lagged_friction<T>(
+                    xv, n0, limit, collider_slip_velocity<T>(slip_velocity, limit, h, node_mass));
                 force += f.force;
                 df_dv += f.df_dv;
                 dissipation += f.energy;

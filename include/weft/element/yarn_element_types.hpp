@@ -85,6 +85,12 @@ struct YarnSegment {
     int coordinate;
 };
 
+/// The EoL segments that end at one node (−1: none): at most two per yarn
+/// through it, and a node lies on at most two yarns (its u and v).
+struct NodeSegments {
+    int segment[4];
+};
+
 /// Parallel-yarn contact between two consecutive crossings of one fabric on
 /// a yarn, node0 before node1 in arc length; `coordinate` is the yarn's, 3
 /// (u) or 4 (v). Contacts with another fabric (`external_contact`) are

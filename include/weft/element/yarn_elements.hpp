@@ -254,6 +254,24 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
 }
 
 
+/// ½ ρ_l |Δs| of segment g: its share of lumped mass at either end node.
+template <typename T>
+WEFT_HD inline T half_segment_mass(const T* q, const YarnSegment& g, T linear_density)
+{
+    const T span = q[yarn_node_dofs * g.node1 + g.coordinate] - q[yarn_node_dofs * g.node0 + g.coordinate];
+    return T(0.5) * linear_density * (span < T(0) ? -span : span);
+}
+
+/// The lumped mass of a node at state q: ½ ρ_l |Δs| over its EoL segments.
+template <typename T>
+WEFT_HD inline T yarn_node_mass(const T* q, const YarnSegment* segments, const NodeSegments& at, T linear_density)
+{
+    T mass = T(0);
+    for (int k = 0; k < 4; ++k)
+        if (at.segment[k] >= 0) mass += half_segment_mass<T>(q, segments[at.segment[k]], linear_density);
+    return mass;
+}
+
 /// Whether the friction anchors of `node` act, and their Coulomb limit μF_n:
 /// the material's (active when μ > 0) without per-node limits, else
 /// `friction_limit[node]` (active when > 0); see YarnModel::friction_limit.
@@ -272,12 +290,15 @@ WEFT_HD inline bool node_friction(const YarnMaterial<T>& mat, const T* friction_
 /// collider contacts.
 /// @param[in] friction_limit  nullptr (the material's μF_n) or #nodes Coulomb
 ///            limits (YarnModel::friction_limit)
+/// @param[in] node_mass  the node's lumped mass at the start of the step, for
+///            the slip velocity of the colliders' lagged friction in full
+///            Newton (`collider_slip_velocity`); 0: the 1 mm/s floor alone
 template <typename T>
 WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned char* free_dof, const T* anchors,
                                        const T* friction_limit, int node, const YarnMaterial<T>& mat,
                                        const Collider<T>* colliders, int collider_count, T radius, T h,
                                        NodeBlocks<T, 1, yarn_node_dofs>& out, ElementEnergies<T>& energy,
-                                       const NewtonInputs<T>& newton = {})
+                                       const NewtonInputs<T>& newton = {}, T node_mass = T(0))
 {
     Vec<T, 5> force = Vec<T, 5>::Zero();
     Mat<T, 5, 5> df_dq = Mat<T, 5, 5>::Zero();
@@ -318,7 +339,7 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
     Mat3<T> kx = Mat3<T>::Zero(), dx = Mat3<T>::Zero();
     const T* lagged = newton.lagged_positions ? newton.lagged_positions + yarn_node_dofs * node : nullptr;
     add_collider_terms<T>(colliders, collider_count, x, xv, lagged, radius, T(1e-3), fx, kx, dx, energy.elastic,
-                          energy.dissipation);
+                          energy.dissipation, node_mass, h);
     force.template head<3>() += fx;
     df_dq.template block<3, 3>(0, 0) += kx;
     df_dv.template block<3, 3>(0, 0) += dx;
@@ -373,8 +394,7 @@ WEFT_HD inline Vec3<T> yarn_force(const T* q, const T* v, int node, const int (&
         blocks.set_zero();
         evaluate_yarn_segment<T>(q, v, g, mat, gravity, T(0), blocks, energy, NewtonInputs<T>{}, false);
         f += blocks.f[g.node0 == node ? 0 : 1].template head<3>();
-        const T span = q[yarn_node_dofs * g.node1 + g.coordinate] - q[yarn_node_dofs * g.node0 + g.coordinate];
-        mass += T(0.5) * mat.linear_density * (span < T(0) ? -span : span);
+        mass += half_segment_mass<T>(q, g, mat.linear_density);
     }
     for (int k = 0; k < 3; ++k) {
         if (bend[k] < 0) continue;

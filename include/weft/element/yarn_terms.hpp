@@ -163,10 +163,11 @@ WEFT_HD inline T anchor_slip_velocity(T stiffness, T limit, T h)
 /// the gradient of IPC's mollified dissipation potential
 /// (mollified_friction.hpp), D(ṡ) = limit f₀(|ṡ|), f = −limit f₁(|ṡ|)
 /// sign(ṡ), ∂f/∂ṡ = −limit f₁′(|ṡ|) ≤ 0, with the limit (μF_n) lagged at the
-/// start of the step. The constant force of `slipping_anchor` has no
-/// stiffness: a crossing that slips has only its mass along its arc length,
-/// and full Newton needed 13.6 iterations per step on tablecloth_three
-/// (docs/scenes.md). DoF: ṡ (1); only `force`, `df_dv` and `energy` (= D) are set.
+/// start of the step: unlike the constant force of `slipping_anchor`, a
+/// gradient with stiffness near ṡ = 0, so the merit of full Newton's line
+/// search is the potential of the force it balances (docs/scenes.md,
+/// "Crossing friction as a potential in full Newton").
+/// DoF: ṡ (1); only `force`, `df_dv` and `energy` (= D) are set.
 template <typename T>
 WEFT_HD inline LocalTerms<T, 1> lagged_anchor_friction(T rate, T limit, T slip_velocity)
 {
