@@ -316,7 +316,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
             os << "step " << step << ": time step halved " << r.halvings << " time(s) (" << r.substeps
-               << " substeps)";
+               << " substeps): " << r.first_failure;
             progress->message(os.str());
         }
         if (csv && step % scene.output.csv_every == 0) {

@@ -485,6 +485,7 @@ TEST_CASE("eil stepper: fast contacts are tagged by the look-ahead, else a colla
             CHECK(r.retries == 0);
             CHECK(r.halvings == halvings);
             CHECK_THAT(r.message, Catch::Matchers::Contains("inverted"));
+            CHECK_THAT(r.first_failure, Catch::Matchers::Contains("inverted"));  // why it was halved
             if (halvings == 0) {
                 CHECK(r.substeps == 0);
                 CHECK(run.q[3] == run.q[2]);

@@ -826,6 +826,68 @@ TEST_CASE("yarn stepper: full Newton converges while a patch lands on a sphere w
     CHECK(run.per_step() <= 5.0);
 }
 
+TEST_CASE("yarn stepper: a material built in code is checked like a scene's", "[backend][yarn][validation]")
+{
+    // A massless cloth used to "step" with ok = 1 and no motion; a negative
+    // damping coefficient was accepted. Each is refused, naming the field
+    // and the value.
+    struct Case {
+        const char* field;
+        void (*spoil)(weft::YarnMaterial<double>&);
+    };
+    const Case cases[] = {
+        {"YarnMaterial linear_density (kg/m) = 0", [](weft::YarnMaterial<double>& m) { m.linear_density = 0; }},
+        {"YarnMaterial stretch_damping = -0.25", [](weft::YarnMaterial<double>& m) { m.stretch_damping = -0.25; }},
+        {"YarnMaterial bending_stiffness = nan", [](weft::YarnMaterial<double>& m) { m.bending_stiffness = NAN; }},
+        {"YarnMaterial friction_coefficient = -0.5",
+         [](weft::YarnMaterial<double>& m) { m.friction_coefficient = -0.5; }},
+        {"YarnMaterial rayleigh_beta = -0.125", [](weft::YarnMaterial<double>& m) { m.rayleigh_beta = -0.125; }},
+    };
+    int checks = 0;
+    const YarnModel<double> good = weft_test::make_patch(3, 3, weft::DampingModel::strain_rate);
+    CHECK_NOTHROW(YarnStepper<double>(good, {}, Vec3(0, 0, -9.81)));
+    for (const Case& c : cases) {
+        YarnModel<double> model = good;
+        c.spoil(model.material);
+        INFO(c.field);
+        CHECK_THROWS_WITH(YarnStepper<double>(model, {}, Vec3(0, 0, -9.81)), Catch::Matchers::Contains(c.field));
+        ++checks;
+    }
+    REQUIRE(checks == 5);
+}
+
+TEST_CASE("yarn stepper: a full Newton step that does not converge says how far it got, and a halved step why",
+          "[backend][yarn][newton][report]")
+{
+    // A patch released stretched by 50 % in x, asked for a relative
+    // residual of 1e-13 in 2 iterations: the step fails (reported and
+    // undone) with the residual after each iteration and the step fractions
+    // taken; allowed one halving, the report names why the whole step failed
+    // first (`first_failure`).
+    const double h = 1e-3;
+    int checks = 0;
+    for (const int halvings : {0, 1}) {
+        YarnModel<double> model = weft_test::make_patch(4, 4, weft::DampingModel::strain_rate);
+        for (int n = 0; n < model.node_count(); ++n) model.q[5 * n] *= 1.5;
+        YarnStepperOptions<double> options = full_newton(2, 1e-13);
+        options.max_halvings = halvings;
+        YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options);
+        const std::vector<double> q0 = weft::to_host(stepper.positions());
+        const weft::YarnStepReport r = stepper.step(h);
+        INFO("halvings " << halvings << ": " << r.message << " | first failure: " << r.first_failure);
+        CHECK_FALSE(r.ok);
+        CHECK_THAT(r.message, Catch::Matchers::Contains("Newton did not converge in 2 iterations"));
+        CHECK_THAT(r.message, Catch::Matchers::Contains("after each iteration: "));
+        CHECK_THAT(r.message, Catch::Matchers::Contains("step fractions taken: "));
+        CHECK_THAT(r.first_failure, Catch::Matchers::StartsWith("Newton did not converge in 2 iterations"));
+        if (halvings == 0) CHECK_THAT(r.message, Catch::Matchers::StartsWith(r.first_failure));
+        if (halvings == 1) CHECK_THAT(r.message, Catch::Matchers::Contains("after 1 halvings"));
+        CHECK(weft::to_host(stepper.positions()) == q0);
+        ++checks;
+    }
+    REQUIRE(checks == 2);
+}
+
 TEST_CASE("yarn stepper: full Newton's predictor keeps a resting node's depth in a collider",
           "[backend][yarn][newton][collider]")
 {

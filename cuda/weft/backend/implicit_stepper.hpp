@@ -143,6 +143,7 @@ struct BackendStepReport {
     double newton_residual = 0;      ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
     PcgStatus pcg_status = PcgStatus::converged;  ///< status of the last PCG solve
     std::string message;             ///< why the step failed (empty when ok)
+    std::string first_failure;       ///< why the first failed attempt failed (empty when none did): why a step was halved
     double assembly_seconds = 0;     ///< element kernels + assembly
     double solve_seconds = 0;        ///< PCG
     double total_seconds = 0;        ///< the whole call
@@ -358,6 +359,14 @@ WEFT_HD inline T sign_keeping_fraction(T d0, T delta, T keep)
 inline double seconds_since(std::chrono::steady_clock::time_point start)
 {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+}
+
+/// x with three significant digits (for failure messages).
+inline std::string short_number(double x)
+{
+    char text[32];
+    std::snprintf(text, sizeof text, "%.3g", x);
+    return text;
 }
 
 /// Host-side checks shared by the steppers' constructors.
@@ -681,6 +690,7 @@ private:
         bool evaluated = false;  // the line search already evaluated the current iterate
         report.newton_residual = 0;
         if (newton) start_from_predictor(h);
+        std::string trail, fractions;  // relative residuals and line-search step fractions, for the failure message
         for (int k = 0; k <= iterations; ++k) {
             // Iteration k's system; k == iterations only measures the residual.
             const bool measure_only = k == iterations;
@@ -711,6 +721,7 @@ private:
                 const T force_scale = h * filtered_norm(m_force);
                 const T scale = initial_norm > force_scale ? initial_norm : force_scale;
                 report.newton_residual = scale > T(0) ? static_cast<double>(norm / scale) : 0.0;
+                trail += (k > 1 ? ", " : "") + short_number(report.newton_residual);
                 if (norm <= m_options.newton_tolerance * scale) {
                     report.assembly_seconds += seconds_since(t0);
                     break;
@@ -718,7 +729,8 @@ private:
                 if (measure_only) {
                     report.assembly_seconds += seconds_since(t0);
                     report.message = "Newton did not converge in " + std::to_string(iterations) +
-                                     " iterations (relative residual " + std::to_string(report.newton_residual) + ")";
+                                     " iterations (relative residual " + std::to_string(report.newton_residual) +
+                                     "; after each iteration: " + trail + "; step fractions taken: " + fractions + ")";
                     return false;
                 }
             }
@@ -748,6 +760,7 @@ private:
             report.assembly_seconds += seconds_since(t0);
             if (searched == LineSearch::failed) return false;
             if (searched == LineSearch::round_off) break;  // converged as far as the arithmetic resolves
+            fractions += (k > 0 ? ", " : "") + short_number(static_cast<double>(m_step_fraction));
             evaluated = true;
         }
         m_energies_valid = false;
@@ -861,8 +874,10 @@ private:
                 const T trial = filtered_norm(m_rhs);
                 if (std::isfinite(static_cast<double>(trial))) {
                     if (by_energy ? incremental_potential(h).value <= merit.value - T(1e-4) * alpha * slope
-                                  : trial <= (T(1) - T(1e-4) * alpha) * norm)
+                                  : trial <= (T(1) - T(1e-4) * alpha) * norm) {
+                        m_step_fraction = alpha;
                         return LineSearch::moved;
+                    }
                 }
                 if (cut >= m_options.line_search_cuts) break;
                 alpha *= T(0.5);
@@ -930,6 +945,7 @@ private:
                 report.message.clear();
                 return true;
             }
+            if (report.first_failure.empty()) report.first_failure = report.message;
             m_q = q0;
             m_v = v0;
             self().restore_extra();
@@ -956,6 +972,7 @@ private:
     thrust::device_vector<T> m_q_step, m_v_step;  ///< state at the start of step(), restored if it fails
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
     T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
+    T m_step_fraction = T(1);  ///< the step fraction α of the last accepted line search
     PcgWorkspace<T, B> m_workspace;
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;

@@ -389,7 +389,9 @@ public:
     /// @param[in] gravity    m/s²
     /// @param[in] options    Newton, halving and PCG settings
     /// @param[in] eil        EIL nodes (thesis Sec. 4.2–4.3); off by default
-    /// @throws InvalidInput for inconsistent model arrays or options
+    /// @throws InvalidInput for inconsistent model arrays or options, or a
+    ///         material that `validate_yarn_material` refuses (no mass, a
+    ///         negative coefficient)
     YarnStepper(const YarnModel<T>& model, const std::vector<Collider<T>>& colliders, const Vec3<T>& gravity,
                 const YarnStepperOptions<T>& options = {}, const EilOptions<T>& eil = {})
         : Base(validated(model, options).q, model.v, model.free_dof, options),
@@ -488,6 +490,7 @@ private:
     static const YarnModel<T>& validated(const YarnModel<T>& model, const YarnStepperOptions<T>& options)
     {
         stepper_detail::validate_state<T>("YarnModel", model.q, model.v, model.free_dof, B, options);
+        validate_yarn_material(model.material);
         if (model.anchors.size() != 2 * static_cast<std::size_t>(model.node_count()))
             throw InvalidInput(detail::describe("YarnModel anchors.size()", model.anchors.size(), "must be 2 x #nodes"));
         if (!model.friction_limit.empty()) {

@@ -8,8 +8,10 @@
 
 #include <array>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include <weft/core/error.hpp>
 #include <weft/core/types.hpp>
 #include <weft/element/yarn_element_types.hpp>
 
@@ -60,6 +62,30 @@ struct YarnModel {
         return Vec3<T>(q[yarn_node_dofs * node], q[yarn_node_dofs * node + 1], q[yarn_node_dofs * node + 2]);
     }
 };
+
+/// Checks a yarn material built in code as the scene parser checks a scene's
+/// (a cloth without mass, a negative stiffness or damping coefficient, a
+/// negative friction coefficient are errors).
+/// @throws InvalidInput naming the field and its value
+template <typename T>
+inline void validate_yarn_material(const YarnMaterial<T>& m)
+{
+    require_positive("YarnMaterial linear_density (kg/m)", m.linear_density);
+    const std::pair<const char*, T> coefficients[] = {
+        {"YarnMaterial stretch_stiffness", m.stretch_stiffness},
+        {"YarnMaterial bending_stiffness", m.bending_stiffness},
+        {"YarnMaterial shear_stiffness", m.shear_stiffness},
+        {"YarnMaterial stretch_damping", m.stretch_damping},
+        {"YarnMaterial bending_damping", m.bending_damping},
+        {"YarnMaterial shear_damping", m.shear_damping},
+        {"YarnMaterial rayleigh_beta", m.rayleigh_beta},
+        {"YarnMaterial contact_stiffness", m.contact_stiffness},
+        {"YarnMaterial contact_min_distance", m.contact_min_distance},
+        {"YarnMaterial friction_coefficient", m.friction_coefficient},
+        {"YarnMaterial anchor_stiffness", m.anchor_stiffness},
+        {"YarnMaterial normal_force", m.normal_force}};
+    for (const auto& [field, value] : coefficients) require_non_negative(field, value);
+}
 
 /// Appends the parallel-yarn contact pairs of one yarn: consecutive nodes of
 /// `nodes[0..count)` (the yarn's nodes in arc-length order) that are not
