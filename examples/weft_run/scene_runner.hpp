@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include <weft/backend/scene_options.hpp>
 #include <weft/backend/triangle_stepper.hpp>
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/io/frame_writers.hpp>
@@ -370,14 +371,7 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
             if (args.damping == "rayleigh") c.damping.beta = args.beta;
         }
     }
-    StepperOptions<double> options;
-    options.newton_iterations = scene.solver.newton_iterations;
-    options.newton_tolerance = scene.solver.newton_tolerance;
-    options.max_halvings = max_halvings(scene);
-    options.pcg.tolerance = scene.solver.pcg_tolerance;
-    options.pcg.max_iterations = scene.solver.pcg_max_iterations;
-    options.max_speed = scene.solver.max_speed;
-    options.line_search_cuts = scene.solver.line_search_cuts;
+    const StepperOptions<double> options = stepper_options<double>(scene);
     if (is_triangle_scene(scene)) {
         if (scene.solver.preconditioner == "yarn-lines")
             throw InvalidInput("solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
@@ -394,18 +388,7 @@ inline RunSummary run_scene(const RunArguments& args, std::ostream& log)
         return run_loop(scene, args, stepper, frames, built.model.node_count(), log);
     }
     YarnScene<double> built = build_yarn_scene<double>(scene);
-    options.pcg.preconditioner = scene.solver.preconditioner == "yarn-lines" ? PcgPreconditioner::yarn_lines
-                                                                             : PcgPreconditioner::block_jacobi;
-    EilOptions<double> eil;
-    eil.enabled = scene.solver.eil;
-    eil.safety_factor = scene.solver.eil_safety_factor;
-    eil.contact_factor = scene.solver.eil_contact_factor;
-    eil.lookahead = scene.solver.eil_lookahead;
-    eil.min_segment_factor = scene.solver.eil_min_segment_factor;
-    eil.reset_on_eol = scene.solver.eil_reset_arc_length;
-    eil.remove_pulling_contacts = scene.solver.eil_remove_pulling_contacts;
-    eil.pull_threshold = scene.solver.eil_pull_threshold;
-    YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil);
+    YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil_options<double>(scene));
     std::unique_ptr<FrameOutput> frames;
     if (!scene.output.frames.empty())
         frames = std::make_unique<FrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output.formats,

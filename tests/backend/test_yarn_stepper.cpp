@@ -7,10 +7,12 @@
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include <omp.h>
 
+#include <weft/backend/scene_options.hpp>
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/solver/eigen_yarn_system.hpp>
 
@@ -824,6 +826,90 @@ TEST_CASE("yarn stepper: full Newton converges while a patch lands on a sphere w
     CHECK(gap > 0.5 * model.radius);
     CHECK(run.halved == 0);
     CHECK(run.per_step() <= 5.0);
+}
+
+namespace {
+
+/// What stepper_options and eil_options should give for one scene.
+struct ExpectedOptions {
+    int newton_iterations;
+    double newton_tolerance;
+    int max_halvings;
+    double max_speed;
+    int line_search_cuts;
+    double pcg_tolerance;
+    int pcg_max_iterations;
+    weft::PcgPreconditioner preconditioner;
+    bool eil;
+    double safety_factor, contact_factor;
+    bool lookahead;
+    double min_segment_factor;
+    bool reset_on_eol, remove_pulling_contacts;
+    double pull_threshold;
+};
+
+void check_scene_options(const weft::SceneDescription& scene, const ExpectedOptions& x)
+{
+    const weft::StepperOptions<double> o = weft::stepper_options<double>(scene);
+    CHECK(o.newton_iterations == x.newton_iterations);
+    CHECK(o.newton_tolerance == x.newton_tolerance);
+    CHECK(o.max_halvings == x.max_halvings);
+    CHECK(o.max_speed == x.max_speed);
+    CHECK(o.line_search_cuts == x.line_search_cuts);
+    CHECK(o.pcg.tolerance == x.pcg_tolerance);
+    CHECK(o.pcg.max_iterations == x.pcg_max_iterations);
+    CHECK(o.pcg.preconditioner == x.preconditioner);
+    const weft::EilOptions<double> e = weft::eil_options<double>(scene);
+    CHECK(e.enabled == x.eil);
+    CHECK(e.safety_factor == x.safety_factor);
+    CHECK(e.contact_factor == x.contact_factor);
+    CHECK(e.lookahead == x.lookahead);
+    CHECK(e.min_segment_factor == x.min_segment_factor);
+    CHECK(e.reset_on_eol == x.reset_on_eol);
+    CHECK(e.remove_pulling_contacts == x.remove_pulling_contacts);
+    CHECK(e.pull_threshold == x.pull_threshold);
+}
+
+}  // namespace
+
+TEST_CASE("scene options: a scene's solver block is the stepper's options, with the parser's defaults",
+          "[backend][scene][options]")
+{
+    const std::string start = R"({"time_step": 0.001, "duration": 0.01, )";
+    const std::string cloth = R"("cloth": [{"type": "woven", "yarns": [4, 4], "spacing": 0.001, "radius": 0.00025,
+        "density": 130, "stiffness": {"stretch": 1, "bending": 1e-9, "shear": 1e-4}}]})";
+    int checks = 0;
+    // No solver block: the documented defaults (docs/scenes.md, "Scene keys");
+    // 10 halvings (min_time_step = time_step / 1024); EIL on for every yarn
+    // scene unless "eil" says otherwise.
+    check_scene_options(weft::parse_scene_text(start + cloth),
+                        {1, 1e-3, 10, 1000.0, 8, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true, 0.1,
+                         1000.0, true, 0.25, false, true, 1e-3});
+    ++checks;
+    // Every key set to something else arrives where it belongs.
+    check_scene_options(
+        weft::parse_scene_text(start + R"("solver": {"newton_iterations": 12, "newton_tolerance": 1e-4,
+            "min_time_step": 0.000125, "max_speed": 5, "line_search_cuts": 3, "pcg_tolerance": 1e-7,
+            "pcg_max_iterations": 300, "preconditioner": "yarn-lines",
+            "eil": {"enabled": true, "safety_factor": 0.2, "contact_factor": 500, "lookahead": false,
+                    "min_segment_factor": 0.5, "reset_arc_length": true, "remove_pulling_contacts": false,
+                    "pull_threshold": 0.01}}, )" + cloth),
+        {12, 1e-4, 3, 5.0, 3, 1e-7, 300, weft::PcgPreconditioner::yarn_lines, true, 0.2, 500.0, false, 0.5, true,
+         false, 0.01});
+    ++checks;
+    // No adaptive time step: no halving; "eil" given without "enabled": on.
+    check_scene_options(
+        weft::parse_scene_text(start + R"("solver": {"adaptive_time_step": false, "eil": {"lookahead": false}}, )" +
+                               cloth),
+        {1, 1e-3, 0, 1000.0, 8, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true, 0.1, 1000.0, false, 0.25,
+         false, true, 1e-3});
+    ++checks;
+    // EIL switched off.
+    check_scene_options(weft::parse_scene_text(start + R"("solver": {"eil": {"enabled": false}}, )" + cloth),
+                        {1, 1e-3, 10, 1000.0, 8, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, false, 0.1,
+                         1000.0, true, 0.25, false, true, 1e-3});
+    ++checks;
+    REQUIRE(checks == 4);
 }
 
 TEST_CASE("yarn stepper: a material built in code is checked like a scene's", "[backend][yarn][validation]")
