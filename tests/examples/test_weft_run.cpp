@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <weft/io/scene.hpp>
+
 #include "../../examples/weft_run/scene_runner.hpp"
 
 namespace fs = std::filesystem;
