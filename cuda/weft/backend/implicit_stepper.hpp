@@ -96,6 +96,7 @@
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
 #include <thrust/reduce.h>
+#include <thrust/scatter.h>
 #include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
 #include <thrust/tuple.h>
@@ -502,6 +503,53 @@ public:
         m_energies_valid = false;
     }
 
+    /// Moves pinned nodes along a path given by the caller, one step at a
+    /// time: each listed node's prescribed position coordinates (those fixed
+    /// in the model's free_dof when the stepper was built) get the velocity
+    /// (target − x)/h, which carries them from where they are to `target`
+    /// over the next step of size h. A prescribed DoF keeps its velocity
+    /// through a step and through its halved substeps, so the node ends the
+    /// step exactly at the target. Call it before every step with the path's
+    /// next point; a pin given its current position stops. Free coordinates
+    /// of a partly pinned node are left alone (the target's value there is
+    /// ignored), and the velocity stays after the step until set again.
+    /// @throws InvalidInput for a node out of range, a node with no
+    ///         prescribed position coordinate, a non-finite target, h ≤ 0,
+    ///         or lists of different lengths
+    void set_pin_targets(const std::vector<Index>& nodes, const std::vector<Vec3<T>>& targets, T h)
+    {
+        require_positive("set_pin_targets h", h);
+        if (nodes.size() != targets.size())
+            throw InvalidInput(detail::describe("set_pin_targets targets.size()", targets.size(),
+                                                ("must equal nodes.size() = " + std::to_string(nodes.size())).c_str()));
+        const std::vector<T> q = to_host(m_q);
+        std::vector<Index> dofs;
+        std::vector<T> velocities;
+        for (std::size_t k = 0; k < nodes.size(); ++k) {
+            const Index n = nodes[k];
+            const std::string name = "set_pin_targets nodes[" + std::to_string(k) + "]";
+            if (n < 0 || n >= m_nodes)
+                throw InvalidInput(detail::describe(name.c_str(), n,
+                                                    ("must be a node index in [0, " + std::to_string(m_nodes) + ")").c_str()));
+            if (!targets[k].allFinite())
+                throw InvalidInput("invalid set_pin_targets targets[" + std::to_string(k) + "]: not finite");
+            const std::size_t first = static_cast<std::size_t>(n) * B;
+            const std::size_t before = dofs.size();
+            for (int c = 0; c < 3; ++c) {
+                if (m_prescribed[first + c] == 0) continue;
+                dofs.push_back(static_cast<Index>(first + c));
+                velocities.push_back((targets[k](c) - q[first + c]) / h);
+            }
+            if (dofs.size() == before)
+                throw InvalidInput(detail::describe(name.c_str(), n, "is not pinned: its positions are free"));
+        }
+        const thrust::device_vector<Index> d_dofs(dofs.begin(), dofs.end());
+        const thrust::device_vector<T> d_velocities(velocities.begin(), velocities.end());
+        thrust::scatter(thrust::device, d_velocities.begin(), d_velocities.end(), d_dofs.begin(), m_v.begin());
+        m_energies_valid = false;
+        m_first_iteration_ready = false;
+    }
+
 protected:
     /// Default hooks (see the file comment); a model hides them with its own.
     void begin_attempt(T) {}
@@ -557,6 +605,8 @@ protected:
         m_v.assign(v.begin(), v.end());
         std::vector<std::uint8_t> free(free_dof.begin(), free_dof.end());
         m_free.assign(free.begin(), free.end());
+        m_prescribed.resize(free_dof.size());
+        for (std::size_t i = 0; i < free_dof.size(); ++i) m_prescribed[i] = free_dof[i] == 0 ? 1 : 0;
         const std::size_t dofs = q.size();
         m_dv.assign(dofs, T(0));
         m_zero.assign(dofs, T(0));
@@ -608,6 +658,7 @@ protected:
     Index m_nodes = 0;
     thrust::device_vector<T> m_q, m_v;
     thrust::device_vector<std::uint8_t> m_free;
+    std::vector<unsigned char> m_prescribed;  ///< per DoF: fixed in the model's free_dof (pins; set_pin_targets)
     T m_last_h = T(0);
 
 private:

@@ -1,0 +1,32 @@
+# docs/api.md shows tests/consumer/project/stepper.cpp (built and run by the
+# consumer tests) as its complete program: the first ```cpp block after the
+# heading "## A complete program" must be that file, character for character.
+# Usage: cmake -DROOT=<source dir> -P check_api_doc.cmake
+file(READ ${ROOT}/docs/api.md doc)
+file(READ ${ROOT}/tests/consumer/project/stepper.cpp program)
+string(FIND "${doc}" "## A complete program" heading)
+if(heading EQUAL -1)
+  message(FATAL_ERROR "docs/api.md: no heading \"## A complete program\"")
+endif()
+string(SUBSTRING "${doc}" ${heading} -1 rest)
+set(open "```cpp\n")
+string(FIND "${rest}" "${open}" start)
+if(start EQUAL -1)
+  message(FATAL_ERROR "docs/api.md: no ```cpp block after \"## A complete program\"")
+endif()
+string(LENGTH "${open}" open_length)
+math(EXPR start "${start} + ${open_length}")
+string(SUBSTRING "${rest}" ${start} -1 rest)
+string(FIND "${rest}" "\n```" end)
+if(end EQUAL -1)
+  message(FATAL_ERROR "docs/api.md: the ```cpp block after \"## A complete program\" is not closed")
+endif()
+math(EXPR end "${end} + 1")
+string(SUBSTRING "${rest}" 0 ${end} shown)
+if(NOT shown STREQUAL program)
+  file(WRITE ${CMAKE_CURRENT_BINARY_DIR}/api_doc_program.cpp "${shown}")
+  message(FATAL_ERROR "docs/api.md's complete program differs from tests/consumer/project/stepper.cpp "
+                      "(the program shown is in ${CMAKE_CURRENT_BINARY_DIR}/api_doc_program.cpp; diff the two)")
+endif()
+string(LENGTH "${program}" length)
+message(STATUS "docs/api.md shows tests/consumer/project/stepper.cpp (${length} characters)")
