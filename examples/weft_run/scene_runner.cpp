@@ -218,6 +218,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.retries += r.retries;
         summary.halved_steps += r.halvings > 0 ? 1 : 0;
         summary.line_search_cuts += r.line_search_cuts;
+        summary.line_search_expansions += r.line_search_expansions;
+        summary.projected_solves += r.projected_solves;
         summary.feasibility_limits += r.feasibility_limits;
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
@@ -248,6 +250,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             << (summary.steps > 0 ? double(summary.newton_iterations) / summary.steps : 0.0)
             << " Newton iterations/step, peak speed " << summary.peak_speed << " m/s";
         if (summary.line_search_cuts > 0) log << ", " << summary.line_search_cuts << " line-search cuts";
+        if (summary.line_search_expansions > 0)
+            log << ", " << summary.line_search_expansions << " line-search expansions";
+        if (summary.projected_solves > 0)
+            log << ", " << summary.projected_solves << " Newton solves redone with projected Hessians";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (scene.solver.eil)

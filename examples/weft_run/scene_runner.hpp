@@ -102,6 +102,8 @@ struct RunSummary {
     long retries = 0;           ///< steps redone at the same size (collapsed EoL segments)
     long halved_steps = 0;      ///< steps that needed at least one halving of dt
     long line_search_cuts = 0;  ///< halvings of Newton updates by the line search (newton_iterations > 1)
+    long line_search_expansions = 0;  ///< doublings of Newton updates along negative curvature (newton_iterations > 1)
+    long projected_solves = 0;  ///< Newton solves redone with projected Hessians (newton_iterations > 1)
     long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
     bool ok = true;
     std::string error;

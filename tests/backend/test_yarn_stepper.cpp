@@ -293,30 +293,36 @@ TEST_CASE("yarn stepper: full Newton's matrix is the derivative of its residual 
     // indefinite (bending's, even near θ = 0), and at v ≠ v_n the dropped
     // q-derivative of the consistent EoL mass. Measured: 1.0e-3 against
     // 9.6e-3 with every mode; 0.042 against 0.56 for bending and shear alone.
+    // With the exact Hessians that full Newton tries first (exact_hessians),
+    // A is the derivative up to the clamp of bending's damping stress:
+    // measured 5.2e-8 (every mode) and 2.0e-6 (bending and shear).
     weft_test::Random rng(17);
     const YarnModel<double> flat = bent_moving_patch(1.02, 10.0, rng);
     const Vec3 g(0, 0, -9.81);
     const double h = 1e-3;
-    YarnStepperOptions<double> options;
-    options.newton_iterations = 8;
     int checks = 0;
     for (const bool with_stretch : {true, false}) {
         YarnModel<double> base = flat;
         if (!with_stretch) base.material.stretch_stiffness = base.material.stretch_damping = 0;
-        double mismatch[2] = {0, 0};
-        for (int a = 0; a < 2; ++a) {
+        double mismatch[3] = {0, 0, 0};
+        for (int a = 0; a < 3; ++a) {
             YarnModel<double> model = base;
             model.material.stiffness_approximation =
-                a == 0 ? weft::StiffnessApproximation::automatic : weft::StiffnessApproximation::gauss_newton;
+                a == 1 ? weft::StiffnessApproximation::gauss_newton : weft::StiffnessApproximation::automatic;
+            YarnStepperOptions<double> options;
+            options.newton_iterations = 8;
+            options.exact_hessians = a == 2;
             YarnStepper<double> stepper(model, {}, g, options);
             const std::vector<double> q0 = weft::to_host(stepper.positions());
             mismatch[a] = newton_jacobian_mismatch(stepper, model, model.v, h, rng, 3);
             CHECK(weft::to_host(stepper.positions()) == q0);  // the state is left as it was
         }
-        INFO((with_stretch ? "every mode" : "bending and shear") << ": relative mismatch of A d, automatic "
-                                                                 << mismatch[0] << ", Gauss-Newton " << mismatch[1]);
+        INFO((with_stretch ? "every mode" : "bending and shear")
+             << ": relative mismatch of A d, automatic " << mismatch[0] << ", Gauss-Newton " << mismatch[1]
+             << ", exact Hessians " << mismatch[2]);
         CHECK(mismatch[0] <= (with_stretch ? 2e-3 : 0.06));
         CHECK(mismatch[1] >= (with_stretch ? 5 : 10) * mismatch[0]);
+        CHECK(mismatch[2] <= 1e-2 * mismatch[0]);
         ++checks;
     }
     REQUIRE(checks == 2);
@@ -490,16 +496,16 @@ TEST_CASE("yarn stepper: pins follow the targets set before each step, and the c
     // A patch hanging in its plane (gravity along −y) from the two corners
     // of its top edge, which are lifted from rest (y += t², in m and s), one
     // of them also on a small circle out of the plane, one step at a time,
-    // with the one-step scheme. (Full Newton does not converge on this
-    // hanging patch with its arc lengths held, moving pins or not: relative
-    // residual stalling near 1e-2 at step 1 even after 4 halvings; open in
-    // the robust-layers work. Pins under full Newton are checked on the
-    // triangle sheet and through the halved steps above.)
+    // with the one-step scheme and with full Newton. The circle moves that
+    // pin towards the other by up to 0.1 mm: the top yarn, held between them,
+    // is compressed and buckles within a step. With projected Hessians only
+    // and no line-search expansion, full Newton needed 27 iterations for the
+    // second step (docs/scenes.md, "Buckling within a step").
     weft::WovenPatch p;
     p.nx = p.ny = 8;
     const std::vector<int> edge = weft::woven_node_set(p, 0, "top-edge");
     const std::vector<int> pins = {edge.front(), edge.back()};
-    for (const int newton : {1}) {
+    for (const int newton : {1, 16}) {
         YarnModel<double> model = weft_test::make_patch(p.nx, p.ny, weft::DampingModel::strain_rate);
         // Arc lengths held: the yarns do not slide through their crossings
         // (hanging from two corners without EIL nodes, they would, until an
@@ -556,6 +562,59 @@ TEST_CASE("yarn stepper: pins follow the targets set before each step, and the c
         const std::vector<double> q_stopped = weft::to_host(stepper.positions());
         for (int c = 0; c < 3; ++c) CHECK(q_stopped[5 * pins[1] + c] == q[5 * pins[1] + c]);
     }
+}
+
+TEST_CASE("yarn stepper: full Newton through a yarn that buckles within a step", "[backend][yarn][newton]")
+{
+    // The hanging patch of the test above, its top yarn compressed between
+    // the pins at the second step so that it buckles within that step: the
+    // step's incremental potential is not convex (PCG meets negative
+    // curvature with the exact Hessians at the first iterate). With the PSD-
+    // projected Hessians alone, each update grows the buckling mode by a
+    // fixed factor and then converges linearly (27 iterations); the exact
+    // Hessians where A stays positive definite and the doubled updates along
+    // negative curvature converge in fewer. Measured: 27, 22 (exact Hessians),
+    // 18 (expansions), 12 (both).
+    weft::WovenPatch p;
+    p.nx = p.ny = 8;
+    const std::vector<int> edge = weft::woven_node_set(p, 0, "top-edge");
+    const std::vector<int> pins = {edge.front(), edge.back()};
+    YarnModel<double> model = weft_test::make_patch(p.nx, p.ny, weft::DampingModel::strain_rate);
+    for (int n = 0; n < model.node_count(); ++n) model.free_dof[5 * n + 3] = model.free_dof[5 * n + 4] = 0;
+    weft::pin_nodes(model, pins);
+    const double h = 1e-3;
+    int iterations[4] = {0, 0, 0, 0};
+    weft::YarnStepReport second[4];
+    for (int variant = 0; variant < 4; ++variant) {
+        YarnStepperOptions<double> options;
+        options.newton_iterations = 40;
+        options.newton_tolerance = 1e-4;
+        options.exact_hessians = variant & 1;
+        options.line_search_expansions = variant & 2 ? 4 : 0;
+        YarnStepper<double> stepper(model, {}, Vec3(0, -9.81, 0), options);
+        for (int step = 1; step <= 2; ++step) {
+            const double t = step * h, a = 2 * weft::Constants<double>::pi * t / 0.04;
+            std::vector<Vec3> targets;
+            for (const int n : pins) targets.emplace_back(model.q[5 * n], model.q[5 * n + 1] + t * t, model.q[5 * n + 2]);
+            targets[0] += Vec3(1e-4 * std::sin(a), 0, 1e-4 * (1 - std::cos(a)));
+            stepper.set_pin_targets(pins, targets, h);
+            second[variant] = stepper.step(h);
+            INFO("variant " << variant << " step " << step << ": " << second[variant].message);
+            REQUIRE(second[variant].ok);
+        }
+        iterations[variant] = second[variant].newton_iterations;
+    }
+    INFO("second step's Newton iterations: projected " << iterations[0] << ", exact Hessians " << iterations[1]
+                                                        << ", expansions " << iterations[2] << ", both "
+                                                        << iterations[3]);
+    CHECK(iterations[0] >= 20);
+    CHECK(iterations[3] <= 14);
+    CHECK(iterations[1] < iterations[0]);
+    CHECK(iterations[2] < iterations[0]);
+    CHECK(second[1].projected_solves > 0);  // negative curvature was met
+    CHECK(second[2].line_search_expansions > 0);
+    CHECK(second[0].projected_solves == 0);
+    CHECK(second[0].line_search_expansions == 0);
 }
 
 TEST_CASE("yarn stepper: pin targets are checked", "[backend][yarn][pins][errors]")
@@ -948,6 +1007,8 @@ struct ExpectedOptions {
     int max_halvings;
     double max_speed;
     int line_search_cuts;
+    int line_search_expansions;
+    bool exact_hessians;
     double pcg_tolerance;
     int pcg_max_iterations;
     weft::PcgPreconditioner preconditioner;
@@ -967,6 +1028,8 @@ void check_scene_options(const weft::SceneDescription& scene, const ExpectedOpti
     CHECK(o.max_halvings == x.max_halvings);
     CHECK(o.max_speed == x.max_speed);
     CHECK(o.line_search_cuts == x.line_search_cuts);
+    CHECK(o.line_search_expansions == x.line_search_expansions);
+    CHECK(o.exact_hessians == x.exact_hessians);
     CHECK(o.pcg.tolerance == x.pcg_tolerance);
     CHECK(o.pcg.max_iterations == x.pcg_max_iterations);
     CHECK(o.pcg.preconditioner == x.preconditioner);
@@ -994,31 +1057,32 @@ TEST_CASE("scene options: a scene's solver block is the stepper's options, with 
     // 10 halvings (min_time_step = time_step / 1024); EIL on for every yarn
     // scene unless "eil" says otherwise.
     check_scene_options(weft::parse_scene_text(start + cloth),
-                        {1, 1e-3, 10, 1000.0, 8, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true, 0.1,
-                         1000.0, true, 0.25, false, true, 1e-3});
+                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true,
+                         0.1, 1000.0, true, 0.25, false, true, 1e-3});
     ++checks;
     // Every key set to something else arrives where it belongs.
     check_scene_options(
         weft::parse_scene_text(start + R"("solver": {"newton_iterations": 12, "newton_tolerance": 1e-4,
-            "min_time_step": 0.000125, "max_speed": 5, "line_search_cuts": 3, "pcg_tolerance": 1e-7,
+            "min_time_step": 0.000125, "max_speed": 5, "line_search_cuts": 3, "line_search_expansions": 2,
+            "exact_hessians": false, "pcg_tolerance": 1e-7,
             "pcg_max_iterations": 300, "preconditioner": "yarn-lines",
             "eil": {"enabled": true, "safety_factor": 0.2, "contact_factor": 500, "lookahead": false,
                     "min_segment_factor": 0.5, "reset_arc_length": true, "remove_pulling_contacts": false,
                     "pull_threshold": 0.01}}, )" + cloth),
-        {12, 1e-4, 3, 5.0, 3, 1e-7, 300, weft::PcgPreconditioner::yarn_lines, true, 0.2, 500.0, false, 0.5, true,
+        {12, 1e-4, 3, 5.0, 3, 2, false, 1e-7, 300, weft::PcgPreconditioner::yarn_lines, true, 0.2, 500.0, false, 0.5, true,
          false, 0.01});
     ++checks;
     // No adaptive time step: no halving; "eil" given without "enabled": on.
     check_scene_options(
         weft::parse_scene_text(start + R"("solver": {"adaptive_time_step": false, "eil": {"lookahead": false}}, )" +
                                cloth),
-        {1, 1e-3, 0, 1000.0, 8, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true, 0.1, 1000.0, false, 0.25,
-         false, true, 1e-3});
+        {1, 1e-3, 0, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true, 0.1, 1000.0, false,
+         0.25, false, true, 1e-3});
     ++checks;
     // EIL switched off.
     check_scene_options(weft::parse_scene_text(start + R"("solver": {"eil": {"enabled": false}}, )" + cloth),
-                        {1, 1e-3, 10, 1000.0, 8, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, false, 0.1,
-                         1000.0, true, 0.25, false, true, 1e-3});
+                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, false,
+                         0.1, 1000.0, true, 0.25, false, true, 1e-3});
     ++checks;
     REQUIRE(checks == 4);
 }

@@ -243,6 +243,28 @@ TEST_CASE("scene: solver.line_search_cuts is read, defaults to 8, and bad values
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_cuts"));
 }
 
+TEST_CASE("scene: solver.line_search_expansions and exact_hessians are read, with their defaults; bad values are named",
+          "[io][scene][newton]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.line_search_expansions == 4);
+    CHECK(weft::parse_scene(j).solver.exact_hessians);
+    j["solver"] = json::parse(R"({"newton_iterations": 5, "line_search_expansions": 0, "exact_hessians": false})");
+    CHECK(weft::parse_scene(j).solver.line_search_expansions == 0);
+    CHECK_FALSE(weft::parse_scene(j).solver.exact_hessians);
+    j["solver"]["line_search_expansions"] = 30;  // the boundary is allowed
+    CHECK(weft::parse_scene(j).solver.line_search_expansions == 30);
+    j["solver"]["line_search_expansions"] = 31;
+    CHECK_THROWS_WITH(weft::parse_scene(j),
+                      Catch::Contains("solver.line_search_expansions") && Catch::Contains("31"));
+    j["solver"]["line_search_expansions"] = -2;
+    CHECK_THROWS_WITH(weft::parse_scene(j),
+                      Catch::Contains("solver.line_search_expansions") && Catch::Contains("-2"));
+    j["solver"]["line_search_expansions"] = 1;
+    j["solver"]["exact_hessians"] = "yes";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.exact_hessians") && Catch::Contains("yes"));
+}
+
 TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material, bad values are named",
           "[io][scene][newton]")
 {

@@ -32,7 +32,16 @@
 /// contact offset), then α is backtracked (halved, at most
 /// `line_search_cuts` times) until the incremental potential
 ///   E(v) = ½ (v − v_n)ᵀ M (v − v_n) + V(q) + h Σ Ω Ψ_d(ε̇) + h Σ D_friction,
-/// q = q_n + h v, decreases by the Armijo fraction 10⁻⁴ α bᵀΔv. Its
+/// q = q_n + h v, decreases by the Armijo fraction 10⁻⁴ α bᵀΔv. A full
+/// update that decreased E by more than twice its quadratic model predicts
+/// (negative curvature: a yarn buckling within the step) is doubled while E
+/// keeps falling, at most `line_search_expansions` times (`expand`). Each
+/// iteration solves first with the exact element Hessians
+/// (`exact_hessians`): A is then the true Jacobian, and Newton converges
+/// quadratically wherever the mass keeps A positive definite although single
+/// elements are not (compressed or bent yarns); where PCG meets negative
+/// curvature, fails, or Δv does not descend E, the iteration is solved again
+/// with the PSD-projected Hessians. Its
 /// v-gradient is −b(v) where every force is a gradient (incremental strain
 /// rates, lagged friction: a convex friction potential that the residual
 /// norm does not follow through stick–slip transitions), so the Newton
@@ -124,6 +133,18 @@ struct StepperOptions {
     /// Full Newton only: how often the line search may halve an update before
     /// the attempt fails (then the step is halved).
     int line_search_cuts = 8;
+    /// Full Newton only: how often the line search may double a full update
+    /// that decreased the incremental potential by more than twice what its
+    /// quadratic model predicts (negative curvature along it, see
+    /// `ImplicitStepper::expand`); 0 switches the expansion off.
+    int line_search_expansions = 4;
+    /// Full Newton only: each iteration first solves with the exact element
+    /// Hessians (NewtonInputs::exact_hessians), and redoes the solve with the
+    /// PSD-projected ones where PCG meets negative curvature, fails, or gives
+    /// an update that does not descend. Near a solution where A is positive
+    /// definite thanks to the mass (a compressed yarn, a bent sheet) Newton
+    /// then converges quadratically instead of linearly; false: projected always.
+    bool exact_hessians = true;
     /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
     /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
     PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
@@ -137,6 +158,8 @@ struct BackendStepReport {
     int retries = 0;                 ///< attempts redone at the same size on the model's request
     int newton_iterations = 0;       ///< summed over substeps
     int line_search_cuts = 0;        ///< halvings of Newton updates by the line search, summed
+    int line_search_expansions = 0;  ///< doublings of full Newton updates along negative curvature, summed
+    int projected_solves = 0;        ///< full Newton solves redone with projected Hessians (exact ones failed), summed
     int feasibility_limits = 0;      ///< Newton updates shortened by the model's feasibility bound
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
     double max_speed = 0;            ///< largest |v| of a DoF at the end of the step (m/s; positions and arc-length rates)
@@ -390,6 +413,9 @@ inline void validate_state(const char* model, const std::vector<T>& q, const std
     require_non_negative("solver.newton_tolerance", options.newton_tolerance);
     if (options.line_search_cuts < 0 || options.line_search_cuts > 30)
         throw InvalidInput(detail::describe("solver.line_search_cuts", options.line_search_cuts, "must be in [0, 30]"));
+    if (options.line_search_expansions < 0 || options.line_search_expansions > 30)
+        throw InvalidInput(detail::describe("solver.line_search_expansions", options.line_search_expansions,
+                                            "must be in [0, 30]"));
     if (options.max_retries < 0)
         throw InvalidInput(detail::describe("solver.max_retries", options.max_retries, "must be >= 0"));
     if (!(options.max_speed > T(0)))
@@ -466,6 +492,7 @@ public:
         m_v_base.assign(v.begin(), v.end());
         thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
         apply_update(h, m_v_base, T(0));  // v, q = q_n + h v, v − v_n
+        m_exact_hessians = full_newton() && exact_hessians_first();
         evaluate(h, iterate_inputs());
         assemble_matrix(m_map, m_matrix_contributions, m_matrix);
         assemble_vector(m_map, m_rhs_contributions, m_rhs);
@@ -561,6 +588,9 @@ protected:
     /// the first iteration (e.g. `collider_predictor`); nothing by default.
     void adjust_predictor(T) {}
     bool retry_attempt() { return false; }
+    /// Whether the model's element kernels honour NewtonInputs::exact_hessians
+    /// (otherwise StepperOptions::exact_hessians has nothing to try); no by default.
+    bool has_exact_hessians() const { return false; }
     /// The step bound of every node against the colliders (full Newton; see
     /// collider_step_fraction): an update carries no node from outside a
     /// collider's contact band deeper than half the contact offset into it.
@@ -663,6 +693,7 @@ protected:
 
 private:
     Derived& self() { return static_cast<Derived&>(*this); }
+    const Derived& self() const { return static_cast<const Derived&>(*this); }
 
     bool full_newton() const { return m_options.newton_iterations > 1; }
 
@@ -686,6 +717,7 @@ private:
         in.lagged_positions = raw(m_q_start);
         in.rate_start = raw(m_q_start);
         in.full_newton = true;
+        in.exact_hessians = m_exact_hessians;
         return in;
     }
 
@@ -741,6 +773,7 @@ private:
         bool evaluated = false;  // the line search already evaluated the current iterate
         report.newton_residual = 0;
         if (newton) start_from_predictor(h);
+        m_exact_hessians = newton && exact_hessians_first();
         std::string trail, fractions;  // relative residuals and line-search step fractions, for the failure message
         for (int k = 0; k <= iterations; ++k) {
             // Iteration k's system; k == iterations only measures the residual.
@@ -789,7 +822,21 @@ private:
             report.assembly_seconds += seconds_since(t0);
 
             t0 = std::chrono::steady_clock::now();
-            const PcgResult<T> r = k == 0 ? solve_warm(h, norm) : solve_cold();
+            PcgResult<T> r = k == 0 ? solve_warm(h, norm) : solve_cold();
+            if (m_exact_hessians && !(r.converged && descends())) {
+                // The exact Hessians leave A indefinite here (or PCG failed on
+                // them): this iteration again with the projected ones.
+                report.pcg_iterations += r.iterations;
+                report.projected_solves += 1;
+                report.solve_seconds += seconds_since(t0);
+                t0 = std::chrono::steady_clock::now();
+                m_exact_hessians = false;
+                evaluate(h, iterate_inputs());
+                assemble_matrix(m_map, m_matrix_contributions, m_matrix);
+                report.assembly_seconds += seconds_since(t0);
+                t0 = std::chrono::steady_clock::now();
+                r = k == 0 ? solve_warm(h, norm) : solve_cold();
+            }
             report.solve_seconds += seconds_since(t0);
             report.pcg_iterations += r.iterations;
             report.pcg_residual = static_cast<double>(r.relative_residual);
@@ -807,6 +854,7 @@ private:
                 continue;
             }
             t0 = std::chrono::steady_clock::now();
+            m_exact_hessians = exact_hessians_first();  // the next iterate's system: exact first again
             const LineSearch searched = line_search(h, k, norm, merit, report);
             report.assembly_seconds += seconds_since(t0);
             if (searched == LineSearch::failed) return false;
@@ -924,9 +972,11 @@ private:
                 assemble_vector(m_map, m_rhs_contributions, m_rhs);
                 const T trial = filtered_norm(m_rhs);
                 if (std::isfinite(static_cast<double>(trial))) {
-                    if (by_energy ? incremental_potential(h).value <= merit.value - T(1e-4) * alpha * slope
+                    const T energy = by_energy ? incremental_potential(h).value : T(0);
+                    if (by_energy ? energy <= merit.value - T(1e-4) * alpha * slope
                                   : trial <= (T(1) - T(1e-4) * alpha) * norm) {
                         m_step_fraction = alpha;
+                        if (by_energy && alpha == T(1)) expand(h, merit.value, slope, energy, report);
                         return LineSearch::moved;
                     }
                 }
@@ -939,6 +989,64 @@ private:
                          "iteration " + std::to_string(k) + " (step fraction down to " +
                          std::to_string(static_cast<double>(alpha)) + ")";
         return LineSearch::failed;
+    }
+
+    /// After a full update accepted by the incremental potential: where E fell
+    /// by more than bᵀΔv, twice the decrease ½ bᵀΔv of its quadratic model
+    /// with the positive definite A, E is concave along Δv (A lost negative
+    /// curvature: the element Hessians are projected onto the PSD cone). That
+    /// happens when the step's own potential is not convex, e.g. when a yarn
+    /// compressed within the step buckles: an update of the projected Newton
+    /// iteration then grows the buckling mode by a fixed factor only (×1.3 per
+    /// iteration was measured on a hanging patch whose pinned top yarn was
+    /// compressed; 27 iterations to converge), while E keeps falling. Here
+    /// the update is doubled while E falls by the Armijo fraction and the
+    /// model's feasibility bound allows it, at most `line_search_expansions`
+    /// times (a descent method with an expanding step: E still decreases
+    /// monotonically). On return the iterate is evaluated, as after
+    /// `line_search`, and m_step_fraction is the update's multiple.
+    void expand(T h, T start_value, T slope, T energy, BackendStepReport& report)
+    {
+        if (!(start_value - energy > slope)) return;
+        using stepper_detail::ScaledFiltered;
+        T alpha = T(1), best = energy;
+        bool moved_past = false;  // the state is at 2α (rejected), not at α
+        for (int e = 0; e < m_options.line_search_expansions; ++e) {
+            thrust::transform(thrust::device, m_dv.begin(), m_dv.end(), m_free.begin(), m_dv.begin(),
+                              ScaledFiltered<T>{T(2)});
+            if (!(self().feasible_step_fraction(h, m_dv) >= T(1))) {
+                thrust::transform(thrust::device, m_dv.begin(), m_dv.end(), m_free.begin(), m_dv.begin(),
+                                  ScaledFiltered<T>{T(0.5)});
+                break;
+            }
+            apply_update(h, m_v_base, T(1));
+            evaluate(h, iterate_inputs());
+            assemble_vector(m_map, m_rhs_contributions, m_rhs);
+            const T trial = filtered_norm(m_rhs);
+            const T value = std::isfinite(static_cast<double>(trial)) ? incremental_potential(h).value : best;
+            if (!(value < best && value <= start_value - T(1e-4) * T(2) * alpha * slope)) {
+                thrust::transform(thrust::device, m_dv.begin(), m_dv.end(), m_free.begin(), m_dv.begin(),
+                                  ScaledFiltered<T>{T(0.5)});
+                moved_past = true;
+                break;
+            }
+            alpha *= T(2);
+            best = value;
+            report.line_search_expansions += 1;
+        }
+        if (moved_past) {
+            apply_update(h, m_v_base, T(1));
+            evaluate(h, iterate_inputs());
+        }
+        m_step_fraction = alpha;
+    }
+
+    bool exact_hessians_first() const { return m_options.exact_hessians && self().has_exact_hessians(); }
+
+    /// Whether the solved Δv descends the incremental potential: bᵀΔv > 0.
+    bool descends() const
+    {
+        return thrust::inner_product(thrust::device, m_rhs.begin(), m_rhs.end(), m_dv.begin(), T(0)) > T(0);
     }
 
     /// A Δv = b from Δv = 0 (later Newton iterations).
@@ -1024,6 +1132,7 @@ private:
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
     T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
     T m_step_fraction = T(1);  ///< the step fraction α of the last accepted line search
+    bool m_exact_hessians = false;  ///< the next full-Newton evaluation takes the exact element Hessians
     PcgWorkspace<T, B> m_workspace;
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;

@@ -32,6 +32,8 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.max_halvings = max_halvings(scene);
     options.max_speed = T(s.max_speed);
     options.line_search_cuts = s.line_search_cuts;
+    options.line_search_expansions = s.line_search_expansions;
+    options.exact_hessians = s.exact_hessians;
     options.pcg.tolerance = T(s.pcg_tolerance);
     options.pcg.max_iterations = s.pcg_max_iterations;
     options.pcg.preconditioner =

@@ -696,6 +696,9 @@ private:
         if (changes.topology || changes.state) this->invalidate_evaluation();
     }
 
+    /// The yarn stretch, bending and shear kernels honour NewtonInputs::exact_hessians.
+    bool has_exact_hessians() const { return true; }
+
     /// Before every attempt at a (sub)step: the EoL/EIL assignment (EIL on).
     void begin_attempt(T h)
     {

@@ -63,6 +63,14 @@ struct NewtonInputs {
     /// first iteration included): forms that only an iterated solve needs,
     /// such as the EIL springs' rounded corners (`evaluate_eil_spring`).
     bool full_newton = false;
+    /// Full Newton: the element stiffnesses are the exact Hessians, not
+    /// projected onto the PSD cone (yarn stretch, bending and shear with
+    /// strain-rate damping or none; Rayleigh damping's force is built from
+    /// the projected stiffness, so it keeps it). A is then the exact Jacobian
+    /// of the residual, and may be indefinite: the stepper redoes an
+    /// iteration with the projected stiffnesses where PCG meets negative
+    /// curvature (StepperOptions::exact_hessians).
+    bool exact_hessians = false;
 };
 
 /// The contribution of one element with K nodes of B DoFs each.

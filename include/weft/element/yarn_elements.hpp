@@ -55,6 +55,14 @@ struct XsLayout {
     }
 };
 
+/// Whether the element stiffnesses stay unprojected (NewtonInputs::exact_hessians):
+/// not with Rayleigh damping, whose force is built from the projected stiffness.
+template <typename T>
+WEFT_HD inline bool exact_stiffness(const YarnMaterial<T>& mat, const NewtonInputs<T>& newton)
+{
+    return newton.exact_hessians && mat.damping != DampingModel::rayleigh;
+}
+
 /// Segment element: stretch (2017 Eq. 12–14) with its damping, consistent
 /// mass, gravity with its Eulerian component, parallel-yarn contact on Δs.
 /// The elastic stiffness is PSD-projected in (Δx, Δs) (difference_projection.hpp);
@@ -97,7 +105,8 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
         df_dv += dissipative_force_jacobian(rate_eval, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(rate_eval, damping);
     }
-    Mat<T, 8, 8> df_dq = -project_segment_hessian<T>(hessian);
+    Mat<T, 8, 8> df_dq =
+        exact_stiffness(mat, newton) ? Mat<T, 8, 8>(-hessian) : Mat<T, 8, 8>(-project_segment_hessian<T>(hessian));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
         // df_dq is the projected elastic stiffness here.
         force += mat.rayleigh_beta * (df_dq * vl);
@@ -184,7 +193,8 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     const BendingElementEval<T> r =
         gauss_newton_stiffness(mat, newton)
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
-            : evaluate_bending<T>(ql, vl, densities, PsdProjection::on, StressClamp::on);
+            : evaluate_bending<T>(ql, vl, densities, exact_stiffness(mat, newton) ? PsdProjection::off : PsdProjection::on,
+                                  StressClamp::on);
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
     Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
     Mat<T, 12, 12> df_dv = r.dissipative_force_jacobian_velocities;
@@ -240,7 +250,9 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
     }
-    Mat<T, 12, 12> df_dq = gauss_newton ? Mat<T, 12, 12>(-hessian) : Mat<T, 12, 12>(-project_crossing_hessian<T>(hessian));
+    Mat<T, 12, 12> df_dq = gauss_newton || exact_stiffness(mat, newton)
+                               ? Mat<T, 12, 12>(-hessian)
+                               : Mat<T, 12, 12>(-project_crossing_hessian<T>(hessian));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
         force += mat.rayleigh_beta * (df_dq * vl);
         df_dv += mat.rayleigh_beta * df_dq;

@@ -31,6 +31,14 @@
 ///   line_search_cuts    int    8      0..30; newton_iterations > 1 only: how often
 ///                                     the line search may halve a Newton update
 ///                                     before the attempt fails (then dt is halved)
+///   line_search_expansions int 4      0..30; newton_iterations > 1 only: how often
+///                                     a full update may be doubled where the
+///                                     incremental potential is concave along it
+///                                     (e.g. a yarn buckling within the step)
+///   exact_hessians      bool   true   newton_iterations > 1 only: solve each
+///                                     iteration with the exact element Hessians
+///                                     first, the PSD-projected ones where that
+///                                     system is not positive definite
 ///   stiffness_approximation string "auto" | "gauss-newton" | "projected": the
 ///                                     yarn bending and shear Jacobians
 ///                                     (StiffnessApproximation); "auto": projected
@@ -171,6 +179,8 @@ struct SolverDescription {
     double eil_pull_threshold = 1e-3;         ///< "eil": {"pull_threshold"}: EilOptions
     double max_speed = 1000;          ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
     int line_search_cuts = 8;         ///< full Newton: halvings of an update before the attempt fails
+    int line_search_expansions = 4;   ///< full Newton: doublings of an update along negative curvature
+    bool exact_hessians = true;       ///< full Newton: exact element Hessians first (StepperOptions)
     std::string stiffness_approximation = "auto";  ///< "auto" | "gauss-newton" | "projected" (yarns)
 };
 
@@ -559,7 +569,8 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
 {
     const Object o(j, path);
     o.allow_only({"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step",
-                  "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts",
+                  "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts", "line_search_expansions",
+                  "exact_hessians",
                   "stiffness_approximation"});
     SolverDescription s;
     auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
@@ -592,6 +603,15 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return cuts;
         },
         s.line_search_cuts);
+    s.line_search_expansions = o.get_or(
+        "line_search_expansions",
+        [](const json& v, const std::string& p) {
+            const int doublings = read_integer(v, p, 0);
+            if (doublings > 30) fail(p, "must be <= 30, got " + std::to_string(doublings));
+            return doublings;
+        },
+        s.line_search_expansions);
+    s.exact_hessians = o.get_or("exact_hessians", read_bool, s.exact_hessians);
     if (o.has("eil")) {
         const Object e(o.required("eil"), o.path("eil"));
         e.allow_only({"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor",
