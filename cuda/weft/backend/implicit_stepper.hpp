@@ -37,11 +37,12 @@
 /// (negative curvature: a yarn buckling within the step) is doubled while E
 /// keeps falling, at most `line_search_expansions` times (`expand`). Each
 /// iteration solves first with the exact element Hessians
-/// (`exact_hessians`): A is then the true Jacobian, and Newton converges
-/// quadratically wherever the mass keeps A positive definite although single
-/// elements are not (compressed or bent yarns); where PCG meets negative
-/// curvature, fails, or Δv does not descend E, the iteration is solved again
-/// with the PSD-projected Hessians. Its
+/// (`exact_hessians`): A is then the true Jacobian,
+/// and Newton converges quadratically wherever the mass keeps A positive
+/// definite although single elements are not (compressed or bent yarns);
+/// where PCG meets negative curvature, fails within twice the iterations of
+/// the step's last converged solve, or Δv does not descend E, the iteration
+/// is solved again with the PSD-projected Hessians. Its
 /// v-gradient is −b(v) where every force is a gradient (incremental strain
 /// rates, lagged friction: a convex friction potential that the residual
 /// norm does not follow through stick–slip transitions), so the Newton
@@ -138,12 +139,17 @@ struct StepperOptions {
     /// quadratic model predicts (negative curvature along it, see
     /// `ImplicitStepper::expand`); 0 switches the expansion off.
     int line_search_expansions = 4;
-    /// Full Newton only: each iteration first solves with the exact element
-    /// Hessians (NewtonInputs::exact_hessians), and redoes the solve with the
-    /// PSD-projected ones where PCG meets negative curvature, fails, or gives
-    /// an update that does not descend. Near a solution where A is positive
+    /// Full Newton only: each iteration first solves with the exact element Hessians
+    /// (NewtonInputs::exact_hessians), and redoes the solve with the
+    /// PSD-projected ones where PCG meets negative curvature, fails (within
+    /// twice the iterations of the step's last converged solve), or gives an
+    /// update that does not descend. Near a solution where A is positive
     /// definite thanks to the mass (a compressed yarn, a bent sheet) Newton
-    /// then converges quadratically instead of linearly; false: projected always.
+    /// then converges quadratically instead of linearly, and the element
+    /// kernels skip the eigen-decompositions of the projection: on the
+    /// stacked-layer tablecloths, about the same iterations in 20–35 % less
+    /// time per step (docs/scenes.md, "Buckling within a step"); false:
+    /// projected always.
     bool exact_hessians = true;
     /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
     /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
@@ -774,6 +780,7 @@ private:
         report.newton_residual = 0;
         if (newton) start_from_predictor(h);
         m_exact_hessians = newton && exact_hessians_first();
+        m_converged_iterations = 0;
         std::string trail, fractions;  // relative residuals and line-search step fractions, for the failure message
         for (int k = 0; k <= iterations; ++k) {
             // Iteration k's system; k == iterations only measures the residual.
@@ -839,6 +846,7 @@ private:
             }
             report.solve_seconds += seconds_since(t0);
             report.pcg_iterations += r.iterations;
+            if (r.converged) m_converged_iterations = r.iterations;
             report.pcg_residual = static_cast<double>(r.relative_residual);
             report.pcg_status = r.status;
             report.newton_iterations += 1;
@@ -854,7 +862,10 @@ private:
                 continue;
             }
             t0 = std::chrono::steady_clock::now();
-            m_exact_hessians = exact_hessians_first();  // the next iterate's system: exact first again
+            // The next iterate's system: exact first again. (Exact only below a
+            // relative residual of 1e-2 was tried: more iterations and 1.5×
+            // the time per step on tablecloth_friction, docs/scenes.md.)
+            m_exact_hessians = exact_hessians_first();
             const LineSearch searched = line_search(h, k, norm, merit, report);
             report.assembly_seconds += seconds_since(t0);
             if (searched == LineSearch::failed) return false;
@@ -993,8 +1004,9 @@ private:
 
     /// After a full update accepted by the incremental potential: where E fell
     /// by more than bᵀΔv, twice the decrease ½ bᵀΔv of its quadratic model
-    /// with the positive definite A, E is concave along Δv (A lost negative
-    /// curvature: the element Hessians are projected onto the PSD cone). That
+    /// with the positive definite A, E is concave along Δv (A lacks that
+    /// negative curvature: the element Hessians were projected onto the PSD
+    /// cone, or E's curvature changes along the update). That
     /// happens when the step's own potential is not convex, e.g. when a yarn
     /// compressed within the step buckles: an update of the projected Newton
     /// iteration then grows the buckling mode by a fixed factor only (×1.3 per
@@ -1049,11 +1061,25 @@ private:
         return thrust::inner_product(thrust::device, m_rhs.begin(), m_rhs.end(), m_dv.begin(), T(0)) > T(0);
     }
 
+    /// The model's PCG settings; a solve with the exact Hessians stops at
+    /// twice the iterations of this step's last converged solve (at least
+    /// 100): where PCG does not meet the negative curvature of an indefinite
+    /// A, it would otherwise run to its limit before the projected retry.
+    PcgOptions<T> solve_options() const
+    {
+        PcgOptions<T> options = self().pcg_options();
+        if (m_exact_hessians) {
+            const int cap = 2 * m_converged_iterations > 100 ? 2 * m_converged_iterations : 100;
+            if (cap < options.max_iterations) options.max_iterations = cap;
+        }
+        return options;
+    }
+
     /// A Δv = b from Δv = 0 (later Newton iterations).
     PcgResult<T> solve_cold()
     {
         thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
-        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, self().pcg_options());
+        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, solve_options());
     }
 
     /// First Newton iteration, warm-started from the previous step's
@@ -1082,7 +1108,7 @@ private:
             done.relative_residual = rhs_norm > T(0) ? residual_norm / rhs_norm : T(0);
             return done;
         }
-        PcgOptions<T> options = self().pcg_options();
+        PcgOptions<T> options = solve_options();
         options.tolerance = target / residual_norm;
         thrust::fill(thrust::device, m_correction.begin(), m_correction.end(), T(0));
         PcgResult<T> r = solve_filtered_pcg(m_matrix, m_residual, m_free, m_correction, m_workspace, options);
@@ -1133,6 +1159,7 @@ private:
     T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
     T m_step_fraction = T(1);  ///< the step fraction α of the last accepted line search
     bool m_exact_hessians = false;  ///< the next full-Newton evaluation takes the exact element Hessians
+    int m_converged_iterations = 0;  ///< PCG iterations of this step's last converged solve
     PcgWorkspace<T, B> m_workspace;
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;
