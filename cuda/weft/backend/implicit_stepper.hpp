@@ -1020,15 +1020,12 @@ private:
     void expand(T h, T start_value, T slope, T energy, BackendStepReport& report)
     {
         if (!(start_value - energy > slope)) return;
-        using stepper_detail::ScaledFiltered;
         T alpha = T(1), best = energy;
         bool moved_past = false;  // the state is at 2α (rejected), not at α
         for (int e = 0; e < m_options.line_search_expansions; ++e) {
-            thrust::transform(thrust::device, m_dv.begin(), m_dv.end(), m_free.begin(), m_dv.begin(),
-                              ScaledFiltered<T>{T(2)});
+            scale_update(T(2));
             if (!(self().feasible_step_fraction(h, m_dv) >= T(1))) {
-                thrust::transform(thrust::device, m_dv.begin(), m_dv.end(), m_free.begin(), m_dv.begin(),
-                                  ScaledFiltered<T>{T(0.5)});
+                scale_update(T(0.5));
                 break;
             }
             apply_update(h, m_v_base, T(1));
@@ -1037,8 +1034,7 @@ private:
             const T trial = filtered_norm(m_rhs);
             const T value = std::isfinite(static_cast<double>(trial)) ? incremental_potential(h).value : best;
             if (!(value < best && value <= start_value - T(1e-4) * T(2) * alpha * slope)) {
-                thrust::transform(thrust::device, m_dv.begin(), m_dv.end(), m_free.begin(), m_dv.begin(),
-                                  ScaledFiltered<T>{T(0.5)});
+                scale_update(T(0.5));
                 moved_past = true;
                 break;
             }
@@ -1051,6 +1047,13 @@ private:
             evaluate(h, iterate_inputs());
         }
         m_step_fraction = alpha;
+    }
+
+    /// Δv ← factor Δv on the free DoFs.
+    void scale_update(T factor)
+    {
+        thrust::transform(thrust::device, m_dv.begin(), m_dv.end(), m_free.begin(), m_dv.begin(),
+                          stepper_detail::ScaledFiltered<T>{factor});
     }
 
     bool exact_hessians_first() const { return m_options.exact_hessians && self().has_exact_hessians(); }

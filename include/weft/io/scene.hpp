@@ -595,22 +595,14 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         s.stiffness_approximation);
     s.min_time_step = o.get_or("min_time_step", read_positive, time_step / 1024);
     s.max_speed = o.get_or("max_speed", read_positive, s.max_speed);
-    s.line_search_cuts = o.get_or(
-        "line_search_cuts",
-        [](const json& v, const std::string& p) {
-            const int cuts = read_integer(v, p, 0);
-            if (cuts > 30) fail(p, "must be <= 30, got " + std::to_string(cuts));
-            return cuts;
-        },
-        s.line_search_cuts);
-    s.line_search_expansions = o.get_or(
-        "line_search_expansions",
-        [](const json& v, const std::string& p) {
-            const int doublings = read_integer(v, p, 0);
-            if (doublings > 30) fail(p, "must be <= 30, got " + std::to_string(doublings));
-            return doublings;
-        },
-        s.line_search_expansions);
+    // Line-search halvings and doublings of one Newton update: 0..30.
+    auto up_to_30 = [](const json& v, const std::string& p) {
+        const int count = read_integer(v, p, 0);
+        if (count > 30) fail(p, "must be <= 30, got " + std::to_string(count));
+        return count;
+    };
+    s.line_search_cuts = o.get_or("line_search_cuts", up_to_30, s.line_search_cuts);
+    s.line_search_expansions = o.get_or("line_search_expansions", up_to_30, s.line_search_expansions);
     s.exact_hessians = o.get_or("exact_hessians", read_bool, s.exact_hessians);
     if (o.has("eil")) {
         const Object e(o.required("eil"), o.path("eil"));
