@@ -12,6 +12,7 @@
 //
 //   bench_triangle [--sizes 100,300] [--steps N] [--warmup W] [--dt SECONDS]
 //                  [--damping strain-rate|rayleigh|none] [--table] [--spmv-repeats R]
+//                  [--no-cholmod]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
 // with --table one Markdown row per size (the columns of benchmarks/RESULTS.md).
@@ -20,7 +21,9 @@
 // bench_triangle_cuda is the same program on the CUDA system (the GPU). Each
 // size also times the system matrix's SpMV alone (median of R products, 0 to
 // skip) with its bandwidth over the bytes it must move, and on the GPU reports
-// the device memory in use after the timed steps.
+// the device memory in use after the timed steps. Where the build links
+// CHOLMOD, each timed step's system is also factorized by it (bench_common.hpp,
+// CholmodBaseline; JSON only): --no-cholmod skips it.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -47,6 +50,7 @@ struct Options {
     std::string damping = "strain-rate";
     bool table = false;
     int spmv_repeats = 20;
+    bool cholmod = weft::cholmod_available();
 };
 
 Options parse(int argc, char** argv)
@@ -71,6 +75,8 @@ Options parse(int argc, char** argv)
                                          "\": expected strain-rate, rayleigh or none");
         } else if (a == "--table") {
             o.table = true;
+        } else if (a == "--no-cholmod") {
+            o.cholmod = false;
         } else if (a == "--spmv-repeats") {
             o.spmv_repeats = weft::bench::parse_at_least(a, args.value(), 0);
         } else {
@@ -115,6 +121,7 @@ struct SizeResult {
     double peak_rss_mb = 0;
     long matrix_blocks = 0;
     weft::bench::SpmvTiming spmv;
+    std::string cholmod_fields;  ///< the CHOLMOD baseline's JSON fields, or empty
     double device_memory_mb = -1;
 };
 
@@ -153,6 +160,7 @@ SizeResult run_size(int n, const Options& opt)
     }
     double total = 0, assembly = 0, solve = 0;
     long pcg_iterations = 0, substeps = 0;
+    weft::bench::CholmodBaseline<3> cholmod(model.free_dof);
     for (int s = 0; s < opt.steps; ++s) {
         const weft::BackendStepReport report = stepper.step(opt.dt);
         if (!report.ok)
@@ -164,12 +172,14 @@ SizeResult run_size(int n, const Options& opt)
         pcg_iterations += report.pcg_iterations;
         r.pcg_iterations_max = std::max(r.pcg_iterations_max, report.pcg_iterations);
         substeps += report.substeps;
+        if (opt.cholmod) cholmod.solve(stepper.matrix(), stepper.rhs());
     }
     const double steps = opt.steps;
     r.ms_per_step = 1e3 * total / steps;
     r.assembly_ms = 1e3 * assembly / steps;
     r.pcg_ms = 1e3 * solve / steps;
     r.rest_ms = 1e3 * (total - assembly - solve) / steps;
+    if (opt.cholmod) r.cholmod_fields = cholmod.fields(r.pcg_ms);
     r.pcg_iterations = pcg_iterations / steps;
     r.substeps = substeps / steps;
     stepper.download(model);
@@ -220,7 +230,7 @@ int main(int argc, char** argv)
                     << ", \"pcg_iterations\": " << r.pcg_iterations
                     << ", \"pcg_iterations_max\": " << r.pcg_iterations_max << ", \"substeps\": " << r.substeps
                     << ", \"us_per_vertex_step\": " << us_per_vertex << ", \"lowest_y_m\": " << r.lowest_y
-                    << ", \"matrix_blocks\": " << r.matrix_blocks;
+                    << ", \"matrix_blocks\": " << r.matrix_blocks << r.cholmod_fields;
                 if (opt.spmv_repeats > 0)
                     out << ", \"spmv_ms\": " << r.spmv.ms << ", \"spmv_gb_per_s\": " << r.spmv.gb_per_s;
                 out << ", \"device_memory_mb\": " << r.device_memory_mb << ", \"peak_rss_mb\": " << r.peak_rss_mb

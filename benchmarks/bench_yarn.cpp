@@ -6,14 +6,17 @@
 //
 //   bench_yarn [--sizes 50,100,200] [--steps N] [--warmup W] [--no-eigen]
 //              [--scene FILE] [--preconditioner block-jacobi|yarn-lines]
-//              [--spmv-repeats R] [--pcg-max-iterations N]
+//              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
 // same count through Eigen::setNbThreads). bench_yarn_cuda is the same
 // program on the CUDA system (the GPU); Eigen's CG still runs on the host.
 // Each size also times the system matrix's SpMV alone (median of R products)
 // and reports its bandwidth over the bytes it must move; on the GPU, the
-// device memory in use after the timed steps.
+// device memory in use after the timed steps. Where the build links CHOLMOD
+// (`"cholmod": true` in the output), each timed step's system is also
+// factorized by it (bench_common.hpp, CholmodBaseline): the direct-solver
+// columns beside Eigen's CG; --no-cholmod skips them.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -42,6 +45,7 @@ struct Options {
     int steps = 5;
     int warmup = 3;
     bool eigen = true;
+    bool cholmod = weft::cholmod_available();
     std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
     std::string preconditioner = "block-jacobi";
     int spmv_repeats = 20;
@@ -61,6 +65,8 @@ Options parse(int argc, char** argv)
             o.warmup = weft::bench::parse_at_least(a, args.value(), 0);
         } else if (a == "--no-eigen") {
             o.eigen = false;
+        } else if (a == "--no-cholmod") {
+            o.cholmod = false;
         } else if (a == "--scene") {
             o.scene = args.value();
         } else if (a == "--preconditioner") {
@@ -126,7 +132,7 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;
@@ -158,6 +164,7 @@ int main(int argc, char** argv)
             double total = 0, assembly = 0, solve = 0, eigen_ms = 0;
             long pcg_iterations = 0, eigen_iterations = 0, substeps = 0;
             double eigen_worst_error = 0;
+            weft::bench::CholmodBaseline<5> cholmod(built.model.free_dof);
             for (int s = 0; s < opt.steps; ++s) {
                 const weft::YarnStepReport r = stepper.step(h);
                 if (!r.ok) throw std::runtime_error("step failed at n = " + std::to_string(n) + ": " + r.message);
@@ -173,6 +180,7 @@ int main(int argc, char** argv)
                     eigen_iterations += e.iterations;
                     eigen_worst_error = std::max(eigen_worst_error, e.error);
                 }
+                if (opt.cholmod) cholmod.solve(stepper.matrix(), stepper.rhs());
             }
             const double steps = opt.steps;
             std::ostringstream record;
@@ -187,6 +195,7 @@ int main(int argc, char** argv)
                      << eigen_iterations / steps << ", \"eigen_cg_worst_error\": " << eigen_worst_error
                      << ", \"pcg_speedup_vs_eigen\": " << (eigen_ms / steps) / (1e3 * solve / steps);
             }
+            if (opt.cholmod) record << cholmod.fields(1e3 * solve / steps);
             if (opt.spmv_repeats > 0) {
                 const weft::bench::SpmvTiming t = weft::bench::time_spmv(stepper.matrix(), opt.spmv_repeats);
                 record << ", \"matrix_blocks\": " << stepper.matrix().col_idx().size() << ", \"spmv_ms\": " << t.ms

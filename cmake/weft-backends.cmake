@@ -33,6 +33,19 @@ if(NOT TARGET weft::omp)
       INTERFACE_INCLUDE_DIRECTORIES "${WEFT_THRUST_INCLUDE_DIR}"
       INTERFACE_COMPILE_DEFINITIONS "THRUST_DEVICE_SYSTEM=THRUST_DEVICE_SYSTEM_OMP;WEFT_BACKEND_NAME=\"omp\""
       INTERFACE_LINK_LIBRARIES "weft::weft;OpenMP::OpenMP_CXX")
+    # CHOLMOD (SuiteSparse, Debian libsuitesparse-dev), optional: the direct
+    # linear solver `solver.linear: "cholmod"` (weft/backend/direct_solver.hpp).
+    # WEFT_USE_CHOLMOD=OFF leaves it out even where it is installed.
+    if(NOT DEFINED WEFT_USE_CHOLMOD OR WEFT_USE_CHOLMOD)
+      find_path(WEFT_CHOLMOD_INCLUDE_DIR cholmod.h PATH_SUFFIXES suitesparse DOC "directory that holds cholmod.h")
+      find_library(WEFT_CHOLMOD_LIBRARY cholmod DOC "the CHOLMOD library (SuiteSparse)")
+      if(WEFT_CHOLMOD_INCLUDE_DIR AND WEFT_CHOLMOD_LIBRARY)
+        set_property(TARGET weft::omp APPEND PROPERTY INTERFACE_INCLUDE_DIRECTORIES "${WEFT_CHOLMOD_INCLUDE_DIR}")
+        set_property(TARGET weft::omp APPEND PROPERTY INTERFACE_COMPILE_DEFINITIONS WEFT_WITH_CHOLMOD)
+        set_property(TARGET weft::omp APPEND PROPERTY INTERFACE_LINK_LIBRARIES "${WEFT_CHOLMOD_LIBRARY}")
+        set(WEFT_CHOLMOD_FOUND ON)
+      endif()
+    endif()
   endif()
 endif()
 

@@ -9,6 +9,7 @@
 #include <Eigen/SparseCholesky>
 
 #include <weft/backend/assembly.hpp>
+#include <weft/backend/direct_solver.hpp>
 #include <weft/backend/pcg.hpp>
 
 #include "backend/block_system.hpp"
@@ -433,4 +434,115 @@ TEST_CASE("pcg: size mismatches and invalid options are rejected", "[backend][pc
     CHECK_THROWS_AS(weft::solve_filtered_pcg(rectangular, b3, free3, x3, workspace), weft::InvalidInput);
     options.max_iterations = 100;
     CHECK(weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options).converged);
+}
+
+// ---------------------------------------------------------------------------
+// The direct solver (direct_solver.hpp): the same filtered system as PCG.
+
+TEST_CASE("cholmod: the filtered system's solution, with prescribed values, matches PCG and LDLT",
+          "[backend][cholmod][filter]")
+{
+    if (!weft::cholmod_available()) {
+        // A build without SuiteSparse: the solver refuses, naming the option.
+        weft::CholmodSolver<double, 3> solver;
+        BsrMatrix<double, 3> a = weft::to_bsr<3>(SparseMatrix(Eigen::MatrixXd::Identity(3, 3).sparseView()));
+        thrust::device_vector<double> x(3, 0.0);
+        const thrust::device_vector<std::uint8_t> free_dofs(3, 1);
+        CHECK_THROWS_WITH(solver.solve(a, x, free_dofs, x), Catch::Contains("solver.linear \"cholmod\""));
+        CHECK_THROWS_WITH(weft::require_linear_solver(weft::LinearSolver::cholmod), Catch::Contains("CHOLMOD"));
+        WARN("CHOLMOD is not in this build: only its refusal was checked");
+        return;
+    }
+    Random rng(31);
+    int checked = 0;
+    for (int trial = 0; trial < 3; ++trial) {
+        const GridProblem<5> problem = grid_problem<5>(rng, 7, 6);
+        const Eigen::Index dofs = 5 * problem.nodes;
+        const std::vector<std::uint8_t> free_dofs = random_filter<5>(rng, problem.nodes, 0.25);
+        const Eigen::VectorXd b = random_vector(rng, dofs);
+        const Eigen::VectorXd z = random_vector(rng, dofs, 0.5, 2.0);
+        Eigen::VectorXd x_start = z;
+        for (Eigen::Index i = 0; i < dofs; ++i)
+            if (free_dofs[static_cast<std::size_t>(i)]) x_start(i) = -7.0;  // ignored
+        thrust::device_vector<double> x_direct = to_device(x_start), x_pcg = to_device(x_start);
+        weft::CholmodSolver<double, 5> solver;
+        const PcgResult<double> direct = solver.solve(problem.a, to_device(b), to_device(free_dofs), x_direct);
+        REQUIRE(direct.converged);
+        CHECK(direct.iterations == 0);
+        CHECK(direct.relative_residual <= 1e-12);
+        PcgOptions<double> options;
+        options.tolerance = 1e-12;
+        PcgWorkspace<double, 5> workspace;
+        REQUIRE(weft::solve_filtered_pcg(problem.a, to_device(b), to_device(free_dofs), x_pcg, workspace, options)
+                    .converged);
+        const Eigen::VectorXd solution = to_eigen_vector(x_direct);
+        CHECK(relative_error(solution, to_eigen_vector(x_pcg)) <= 1e-9);
+        // A_ff x_f = b_f − A_fc z_c, and x_c = z_c exactly.
+        std::vector<std::uint8_t> constrained(free_dofs.size());
+        for (std::size_t i = 0; i < free_dofs.size(); ++i) constrained[i] = free_dofs[i] ? 0 : 1;
+        const SparseMatrix pf = selection(free_dofs), pc = selection(constrained);
+        CHECK((pc * solution - pc * z).lpNorm<Eigen::Infinity>() == 0.0);
+        const Eigen::VectorXd expected = sparse_ldlt_solve(SparseMatrix(pf * problem.reference * pf.transpose()),
+                                                           pf * b - pf * problem.reference * pc.transpose() * (pc * z));
+        CHECK(relative_error(pf * solution, expected) <= 1e-10);
+        ++checked;
+    }
+    REQUIRE(checked == 3);
+}
+
+TEST_CASE("cholmod: the symbolic analysis is reused while the pattern stays and redone when it changes",
+          "[backend][cholmod]")
+{
+    if (!weft::cholmod_available()) {
+        WARN("CHOLMOD is not in this build: analysis reuse not checked");
+        return;
+    }
+    Random rng(37);
+    const GridProblem<3> first = grid_problem<3>(rng, 6, 6);
+    const GridProblem<3> same_pattern = grid_problem<3>(rng, 6, 6);  // new values
+    const GridProblem<3> other = grid_problem<3>(rng, 9, 4);
+    weft::CholmodSolver<double, 3> solver;
+    int solved = 0;
+    for (const GridProblem<3>* p : {&first, &same_pattern, &same_pattern, &other}) {
+        const Eigen::VectorXd b = random_vector(rng, 3 * p->nodes);
+        thrust::device_vector<double> x(static_cast<std::size_t>(3 * p->nodes), 0.0);
+        const std::vector<std::uint8_t> free_dofs(x.size(), 1);
+        REQUIRE(solver.solve(p->a, to_device(b), to_device(free_dofs), x).converged);
+        CHECK(relative_error(to_eigen_vector(x), sparse_ldlt_solve(p->reference, b)) <= 1e-10);
+        ++solved;
+    }
+    REQUIRE(solved == 4);
+    CHECK(solver.analyses() == 2);  // 6 x 6 once (its values changed twice), 9 x 4 once
+}
+
+TEST_CASE("cholmod: an indefinite or non-finite system is reported, x left alone", "[backend][cholmod][status]")
+{
+    if (!weft::cholmod_available()) {
+        WARN("CHOLMOD is not in this build: its failure reports not checked");
+        return;
+    }
+    Eigen::MatrixXd dense = Eigen::MatrixXd::Identity(10, 10);
+    dense.block<5, 5>(0, 5).diagonal().setConstant(2.0);
+    dense.block<5, 5>(5, 0).diagonal().setConstant(2.0);
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(SparseMatrix(dense.sparseView()));
+    const Eigen::VectorXd b = Eigen::VectorXd::Ones(10);
+    const std::vector<std::uint8_t> all_free(10, 1);
+    weft::CholmodSolver<double, 5> solver;
+    thrust::device_vector<double> x(10, 3.0);
+    const PcgResult<double> indefinite = solver.solve(a, to_device(b), to_device(all_free), x);
+    CHECK_FALSE(indefinite.converged);
+    CHECK(indefinite.status == PcgStatus::indefinite_matrix);
+    CHECK(to_eigen_vector(x) == Eigen::VectorXd::Constant(10, 3.0));
+    // Filtering out the second node leaves the identity: solvable, with the
+    // second node's values z = 3 (x on entry) moved to the right-hand side:
+    // x_f = b_f − 2 z = −5.
+    std::vector<std::uint8_t> first_free(10, 1);
+    for (int i = 5; i < 10; ++i) first_free[static_cast<std::size_t>(i)] = 0;
+    CHECK(solver.solve(a, to_device(b), to_device(first_free), x).converged);
+    CHECK((to_eigen_vector(x).head(5) - Eigen::VectorXd::Constant(5, -5.0)).norm() <= 1e-14);
+    CHECK(to_eigen_vector(x).tail(5) == Eigen::VectorXd::Constant(5, 3.0));
+    Eigen::VectorXd nan_b = b;
+    nan_b(2) = std::numeric_limits<double>::quiet_NaN();
+    const PcgResult<double> non_finite = solver.solve(a, to_device(nan_b), to_device(first_free), x);
+    CHECK(non_finite.status == PcgStatus::non_finite);
 }

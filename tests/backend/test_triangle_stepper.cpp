@@ -357,6 +357,49 @@ TEST_CASE("triangle stepper: colliders hold the sheet up", "[backend][triangle][
     CHECK(lowest < -0.01 + 1e-3);
 }
 
+TEST_CASE("triangle stepper: CHOLMOD's direct solves give the PCG steps, one-step and full Newton",
+          "[backend][triangle][cholmod]")
+{
+    TriangleModel<double> model = busy_sheet(TriangleDamping::strain_rate);
+    for (int c = 0; c < 3; ++c) model.free_dof[static_cast<std::size_t>(c)] = 0;  // node 0 pinned
+    const Collider<double> floor{1, Vec3(0, 0, -0.04), Vec3(0, 0, 1), 0.0, 1e3, 0.3};
+    if (!weft::cholmod_available()) {
+        weft::StepperOptions<double> options;
+        options.linear = weft::LinearSolver::cholmod;
+        CHECK_THROWS_WITH(TriangleStepper<double>(model, {floor}, Vec3(0, 0, -9.81), options),
+                          Catch::Contains("solver.linear"));
+        WARN("CHOLMOD is not in this build: only its refusal was checked");
+        return;
+    }
+    int compared = 0;
+    for (int newton : {1, 20}) {
+        VectorX v[2];
+        for (int k = 0; k < 2; ++k) {
+            weft::StepperOptions<double> options;
+            options.newton_iterations = newton;
+            options.newton_tolerance = 1e-4;
+            options.max_halvings = 4;
+            options.pcg.tolerance = 1e-12;
+            options.pcg.max_iterations = 20000;
+            options.linear = k == 0 ? weft::LinearSolver::pcg : weft::LinearSolver::cholmod;
+            TriangleStepper<double> stepper(model, {floor}, Vec3(0, 0, -9.81), options);
+            for (int s = 0; s < 3; ++s) {
+                const weft::BackendStepReport r = stepper.step(2e-3);
+                INFO("linear " << weft::to_string(options.linear) << ", Newton " << newton << ": " << r.message);
+                REQUIRE(r.ok);
+            }
+            v[k] = host(stepper.velocities());
+            if (k == 1) CHECK(stepper.direct_analyses() == 1);  // one pattern throughout
+        }
+        INFO("Newton " << newton << ": |dv| " << (v[1] - v[0]).lpNorm<Eigen::Infinity>() << " of "
+                       << v[0].lpNorm<Eigen::Infinity>());
+        REQUIRE(v[0].lpNorm<Eigen::Infinity>() > 0);
+        CHECK((v[1] - v[0]).lpNorm<Eigen::Infinity>() <= 1e-7 * v[0].lpNorm<Eigen::Infinity>());
+        ++compared;
+    }
+    REQUIRE(compared == 2);
+}
+
 TEST_CASE("triangle stepper: bad input is rejected with the field named", "[backend][triangle][errors]")
 {
     TriangleModel<double> model = grid_model(3, TriangleDamping::none);

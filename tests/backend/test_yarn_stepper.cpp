@@ -691,6 +691,67 @@ TEST_CASE("yarn stepper: the yarn-line preconditioners give the block-Jacobi ste
     CHECK(iterations[2] < iterations[0]);
 }
 
+TEST_CASE("yarn stepper: CHOLMOD's direct solves give the PCG steps, one-step and full Newton",
+          "[backend][yarn][cholmod]")
+{
+    std::vector<Collider<double>> colliders;
+    const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    const Vec3 g(0, 0, -9.81);
+    if (!weft::cholmod_available()) {
+        YarnStepperOptions<double> options;
+        options.linear = weft::LinearSolver::cholmod;
+        CHECK_THROWS_WITH(YarnStepper<double>(model, colliders, g, options), Catch::Contains("solver.linear"));
+        WARN("CHOLMOD is not in this build: only its refusal was checked");
+        return;
+    }
+    int compared = 0;
+    for (int newton : {1, 20}) {
+        std::vector<double> v[2], q[2];
+        int analyses = 0;
+        for (int k = 0; k < 2; ++k) {
+            YarnStepperOptions<double> options;
+            options.newton_iterations = newton;
+            options.newton_tolerance = 1e-4;
+            options.max_halvings = 4;
+            options.pcg.tolerance = 1e-12;
+            options.pcg.max_iterations = 20000;
+            options.linear = k == 0 ? weft::LinearSolver::pcg : weft::LinearSolver::cholmod;
+            weft::EilOptions<double> eil;
+            eil.enabled = true;
+            YarnStepper<double> stepper(model, colliders, g, options, eil);
+            for (int s = 0; s < 3; ++s) {
+                const weft::YarnStepReport r = stepper.step(1e-3);
+                INFO("linear " << weft::to_string(options.linear) << ", Newton " << newton << ", step " << s << ": "
+                               << r.message);
+                REQUIRE(r.ok);
+                if (k == 1) CHECK(r.pcg_iterations == 0);
+            }
+            v[k] = weft::to_host(stepper.velocities());
+            q[k] = weft::to_host(stepper.positions());
+            if (k == 1) analyses = stepper.direct_analyses();
+        }
+        double dv = 0, dq = 0, vscale = 0, qscale = 0;
+        for (std::size_t i = 0; i < v[0].size(); ++i) {
+            vscale = std::max(vscale, std::abs(v[0][i]));
+            qscale = std::max(qscale, std::abs(q[0][i] - model.q[i]));
+            dv = std::max(dv, std::abs(v[1][i] - v[0][i]));
+            dq = std::max(dq, std::abs(q[1][i] - q[0][i]));
+        }
+        INFO("Newton " << newton << ": |dv| " << dv << " of " << vscale << ", |dq| " << dq << " of " << qscale
+                       << ", CHOLMOD analyses " << analyses);
+        REQUIRE(vscale > 0);
+        // One step: the same linear system, solved to 1e-12 and exactly. Full
+        // Newton: two iterations that each meet the Newton tolerance (1e-4)
+        // may stop at different iterates (measured 5.5e-6 of the velocity).
+        const double agree = newton == 1 ? 1e-7 : 1e-4;
+        CHECK(dv <= agree * vscale);
+        CHECK(dq <= agree * qscale);
+        CHECK(analyses >= 1);  // one per pattern (contacts and EIL lists may change it)
+        ++compared;
+    }
+    REQUIRE(compared == 2);
+}
+
 namespace {
 
 /// A small, stiff patch resting on the plane z = 0 under gravity g (it is
@@ -1018,6 +1079,7 @@ struct ExpectedOptions {
     double min_segment_factor;
     bool reset_on_eol, remove_pulling_contacts;
     double pull_threshold;
+    weft::LinearSolver linear;
 };
 
 void check_scene_options(const weft::SceneDescription& scene, const ExpectedOptions& x)
@@ -1033,6 +1095,7 @@ void check_scene_options(const weft::SceneDescription& scene, const ExpectedOpti
     CHECK(o.pcg.tolerance == x.pcg_tolerance);
     CHECK(o.pcg.max_iterations == x.pcg_max_iterations);
     CHECK(o.pcg.preconditioner == x.preconditioner);
+    CHECK(o.linear == x.linear);
     const weft::EilOptions<double> e = weft::eil_options<double>(scene);
     CHECK(e.enabled == x.eil);
     CHECK(e.safety_factor == x.safety_factor);
@@ -1058,31 +1121,31 @@ TEST_CASE("scene options: a scene's solver block is the stepper's options, with 
     // scene unless "eil" says otherwise.
     check_scene_options(weft::parse_scene_text(start + cloth),
                         {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true,
-                         0.1, 1000.0, true, 0.25, false, true, 1e-3});
+                         0.1, 1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
     ++checks;
     // Every key set to something else arrives where it belongs.
     check_scene_options(
         weft::parse_scene_text(start + R"("solver": {"newton_iterations": 12, "newton_tolerance": 1e-4,
             "min_time_step": 0.000125, "max_speed": 5, "line_search_cuts": 3, "line_search_expansions": 2,
             "exact_hessians": false, "pcg_tolerance": 1e-7,
-            "pcg_max_iterations": 300, "preconditioner": "yarn-lines",
+            "pcg_max_iterations": 300, "preconditioner": "yarn-lines", "linear": "cholmod",
             "eil": {"enabled": true, "safety_factor": 0.2, "contact_factor": 500, "lookahead": false,
                     "min_segment_factor": 0.5, "reset_arc_length": true, "remove_pulling_contacts": false,
                     "pull_threshold": 0.01}}, )" + cloth),
         {12, 1e-4, 3, 5.0, 3, 2, false, 1e-7, 300, weft::PcgPreconditioner::yarn_lines, true, 0.2, 500.0, false, 0.5, true,
-         false, 0.01});
+         false, 0.01, weft::LinearSolver::cholmod});
     ++checks;
     // No adaptive time step: no halving; "eil" given without "enabled": on.
     check_scene_options(
         weft::parse_scene_text(start + R"("solver": {"adaptive_time_step": false, "eil": {"lookahead": false}}, )" +
                                cloth),
         {1, 1e-3, 0, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true, 0.1, 1000.0, false,
-         0.25, false, true, 1e-3});
+         0.25, false, true, 1e-3, weft::LinearSolver::pcg});
     ++checks;
     // EIL switched off.
     check_scene_options(weft::parse_scene_text(start + R"("solver": {"eil": {"enabled": false}}, )" + cloth),
                         {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, false,
-                         0.1, 1000.0, true, 0.25, false, true, 1e-3});
+                         0.1, 1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
     ++checks;
     REQUIRE(checks == 4);
 }

@@ -265,6 +265,20 @@ TEST_CASE("scene: solver.line_search_expansions and exact_hessians are read, wit
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.exact_hessians") && Catch::Contains("yes"));
 }
 
+TEST_CASE("scene: solver.linear is read, \"pcg\" by default; an unknown solver names the accepted ones",
+          "[io][scene][linear]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.linear == "pcg");
+    j["solver"] = json::parse(R"({"linear": "cholmod"})");
+    CHECK(weft::parse_scene(j).solver.linear == "cholmod");
+    j["solver"]["linear"] = "lu";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.linear") && Catch::Contains("\"lu\"") &&
+                                                Catch::Contains("\"pcg\"") && Catch::Contains("\"cholmod\""));
+    j["solver"]["linear"] = 3;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.linear"));
+}
+
 TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material, bad values are named",
           "[io][scene][newton]")
 {

@@ -113,6 +113,7 @@
 
 #include <weft/backend/assembly.hpp>
 #include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/direct_solver.hpp>
 #include <weft/backend/pcg.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/error.hpp>
@@ -151,6 +152,10 @@ struct StepperOptions {
     /// time per step (docs/scenes.md, "Buckling within a step"); false:
     /// projected always.
     bool exact_hessians = true;
+    /// The linear solver of each Newton iteration: filtered PCG with the
+    /// settings below, or CHOLMOD's direct factorization on the host
+    /// (direct_solver.hpp; needs a build that links it, `cholmod_available()`).
+    LinearSolver linear = LinearSolver::pcg;
     /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
     /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
     PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
@@ -424,6 +429,7 @@ inline void validate_state(const char* model, const std::vector<T>& q, const std
                                             "must be in [0, 30]"));
     if (options.max_retries < 0)
         throw InvalidInput(detail::describe("solver.max_retries", options.max_retries, "must be >= 0"));
+    require_linear_solver(options.linear);
     if (!(options.max_speed > T(0)))
         throw InvalidInput(detail::describe("solver.max_speed", options.max_speed, "must be > 0"));
     for (const T x : q)
@@ -451,32 +457,10 @@ public:
     /// Advance by h (in 2^k substeps when a step had to be halved). A step
     /// that fails leaves q and v as they were, also when some of its halved
     /// substeps had succeeded.
-    BackendStepReport step(T h)
-    {
-        const auto start = std::chrono::steady_clock::now();
-        BackendStepReport report;
-        require_positive("time_step", h);
-        m_q_step = m_q;
-        m_v_step = m_v;
-        report.ok = advance(h, 0, report);
-        if (!report.ok) {
-            m_q = m_q_step;
-            m_v = m_v_step;
-            m_energies_valid = false;
-            m_first_iteration_ready = false;
-        }
-        report.total_seconds = stepper_detail::seconds_since(start);
-        return report;
-    }
+    BackendStepReport step(T h);
 
     /// Assembles A, b, f at the current state (first-iteration form).
-    void assemble(T h)
-    {
-        evaluate(h, first_inputs());
-        assemble_matrix(m_map, m_matrix_contributions, m_matrix);
-        assemble_vector(m_map, m_rhs_contributions, m_rhs);
-        assemble_vector(m_map, m_force_contributions, m_force);
-    }
+    void assemble(T h);
 
     /// Full Newton's system at an iterate v of a step of size h from the
     /// current state (q_n, v_n) = (positions(), velocities()), as the
@@ -486,37 +470,11 @@ public:
     /// The state is left as it was. For finite-difference checks of A (the
     /// proof that Newton's Jacobian is the derivative of its residual) and
     /// for diagnosing slow Newton convergence.
-    void assemble_newton(T h, const std::vector<T>& v)
-    {
-        require_positive("time_step", h);
-        if (v.size() != m_v.size()) {
-            const std::string per_node = "must be " + std::to_string(B) + " x #nodes";
-            throw InvalidInput(detail::describe("assemble_newton v.size()", v.size(), per_node.c_str()));
-        }
-        m_q_start = m_q;
-        m_v_start = m_v;
-        m_v_base.assign(v.begin(), v.end());
-        thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
-        apply_update(h, m_v_base, T(0));  // v, q = q_n + h v, v − v_n
-        m_exact_hessians = full_newton() && exact_hessians_first();
-        evaluate(h, iterate_inputs());
-        assemble_matrix(m_map, m_matrix_contributions, m_matrix);
-        assemble_vector(m_map, m_rhs_contributions, m_rhs);
-        assemble_vector(m_map, m_force_contributions, m_force);
-        m_q = m_q_start;
-        m_v = m_v_start;
-        m_energies_valid = false;
-        m_first_iteration_ready = false;
-    }
+    void assemble_newton(T h, const std::vector<T>& v);
 
     /// Energies of the current state (kinetic ½vᵀMv, elastic incl. contact
     /// and colliders, gravity, dissipation potential).
-    ElementEnergies<T> energies()
-    {
-        if (!m_energies_valid) evaluate(m_last_h > T(0) ? m_last_h : T(1e-3), first_inputs());
-        return thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
-                              ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
-    }
+    ElementEnergies<T> energies();
 
     const BsrMatrix<T, B>& matrix() const { return m_matrix; }
     const thrust::device_vector<T>& rhs() const { return m_rhs; }
@@ -524,6 +482,9 @@ public:
     const thrust::device_vector<T>& positions() const { return m_q; }
     const thrust::device_vector<T>& velocities() const { return m_v; }
     const AssemblyMap<B>& assembly_map() const { return m_map; }
+    /// How often the direct solver (StepperOptions::linear == cholmod) ran its
+    /// symbolic analysis: once per distinct matrix pattern.
+    int direct_analyses() const { return m_direct.analyses(); }
 
     /// Overwrite the velocities (e.g. a rigid initial velocity set on the host).
     void set_velocities(const std::vector<T>& v)
@@ -1082,6 +1043,7 @@ private:
     PcgResult<T> solve_cold()
     {
         thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
+        if (m_options.linear == LinearSolver::cholmod) return m_direct.solve(m_matrix, m_rhs, m_free, m_dv);
         return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, solve_options());
     }
 
@@ -1093,7 +1055,7 @@ private:
     /// smooth, global part of Δv from scratch every step.
     PcgResult<T> solve_warm(T h, T rhs_norm)
     {
-        if (!(m_guess_step > T(0))) return solve_cold();
+        if (!(m_guess_step > T(0)) || m_options.linear == LinearSolver::cholmod) return solve_cold();
         const T scale = h / m_guess_step;
         thrust::transform(thrust::device, m_guess.begin(), m_guess.end(), m_free.begin(), m_dv.begin(),
                           stepper_detail::ScaledFiltered<T>{scale});
@@ -1164,8 +1126,74 @@ private:
     bool m_exact_hessians = false;  ///< the next full-Newton evaluation takes the exact element Hessians
     int m_converged_iterations = 0;  ///< PCG iterations of this step's last converged solve
     PcgWorkspace<T, B> m_workspace;
+    CholmodSolver<T, B> m_direct;  ///< StepperOptions::linear == cholmod
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;
 };
+
+// The entry points that instantiate the whole step are defined out of the
+// class body: not inline, so that an explicit instantiation declaration
+// (WEFT_PRECOMPILED_STEPPERS, yarn_stepper.hpp) keeps a program that links
+// weft::omp_steppers from instantiating them again.
+
+template <typename T, int B, class Derived>
+BackendStepReport ImplicitStepper<T, B, Derived>::step(T h)
+{
+    const auto start = std::chrono::steady_clock::now();
+    BackendStepReport report;
+    require_positive("time_step", h);
+    m_q_step = m_q;
+    m_v_step = m_v;
+    report.ok = advance(h, 0, report);
+    if (!report.ok) {
+        m_q = m_q_step;
+        m_v = m_v_step;
+        m_energies_valid = false;
+        m_first_iteration_ready = false;
+    }
+    report.total_seconds = stepper_detail::seconds_since(start);
+    return report;
+}
+
+template <typename T, int B, class Derived>
+void ImplicitStepper<T, B, Derived>::assemble(T h)
+{
+    evaluate(h, first_inputs());
+    assemble_matrix(m_map, m_matrix_contributions, m_matrix);
+    assemble_vector(m_map, m_rhs_contributions, m_rhs);
+    assemble_vector(m_map, m_force_contributions, m_force);
+}
+
+template <typename T, int B, class Derived>
+void ImplicitStepper<T, B, Derived>::assemble_newton(T h, const std::vector<T>& v)
+{
+    require_positive("time_step", h);
+    if (v.size() != m_v.size()) {
+        const std::string per_node = "must be " + std::to_string(B) + " x #nodes";
+        throw InvalidInput(detail::describe("assemble_newton v.size()", v.size(), per_node.c_str()));
+    }
+    m_q_start = m_q;
+    m_v_start = m_v;
+    m_v_base.assign(v.begin(), v.end());
+    thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
+    apply_update(h, m_v_base, T(0));  // v, q = q_n + h v, v − v_n
+    m_exact_hessians = full_newton() && exact_hessians_first();
+    evaluate(h, iterate_inputs());
+    assemble_matrix(m_map, m_matrix_contributions, m_matrix);
+    assemble_vector(m_map, m_rhs_contributions, m_rhs);
+    assemble_vector(m_map, m_force_contributions, m_force);
+    m_q = m_q_start;
+    m_v = m_v_start;
+    m_energies_valid = false;
+    m_first_iteration_ready = false;
+}
+
+template <typename T, int B, class Derived>
+ElementEnergies<T> ImplicitStepper<T, B, Derived>::energies()
+{
+    if (!m_energies_valid) evaluate(m_last_h > T(0) ? m_last_h : T(1e-3), first_inputs());
+    return thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
+                          ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
+}
 
 }  // namespace weft

@@ -34,6 +34,7 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.line_search_cuts = s.line_search_cuts;
     options.line_search_expansions = s.line_search_expansions;
     options.exact_hessians = s.exact_hessians;
+    options.linear = s.linear == "cholmod" ? LinearSolver::cholmod : LinearSolver::pcg;
     options.pcg.tolerance = T(s.pcg_tolerance);
     options.pcg.max_iterations = s.pcg_max_iterations;
     options.pcg.preconditioner =

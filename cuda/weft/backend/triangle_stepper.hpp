@@ -87,40 +87,7 @@ public:
     /// @param[in] options    Newton, halving and PCG settings
     /// @throws InvalidInput for inconsistent model arrays or options
     TriangleStepper(const TriangleModel<T>& model, const std::vector<Collider<T>>& colliders, const Vec3<T>& gravity,
-                    const StepperOptions<T>& options = {})
-        : Base(validated(model, options).q, model.v, model.free_dof, options),
-          m_material(model.material),
-          m_gravity(gravity)
-    {
-        m_mass.assign(model.mass.begin(), model.mass.end());
-        m_triangles.assign(model.triangles.begin(), model.triangles.end());
-        m_hinges.assign(model.hinges.begin(), model.hinges.end());
-        m_colliders.assign(colliders.begin(), colliders.end());
-        if (model.tabulated) {
-            const std::vector<TabulatedMembraneDensity<T>> one(1, *model.tabulated);
-            m_tabulated.assign(one.begin(), one.end());
-        }
-        std::vector<triangle_stepper_detail::TriangleNode> nodes(static_cast<std::size_t>(this->m_nodes));
-        for (Index n = 0; n < this->m_nodes; ++n) nodes[static_cast<std::size_t>(n)].node = n;
-        m_node_list.assign(nodes.begin(), nodes.end());
-
-        std::vector<BlockCoordinate> blocks;
-        std::vector<Index> vectors;
-        const Index node_total = this->m_nodes;
-        const auto add_element = [&](const int* element_nodes, int count) {
-            for (int a = 0; a < count; ++a) {
-                const int i = element_nodes[a];
-                if (i < 0 || i >= node_total)
-                    throw InvalidInput(detail::describe("TriangleModel element node", i, "out of range"));
-                for (int b = 0; b < count; ++b) blocks.push_back({i, element_nodes[b]});
-                vectors.push_back(i);
-            }
-        };
-        for (const TriangleElement<T>& t : model.triangles) add_element(t.nodes, 3);
-        for (const HingeElement<T>& h : model.hinges) add_element(h.nodes, 4);
-        for (Index n = 0; n < node_total; ++n) add_element(&n, 1);
-        this->build_assembly(blocks, vectors, model.triangles.size() + model.hinges.size() + nodes.size());
-    }
+                    const StepperOptions<T>& options = {});
 
     /// Copies q and v back into `model` (same topology).
     void download(TriangleModel<T>& model) const
@@ -188,5 +155,48 @@ private:
     thrust::device_vector<TabulatedMembraneDensity<T>> m_tabulated;
     thrust::device_vector<Collider<T>> m_colliders;
 };
+
+template <typename T>
+TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::vector<Collider<T>>& colliders,
+                                    const Vec3<T>& gravity, const StepperOptions<T>& options)
+    : Base(validated(model, options).q, model.v, model.free_dof, options),
+      m_material(model.material),
+      m_gravity(gravity)
+{
+    m_mass.assign(model.mass.begin(), model.mass.end());
+    m_triangles.assign(model.triangles.begin(), model.triangles.end());
+    m_hinges.assign(model.hinges.begin(), model.hinges.end());
+    m_colliders.assign(colliders.begin(), colliders.end());
+    if (model.tabulated) {
+        const std::vector<TabulatedMembraneDensity<T>> one(1, *model.tabulated);
+        m_tabulated.assign(one.begin(), one.end());
+    }
+    std::vector<triangle_stepper_detail::TriangleNode> nodes(static_cast<std::size_t>(this->m_nodes));
+    for (Index n = 0; n < this->m_nodes; ++n) nodes[static_cast<std::size_t>(n)].node = n;
+    m_node_list.assign(nodes.begin(), nodes.end());
+
+    std::vector<BlockCoordinate> blocks;
+    std::vector<Index> vectors;
+    const Index node_total = this->m_nodes;
+    const auto add_element = [&](const int* element_nodes, int count) {
+        for (int a = 0; a < count; ++a) {
+            const int i = element_nodes[a];
+            if (i < 0 || i >= node_total)
+                throw InvalidInput(detail::describe("TriangleModel element node", i, "out of range"));
+            for (int b = 0; b < count; ++b) blocks.push_back({i, element_nodes[b]});
+            vectors.push_back(i);
+        }
+    };
+    for (const TriangleElement<T>& t : model.triangles) add_element(t.nodes, 3);
+    for (const HingeElement<T>& h : model.hinges) add_element(h.nodes, 4);
+    for (Index n = 0; n < node_total; ++n) add_element(&n, 1);
+    this->build_assembly(blocks, vectors, model.triangles.size() + model.hinges.size() + nodes.size());
+}
+
+#if defined(WEFT_PRECOMPILED_STEPPERS) && THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_OMP
+// Compiled once into weft::omp_steppers (see yarn_stepper.hpp).
+extern template class ImplicitStepper<double, triangle_node_dofs, TriangleStepper<double>>;
+extern template class TriangleStepper<double>;
+#endif
 
 }  // namespace weft

@@ -393,50 +393,13 @@ public:
     ///         material that `validate_yarn_material` refuses (no mass, a
     ///         negative coefficient)
     YarnStepper(const YarnModel<T>& model, const std::vector<Collider<T>>& colliders, const Vec3<T>& gravity,
-                const YarnStepperOptions<T>& options = {}, const EilOptions<T>& eil = {})
-        : Base(validated(model, options).q, model.v, model.free_dof, options),
-          m_material(model.material),
-          m_gravity(gravity),
-          m_radius(model.radius),
-          m_tracker(model, eil, model.material.stretch_stiffness)
-    {
-        m_anchors.assign(model.anchors.begin(), model.anchors.end());
-        m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
-        const std::vector<unsigned char> external = external_contact_flags(model);
-        m_external_contact.assign(external.begin(), external.end());
-        m_host_shears = model.shears;
-        m_colliders.assign(colliders.begin(), colliders.end());
-        // Without yarn lists (a model built from segments alone) parallel-yarn
-        // contact stays on the segments.
-        m_lists_known = has_yarn_lists(model);
-        setup_layer_contacts(model);
-        rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
-        m_lines = yarn_line_set(model);
-    }
+                const YarnStepperOptions<T>& options = {}, const EilOptions<T>& eil = {});
 
     /// Advance by h (in 2^k substeps when a step had to be halved). With EIL
     /// on, the EoL/EIL assignment is revised before every (sub)step (thesis
     /// Sec. 4.3.1: before the first Newton step of a solve), so a halved step
     /// re-assigns between its halves; its time counts as assembly.
-    YarnStepReport step(T h)
-    {
-        m_assignment_seconds = 0;
-        m_peak_eil = 0;
-        const int detached_before = m_tracker.detached();
-        const int resets_before = m_tracker.resets();
-        const int pulled_before = m_pulled;
-        m_tracker.begin_step();
-        YarnStepReport report;
-        m_anchors_step = m_anchors;
-        static_cast<BackendStepReport&>(report) = Base::step(h);
-        if (!report.ok) m_anchors = m_anchors_step;  // q and v are restored by the base
-        report.eil_nodes = m_peak_eil;
-        report.detached_contacts = m_tracker.detached() - detached_before;
-        report.arc_length_resets = m_tracker.resets() - resets_before;
-        report.pulled_contacts = m_pulled - pulled_before;
-        report.assembly_seconds += m_assignment_seconds;
-        return report;
-    }
+    YarnStepReport step(T h);
 
     const thrust::device_vector<T>& anchors() const { return m_anchors; }
 
@@ -908,5 +871,59 @@ private:
     int m_peak_eil = 0;               ///< largest EIL count over the substeps of a step
     double m_assignment_seconds = 0;  ///< assignment time of the current step
 };
+
+template <typename T>
+YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collider<T>>& colliders, const Vec3<T>& gravity,
+                            const YarnStepperOptions<T>& options, const EilOptions<T>& eil)
+    : Base(validated(model, options).q, model.v, model.free_dof, options),
+      m_material(model.material),
+      m_gravity(gravity),
+      m_radius(model.radius),
+      m_tracker(model, eil, model.material.stretch_stiffness)
+{
+    m_anchors.assign(model.anchors.begin(), model.anchors.end());
+    m_friction_limit.assign(model.friction_limit.begin(), model.friction_limit.end());
+    const std::vector<unsigned char> external = external_contact_flags(model);
+    m_external_contact.assign(external.begin(), external.end());
+    m_host_shears = model.shears;
+    m_colliders.assign(colliders.begin(), colliders.end());
+    // Without yarn lists (a model built from segments alone) parallel-yarn
+    // contact stays on the segments.
+    m_lists_known = has_yarn_lists(model);
+    setup_layer_contacts(model);
+    rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
+    m_lines = yarn_line_set(model);
+}
+
+template <typename T>
+YarnStepReport YarnStepper<T>::step(T h)
+{
+    m_assignment_seconds = 0;
+    m_peak_eil = 0;
+    const int detached_before = m_tracker.detached();
+    const int resets_before = m_tracker.resets();
+    const int pulled_before = m_pulled;
+    m_tracker.begin_step();
+    YarnStepReport report;
+    m_anchors_step = m_anchors;
+    static_cast<BackendStepReport&>(report) = Base::step(h);
+    if (!report.ok) m_anchors = m_anchors_step;  // q and v are restored by the base
+    report.eil_nodes = m_peak_eil;
+    report.detached_contacts = m_tracker.detached() - detached_before;
+    report.arc_length_resets = m_tracker.resets() - resets_before;
+    report.pulled_contacts = m_pulled - pulled_before;
+    report.assembly_seconds += m_assignment_seconds;
+    return report;
+}
+
+#if defined(WEFT_PRECOMPILED_STEPPERS) && THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_OMP
+// Compiled once into weft::omp_steppers (CMake option WEFT_PRECOMPILED,
+// src/omp_yarn_stepper.cpp): a program that links it does not instantiate
+// the stepper's step and constructor again (they are defined out of the class
+// body above for this reason; members defined in the class are inline and
+// may still be instantiated where they are called).
+extern template class ImplicitStepper<double, yarn_node_dofs, YarnStepper<double>>;
+extern template class YarnStepper<double>;
+#endif
 
 }  // namespace weft

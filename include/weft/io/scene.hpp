@@ -39,6 +39,10 @@
 ///                                     iteration with the exact element Hessians
 ///                                     first, the PSD-projected ones where that
 ///                                     system is not positive definite
+///   linear              string "pcg" | "cholmod": the linear solver of each
+///                                     Newton iteration; "cholmod" (direct,
+///                                     SuiteSparse, host) needs a build with
+///                                     CHOLMOD, else the stepper refuses it
 ///   stiffness_approximation string "auto" | "gauss-newton" | "projected": the
 ///                                     yarn bending and shear Jacobians
 ///                                     (StiffnessApproximation); "auto": projected
@@ -182,6 +186,7 @@ struct SolverDescription {
     int line_search_expansions = 4;   ///< full Newton: doublings of an update along negative curvature
     bool exact_hessians = true;       ///< full Newton: exact element Hessians first (StepperOptions)
     std::string stiffness_approximation = "auto";  ///< "auto" | "gauss-newton" | "projected" (yarns)
+    std::string linear = "pcg";       ///< "pcg" | "cholmod" (StepperOptions::linear)
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -570,8 +575,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     const Object o(j, path);
     o.allow_only({"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step",
                   "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts", "line_search_expansions",
-                  "exact_hessians",
-                  "stiffness_approximation"});
+                  "exact_hessians", "linear", "stiffness_approximation"});
     SolverDescription s;
     auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
     s.newton_iterations = o.get_or("newton_iterations", at_least_one, s.newton_iterations);
@@ -587,6 +591,9 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, {"block-jacobi", "yarn-lines"}, "preconditioner");
         },
         s.preconditioner);
+    s.linear = o.get_or(
+        "linear", [](const json& v, const std::string& p) { return read_choice(v, p, {"pcg", "cholmod"}, "linear solver"); },
+        s.linear);
     s.stiffness_approximation = o.get_or(
         "stiffness_approximation",
         [](const json& v, const std::string& p) {
