@@ -13,10 +13,12 @@
 #include <vector>
 
 #include <thrust/device_vector.h>
+#include <thrust/transform.h>
 
 #include <weft/backend/bsr_matrix.hpp>
 #include <weft/backend/device.hpp>
 #include <weft/backend/direct_solver.hpp>
+#include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
 
 #if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
@@ -24,6 +26,12 @@
 #endif
 
 namespace weft::bench {
+
+/// STREAM's triad b + s c (stream_triad_gb_per_s).
+struct Triad {
+    double s;
+    WEFT_HD double operator()(double b, double c) const { return b + s * c; }
+};
 
 /// The process high-water mark of resident memory (VmHWM, MB), or -1 where
 /// /proc/self/status does not list it.
@@ -142,6 +150,26 @@ private:
     double m_analysis_ms = 0, m_total_ms = 0, m_worst_residual = 0;
     int m_solves = 0;
 };
+
+/// The machine's streaming bandwidth on the backend's device system, as
+/// STREAM's triad measures it: a = b + s c over three arrays of n doubles
+/// (32 M by default, 768 MB: far beyond any cache), 24 bytes moved per
+/// element; the best of `repeats` runs, in GB/s. The ceiling the SpMV's
+/// `spmv_gb_per_s` is compared with (benchmarks/RESULTS.md).
+inline double stream_triad_gb_per_s(std::size_t n = std::size_t(1) << 25, int repeats = 10)
+{
+    thrust::device_vector<double> a(n, 0.0), b(n, 1.0), c(n, 2.0);
+    double best_ms = 0;
+    for (int r = 0; r < repeats; ++r) {
+        device_synchronize();
+        const auto t0 = std::chrono::steady_clock::now();
+        thrust::transform(b.begin(), b.end(), c.begin(), a.begin(), Triad{3.0});
+        device_synchronize();
+        const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+        if (r == 0 || ms < best_ms) best_ms = ms;
+    }
+    return best_ms > 0 ? 24.0 * static_cast<double>(n) / (best_ms * 1e6) : 0;
+}
 
 /// Milliseconds elapsed since `start` on the steady clock.
 inline double elapsed_ms(std::chrono::steady_clock::time_point start)

@@ -20,7 +20,9 @@
 // so with several sizes it is that of the largest size run so far.
 // bench_triangle_cuda is the same program on the CUDA system (the GPU). Each
 // size also times the system matrix's SpMV alone (median of R products, 0 to
-// skip) with its bandwidth over the bytes it must move, and on the GPU reports
+// skip) with its bandwidth over the bytes it must move (JSON: beside the
+// STREAM triad bandwidth of the device system, `stream_triad_gb_per_s`), and on
+// the GPU reports
 // the device memory in use after the timed steps. Where the build links
 // CHOLMOD, each timed step's system is also factorized by it (bench_common.hpp,
 // CholmodBaseline; JSON only): --no-cholmod skips it.
@@ -209,7 +211,8 @@ int main(int argc, char** argv)
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
                 << "\",\n  \"preconditioner\": \"block-jacobi\",\n  \"damping\": \"" << opt.damping
-                << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup
+                << "\",\n  \"stream_triad_gb_per_s\": " << weft::bench::stream_triad_gb_per_s()
+                << ",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup
                 << ",\n  \"results\": [";
         }
         bool first = true;

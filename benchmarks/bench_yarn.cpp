@@ -12,7 +12,9 @@
 // same count through Eigen::setNbThreads). bench_yarn_cuda is the same
 // program on the CUDA system (the GPU); Eigen's CG still runs on the host.
 // Each size also times the system matrix's SpMV alone (median of R products)
-// and reports its bandwidth over the bytes it must move; on the GPU, the
+// and reports its bandwidth over the bytes it must move (beside the STREAM
+// triad bandwidth of the same device system, `stream_triad_gb_per_s`, measured
+// once at the start); on the GPU, the
 // device memory in use after the timed steps. Where the build links CHOLMOD
 // (`"cholmod": true` in the output), each timed step's system is also
 // factorized by it (bench_common.hpp, CholmodBaseline): the direct-solver
@@ -132,7 +134,8 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false")
+             << ",\n  \"stream_triad_gb_per_s\": " << weft::bench::stream_triad_gb_per_s() << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;

@@ -15,6 +15,7 @@
 #include <weft/backend/triangle_stepper.hpp>
 
 #include "support/random.hpp"
+#include "support/solver_comparison.hpp"
 
 using weft::Collider;
 using weft::TriangleDamping;
@@ -375,13 +376,8 @@ TEST_CASE("triangle stepper: CHOLMOD's direct solves give the PCG steps, one-ste
     for (int newton : {1, 20}) {
         VectorX v[2];
         for (int k = 0; k < 2; ++k) {
-            weft::StepperOptions<double> options;
-            options.newton_iterations = newton;
-            options.newton_tolerance = 1e-4;
-            options.max_halvings = 4;
-            options.pcg.tolerance = 1e-12;
-            options.pcg.max_iterations = 20000;
-            options.linear = k == 0 ? weft::LinearSolver::pcg : weft::LinearSolver::cholmod;
+            const weft::StepperOptions<double> options = weft_test::solver_comparison_options(
+                newton, k == 0 ? weft::LinearSolver::pcg : weft::LinearSolver::cholmod);
             TriangleStepper<double> stepper(model, {floor}, Vec3(0, 0, -9.81), options);
             for (int s = 0; s < 3; ++s) {
                 const weft::BackendStepReport r = stepper.step(2e-3);

@@ -17,6 +17,7 @@
 #include <weft/solver/eigen_yarn_system.hpp>
 
 #include "support/random.hpp"
+#include "support/solver_comparison.hpp"
 #include "support/yarn_patches.hpp"
 
 using weft::Collider;
@@ -709,13 +710,8 @@ TEST_CASE("yarn stepper: CHOLMOD's direct solves give the PCG steps, one-step an
         std::vector<double> v[2], q[2];
         int analyses = 0;
         for (int k = 0; k < 2; ++k) {
-            YarnStepperOptions<double> options;
-            options.newton_iterations = newton;
-            options.newton_tolerance = 1e-4;
-            options.max_halvings = 4;
-            options.pcg.tolerance = 1e-12;
-            options.pcg.max_iterations = 20000;
-            options.linear = k == 0 ? weft::LinearSolver::pcg : weft::LinearSolver::cholmod;
+            const YarnStepperOptions<double> options = weft_test::solver_comparison_options(
+                newton, k == 0 ? weft::LinearSolver::pcg : weft::LinearSolver::cholmod);
             weft::EilOptions<double> eil;
             eil.enabled = true;
             YarnStepper<double> stepper(model, colliders, g, options, eil);
