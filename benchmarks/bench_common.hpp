@@ -102,12 +102,26 @@ SpmvTiming time_spmv(const BsrMatrix<T, B>& a, int repeats)
     return t;
 }
 
+/// One OpenMP thread while in scope (the previous count restored after).
+struct SingleThread {
+#if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
+    int previous = omp_get_max_threads();
+    SingleThread() { omp_set_num_threads(1); }
+    ~SingleThread() { omp_set_num_threads(previous); }
+#endif
+};
+
 /// The CHOLMOD baseline of a benchmark: each timed step's filtered system
 /// (the stepper's matrix and right-hand side after its last solve) factorized
 /// by CHOLMOD's supernodal Cholesky on the host, as `solver.linear:
 /// "cholmod"` would. The symbolic analysis runs once per pattern and is timed
 /// apart (`analysis_ms`); `ms` is the mean of the numerical factorization and
 /// solve per step, with the matrix copied to the host and filtered.
+/// CHOLMOD runs with one OpenMP thread (so one thread of an OpenMP BLAS such
+/// as Debian's OpenBLAS): on the 2-core VM its supernodal factorization of a
+/// 100² patch took 0.5–1.1 s with one BLAS thread and 12–16 s with two
+/// (OpenBLAS, OpenMP and pthread builds alike; reference BLAS: 2.0 s), so one
+/// thread is its fastest configuration there.
 template <int B>
 class CholmodBaseline {
 public:
@@ -118,6 +132,8 @@ public:
 
     void solve(const BsrMatrix<double, B>& a, const thrust::device_vector<double>& rhs)
     {
+        SingleThread single;
+        (void)single;
         if (m_solver.analyses() == 0) {  // the analysis alone: a first solve, timed apart
             const auto t0 = std::chrono::steady_clock::now();
             m_solver.solve(a, rhs, m_free, m_x);
