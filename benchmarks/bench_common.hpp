@@ -18,6 +18,7 @@
 #include <weft/backend/bsr_matrix.hpp>
 #include <weft/backend/device.hpp>
 #include <weft/backend/direct_solver.hpp>
+#include <weft/backend/pcg.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
 
@@ -249,6 +250,42 @@ inline int parse_at_least(const std::string& option, const std::string& text, in
     const int n = std::atoi(text.c_str());
     if (n < min) throw InvalidInput("invalid " + option + ": need >= " + std::to_string(min));
     return n;
+}
+
+/// The PCG preconditioner named by --preconditioner (`allowed`: the names the
+/// benchmark accepts, in the words of the scene key solver.preconditioner).
+inline PcgPreconditioner parse_preconditioner(const std::string& name, const std::vector<std::string>& allowed)
+{
+    if (std::find(allowed.begin(), allowed.end(), name) == allowed.end()) {
+        std::string list;
+        for (const std::string& a : allowed) list += (list.empty() ? "" : ", ") + a;
+        throw InvalidInput("invalid --preconditioner \"" + name + "\": expected one of " + list);
+    }
+    if (name == "yarn-lines") return PcgPreconditioner::yarn_lines;
+    if (name == "multilevel") return PcgPreconditioner::multilevel;
+    return PcgPreconditioner::block_jacobi;
+}
+
+/// JSON fields of the multilevel hierarchy after the timed steps (empty for
+/// the other preconditioners): builds during the timed steps, the mean time
+/// of a build (the whole run), builds by cause (the whole run: pattern or
+/// filter changed, failed solve, slow solve), levels, DoFs per level,
+/// operator complexity.
+template <class Stepper>
+std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner preconditioner, long builds)
+{
+    if (preconditioner != PcgPreconditioner::multilevel) return "";
+    const auto& m = stepper.multilevel();
+    std::ostringstream out;
+    out << ", \"multilevel_builds\": " << builds
+        << ", \"build_ms\": " << (m.builds() > 0 ? 1e3 * m.build_seconds() / m.builds() : 0.0)
+        << ", \"builds_by_cause\": {\"pattern\": " << m.pattern_builds() << ", \"failure\": " << m.failure_builds()
+        << ", \"growth\": " << m.growth_builds() << "}, \"levels\": " << stepper.multilevel().levels()
+        << ", \"level_dofs\": [";
+    const std::vector<Index> dofs = stepper.multilevel().level_dofs();
+    for (std::size_t l = 0; l < dofs.size(); ++l) out << (l ? ", " : "") << dofs[l];
+    out << "], \"operator_complexity\": " << stepper.multilevel().operator_complexity();
+    return out.str();
 }
 
 }  // namespace weft::bench

@@ -12,7 +12,7 @@
 //
 //   bench_triangle [--sizes 100,300] [--steps N] [--warmup W] [--dt SECONDS]
 //                  [--damping strain-rate|rayleigh|none] [--table] [--spmv-repeats R]
-//                  [--no-cholmod]
+//                  [--no-cholmod] [--preconditioner block-jacobi|multilevel]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
 // with --table one Markdown row per size (the columns of benchmarks/RESULTS.md).
@@ -53,6 +53,7 @@ struct Options {
     bool table = false;
     int spmv_repeats = 20;
     bool cholmod = weft::cholmod_available();
+    std::string preconditioner = "block-jacobi";
 };
 
 Options parse(int argc, char** argv)
@@ -75,6 +76,9 @@ Options parse(int argc, char** argv)
             if (o.damping != "strain-rate" && o.damping != "rayleigh" && o.damping != "none")
                 throw weft::InvalidInput("invalid --damping \"" + o.damping +
                                          "\": expected strain-rate, rayleigh or none");
+        } else if (a == "--preconditioner") {
+            o.preconditioner = args.value();
+            weft::bench::parse_preconditioner(o.preconditioner, {"block-jacobi", "multilevel"});
         } else if (a == "--table") {
             o.table = true;
         } else if (a == "--no-cholmod") {
@@ -124,6 +128,7 @@ struct SizeResult {
     long matrix_blocks = 0;
     weft::bench::SpmvTiming spmv;
     std::string cholmod_fields;  ///< the CHOLMOD baseline's JSON fields, or empty
+    std::string multilevel_fields;  ///< the multilevel hierarchy's JSON fields, or empty
     double device_memory_mb = -1;
 };
 
@@ -144,7 +149,7 @@ SizeResult run_size(int n, const Options& opt)
     options.max_halvings = 0;  // a failed step is reported, never hidden
     options.pcg.tolerance = 1e-5;
     options.pcg.max_iterations = 20000;
-    options.pcg.preconditioner = weft::PcgPreconditioner::block_jacobi;
+    options.pcg.preconditioner = weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "multilevel"});
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
 
     SizeResult r;
@@ -161,7 +166,7 @@ SizeResult run_size(int n, const Options& opt)
                                      ": " + report.message);
     }
     double total = 0, assembly = 0, solve = 0;
-    long pcg_iterations = 0, substeps = 0;
+    long pcg_iterations = 0, substeps = 0, multilevel_builds = 0;
     weft::bench::CholmodBaseline<3> cholmod(model.free_dof);
     for (int s = 0; s < opt.steps; ++s) {
         const weft::BackendStepReport report = stepper.step(opt.dt);
@@ -174,6 +179,7 @@ SizeResult run_size(int n, const Options& opt)
         pcg_iterations += report.pcg_iterations;
         r.pcg_iterations_max = std::max(r.pcg_iterations_max, report.pcg_iterations);
         substeps += report.substeps;
+        multilevel_builds += report.multilevel_builds;
         if (opt.cholmod) cholmod.solve(stepper.matrix(), stepper.rhs());
     }
     const double steps = opt.steps;
@@ -182,6 +188,7 @@ SizeResult run_size(int n, const Options& opt)
     r.pcg_ms = 1e3 * solve / steps;
     r.rest_ms = 1e3 * (total - assembly - solve) / steps;
     if (opt.cholmod) r.cholmod_fields = cholmod.fields(r.pcg_ms);
+    r.multilevel_fields = weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
     r.pcg_iterations = pcg_iterations / steps;
     r.substeps = substeps / steps;
     stepper.download(model);
@@ -210,7 +217,7 @@ int main(int argc, char** argv)
         } else {
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
-                << "\",\n  \"preconditioner\": \"block-jacobi\",\n  \"damping\": \"" << opt.damping
+                << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"damping\": \"" << opt.damping
                 << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup
                 << ",\n  \"results\": [";
         }
@@ -232,7 +239,7 @@ int main(int argc, char** argv)
                     << ", \"pcg_iterations\": " << r.pcg_iterations
                     << ", \"pcg_iterations_max\": " << r.pcg_iterations_max << ", \"substeps\": " << r.substeps
                     << ", \"us_per_vertex_step\": " << us_per_vertex << ", \"lowest_y_m\": " << r.lowest_y
-                    << ", \"matrix_blocks\": " << r.matrix_blocks << r.cholmod_fields;
+                    << ", \"matrix_blocks\": " << r.matrix_blocks << r.cholmod_fields << r.multilevel_fields;
                 if (opt.spmv_repeats > 0)
                     out << ", \"spmv_ms\": " << r.spmv.ms << ", \"spmv_gb_per_s\": " << r.spmv.gb_per_s;
                 out << ", \"device_memory_mb\": " << r.device_memory_mb << ", \"peak_rss_mb\": " << r.peak_rss_mb

@@ -5,7 +5,7 @@
 // the solver of the 2017 paper, so the ratio comes from one run.
 //
 //   bench_yarn [--sizes 50,100,200] [--steps N] [--warmup W] [--no-eigen]
-//              [--scene FILE] [--preconditioner block-jacobi|yarn-lines]
+//              [--scene FILE] [--preconditioner block-jacobi|yarn-lines|multilevel]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
@@ -73,9 +73,7 @@ Options parse(int argc, char** argv)
             o.scene = args.value();
         } else if (a == "--preconditioner") {
             o.preconditioner = args.value();
-            if (o.preconditioner != "block-jacobi" && o.preconditioner != "yarn-lines")
-                throw weft::InvalidInput("invalid --preconditioner \"" + o.preconditioner +
-                                         "\": expected block-jacobi or yarn-lines");
+            weft::bench::parse_preconditioner(o.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
         } else if (a == "--pcg-max-iterations") {
             o.pcg_max_iterations = weft::bench::parse_at_least(a, args.value(), 1);
         } else if (a == "--spmv-repeats") {
@@ -156,7 +154,7 @@ int main(int argc, char** argv)
             options.pcg.tolerance = scene.solver.pcg_tolerance;
             options.pcg.max_iterations = opt.pcg_max_iterations > 0 ? opt.pcg_max_iterations : scene.solver.pcg_max_iterations;
             options.pcg.preconditioner =
-                opt.preconditioner == "yarn-lines" ? weft::PcgPreconditioner::yarn_lines : weft::PcgPreconditioner::block_jacobi;
+                weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {
@@ -164,9 +162,10 @@ int main(int argc, char** argv)
                 if (!r.ok) throw std::runtime_error("warm-up step failed at n = " + std::to_string(n) + ": " + r.message);
             }
             double total = 0, assembly = 0, solve = 0, eigen_ms = 0;
-            long pcg_iterations = 0, eigen_iterations = 0, substeps = 0;
+            long pcg_iterations = 0, eigen_iterations = 0, substeps = 0, multilevel_builds = 0;
             double eigen_worst_error = 0;
             weft::bench::CholmodBaseline<5> cholmod(built.model.free_dof);
+            std::string first_failure;  ///< why the first halved timed step was halved
             for (int s = 0; s < opt.steps; ++s) {
                 const weft::YarnStepReport r = stepper.step(h);
                 if (!r.ok) throw std::runtime_error("step failed at n = " + std::to_string(n) + ": " + r.message);
@@ -175,6 +174,8 @@ int main(int argc, char** argv)
                 solve += r.solve_seconds;
                 pcg_iterations += r.pcg_iterations;
                 substeps += r.substeps;
+                multilevel_builds += r.multilevel_builds;
+                if (!r.first_failure.empty() && first_failure.empty()) first_failure = r.first_failure;
                 if (opt.eigen) {
                     const EigenSolve e = eigen_solve(stepper.matrix(), stepper.rhs(), built.model.free_dof,
                                                      options.pcg.tolerance, 100000);
@@ -191,7 +192,8 @@ int main(int argc, char** argv)
                  << ", \"assembly_ms\": " << 1e3 * assembly / steps << ", \"pcg_ms\": " << 1e3 * solve / steps
                  << ", \"rest_ms\": " << 1e3 * (total - assembly - solve) / steps
                  << ", \"pcg_iterations\": " << pcg_iterations / steps << ", \"substeps\": " << substeps / steps
-                 << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n);
+                 << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n)
+                 << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
             if (opt.eigen) {
                 record << ", \"eigen_cg_ms\": " << eigen_ms / steps << ", \"eigen_cg_iterations\": "
                      << eigen_iterations / steps << ", \"eigen_cg_worst_error\": " << eigen_worst_error
@@ -208,6 +210,7 @@ int main(int argc, char** argv)
             json << (first ? "\n    " : ",\n    ") << record.str();
             first = false;
             std::cerr << "bench_yarn: " << record.str() << "\n";  // each size as soon as it is done
+            if (!first_failure.empty()) std::cerr << "bench_yarn: n = " << n << ": a step was halved: " << first_failure << "\n";
         }
         // After the sizes: its 768 MB of arrays would raise their peak RSS (VmHWM).
         json << "\n  ],\n  \"stream_triad_gb_per_s\": " << weft::bench::stream_triad_gb_per_s() << "\n}\n";

@@ -7,6 +7,9 @@
 #include <thrust/device_vector.h>
 #include <Eigen/Dense>
 #include <Eigen/Sparse>
+#include <Eigen/SparseCholesky>
+#include <cstdint>
+#include <stdexcept>
 
 #include <weft/backend/assembly.hpp>
 
@@ -108,6 +111,65 @@ inline Eigen::VectorXd random_vector(weft_test::Random& rng, Eigen::Index size, 
     Eigen::VectorXd v(size);
     for (Eigen::Index i = 0; i < size; ++i) v(i) = rng.uniform(lo, hi);
     return v;
+}
+
+// Shared by the PCG, CHOLMOD and multilevel tests.
+
+using SparseMatrix = Eigen::SparseMatrix<double>;
+
+/// The grid spring network assembled by the backend, and its Eigen twin.
+template <int B>
+struct GridProblem {
+    weft::Index nodes = 0;
+    weft::BsrMatrix<double, B> a;
+    SparseMatrix reference;
+};
+
+template <int B>
+GridProblem<B> grid_problem(weft_test::Random& rng, int nx, int ny)
+{
+    GridProblem<B> problem;
+    problem.nodes = nx * ny;
+    const auto contributions = weft_backend_test::grid_system<B>(rng, nx, ny);
+    const auto map = weft::AssemblyMap<B>::build(problem.nodes, contributions.coords, {});
+    weft::assemble_matrix(map, to_device(contributions.blocks), problem.a);
+    problem.reference = contributions.triplet_assembly(problem.nodes);
+    return problem;
+}
+
+/// Selection of the entries where `keep` is true, as a #kept by n sparse matrix.
+inline SparseMatrix selection(const std::vector<std::uint8_t>& keep)
+{
+    std::vector<Eigen::Triplet<double>> triplets;
+    int row = 0;
+    for (std::size_t i = 0; i < keep.size(); ++i) {
+        if (keep[i]) triplets.emplace_back(row++, static_cast<int>(i), 1.0);
+    }
+    SparseMatrix p(row, static_cast<Eigen::Index>(keep.size()));
+    p.setFromTriplets(triplets.begin(), triplets.end());
+    return p;
+}
+
+inline Eigen::VectorXd sparse_ldlt_solve(const SparseMatrix& a, const Eigen::VectorXd& b)
+{
+    Eigen::SimplicialLDLT<SparseMatrix> ldlt(a);
+    if (ldlt.info() != Eigen::Success) throw std::runtime_error("sparse_ldlt_solve: factorization failed");
+    return ldlt.solve(b);
+}
+
+inline double relative_error(const Eigen::VectorXd& x, const Eigen::VectorXd& expected)
+{
+    return (x - expected).lpNorm<Eigen::Infinity>() / expected.lpNorm<Eigen::Infinity>();
+}
+
+/// Random filter: about `constrained_fraction` of DoFs constrained, plus all of node 0.
+template <int B>
+std::vector<std::uint8_t> random_filter(weft_test::Random& rng, weft::Index nodes, double constrained_fraction)
+{
+    std::vector<std::uint8_t> free_dofs(static_cast<std::size_t>(B * nodes), 1);
+    for (auto& f : free_dofs) f = rng.uniform(0, 1) < constrained_fraction ? 0 : 1;
+    for (int i = 0; i < B; ++i) free_dofs[static_cast<std::size_t>(i)] = 0;
+    return free_dofs;
 }
 
 }  // namespace weft_backend_test

@@ -30,61 +30,12 @@ using weft_test::Random;
 namespace {
 
 using SparseMatrix = Eigen::SparseMatrix<double>;
-
-/// The grid spring network assembled by the backend, and its Eigen twin.
-template <int B>
-struct GridProblem {
-    Index nodes = 0;
-    BsrMatrix<double, B> a;
-    SparseMatrix reference;
-};
-
-template <int B>
-GridProblem<B> grid_problem(Random& rng, int nx, int ny)
-{
-    GridProblem<B> problem;
-    problem.nodes = nx * ny;
-    const auto contributions = weft_backend_test::grid_system<B>(rng, nx, ny);
-    const auto map = weft::AssemblyMap<B>::build(problem.nodes, contributions.coords, {});
-    weft::assemble_matrix(map, to_device(contributions.blocks), problem.a);
-    problem.reference = contributions.triplet_assembly(problem.nodes);
-    return problem;
-}
-
-/// Selection of the entries where `keep` is true, as a #kept by n sparse matrix.
-SparseMatrix selection(const std::vector<std::uint8_t>& keep)
-{
-    std::vector<Eigen::Triplet<double>> triplets;
-    int row = 0;
-    for (std::size_t i = 0; i < keep.size(); ++i) {
-        if (keep[i]) triplets.emplace_back(row++, static_cast<int>(i), 1.0);
-    }
-    SparseMatrix p(row, static_cast<Eigen::Index>(keep.size()));
-    p.setFromTriplets(triplets.begin(), triplets.end());
-    return p;
-}
-
-Eigen::VectorXd sparse_ldlt_solve(const SparseMatrix& a, const Eigen::VectorXd& b)
-{
-    Eigen::SimplicialLDLT<SparseMatrix> ldlt(a);
-    REQUIRE(ldlt.info() == Eigen::Success);
-    return ldlt.solve(b);
-}
-
-double relative_error(const Eigen::VectorXd& x, const Eigen::VectorXd& expected)
-{
-    return (x - expected).lpNorm<Eigen::Infinity>() / expected.lpNorm<Eigen::Infinity>();
-}
-
-/// Random filter: about `constrained_fraction` of DoFs constrained, plus all of node 0.
-template <int B>
-std::vector<std::uint8_t> random_filter(Random& rng, Index nodes, double constrained_fraction)
-{
-    std::vector<std::uint8_t> free_dofs(static_cast<std::size_t>(B * nodes), 1);
-    for (auto& f : free_dofs) f = rng.uniform(0, 1) < constrained_fraction ? 0 : 1;
-    for (int i = 0; i < B; ++i) free_dofs[static_cast<std::size_t>(i)] = 0;
-    return free_dofs;
-}
+using weft_backend_test::GridProblem;
+using weft_backend_test::grid_problem;
+using weft_backend_test::random_filter;
+using weft_backend_test::relative_error;
+using weft_backend_test::selection;
+using weft_backend_test::sparse_ldlt_solve;
 
 template <int B>
 int check_matches_ldlt(Random& rng, int nx, int ny, PcgPreconditioner preconditioner)

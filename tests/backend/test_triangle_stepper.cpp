@@ -396,6 +396,57 @@ TEST_CASE("triangle stepper: CHOLMOD's direct solves give the PCG steps, one-ste
     REQUIRE(compared == 2);
 }
 
+TEST_CASE("triangle stepper: the multilevel preconditioner gives the block-Jacobi steps and reuses its hierarchy",
+          "[backend][triangle][multilevel]")
+{
+    TriangleModel<double> model = busy_sheet(TriangleDamping::strain_rate);
+    for (int c = 0; c < 3; ++c) model.free_dof[static_cast<std::size_t>(c)] = 0;  // node 0 pinned
+    const Collider<double> floor{1, Vec3(0, 0, -0.04), Vec3(0, 0, 1), 0.0, 1e3, 0.3};
+    int compared = 0;
+    for (int newton : {1, 20}) {
+        VectorX v[2];
+        int builds = 0, solves = 0;
+        for (int k = 0; k < 2; ++k) {
+            weft::StepperOptions<double> options = weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
+            if (k == 1) {
+                options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
+                options.multilevel.coarse_dofs = 30;  // a small sheet, still two levels or more
+            }
+            TriangleStepper<double> stepper(model, {floor}, Vec3(0, 0, -9.81), options);
+            for (int s = 0; s < 4; ++s) {
+                const weft::BackendStepReport r = stepper.step(2e-3);
+                INFO("preconditioner " << k << ", Newton " << newton << ": " << r.message);
+                REQUIRE(r.ok);
+                if (k == 1) {
+                    builds += r.multilevel_builds;
+                    solves += r.newton_iterations;
+                } else {
+                    CHECK(r.multilevel_builds == 0);
+                }
+            }
+            v[k] = host(stepper.velocities());
+            if (k == 1) {
+                CHECK(stepper.multilevel().levels() >= 2);
+                CHECK(stepper.multilevel_builds() == builds);
+            }
+        }
+        INFO("Newton " << newton << ": |dv| " << (v[1] - v[0]).lpNorm<Eigen::Infinity>() << " of "
+                       << v[0].lpNorm<Eigen::Infinity>() << "; " << builds << " builds for " << solves << " solves");
+        REQUIRE(v[0].lpNorm<Eigen::Infinity>() > 0);
+        CHECK((v[1] - v[0]).lpNorm<Eigen::Infinity>() <= 1e-7 * v[0].lpNorm<Eigen::Infinity>());
+        CHECK(builds >= 1);
+        CHECK(builds < solves);  // one pattern throughout: the hierarchy is reused
+        ++compared;
+    }
+    REQUIRE(compared == 2);
+    // Its settings are checked when the stepper is built.
+    weft::StepperOptions<double> bad;
+    bad.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
+    bad.multilevel.smoother_degree = 0;
+    CHECK_THROWS_WITH(TriangleStepper<double>(model, {floor}, Vec3(0, 0, -9.81), bad),
+                      Catch::Contains("smoother_degree") && Catch::Contains("0"));
+}
+
 TEST_CASE("triangle stepper: bad input is rejected with the field named", "[backend][triangle][errors]")
 {
     TriangleModel<double> model = grid_model(3, TriangleDamping::none);

@@ -748,6 +748,63 @@ TEST_CASE("yarn stepper: CHOLMOD's direct solves give the PCG steps, one-step an
     REQUIRE(compared == 2);
 }
 
+TEST_CASE("yarn stepper: the multilevel preconditioner gives the block-Jacobi steps, with EIL nodes and contacts",
+          "[backend][yarn][multilevel]")
+{
+    std::vector<Collider<double>> colliders;
+    const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
+    const Vec3 g(0, 0, -9.81);
+    int compared = 0;
+    for (int newton : {1, 20}) {
+        std::vector<double> v[2], q[2];
+        int builds = 0, solves = 0;
+        for (int k = 0; k < 2; ++k) {
+            YarnStepperOptions<double> options = weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
+            if (k == 1) {
+                options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
+                options.multilevel.coarse_dofs = 40;  // a small patch, still more than one level
+            }
+            weft::EilOptions<double> eil;
+            eil.enabled = true;
+            YarnStepper<double> stepper(model, colliders, g, options, eil);
+            for (int s = 0; s < 3; ++s) {
+                const weft::YarnStepReport r = stepper.step(1e-3);
+                INFO("preconditioner " << k << ", Newton " << newton << ", step " << s << ": " << r.message);
+                REQUIRE(r.ok);
+                if (k == 1) {
+                    builds += r.multilevel_builds;
+                    solves += r.newton_iterations;
+                }
+            }
+            v[k] = weft::to_host(stepper.velocities());
+            q[k] = weft::to_host(stepper.positions());
+            if (k == 1) {
+                CHECK(stepper.multilevel().levels() >= 2);
+                CHECK(stepper.multilevel_builds() == builds);
+            }
+        }
+        double dv = 0, dq = 0, vscale = 0, qscale = 0;
+        for (std::size_t i = 0; i < v[0].size(); ++i) {
+            vscale = std::max(vscale, std::abs(v[0][i]));
+            qscale = std::max(qscale, std::abs(q[0][i] - model.q[i]));
+            dv = std::max(dv, std::abs(v[1][i] - v[0][i]));
+            dq = std::max(dq, std::abs(q[1][i] - q[0][i]));
+        }
+        INFO("Newton " << newton << ": |dv| " << dv << " of " << vscale << ", |dq| " << dq << " of " << qscale << ", "
+                       << builds << " builds for " << solves << " solves");
+        REQUIRE(vscale > 0);
+        // As for CHOLMOD: the same systems to 1e-12 in one step; two Newton
+        // solutions that each meet the Newton tolerance (1e-4) under full Newton.
+        const double agree = newton == 1 ? 1e-7 : 1e-4;
+        CHECK(dv <= agree * vscale);
+        CHECK(dq <= agree * qscale);
+        CHECK(builds >= 1);
+        CHECK(builds <= solves);
+        ++compared;
+    }
+    REQUIRE(compared == 2);
+}
+
 namespace {
 
 /// A small, stiff patch resting on the plane z = 0 under gravity g (it is
@@ -1143,7 +1200,12 @@ TEST_CASE("scene options: a scene's solver block is the stepper's options, with 
                         {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, false,
                          0.1, 1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
     ++checks;
-    REQUIRE(checks == 4);
+    // The multilevel preconditioner.
+    check_scene_options(weft::parse_scene_text(start + R"("solver": {"preconditioner": "multilevel"}, )" + cloth),
+                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::multilevel, true,
+                         0.1, 1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
+    ++checks;
+    REQUIRE(checks == 5);
 }
 
 TEST_CASE("yarn stepper: a material built in code is checked like a scene's", "[backend][yarn][validation]")

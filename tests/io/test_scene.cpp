@@ -279,6 +279,22 @@ TEST_CASE("scene: solver.linear is read, \"pcg\" by default; an unknown solver n
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.linear"));
 }
 
+TEST_CASE("scene: solver.preconditioner is read, \"block-jacobi\" by default; an unknown one names the accepted ones",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.preconditioner == "block-jacobi");
+    for (const char* name : {"yarn-lines", "multilevel", "block-jacobi"}) {
+        j["solver"] = json::object();
+        j["solver"]["preconditioner"] = name;
+        CHECK(weft::parse_scene(j).solver.preconditioner == name);
+    }
+    j["solver"]["preconditioner"] = "amg";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.preconditioner") && Catch::Contains("\"amg\"") &&
+                                                Catch::Contains("\"block-jacobi\"") &&
+                                                Catch::Contains("\"yarn-lines\"") && Catch::Contains("\"multilevel\""));
+}
+
 TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material, bad values are named",
           "[io][scene][newton]")
 {

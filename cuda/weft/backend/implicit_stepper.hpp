@@ -114,6 +114,7 @@
 #include <weft/backend/assembly.hpp>
 #include <weft/backend/bsr_matrix.hpp>
 #include <weft/backend/direct_solver.hpp>
+#include <weft/backend/multilevel_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/error.hpp>
@@ -159,6 +160,9 @@ struct StepperOptions {
     /// PCG settings; with PcgPreconditioner::yarn_lines(_symmetric) the yarn
     /// stepper supplies the line set of the model's yarns (pcg.lines is ignored).
     PcgOptions<T> pcg{T(1e-5), 2000, PcgPreconditioner::block_jacobi};
+    /// The hierarchy of PcgPreconditioner::multilevel (multilevel_preconditioner.hpp);
+    /// pcg.custom is ignored: the stepper supplies its own, prepared for each solve.
+    MultilevelOptions multilevel;
 };
 
 /// What one call of step() did.
@@ -173,6 +177,7 @@ struct BackendStepReport {
     int projected_solves = 0;        ///< full Newton solves redone with projected Hessians (exact ones failed), summed
     int feasibility_limits = 0;      ///< Newton updates shortened by the model's feasibility bound
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
+    int multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner (0 with the others)
     double max_speed = 0;            ///< largest |v| of a DoF at the end of the step (m/s; positions and arc-length rates)
     double pcg_residual = 0;         ///< relative residual of the last PCG solve
     double newton_residual = 0;      ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
@@ -430,6 +435,7 @@ inline void validate_state(const char* model, const std::vector<T>& q, const std
     if (options.max_retries < 0)
         throw InvalidInput(detail::describe("solver.max_retries", options.max_retries, "must be >= 0"));
     require_linear_solver(options.linear);
+    if (options.pcg.preconditioner == PcgPreconditioner::multilevel) validate(options.multilevel);
     if (!(options.max_speed > T(0)))
         throw InvalidInput(detail::describe("solver.max_speed", options.max_speed, "must be > 0"));
     for (const T x : q)
@@ -485,6 +491,10 @@ public:
     /// How often the direct solver (StepperOptions::linear == cholmod) ran its
     /// symbolic analysis: once per distinct matrix pattern.
     int direct_analyses() const { return m_direct.analyses(); }
+    /// Hierarchies built by the multilevel preconditioner so far (0 with the others).
+    int multilevel_builds() const { return m_multilevel.builds(); }
+    /// The multilevel preconditioner (levels, sizes, complexity of its last hierarchy).
+    const MultilevelPreconditioner<T, B>& multilevel() const { return m_multilevel; }
 
     /// Overwrite the velocities (e.g. a rigid initial velocity set on the host).
     void set_velocities(const std::vector<T>& v)
@@ -1044,7 +1054,31 @@ private:
     {
         thrust::fill(thrust::device, m_dv.begin(), m_dv.end(), T(0));
         if (m_options.linear == LinearSolver::cholmod) return m_direct.solve(m_matrix, m_rhs, m_free, m_dv);
-        return solve_filtered_pcg(m_matrix, m_rhs, m_free, m_dv, m_workspace, solve_options());
+        return run_pcg(m_rhs, m_dv, solve_options());
+    }
+
+    /// Filtered PCG on the assembled matrix; with the multilevel
+    /// preconditioner, its hierarchy is prepared first (built or reused) and
+    /// told the outcome (a failed or slow solve makes the next one rebuild).
+    PcgResult<T> run_pcg(const thrust::device_vector<T>& rhs, thrust::device_vector<T>& x, PcgOptions<T> options)
+    {
+        if (options.preconditioner != PcgPreconditioner::multilevel) {
+            options.custom = nullptr;
+            return solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
+        }
+        if (!m_multilevel_configured) {
+            m_multilevel.set_options(m_options.multilevel);
+            m_multilevel_configured = true;
+        }
+        if (!m_multilevel.prepare(m_matrix, m_free, m_q)) {
+            PcgResult<T> failed;
+            failed.status = PcgStatus::indefinite_preconditioner;
+            return failed;
+        }
+        options.custom = &m_multilevel;
+        const PcgResult<T> result = solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
+        m_multilevel.record_solve(result.converged, result.iterations);
+        return result;
     }
 
     /// First Newton iteration, warm-started from the previous step's
@@ -1076,7 +1110,7 @@ private:
         PcgOptions<T> options = solve_options();
         options.tolerance = target / residual_norm;
         thrust::fill(thrust::device, m_correction.begin(), m_correction.end(), T(0));
-        PcgResult<T> r = solve_filtered_pcg(m_matrix, m_residual, m_free, m_correction, m_workspace, options);
+        PcgResult<T> r = run_pcg(m_residual, m_correction, options);
         axpy(T(1), m_correction, m_dv);
         r.relative_residual = r.relative_residual * residual_norm / rhs_norm;  // relative to ‖S b‖
         return r;
@@ -1127,6 +1161,8 @@ private:
     int m_converged_iterations = 0;  ///< PCG iterations of this step's last converged solve
     PcgWorkspace<T, B> m_workspace;
     CholmodSolver<T, B> m_direct;  ///< StepperOptions::linear == cholmod
+    MultilevelPreconditioner<T, B> m_multilevel;  ///< PcgPreconditioner::multilevel
+    bool m_multilevel_configured = false;         ///< m_multilevel has StepperOptions::multilevel
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;
 };
@@ -1144,7 +1180,9 @@ BackendStepReport ImplicitStepper<T, B, Derived>::step(T h)
     require_positive("time_step", h);
     m_q_step = m_q;
     m_v_step = m_v;
+    const int builds_before = m_multilevel.builds();
     report.ok = advance(h, 0, report);
+    report.multilevel_builds = m_multilevel.builds() - builds_before;
     if (!report.ok) {
         m_q = m_q_step;
         m_v = m_v_step;

@@ -55,7 +55,24 @@ enum class PcgPreconditioner {
     none,                 ///< plain CG on the filtered system
     block_jacobi,         ///< inverse filtered diagonal B×B blocks
     yarn_lines,           ///< additive line solves over PcgOptions::lines (one line pass per family)
-    yarn_lines_symmetric  ///< symmetric multiplicative line solves (2m − 1 line passes, 2m − 2 SpMVs, m families)
+    yarn_lines_symmetric,  ///< symmetric multiplicative line solves (2m − 1 line passes, 2m − 2 SpMVs, m families)
+    multilevel             ///< PcgOptions::custom, e.g. the smoothed-aggregation V-cycle of multilevel_preconditioner.hpp
+};
+
+/// A preconditioner that PCG applies through PcgOptions::custom: z = M⁻¹ r
+/// with M⁻¹ symmetric positive definite on the free DoFs. r is zero on the
+/// constrained DoFs, and z must be too.
+template <typename T>
+class PreconditionerOperator {
+public:
+    virtual ~PreconditionerOperator() = default;
+    /// z = M⁻¹ r (z is resized to r's size).
+    virtual void apply(const thrust::device_vector<T>& r, thrust::device_vector<T>& z) = 0;
+
+protected:
+    PreconditionerOperator() = default;
+    PreconditionerOperator(const PreconditionerOperator&) = default;
+    PreconditionerOperator& operator=(const PreconditionerOperator&) = default;
 };
 
 enum class PcgStatus {
@@ -97,6 +114,9 @@ struct PcgOptions {
     const LineSet* lines = nullptr;
     /// Relaxation ω ∈ (0, 1] of each family update of yarn_lines_symmetric.
     T line_relaxation = T(1);
+    /// The preconditioner of PcgPreconditioner::multilevel (not owned; must be
+    /// prepared for the matrix and filter of the solve).
+    PreconditionerOperator<T>* custom = nullptr;
 };
 
 template <typename T>
@@ -431,6 +451,12 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
         }
     }
 
+    const bool custom = options.preconditioner == PcgPreconditioner::multilevel;
+    if (custom && options.custom == nullptr) {
+        throw InvalidInput(detail::describe("PcgOptions custom", "nullptr",
+                                            "a prepared preconditioner is required by the multilevel preconditioner"));
+    }
+
     const Index nodes = a.block_rows();
     workspace.resize(nodes);
     const auto cells = [](thrust::device_vector<T>& v) { return thrust::raw_pointer_cast(v.data()); };
@@ -470,10 +496,12 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     thrust::fill(thrust::device, p.begin(), p.end(), T(0));
     thrust::fill(thrust::device, q.begin(), q.end(), T(0));
     const auto update = [&](T alpha) {
-        if (line_preconditioner) {
+        if (line_preconditioner || custom) {
             thrust::for_each(thrust::device, node_first, node_last,
                              pcg_detail::UpdateIterate<T, B>{alpha, cells(p), cells(q), cells(x), cells(r)});
-            if (options.preconditioner == PcgPreconditioner::yarn_lines) {
+            if (custom) {
+                options.custom->apply(r, z);
+            } else if (options.preconditioner == PcgPreconditioner::yarn_lines) {
                 apply_lines_additive(*options.lines, workspace.line_factors, r, z);
             } else {
                 apply_lines_symmetric(a, free_dofs, *options.lines, workspace.line_factors, r, z,

@@ -37,8 +37,9 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.linear = s.linear == "cholmod" ? LinearSolver::cholmod : LinearSolver::pcg;
     options.pcg.tolerance = T(s.pcg_tolerance);
     options.pcg.max_iterations = s.pcg_max_iterations;
-    options.pcg.preconditioner =
-        s.preconditioner == "yarn-lines" ? PcgPreconditioner::yarn_lines : PcgPreconditioner::block_jacobi;
+    options.pcg.preconditioner = s.preconditioner == "yarn-lines"   ? PcgPreconditioner::yarn_lines
+                                 : s.preconditioner == "multilevel" ? PcgPreconditioner::multilevel
+                                                                    : PcgPreconditioner::block_jacobi;
     return options;
 }
 

@@ -27,7 +27,8 @@
 ///   adaptive_time_step  bool   true   redo a failed step as two of dt/2 (recursively)
 ///   min_time_step       number time_step / 1024 (10 halvings); 0 < min ≤ time_step
 ///   preconditioner      string "block-jacobi" | "yarn-lines" (banded solves along
-///                              every warp and weft yarn, added)
+///                              every warp and weft yarn, added) | "multilevel"
+///                              (smoothed-aggregation AMG V-cycle, yarns and triangles)
 ///   line_search_cuts    int    8      0..30; newton_iterations > 1 only: how often
 ///                                     the line search may halve a Newton update
 ///                                     before the attempt fails (then dt is halved)
@@ -171,7 +172,7 @@ struct SolverDescription {
     int pcg_max_iterations = 2000;
     bool adaptive_time_step = true;
     double min_time_step = 0;  ///< s; the parser sets time_step / 1024 when not given
-    std::string preconditioner = "block-jacobi";  ///< "block-jacobi" | "yarn-lines"
+    std::string preconditioner = "block-jacobi";  ///< "block-jacobi" | "yarn-lines" | "multilevel"
     bool eil = false;               ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}
     double eil_safety_factor = 0.1;   ///< safety distance / rest segment length
     double eil_contact_factor = 1000; ///< contact spring k / (k_s / rest segment length)
@@ -588,7 +589,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     s.preconditioner = o.get_or(
         "preconditioner",
         [](const json& v, const std::string& p) {
-            return read_choice(v, p, {"block-jacobi", "yarn-lines"}, "preconditioner");
+            return read_choice(v, p, {"block-jacobi", "yarn-lines", "multilevel"}, "preconditioner");
         },
         s.preconditioner);
     s.linear = o.get_or(

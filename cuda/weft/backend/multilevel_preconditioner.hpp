@@ -1,0 +1,981 @@
+#pragma once
+/// @file multilevel_preconditioner.hpp
+/// Smoothed-aggregation algebraic multigrid (Vaněk, Mandel & Brezina 1996),
+/// as Tamstorf, Jones & McCormick (2015) use it for cloth, applied as the
+/// preconditioner of the filtered PCG of pcg.hpp: one symmetric V-cycle per
+/// PCG iteration.
+///
+/// Filter. PCG solves S A x = S b on the free DoFs (Baraff–Witkin). The
+/// hierarchy is built for the prefiltered matrix Â = S A S + (I − S): the
+/// near-null-space vectors are zeroed on constrained DoFs, so the prolongators
+/// have zero rows there, and every smoother leaves constrained DoFs at zero.
+/// z = M⁻¹ r is therefore zero wherever S is, as PCG requires.
+///
+/// Near-null space, per node of the finest level: the six rigid-body modes
+/// (three translations, three rotations about the axes through the centroid
+/// of the nodes) on the position DoFs, and one unit mode for each further
+/// DoF of a node (the arc lengths s_a, s_b of a 5-DoF yarn node). So the
+/// coarse levels carry K = 6 (triangles) or K = 8 (yarns) DoFs per aggregate.
+///
+/// Setup (host, Eigen): strength of connection between node blocks,
+/// ‖Â_ij‖_F ≥ θ √(‖Â_ii‖_F ‖Â_jj‖_F); greedy aggregation in three passes;
+/// the tentative prolongator from a QR factorization of each aggregate's
+/// near-null rows (the R factors are the next level's near-null space); the
+/// prolongator smoothed by one damped block-Jacobi step,
+/// P = (I − ω D⁻¹ Â) P_tent with ω = 4 / (3 λ_max(D⁻¹ Â)); the Galerkin
+/// coarse matrix Pᵀ Â P; the coarsest matrix inverted densely.
+///
+/// Apply (device, Thrust; one source for CUDA and CPU threads): a V-cycle
+/// with Chebyshev smoothing on block-Jacobi D⁻¹Â (the same polynomial before
+/// and after the coarse correction) over [λ / ratio, λ], λ = ‖D⁻¹Â‖_∞ ≥ λ_max. With
+/// the same symmetric smoother before and after, the V-cycle is symmetric,
+/// and it is positive definite whenever each smoother converges in the
+/// energy norm of its level, for any positive definite coarse operator.
+///
+/// Reuse. The finest level always uses the current matrix (its block
+/// inverses are refreshed at each prepare()); the coarse levels are kept while
+/// the sparsity pattern and the filter are unchanged, and rebuilt when
+/// either changes, when a solve with them failed, or when a solve needed more
+/// than `rebuild_growth` times the iterations of the first solve after the
+/// last build. builds() counts the builds.
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <numeric>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/equal.h>
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform_reduce.h>
+#include <Eigen/Dense>
+#include <Eigen/Sparse>
+
+#include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/pcg.hpp>
+#include <weft/backend/vector_ops.hpp>
+#include <weft/core/config.hpp>
+#include <weft/core/error.hpp>
+
+namespace weft {
+
+/// Settings of the smoothed-aggregation hierarchy.
+struct MultilevelOptions {
+    /// θ of the strength of connection; 0 makes every stored coupling strong.
+    double strength_threshold = 0.0;
+    /// Coarsening stops at or below this many DoFs (the coarsest level is inverted densely).
+    Index coarse_dofs = 600;
+    /// At most this many levels, the finest included.
+    int max_levels = 12;
+    /// Chebyshev degree of each smoothing (pre and post); 1 is damped block Jacobi.
+    int smoother_degree = 2;
+    /// The Chebyshev interval is [λ / smoother_ratio, λ], λ = ‖D⁻¹Â‖_∞ ≥ λ_max(D⁻¹Â).
+    double smoother_ratio = 8.0;
+    /// Power iterations of the λ_max(D⁻¹Â) estimate that damps the prolongator (host).
+    int power_iterations = 15;
+    /// Keep the coarse levels across solves while the pattern is unchanged.
+    bool reuse = true;
+    /// Rebuild when a solve takes more than this factor times the iterations
+    /// of the first solve after the last build (and at least 5 more).
+    double rebuild_growth = 1.5;
+};
+
+/// Checks the settings; throws InvalidInput naming the field and the value.
+inline void validate(const MultilevelOptions& o)
+{
+    if (!(o.strength_threshold >= 0.0 && o.strength_threshold < 1.0)) {
+        throw InvalidInput(detail::describe("MultilevelOptions strength_threshold", o.strength_threshold,
+                                            "must be in [0, 1)"));
+    }
+    if (o.coarse_dofs < 1)
+        throw InvalidInput(detail::describe("MultilevelOptions coarse_dofs", o.coarse_dofs, "must be >= 1"));
+    if (o.max_levels < 1)
+        throw InvalidInput(detail::describe("MultilevelOptions max_levels", o.max_levels, "must be >= 1"));
+    if (o.smoother_degree < 1 || o.smoother_degree > 8) {
+        throw InvalidInput(
+            detail::describe("MultilevelOptions smoother_degree", o.smoother_degree, "must be in [1, 8]"));
+    }
+    if (!(o.smoother_ratio > 1.0 && std::isfinite(o.smoother_ratio))) {
+        throw InvalidInput(
+            detail::describe("MultilevelOptions smoother_ratio", o.smoother_ratio, "must be finite and > 1"));
+    }
+    if (o.power_iterations < 1) {
+        throw InvalidInput(
+            detail::describe("MultilevelOptions power_iterations", o.power_iterations, "must be >= 1"));
+    }
+    if (!(o.rebuild_growth >= 1.0)) {
+        throw InvalidInput(
+            detail::describe("MultilevelOptions rebuild_growth", o.rebuild_growth, "must be >= 1"));
+    }
+}
+
+namespace multilevel_detail {
+
+template <typename T>
+using HostMatrix = Eigen::SparseMatrix<T, Eigen::RowMajor, Index>;
+
+/// Dense DoFs × K near-null-space rows, row-major.
+template <typename T>
+struct NearNull {
+    Index dofs = 0;
+    int k = 0;
+    std::vector<T> rows;
+    T& at(Index dof, int c) { return rows[static_cast<std::size_t>(dof) * k + c]; }
+    T at(Index dof, int c) const { return rows[static_cast<std::size_t>(dof) * k + c]; }
+};
+
+/// Â = S A S + (I − S) of a BSR matrix, on the host (filled row by row in
+/// column order: no triplet sort).
+template <typename T, int B>
+HostMatrix<T> filtered_host_matrix(const BsrMatrix<T, B>& a, const std::vector<std::uint8_t>& free)
+{
+    const std::vector<Index> row_ptr = to_host(a.row_ptr());
+    const std::vector<Index> col_idx = to_host(a.col_idx());
+    const std::vector<T> values = to_host(a.values());
+    HostMatrix<T> result(a.rows(), a.cols());
+    Eigen::Matrix<Index, Eigen::Dynamic, 1> per_row(a.rows());
+    for (Index i = 0; i < a.block_rows(); ++i) {
+        for (int r = 0; r < B; ++r) per_row[B * i + r] = free[B * i + r] ? B * (row_ptr[i + 1] - row_ptr[i]) : 1;
+    }
+    result.reserve(per_row);
+    for (Index i = 0; i < a.block_rows(); ++i) {
+        for (int r = 0; r < B; ++r) {
+            const Index row = B * i + r;
+            if (!free[row]) {
+                result.insert(row, row) = T(1);
+                continue;
+            }
+            for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+                for (int c = 0; c < B; ++c) {
+                    const Index col = B * col_idx[k] + c;
+                    if (free[col]) result.insert(row, col) = values[static_cast<std::size_t>(k) * (B * B) + r * B + c];
+                }
+            }
+        }
+    }
+    result.makeCompressed();
+    return result;
+}
+
+/// Per node: its stored neighbour blocks (j ≠ i) and their Frobenius norms,
+/// and the norm of the diagonal block.
+template <typename T>
+void block_norms(const HostMatrix<T>& a, int bs, std::vector<std::vector<std::pair<Index, T>>>& neighbours,
+                 std::vector<T>& diagonal)
+{
+    const Index nodes = static_cast<Index>(a.rows() / bs);
+    neighbours.assign(static_cast<std::size_t>(nodes), {});
+    diagonal.assign(static_cast<std::size_t>(nodes), T(0));
+    std::vector<std::pair<Index, T>> entries;
+    for (Index i = 0; i < nodes; ++i) {
+        entries.clear();
+        for (int r = 0; r < bs; ++r) {
+            for (typename HostMatrix<T>::InnerIterator it(a, bs * i + r); it; ++it) {
+                entries.emplace_back(static_cast<Index>(it.col() / bs), it.value() * it.value());
+            }
+        }
+        std::sort(entries.begin(), entries.end(),
+                  [](const std::pair<Index, T>& x, const std::pair<Index, T>& y) { return x.first < y.first; });
+        auto& list = neighbours[static_cast<std::size_t>(i)];
+        for (std::size_t e = 0; e < entries.size();) {
+            const Index j = entries[e].first;
+            T sum = T(0);
+            for (; e < entries.size() && entries[e].first == j; ++e) sum += entries[e].second;
+            using std::sqrt;
+            if (j == i) {
+                diagonal[static_cast<std::size_t>(i)] = sqrt(sum);
+            } else if (sum > T(0)) {
+                list.emplace_back(j, sqrt(sum));
+            }
+        }
+    }
+}
+
+/// Greedy aggregation (Vaněk et al. 1996) of the active nodes over the strong
+/// couplings: (1) a node whose strong neighbourhood is wholly unaggregated
+/// starts an aggregate with it; (2) a remaining node joins the aggregate of
+/// its strongest aggregated neighbour; (3) what is left forms aggregates with
+/// its unaggregated strong neighbours. Inactive nodes get −1.
+/// @return the aggregate of each node; `count` receives the number of aggregates
+template <typename T>
+std::vector<Index> aggregate(const HostMatrix<T>& a, int bs, const std::vector<std::uint8_t>& active, T theta,
+                             Index& count)
+{
+    std::vector<std::vector<std::pair<Index, T>>> neighbours;
+    std::vector<T> diagonal;
+    block_norms(a, bs, neighbours, diagonal);
+    const Index nodes = static_cast<Index>(neighbours.size());
+    using std::sqrt;
+    std::vector<std::vector<std::pair<Index, T>>> strong(static_cast<std::size_t>(nodes));
+    for (Index i = 0; i < nodes; ++i) {
+        if (!active[static_cast<std::size_t>(i)]) continue;
+        for (const auto& [j, norm] : neighbours[static_cast<std::size_t>(i)]) {
+            if (!active[static_cast<std::size_t>(j)]) continue;
+            if (norm >= theta * sqrt(diagonal[static_cast<std::size_t>(i)] * diagonal[static_cast<std::size_t>(j)])) {
+                strong[static_cast<std::size_t>(i)].emplace_back(j, norm);
+            }
+        }
+    }
+    std::vector<Index> owner(static_cast<std::size_t>(nodes), Index(-1));
+    count = 0;
+    for (Index i = 0; i < nodes; ++i) {  // pass 1
+        if (!active[static_cast<std::size_t>(i)] || owner[static_cast<std::size_t>(i)] >= 0) continue;
+        bool free_neighbourhood = true;
+        for (const auto& s : strong[static_cast<std::size_t>(i)]) {
+            if (owner[static_cast<std::size_t>(s.first)] >= 0) {
+                free_neighbourhood = false;
+                break;
+            }
+        }
+        if (!free_neighbourhood || strong[static_cast<std::size_t>(i)].empty()) continue;
+        owner[static_cast<std::size_t>(i)] = count;
+        for (const auto& s : strong[static_cast<std::size_t>(i)]) owner[static_cast<std::size_t>(s.first)] = count;
+        ++count;
+    }
+    const std::vector<Index> first_pass = owner;
+    for (Index i = 0; i < nodes; ++i) {  // pass 2
+        if (!active[static_cast<std::size_t>(i)] || owner[static_cast<std::size_t>(i)] >= 0) continue;
+        T best = T(-1);
+        for (const auto& [j, norm] : strong[static_cast<std::size_t>(i)]) {
+            if (first_pass[static_cast<std::size_t>(j)] >= 0 && norm > best) {
+                best = norm;
+                owner[static_cast<std::size_t>(i)] = first_pass[static_cast<std::size_t>(j)];
+            }
+        }
+    }
+    for (Index i = 0; i < nodes; ++i) {  // pass 3
+        if (!active[static_cast<std::size_t>(i)] || owner[static_cast<std::size_t>(i)] >= 0) continue;
+        owner[static_cast<std::size_t>(i)] = count;
+        for (const auto& s : strong[static_cast<std::size_t>(i)]) {
+            if (owner[static_cast<std::size_t>(s.first)] < 0) owner[static_cast<std::size_t>(s.first)] = count;
+        }
+        ++count;
+    }
+    return owner;
+}
+
+/// The tentative prolongator (fine DoFs × K·#aggregates) and the coarse near
+/// null space: for each aggregate, its near-null rows N = Q R by modified
+/// Gram–Schmidt (twice); a column that is dependent on the earlier ones
+/// (‖residual‖ ≤ 1e-10 ‖column‖) gets a zero Q column and a zero R row, i.e. a
+/// coarse DoF that is inactive.
+template <typename T>
+HostMatrix<T> tentative_prolongator(const NearNull<T>& fine, int bs, const std::vector<Index>& owner, Index aggregates,
+                                    NearNull<T>& coarse)
+{
+    const int k = fine.k;
+    coarse.dofs = aggregates * k;
+    coarse.k = k;
+    coarse.rows.assign(static_cast<std::size_t>(coarse.dofs) * k, T(0));
+    std::vector<std::vector<Index>> members(static_cast<std::size_t>(aggregates));
+    for (Index i = 0; i < static_cast<Index>(owner.size()); ++i) {
+        if (owner[static_cast<std::size_t>(i)] >= 0) members[static_cast<std::size_t>(owner[static_cast<std::size_t>(i)])].push_back(i);
+    }
+    std::vector<Eigen::Triplet<T, Index>> triplets;
+    triplets.reserve(fine.rows.size());
+    using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+    for (Index g = 0; g < aggregates; ++g) {
+        const auto& nodes = members[static_cast<std::size_t>(g)];
+        const Index rows = static_cast<Index>(nodes.size()) * bs;
+        Dense q(rows, k);
+        for (std::size_t n = 0; n < nodes.size(); ++n) {
+            for (int r = 0; r < bs; ++r) {
+                for (int c = 0; c < k; ++c) q(static_cast<Index>(n) * bs + r, c) = fine.at(nodes[n] * bs + r, c);
+            }
+        }
+        Dense rf = Dense::Zero(k, k);
+        for (int c = 0; c < k; ++c) {
+            const T original = q.col(c).norm();
+            for (int pass = 0; pass < 2; ++pass) {
+                for (int p = 0; p < c; ++p) {
+                    const T projection = q.col(p).dot(q.col(c));
+                    rf(p, c) += projection;
+                    q.col(c) -= projection * q.col(p);
+                }
+            }
+            const T norm = q.col(c).norm();
+            if (norm > T(1e-10) * original && norm > T(0)) {
+                q.col(c) /= norm;
+                rf(c, c) = norm;
+            } else {
+                q.col(c).setZero();
+                rf.row(c).setZero();
+            }
+        }
+        for (std::size_t n = 0; n < nodes.size(); ++n) {
+            for (int r = 0; r < bs; ++r) {
+                for (int c = 0; c < k; ++c) {
+                    const T value = q(static_cast<Index>(n) * bs + r, c);
+                    if (value != T(0)) triplets.emplace_back(nodes[n] * bs + r, g * k + c, value);
+                }
+            }
+        }
+        for (int r = 0; r < k; ++r) {
+            for (int c = 0; c < k; ++c) coarse.at(g * k + r, c) = rf(r, c);
+        }
+    }
+    HostMatrix<T> p(fine.dofs, coarse.dofs);
+    p.setFromTriplets(triplets.begin(), triplets.end());
+    return p;
+}
+
+/// The block-diagonal inverse of Â (bs × bs blocks), restricted to the DoFs
+/// with a positive diagonal (inactive DoFs get zero rows and columns). A block
+/// that is not positive definite falls back to the inverse of its diagonal.
+template <typename T>
+HostMatrix<T> block_diagonal_inverse(const HostMatrix<T>& a, int bs)
+{
+    using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+    const Index nodes = static_cast<Index>(a.rows() / bs);
+    std::vector<Eigen::Triplet<T, Index>> triplets;
+    triplets.reserve(static_cast<std::size_t>(a.rows()) * bs);
+    Dense block(bs, bs);
+    for (Index i = 0; i < nodes; ++i) {
+        block.setZero();
+        for (int r = 0; r < bs; ++r) {
+            for (typename HostMatrix<T>::InnerIterator it(a, bs * i + r); it; ++it) {
+                if (it.col() / bs == i) block(r, it.col() - bs * i) = it.value();
+            }
+        }
+        std::vector<int> alive;
+        for (int r = 0; r < bs; ++r) {
+            if (block(r, r) > T(0)) alive.push_back(r);
+        }
+        const int n = static_cast<int>(alive.size());
+        Dense sub(n, n);
+        for (int r = 0; r < n; ++r) {
+            for (int c = 0; c < n; ++c) sub(r, c) = block(alive[r], alive[c]);
+        }
+        Eigen::LLT<Dense> llt(sub);
+        if (llt.info() == Eigen::Success) {
+            const Dense inverse = llt.solve(Dense::Identity(n, n));
+            for (int r = 0; r < n; ++r) {
+                for (int c = 0; c < n; ++c) triplets.emplace_back(bs * i + alive[r], bs * i + alive[c], inverse(r, c));
+            }
+        } else {
+            for (int r = 0; r < n; ++r) triplets.emplace_back(bs * i + alive[r], bs * i + alive[r], T(1) / sub(r, r));
+        }
+    }
+    HostMatrix<T> result(a.rows(), a.cols());
+    result.setFromTriplets(triplets.begin(), triplets.end());
+    return result;
+}
+
+/// λ_max of D⁻¹Â by power iteration from a fixed, deterministic start vector.
+template <typename T>
+T largest_eigenvalue(const HostMatrix<T>& inverse_diagonal, const HostMatrix<T>& a, int iterations)
+{
+    using Vector = Eigen::Matrix<T, Eigen::Dynamic, 1>;
+    Vector x(a.rows());
+    for (Index i = 0; i < a.rows(); ++i) x[i] = T(1) + T(0.5) * std::sin(T(0.7) * T(i) + T(0.3));
+    T estimate = T(0);
+    for (int it = 0; it < iterations; ++it) {
+        const T norm = x.norm();
+        if (!(norm > T(0))) return T(1);
+        x /= norm;
+        Vector y = inverse_diagonal * (a * x);
+        estimate = y.norm();
+        x = y;
+    }
+    return estimate > T(0) ? estimate : T(1);
+}
+
+/// Flat device copy of a host vector.
+template <typename U>
+thrust::device_vector<U> to_device(const std::vector<U>& values)
+{
+    return thrust::device_vector<U>(values.begin(), values.end());
+}
+
+/// One Chebyshev step on one block row of a level:
+///   d ← α d + β D⁻¹ S (r − Â z),   z_out = z + d
+/// (z is taken as zero when `zero_start`, which skips the product).
+template <typename T, int BB>
+struct ChebyshevStep {
+    const BsrConstView<T, BB> a;
+    const std::uint8_t* const free_dofs;
+    const T* const inverse;  ///< #block rows · BB·BB
+    const T* const r;
+    const T* const z;
+    T* const d;
+    T* const z_out;
+    const T alpha;
+    const T beta;
+    const bool zero_start;
+
+    WEFT_HD void operator()(Index row) const
+    {
+        T residual[BB];
+        if (zero_start) {
+            for (int i = 0; i < BB; ++i) residual[i] = T(0);
+        } else {
+            bsr_detail::block_row_product(a, z, row, residual);
+        }
+        const std::size_t offset = static_cast<std::size_t>(row) * BB;
+        for (int i = 0; i < BB; ++i) {
+            residual[i] = free_dofs[offset + i] ? r[offset + i] - residual[i] : T(0);
+        }
+        const T* block = inverse + static_cast<std::size_t>(row) * (BB * BB);
+        for (int i = 0; i < BB; ++i) {
+            T w = T(0);
+            for (int j = 0; j < BB; ++j) w += block[i * BB + j] * residual[j];
+            const T step = (alpha != T(0) ? alpha * d[offset + i] : T(0)) + beta * w;
+            d[offset + i] = step;
+            z_out[offset + i] = (zero_start ? T(0) : z[offset + i]) + step;
+        }
+    }
+};
+
+/// res = S (r − Â z) for one block row.
+template <typename T, int BB>
+struct FilteredResidual {
+    const BsrConstView<T, BB> a;
+    const std::uint8_t* const free_dofs;
+    const T* const r;
+    const T* const z;
+    T* const residual;
+
+    WEFT_HD void operator()(Index row) const
+    {
+        T product[BB];
+        bsr_detail::block_row_product(a, z, row, product);
+        const std::size_t offset = static_cast<std::size_t>(row) * BB;
+        for (int i = 0; i < BB; ++i) residual[offset + i] = free_dofs[offset + i] ? r[offset + i] - product[i] : T(0);
+    }
+};
+
+/// y_row += Σ_k P_row,k x_k for one scalar row of a CSR matrix.
+template <typename T>
+struct AddRowProduct {
+    const BsrConstView<T, 1> p;
+    const T* const x;
+    T* const y;
+
+    WEFT_HD void operator()(Index row) const
+    {
+        T sum = T(0);
+        for (Index k = p.row_ptr[row]; k < p.row_ptr[row + 1]; ++k) sum += p.values[k] * x[p.col_idx[k]];
+        y[row] += sum;
+    }
+};
+
+/// Σ_c |(D⁻¹ Â)_rc| for the free scalar rows r of one block row, the largest
+/// of them: the row's share of ‖D⁻¹Â‖_∞, an upper bound of λ_max(D⁻¹Â).
+template <typename T, int BB>
+struct JacobiRowBound {
+    const BsrConstView<T, BB> a;
+    const std::uint8_t* const free_dofs;
+    const T* const inverse;
+
+    WEFT_HD T operator()(Index row) const
+    {
+        const std::size_t offset = static_cast<std::size_t>(row) * BB;
+        const T* d = inverse + static_cast<std::size_t>(row) * (BB * BB);
+        T sums[BB];
+        for (int r = 0; r < BB; ++r) sums[r] = T(0);
+        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+            const T* block = a.values + static_cast<std::size_t>(k) * (BB * BB);
+            const std::uint8_t* column_free = free_dofs + static_cast<std::size_t>(a.col_idx[k]) * BB;
+            for (int r = 0; r < BB; ++r) {
+                for (int c = 0; c < BB; ++c) {
+                    if (!column_free[c]) continue;
+                    T entry = T(0);
+                    for (int m = 0; m < BB; ++m) entry += free_dofs[offset + m] ? d[r * BB + m] * block[m * BB + c] : T(0);
+                    sums[r] += entry < T(0) ? -entry : entry;
+                }
+            }
+        }
+        T largest = T(0);
+        for (int r = 0; r < BB; ++r) {
+            if (free_dofs[offset + r] && sums[r] > largest) largest = sums[r];
+        }
+        return largest;
+    }
+};
+
+/// x ← c x.
+template <typename T>
+struct Scale {
+    const T factor;
+    WEFT_HD T operator()(const T& x) const { return factor * x; }
+};
+
+template <typename T>
+struct Maximum {
+    WEFT_HD T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+};
+
+/// The smoother of one level: the filtered matrix, its block-Jacobi inverse
+/// and the Chebyshev interval; scratch vectors for the cycle.
+template <typename T, int BB>
+struct Smoother {
+    thrust::device_vector<T> inverse;  ///< #block rows · BB·BB
+    T lambda_max = T(1);
+    thrust::device_vector<T> r, z, z_next, d, residual;
+
+    void resize(std::size_t dofs)
+    {
+        r.resize(dofs);
+        z.resize(dofs);
+        z_next.resize(dofs);
+        d.resize(dofs);
+        residual.resize(dofs);
+    }
+
+    /// Block inverses of the filtered diagonal; the number of blocks that were
+    /// not positive definite.
+    int invert(const BsrMatrix<T, BB>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        inverse.resize(static_cast<std::size_t>(a.block_rows()) * (BB * BB));
+        return thrust::transform_reduce(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(a.block_rows()),
+            pcg_detail::InvertFilteredDiagonal<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse)}, 0,
+            thrust::plus<int>{});
+    }
+
+    /// λ_max(D⁻¹ Â) bounded from above by ‖D⁻¹Â‖_∞ (after invert()). A bound,
+    /// not an estimate: with the Chebyshev interval ending there, the
+    /// smoother converges in the energy norm and the V-cycle stays positive
+    /// definite (a power-iteration estimate, 15 iterations with a 1.1 margin,
+    /// fell short on the sphere drop's contact rows and made PCG report an
+    /// indefinite preconditioner).
+    void bound(const BsrMatrix<T, BB>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        resize(static_cast<std::size_t>(a.rows()));
+        const T largest = thrust::transform_reduce(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(a.block_rows()),
+            JacobiRowBound<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse)}, T(0), Maximum<T>{});
+        lambda_max = largest > T(0) && largest <= std::numeric_limits<T>::max() ? largest : T(1);
+    }
+
+    /// out ← out + p(D⁻¹Â) D⁻¹ S (rhs − Â out): `degree` Chebyshev steps
+    /// (out is taken as zero when `zero_start`). The result lies in `out`.
+    void smooth(const BsrMatrix<T, BB>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+                const thrust::device_vector<T>& rhs, thrust::device_vector<T>& out, bool zero_start, int degree,
+                T ratio)
+    {
+        const T upper = lambda_max;
+        const T lower = lambda_max / ratio;
+        const T theta = (upper + lower) / T(2);
+        const T delta = (upper - lower) / T(2);
+        const T sigma = theta / delta;
+        T rho = T(1) / sigma;
+        const auto rows_first = thrust::counting_iterator<Index>(0);
+        const auto rows_last = thrust::counting_iterator<Index>(a.block_rows());
+        thrust::for_each(thrust::device, rows_first, rows_last,
+                         ChebyshevStep<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse), raw_pointer(rhs),
+                                              raw_pointer(out), raw_pointer(d), raw_pointer(z_next), T(0),
+                                              T(1) / theta, zero_start});
+        out.swap(z_next);
+        for (int k = 1; k < degree; ++k) {
+            const T rho_next = T(1) / (T(2) * sigma - rho);
+            thrust::for_each(thrust::device, rows_first, rows_last,
+                             ChebyshevStep<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse),
+                                                  raw_pointer(rhs), raw_pointer(out), raw_pointer(d),
+                                                  raw_pointer(z_next), rho_next * rho, T(2) * rho_next / delta,
+                                                  false});
+            out.swap(z_next);
+            rho = rho_next;
+        }
+    }
+};
+
+/// A coarse level: its matrix (scalar CSR), filter, smoother, and the
+/// prolongator from it to the level above with its transpose.
+template <typename T>
+struct CoarseLevel {
+    BsrMatrix<T, 1> matrix;
+    thrust::device_vector<std::uint8_t> free_dofs;  ///< DoFs with a positive diagonal
+    BsrMatrix<T, 1> prolongator;                    ///< rows: DoFs of the level above
+    BsrMatrix<T, 1> restriction;                    ///< the prolongator's transpose
+    Smoother<T, 1> smoother;
+};
+
+/// The device copy of a host CSR matrix (rectangular allowed).
+template <typename T>
+BsrMatrix<T, 1> to_device_csr(const HostMatrix<T>& m)
+{
+    std::vector<Index> row_ptr(static_cast<std::size_t>(m.rows()) + 1, 0);
+    std::vector<Index> col_idx;
+    std::vector<T> values;
+    col_idx.reserve(static_cast<std::size_t>(m.nonZeros()));
+    values.reserve(static_cast<std::size_t>(m.nonZeros()));
+    for (Index r = 0; r < m.rows(); ++r) {
+        for (typename HostMatrix<T>::InnerIterator it(m, r); it; ++it) {
+            col_idx.push_back(static_cast<Index>(it.col()));
+            values.push_back(it.value());
+        }
+        row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Index>(col_idx.size());
+    }
+    return BsrMatrix<T, 1>(static_cast<Index>(m.rows()), static_cast<Index>(m.cols()), row_ptr, col_idx, values);
+}
+
+}  // namespace multilevel_detail
+
+/// Smoothed-aggregation AMG preconditioner for the filtered PCG (see the file
+/// comment). Block size B of the finest level: 3 (triangles) or 5 (yarns).
+template <typename T, int B>
+class MultilevelPreconditioner final : public PreconditionerOperator<T> {
+    static_assert(B >= 3, "the rigid-body near-null space needs three position DoFs per node");
+
+public:
+    /// Coarse DoFs per aggregate: six rigid-body modes plus one per extra DoF.
+    static constexpr int near_null_size = 6 + (B - 3);
+
+    MultilevelPreconditioner() = default;
+    explicit MultilevelPreconditioner(const MultilevelOptions& options) : m_options(options) {}
+
+    const MultilevelOptions& options() const { return m_options; }
+    void set_options(const MultilevelOptions& options)
+    {
+        m_options = options;
+        m_built = false;
+    }
+
+    /// Make the preconditioner ready for `a` with filter `free_dofs`: build the
+    /// hierarchy where needed (see the file comment), refresh the finest
+    /// level's block inverses. `state` holds B values per node, positions first
+    /// (the rigid-body modes rotate about them). The matrix and filter are
+    /// referenced until the next prepare() and must stay alive and unchanged.
+    /// @return false when the hierarchy cannot be built (a diagonal block or the
+    ///         coarsest matrix is not positive definite): the matrix is not SPD
+    /// @throws InvalidInput on size mismatches
+    bool prepare(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+                 const thrust::device_vector<T>& state)
+    {
+        if (a.block_rows() != a.block_cols()) {
+            throw InvalidInput(detail::describe("MultilevelPreconditioner block columns", a.block_cols(),
+                                                "must equal block rows"));
+        }
+        const std::size_t dofs = static_cast<std::size_t>(a.rows());
+        if (free_dofs.size() != dofs || state.size() != dofs) {
+            throw InvalidInput(detail::describe("MultilevelPreconditioner free_dofs/state size",
+                                                free_dofs.size() != dofs ? free_dofs.size() : state.size(),
+                                                ("must equal the matrix size " + std::to_string(dofs)).c_str()));
+        }
+        validate_options();
+        m_matrix = &a;
+        m_free = &free_dofs;
+        const bool same_pattern = m_built && m_pattern_rows.size() == a.row_ptr().size() &&
+                                  m_pattern_cols.size() == a.col_idx().size() && m_pattern_free.size() == dofs &&
+                                  thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(),
+                                                m_pattern_rows.begin()) &&
+                                  thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(),
+                                                m_pattern_cols.begin()) &&
+                                  thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(),
+                                                m_pattern_free.begin());
+        if (!(same_pattern && m_options.reuse && !m_rebuild_requested)) {
+            if (!same_pattern) m_pattern_builds += 1;
+            const auto start = std::chrono::steady_clock::now();
+            const bool built = build(a, free_dofs, state);
+            m_build_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            if (!built) return false;
+        } else if (m_fine.invert(a, free_dofs) > 0) {
+            return false;
+        } else {
+            m_fine.bound(a, free_dofs);
+        }
+        m_ready = true;
+        return true;
+    }
+
+    /// Tell the preconditioner how a solve with it went: a failed solve, or
+    /// one that took more than rebuild_growth times the iterations of the
+    /// first solve after the last build, makes the next prepare() rebuild.
+    void record_solve(bool converged, int iterations)
+    {
+        if (m_first_iterations < 0) m_first_iterations = iterations;
+        const double limit = std::max(m_options.rebuild_growth * m_first_iterations, m_first_iterations + 5.0);
+        if (m_rebuild_requested) return;
+        if (!converged) {
+            m_failure_builds += 1;
+            m_rebuild_requested = true;
+        } else if (iterations > limit) {
+            m_growth_builds += 1;
+            m_rebuild_requested = true;
+        }
+    }
+
+    /// z = M⁻¹ r, one symmetric V-cycle (r and z have #DoFs entries).
+    void apply(const thrust::device_vector<T>& r, thrust::device_vector<T>& z) override
+    {
+        if (!m_ready) throw InvalidInput("MultilevelPreconditioner::apply called before a successful prepare()");
+        if (r.size() != static_cast<std::size_t>(m_matrix->rows())) {
+            throw InvalidInput(detail::describe("MultilevelPreconditioner::apply r.size()", r.size(),
+                                                "must equal the matrix size"));
+        }
+        z.resize(r.size());
+        thrust::copy(thrust::device, r.begin(), r.end(), m_fine.r.begin());
+        cycle_fine();
+        thrust::copy(thrust::device, m_fine.z.begin(), m_fine.z.end(), z.begin());
+    }
+
+    /// Hierarchy builds so far.
+    int builds() const { return m_builds; }
+    /// Seconds spent in builds so far (host setup and uploads).
+    double build_seconds() const { return m_build_seconds; }
+    /// Builds so far caused by a changed pattern or filter (the first included),
+    /// by a failed solve, by a slow solve.
+    int pattern_builds() const { return m_pattern_builds; }
+    int failure_builds() const { return m_failure_builds; }
+    int growth_builds() const { return m_growth_builds; }
+    /// Levels of the current hierarchy, the finest included.
+    int levels() const { return m_ready ? 1 + static_cast<int>(m_coarse.size()) : 0; }
+    /// DoFs of each level, finest first.
+    std::vector<Index> level_dofs() const
+    {
+        std::vector<Index> result;
+        if (!m_ready) return result;
+        result.push_back(m_matrix->rows());
+        for (const auto& level : m_coarse) result.push_back(level.matrix.rows());
+        return result;
+    }
+    /// Operator complexity: stored scalars of all level matrices over those of the finest.
+    double operator_complexity() const
+    {
+        if (!m_ready) return 0.0;
+        const double fine = static_cast<double>(m_matrix->nonzero_blocks()) * B * B;
+        double total = fine;
+        for (const auto& level : m_coarse) total += static_cast<double>(level.matrix.nonzero_blocks());
+        return total / fine;
+    }
+
+private:
+    void validate_options() const { validate(m_options); }
+
+    /// The near-null space of the finest level (zero on constrained DoFs).
+    multilevel_detail::NearNull<T> fine_near_null(const std::vector<std::uint8_t>& free,
+                                                  const std::vector<T>& state) const
+    {
+        const Index nodes = m_matrix->block_rows();
+        T center[3] = {T(0), T(0), T(0)};
+        for (Index i = 0; i < nodes; ++i) {
+            for (int c = 0; c < 3; ++c) center[c] += state[static_cast<std::size_t>(i) * B + c];
+        }
+        for (int c = 0; c < 3; ++c) center[c] /= nodes > 0 ? T(nodes) : T(1);
+        multilevel_detail::NearNull<T> n;
+        n.dofs = nodes * B;
+        n.k = near_null_size;
+        n.rows.assign(static_cast<std::size_t>(n.dofs) * n.k, T(0));
+        for (Index i = 0; i < nodes; ++i) {
+            const T x = state[static_cast<std::size_t>(i) * B + 0] - center[0];
+            const T y = state[static_cast<std::size_t>(i) * B + 1] - center[1];
+            const T z = state[static_cast<std::size_t>(i) * B + 2] - center[2];
+            const Index o = i * B;
+            for (int c = 0; c < 3; ++c) n.at(o + c, c) = T(1);  // translations
+            // rotations ω × (x − center) about e_x, e_y, e_z
+            n.at(o + 1, 3) = -z;
+            n.at(o + 2, 3) = y;
+            n.at(o + 0, 4) = z;
+            n.at(o + 2, 4) = -x;
+            n.at(o + 0, 5) = -y;
+            n.at(o + 1, 5) = x;
+            for (int e = 3; e < B; ++e) n.at(o + e, 6 + (e - 3)) = T(1);  // extra DoFs (arc lengths)
+            for (int r = 0; r < B; ++r) {
+                if (!free[static_cast<std::size_t>(o + r)]) {
+                    for (int c = 0; c < n.k; ++c) n.at(o + r, c) = T(0);
+                }
+            }
+        }
+        return n;
+    }
+
+    bool build(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+               const thrust::device_vector<T>& state)
+    {
+        using namespace multilevel_detail;
+        m_ready = false;
+        m_built = false;
+        m_coarse.clear();
+        m_builds += 1;
+        m_first_iterations = -1;
+        m_rebuild_requested = false;
+        m_pattern_rows = a.row_ptr();
+        m_pattern_cols = a.col_idx();
+        m_pattern_free = free_dofs;
+
+        if (m_fine.invert(a, free_dofs) > 0) return false;
+        m_fine.bound(a, free_dofs);
+        m_fine.resize(static_cast<std::size_t>(a.rows()));
+
+        const std::vector<std::uint8_t> free = to_host(free_dofs);
+        HostMatrix<T> level_matrix = filtered_host_matrix(a, free);
+        NearNull<T> near_null = fine_near_null(free, to_host(state));
+        std::vector<std::uint8_t> level_free = free;
+        int bs = B;
+        while (static_cast<int>(m_coarse.size()) + 1 < m_options.max_levels &&
+               level_matrix.rows() > m_options.coarse_dofs) {
+            const Index nodes = static_cast<Index>(level_matrix.rows() / bs);
+            std::vector<std::uint8_t> active(static_cast<std::size_t>(nodes), 0);
+            for (Index i = 0; i < nodes; ++i) {
+                for (int r = 0; r < bs; ++r) active[static_cast<std::size_t>(i)] |= level_free[static_cast<std::size_t>(i * bs + r)];
+            }
+            Index aggregates = 0;
+            const std::vector<Index> owner =
+                aggregate(level_matrix, bs, active, m_coarse.empty() ? static_cast<T>(m_options.strength_threshold) : T(0), aggregates);
+            if (aggregates == 0 || aggregates * near_null_size >= level_matrix.rows()) break;  // no coarsening
+            NearNull<T> coarse_near_null;
+            const HostMatrix<T> tentative = tentative_prolongator(near_null, bs, owner, aggregates, coarse_near_null);
+            const HostMatrix<T> inverse_diagonal = block_diagonal_inverse(level_matrix, bs);
+            const T lambda = largest_eigenvalue(inverse_diagonal, level_matrix, m_options.power_iterations);
+            const T omega = T(4) / (T(3) * lambda);
+            const HostMatrix<T> jacobi = inverse_diagonal * level_matrix;
+            HostMatrix<T> prolongator = tentative - omega * HostMatrix<T>(jacobi * tentative);
+            prolongator.prune(T(0), std::numeric_limits<T>::epsilon());
+            HostMatrix<T> restriction = prolongator.transpose();
+            const HostMatrix<T> product = level_matrix * prolongator;
+            HostMatrix<T> coarse = restriction * product;
+            // Coarse DoFs left inactive by a dependent near-null column: identity, filtered out.
+            std::vector<std::uint8_t> coarse_free(static_cast<std::size_t>(coarse.rows()), 0);
+            T largest = T(0);
+            for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
+            std::vector<Eigen::Triplet<T, Index>> identity;
+            for (Index r = 0; r < coarse.rows(); ++r) {
+                coarse_free[static_cast<std::size_t>(r)] = coarse.coeff(r, r) > T(1e-12) * largest ? 1 : 0;
+                if (!coarse_free[static_cast<std::size_t>(r)]) identity.emplace_back(r, r, T(1));
+            }
+            if (!identity.empty()) {
+                HostMatrix<T> unit(coarse.rows(), coarse.cols());
+                unit.setFromTriplets(identity.begin(), identity.end());
+                coarse = coarse + unit;
+            }
+            CoarseLevel<T> level;
+            level.matrix = to_device_csr(coarse);
+            level.free_dofs = to_device(coarse_free);
+            level.prolongator = to_device_csr(prolongator);
+            level.restriction = to_device_csr(restriction);
+            m_coarse.push_back(std::move(level));
+            level_matrix = std::move(coarse);
+            level_free = std::move(coarse_free);
+            near_null = std::move(coarse_near_null);
+            bs = near_null_size;
+        }
+        // Smoothers of the coarse levels but the last; the last is inverted densely.
+        for (std::size_t l = 0; l + 1 < m_coarse.size(); ++l) {
+            CoarseLevel<T>& level = m_coarse[l];
+            if (level.smoother.invert(level.matrix, level.free_dofs) > 0) return false;
+            level.smoother.bound(level.matrix, level.free_dofs);
+            level.smoother.resize(static_cast<std::size_t>(level.matrix.rows()));
+        }
+        if (!invert_coarsest(level_matrix, level_free)) return false;
+        m_built = true;
+        return true;
+    }
+
+    /// The dense inverse of the coarsest level (of the free DoFs; zero
+    /// elsewhere), stored as a dense CSR matrix.
+    bool invert_coarsest(const multilevel_detail::HostMatrix<T>& a, const std::vector<std::uint8_t>& free)
+    {
+        using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+        std::vector<Index> alive;
+        for (Index r = 0; r < a.rows(); ++r) {
+            if (free[static_cast<std::size_t>(r)]) alive.push_back(r);
+        }
+        const Index n = static_cast<Index>(alive.size());
+        std::vector<Index> position(static_cast<std::size_t>(a.rows()), Index(-1));
+        for (Index i = 0; i < n; ++i) position[static_cast<std::size_t>(alive[static_cast<std::size_t>(i)])] = i;
+        Dense dense = Dense::Zero(n, n);
+        for (Index r = 0; r < a.rows(); ++r) {
+            if (position[static_cast<std::size_t>(r)] < 0) continue;
+            for (typename multilevel_detail::HostMatrix<T>::InnerIterator it(a, r); it; ++it) {
+                const Index c = position[static_cast<std::size_t>(it.col())];
+                if (c >= 0) dense(position[static_cast<std::size_t>(r)], c) = it.value();
+            }
+        }
+        Eigen::LLT<Dense> llt(dense);
+        if (llt.info() != Eigen::Success) return false;
+        Dense inverse = llt.solve(Dense::Identity(n, n));
+        inverse = T(0.5) * (inverse + inverse.transpose()).eval();
+        std::vector<Index> row_ptr(static_cast<std::size_t>(a.rows()) + 1, 0);
+        std::vector<Index> col_idx;
+        std::vector<T> values;
+        col_idx.reserve(static_cast<std::size_t>(n) * n);
+        values.reserve(static_cast<std::size_t>(n) * n);
+        for (Index r = 0; r < a.rows(); ++r) {
+            const Index i = position[static_cast<std::size_t>(r)];
+            if (i >= 0) {
+                for (Index j = 0; j < n; ++j) {
+                    col_idx.push_back(alive[static_cast<std::size_t>(j)]);
+                    values.push_back(inverse(i, j));
+                }
+            }
+            row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Index>(col_idx.size());
+        }
+        m_coarsest_inverse = BsrMatrix<T, 1>(static_cast<Index>(a.rows()), static_cast<Index>(a.cols()), row_ptr,
+                                             col_idx, values);
+        m_coarsest_rhs.resize(static_cast<std::size_t>(a.rows()));
+        m_coarsest_solution.resize(static_cast<std::size_t>(a.rows()));
+        return true;
+    }
+
+    /// One level of the V-cycle: z ≈ Â⁻¹ r, with `coarse` the index of the next
+    /// coarser level in m_coarse (its restriction and prolongator connect the two).
+    template <int BB>
+    void cycle(const BsrMatrix<T, BB>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+               multilevel_detail::Smoother<T, BB>& s, std::size_t coarse)
+    {
+        using namespace multilevel_detail;
+        const int degree = m_options.smoother_degree;
+        const T ratio = static_cast<T>(m_options.smoother_ratio);
+        s.smooth(a, free_dofs, s.r, s.z, true, degree, ratio);
+        if (coarse < m_coarse.size()) {
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(a.block_rows()),
+                             FilteredResidual<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(s.r),
+                                                     raw_pointer(s.z), raw_pointer(s.residual)});
+            CoarseLevel<T>& next = m_coarse[coarse];
+            const bool last = coarse + 1 == m_coarse.size();
+            thrust::device_vector<T>& next_r = last ? m_coarsest_rhs : next.smoother.r;
+            thrust::device_vector<T>& next_z = last ? m_coarsest_solution : next.smoother.z;
+            spmv(next.restriction, s.residual, next_r);
+            if (last) {
+                spmv(m_coarsest_inverse, next_r, next_z);
+            } else {
+                cycle<1>(next.matrix, next.free_dofs, next.smoother, coarse + 1);
+            }
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(next.prolongator.rows()),
+                             AddRowProduct<T>{next.prolongator.view(), raw_pointer(next_z), raw_pointer(s.z)});
+        }
+        s.smooth(a, free_dofs, s.r, s.z, false, degree, ratio);
+    }
+
+    void cycle_fine()
+    {
+        if (m_coarse.empty()) {
+            // One level: the coarsest inverse is the finest matrix's.
+            spmv(m_coarsest_inverse, m_fine.r, m_fine.z);
+            return;
+        }
+        cycle<B>(*m_matrix, *m_free, m_fine, 0);
+    }
+
+    MultilevelOptions m_options;
+    const BsrMatrix<T, B>* m_matrix = nullptr;
+    const thrust::device_vector<std::uint8_t>* m_free = nullptr;
+    multilevel_detail::Smoother<T, B> m_fine;
+    std::vector<multilevel_detail::CoarseLevel<T>> m_coarse;
+    BsrMatrix<T, 1> m_coarsest_inverse;
+    thrust::device_vector<T> m_coarsest_rhs, m_coarsest_solution;
+    thrust::device_vector<Index> m_pattern_rows, m_pattern_cols;
+    thrust::device_vector<std::uint8_t> m_pattern_free;
+    bool m_built = false;
+    bool m_ready = false;
+    bool m_rebuild_requested = false;
+    int m_builds = 0;
+    int m_pattern_builds = 0;
+    int m_failure_builds = 0;
+    int m_growth_builds = 0;
+    double m_build_seconds = 0.0;
+    int m_first_iterations = -1;
+};
+
+}  // namespace weft

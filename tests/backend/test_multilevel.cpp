@@ -1,0 +1,301 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include <weft/backend/multilevel_preconditioner.hpp>
+#include <weft/backend/pcg.hpp>
+
+#include "backend/block_system.hpp"
+#include "support/random.hpp"
+
+// The smoothed-aggregation preconditioner (multilevel_preconditioner.hpp) on
+// random SPD block systems over a grid of nodes: as an operator, and inside
+// the filtered PCG.
+
+using weft::Index;
+using weft::MultilevelOptions;
+using weft::MultilevelPreconditioner;
+using weft::PcgOptions;
+using weft::PcgPreconditioner;
+using weft::PcgResult;
+using weft::PcgWorkspace;
+using weft_backend_test::grid_problem;
+using weft_backend_test::GridProblem;
+using weft_backend_test::random_filter;
+using weft_backend_test::random_vector;
+using weft_backend_test::relative_error;
+using weft_backend_test::to_device;
+using weft_backend_test::to_eigen_vector;
+using weft_test::Random;
+
+namespace {
+
+/// Node states of an nx by ny grid (node = x + nx·y): positions on a wavy
+/// sheet with 1 cm spacing, then arc lengths (B = 5).
+template <int B>
+std::vector<double> grid_state(int nx, int ny)
+{
+    std::vector<double> q;
+    for (int y = 0; y < ny; ++y) {
+        for (int x = 0; x < nx; ++x) {
+            q.push_back(0.01 * x);
+            q.push_back(0.01 * y);
+            q.push_back(0.002 * std::sin(0.3 * x + 0.2 * y));
+            for (int e = 3; e < B; ++e) q.push_back(e == 3 ? 0.01 * x : 0.01 * y);
+        }
+    }
+    return q;
+}
+
+/// Options that make a 20 × 20 grid coarsen twice or more.
+MultilevelOptions small_coarse()
+{
+    MultilevelOptions options;
+    options.coarse_dofs = 60;
+    return options;
+}
+
+/// x with zeros where the filter constrains.
+Eigen::VectorXd filtered(Eigen::VectorXd x, const std::vector<std::uint8_t>& free_dofs)
+{
+    for (Eigen::Index i = 0; i < x.size(); ++i)
+        if (!free_dofs[static_cast<std::size_t>(i)]) x(i) = 0.0;
+    return x;
+}
+
+template <int B>
+int check_symmetric_positive_definite(Random& rng)
+{
+    const int n = 20;
+    const GridProblem<B> problem = grid_problem<B>(rng, n, n);
+    const std::vector<std::uint8_t> free_host = random_filter<B>(rng, problem.nodes, 0.2);
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(free_host);
+    const thrust::device_vector<double> state = to_device(grid_state<B>(n, n));
+    MultilevelPreconditioner<double, B> m(small_coarse());
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.levels() >= 3);
+    CHECK(m.builds() == 1);
+    const std::vector<Index> dofs = m.level_dofs();
+    REQUIRE(dofs.size() == static_cast<std::size_t>(m.levels()));
+    CHECK(dofs.front() == B * problem.nodes);
+    for (std::size_t l = 1; l < dofs.size(); ++l) CHECK(dofs[l] < dofs[l - 1]);
+    CHECK(dofs.back() <= 60);
+    CHECK(m.operator_complexity() > 1.0);
+    CHECK(m.operator_complexity() < 2.5);
+
+    const Eigen::Index size = B * problem.nodes;
+    int checked = 0;
+    for (int trial = 0; trial < 4; ++trial) {
+        const Eigen::VectorXd x = filtered(random_vector(rng, size), free_host);
+        const Eigen::VectorXd y = filtered(random_vector(rng, size), free_host);
+        thrust::device_vector<double> mx, my;
+        m.apply(to_device(x), mx);
+        m.apply(to_device(y), my);
+        const Eigen::VectorXd px = to_eigen_vector(mx), py = to_eigen_vector(my);
+        // xᵀ M y = yᵀ M x, and xᵀ M x > 0.
+        CHECK(std::abs(x.dot(py) - y.dot(px)) <= 1e-11 * std::sqrt(x.dot(px) * y.dot(py)));
+        CHECK(x.dot(px) > 0.0);
+        CHECK(y.dot(py) > 0.0);
+        // Constrained DoFs untouched: exactly zero in M x.
+        for (Eigen::Index i = 0; i < size; ++i) {
+            if (!free_host[static_cast<std::size_t>(i)]) REQUIRE(px(i) == 0.0);
+        }
+        ++checked;
+    }
+    return checked;
+}
+
+template <int B>
+int check_pcg_solution(Random& rng)
+{
+    const int n = 24;
+    const GridProblem<B> problem = grid_problem<B>(rng, n, n);
+    const Eigen::Index size = B * problem.nodes;
+    const std::vector<std::uint8_t> free_host = random_filter<B>(rng, problem.nodes, 0.15);
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(free_host);
+    const Eigen::VectorXd b = random_vector(rng, size);
+    const Eigen::VectorXd prescribed = random_vector(rng, size, 0.5, 2.0);
+
+    // The reference: A_ff x_f = b_f − A_fc z_c by LDLT.
+    std::vector<std::uint8_t> constrained(free_host.size());
+    for (std::size_t i = 0; i < free_host.size(); ++i) constrained[i] = free_host[i] ? 0 : 1;
+    const auto pf = weft_backend_test::selection(free_host), pc = weft_backend_test::selection(constrained);
+    const Eigen::VectorXd expected = weft_backend_test::sparse_ldlt_solve(
+        weft_backend_test::SparseMatrix(pf * problem.reference * pf.transpose()),
+        pf * b - pf * problem.reference * pc.transpose() * (pc * prescribed));
+
+    PcgOptions<double> options;
+    options.tolerance = 1e-11;
+    options.max_iterations = 5000;
+    PcgWorkspace<double, B> workspace;
+    thrust::device_vector<double> x_jacobi = to_device(prescribed);
+    const PcgResult<double> jacobi =
+        weft::solve_filtered_pcg(problem.a, to_device(b), free_dofs, x_jacobi, workspace, options);
+    REQUIRE(jacobi.converged);
+
+    MultilevelPreconditioner<double, B> m(small_coarse());
+    REQUIRE(m.prepare(problem.a, free_dofs, to_device(grid_state<B>(n, n))));
+    options.preconditioner = PcgPreconditioner::multilevel;
+    options.custom = &m;
+    thrust::device_vector<double> x_multilevel = to_device(prescribed);
+    const PcgResult<double> multilevel =
+        weft::solve_filtered_pcg(problem.a, to_device(b), free_dofs, x_multilevel, workspace, options);
+    REQUIRE(multilevel.converged);
+    INFO("block-Jacobi " << jacobi.iterations << " iterations, multilevel " << multilevel.iterations);
+    CHECK(multilevel.iterations < jacobi.iterations);
+
+    const Eigen::VectorXd solution = to_eigen_vector(x_multilevel);
+    CHECK(relative_error(pf * solution, expected) <= 1e-8);
+    CHECK(relative_error(solution, to_eigen_vector(x_jacobi)) <= 1e-8);
+    CHECK((pc * solution - pc * prescribed).lpNorm<Eigen::Infinity>() == 0.0);
+    return 1;
+}
+
+}  // namespace
+
+TEST_CASE("multilevel: the V-cycle is symmetric positive definite and leaves constrained DoFs at zero",
+          "[backend][multilevel]")
+{
+    Random rng(41);
+    CHECK(check_symmetric_positive_definite<3>(rng) == 4);
+    CHECK(check_symmetric_positive_definite<5>(rng) == 4);
+}
+
+TEST_CASE("multilevel: PCG reaches the block-Jacobi and LDLT solution with prescribed values, in fewer iterations",
+          "[backend][multilevel][pcg]")
+{
+    Random rng(43);
+    CHECK(check_pcg_solution<3>(rng) == 1);
+    CHECK(check_pcg_solution<5>(rng) == 1);
+}
+
+TEST_CASE("multilevel: a system at or below coarse_dofs is inverted exactly (one level)", "[backend][multilevel]")
+{
+    Random rng(47);
+    const GridProblem<3> problem = grid_problem<3>(rng, 5, 4);
+    const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(3 * problem.nodes), 1);
+    MultilevelPreconditioner<double, 3> m;  // coarse_dofs 600 > 60 DoFs
+    REQUIRE(m.prepare(problem.a, free_dofs, to_device(grid_state<3>(5, 4))));
+    CHECK(m.levels() == 1);
+    PcgOptions<double> options;
+    options.tolerance = 1e-10;
+    options.preconditioner = PcgPreconditioner::multilevel;
+    options.custom = &m;
+    PcgWorkspace<double, 3> workspace;
+    const Eigen::VectorXd b = random_vector(rng, 3 * problem.nodes);
+    thrust::device_vector<double> x(static_cast<std::size_t>(3 * problem.nodes), 0.0);
+    const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, to_device(b), free_dofs, x, workspace, options);
+    REQUIRE(result.converged);
+    CHECK(result.iterations <= 1);
+    CHECK(relative_error(to_eigen_vector(x), weft_backend_test::sparse_ldlt_solve(problem.reference, b)) <= 1e-9);
+}
+
+TEST_CASE("multilevel: the hierarchy is reused while the pattern and filter stay, rebuilt when they change",
+          "[backend][multilevel][reuse]")
+{
+    Random rng(53);
+    const int n = 16;
+    GridProblem<5> problem = grid_problem<5>(rng, n, n);
+    const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
+    thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
+    MultilevelPreconditioner<double, 5> m(small_coarse());
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    // New values, same pattern: reused.
+    thrust::transform(problem.a.values().begin(), problem.a.values().end(), problem.a.values().begin(),
+                      weft::multilevel_detail::Scale<double>{1.5});
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    m.record_solve(true, 10);  // the first solve after the build sets the reference
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    m.record_solve(true, 15);  // within max(1.5 · 10, 10 + 5)
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    // A changed filter (a pinned node, an EIL tag): rebuilt.
+    free_dofs[7] = 0;
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 2);
+    // A slow solve, then a failed one: rebuilt each time.
+    m.record_solve(true, 10);
+    m.record_solve(true, 16);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 3);
+    m.record_solve(false, 40);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 4);
+    // A changed pattern: rebuilt.
+    GridProblem<5> wider = grid_problem<5>(rng, n, n + 1);
+    const thrust::device_vector<double> wider_state = to_device(grid_state<5>(n, n + 1));
+    const thrust::device_vector<std::uint8_t> wider_free(static_cast<std::size_t>(5 * wider.nodes), 1);
+    REQUIRE(m.prepare(wider.a, wider_free, wider_state));
+    CHECK(m.builds() == 5);
+    // reuse = false: every prepare builds.
+    MultilevelOptions always = small_coarse();
+    always.reuse = false;
+    m.set_options(always);
+    REQUIRE(m.prepare(wider.a, wider_free, wider_state));
+    REQUIRE(m.prepare(wider.a, wider_free, wider_state));
+    CHECK(m.builds() == 7);
+}
+
+TEST_CASE("multilevel: a matrix that is not positive definite is reported by prepare()", "[backend][multilevel]")
+{
+    Random rng(59);
+    GridProblem<3> problem = grid_problem<3>(rng, 12, 12);
+    const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(3 * problem.nodes), 1);
+    thrust::transform(problem.a.values().begin(), problem.a.values().end(), problem.a.values().begin(),
+                      weft::multilevel_detail::Scale<double>{-1.0});
+    MultilevelPreconditioner<double, 3> m(small_coarse());
+    CHECK_FALSE(m.prepare(problem.a, free_dofs, to_device(grid_state<3>(12, 12))));
+    thrust::device_vector<double> z;
+    CHECK_THROWS_WITH(m.apply(thrust::device_vector<double>(3 * 144, 1.0), z),
+                      Catch::Contains("before a successful prepare()"));
+}
+
+TEST_CASE("multilevel: bad sizes and options are rejected by name", "[backend][multilevel][input]")
+{
+    Random rng(61);
+    const GridProblem<3> problem = grid_problem<3>(rng, 6, 6);
+    const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(3 * problem.nodes), 1);
+    const thrust::device_vector<double> state = to_device(grid_state<3>(6, 6));
+    MultilevelPreconditioner<double, 3> m;
+    CHECK_THROWS_WITH(m.prepare(problem.a, thrust::device_vector<std::uint8_t>(5, 1), state),
+                      Catch::Contains("free_dofs/state size"));
+    CHECK_THROWS_WITH(m.prepare(problem.a, free_dofs, thrust::device_vector<double>(4, 0.0)),
+                      Catch::Contains("free_dofs/state size"));
+    const auto rejects = [&](MultilevelOptions o, const char* field) {
+        MultilevelPreconditioner<double, 3> bad(o);
+        CHECK_THROWS_WITH(bad.prepare(problem.a, free_dofs, state), Catch::Contains(field));
+    };
+    MultilevelOptions o;
+    o.strength_threshold = 1.5;
+    rejects(o, "strength_threshold");
+    o = {};
+    o.coarse_dofs = 0;
+    rejects(o, "coarse_dofs");
+    o = {};
+    o.max_levels = 0;
+    rejects(o, "max_levels");
+    o = {};
+    o.smoother_degree = 0;
+    rejects(o, "smoother_degree");
+    o = {};
+    o.smoother_ratio = 1.0;
+    rejects(o, "smoother_ratio");
+    o = {};
+    o.power_iterations = 0;
+    rejects(o, "power_iterations");
+    o = {};
+    o.rebuild_growth = 0.5;
+    rejects(o, "rebuild_growth");
+    // PCG asked for the multilevel preconditioner without one.
+    PcgOptions<double> options;
+    options.preconditioner = PcgPreconditioner::multilevel;
+    PcgWorkspace<double, 3> workspace;
+    thrust::device_vector<double> x(static_cast<std::size_t>(3 * problem.nodes), 0.0);
+    CHECK_THROWS_WITH(weft::solve_filtered_pcg(problem.a, x, free_dofs, x, workspace, options),
+                      Catch::Contains("PcgOptions custom"));
+}
