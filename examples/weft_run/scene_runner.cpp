@@ -220,6 +220,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.line_search_cuts += r.line_search_cuts;
         summary.line_search_expansions += r.line_search_expansions;
         summary.projected_solves += r.projected_solves;
+        summary.multilevel_builds += r.multilevel_builds;
         summary.feasibility_limits += r.feasibility_limits;
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
@@ -254,6 +255,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", " << summary.line_search_expansions << " line-search expansions";
         if (summary.projected_solves > 0)
             log << ", " << summary.projected_solves << " Newton solves redone with projected Hessians";
+        if (summary.multilevel_builds > 0)
+            log << ", " << summary.multilevel_builds << " multilevel hierarchies built";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (scene.solver.eil)

@@ -104,6 +104,7 @@ struct RunSummary {
     long line_search_cuts = 0;  ///< halvings of Newton updates by the line search (newton_iterations > 1)
     long line_search_expansions = 0;  ///< doublings of Newton updates along negative curvature (newton_iterations > 1)
     long projected_solves = 0;  ///< Newton solves redone with projected Hessians (newton_iterations > 1)
+    long multilevel_builds = 0;  ///< hierarchies built by the multilevel preconditioner
     long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
     bool ok = true;
     std::string error;

@@ -692,6 +692,29 @@ TEST_CASE("yarn stepper: the yarn-line preconditioners give the block-Jacobi ste
     CHECK(iterations[2] < iterations[0]);
 }
 
+namespace {
+
+/// Largest differences between two runs' velocities and positions (index 0
+/// the reference), and the reference's largest velocity and displacement from q0.
+struct StateDifference {
+    double dv, dq, vscale, qscale;
+};
+
+StateDifference state_difference(const std::vector<double> (&v)[2], const std::vector<double> (&q)[2],
+                                 const std::vector<double>& q0)
+{
+    StateDifference d{0, 0, 0, 0};
+    for (std::size_t i = 0; i < v[0].size(); ++i) {
+        d.vscale = std::max(d.vscale, std::abs(v[0][i]));
+        d.qscale = std::max(d.qscale, std::abs(q[0][i] - q0[i]));
+        d.dv = std::max(d.dv, std::abs(v[1][i] - v[0][i]));
+        d.dq = std::max(d.dq, std::abs(q[1][i] - q[0][i]));
+    }
+    return d;
+}
+
+}  // namespace
+
 TEST_CASE("yarn stepper: CHOLMOD's direct solves give the PCG steps, one-step and full Newton",
           "[backend][yarn][cholmod]")
 {
@@ -726,13 +749,7 @@ TEST_CASE("yarn stepper: CHOLMOD's direct solves give the PCG steps, one-step an
             q[k] = weft::to_host(stepper.positions());
             if (k == 1) analyses = stepper.direct_analyses();
         }
-        double dv = 0, dq = 0, vscale = 0, qscale = 0;
-        for (std::size_t i = 0; i < v[0].size(); ++i) {
-            vscale = std::max(vscale, std::abs(v[0][i]));
-            qscale = std::max(qscale, std::abs(q[0][i] - model.q[i]));
-            dv = std::max(dv, std::abs(v[1][i] - v[0][i]));
-            dq = std::max(dq, std::abs(q[1][i] - q[0][i]));
-        }
+        const auto [dv, dq, vscale, qscale] = state_difference(v, q, model.q);
         INFO("Newton " << newton << ": |dv| " << dv << " of " << vscale << ", |dq| " << dq << " of " << qscale
                        << ", CHOLMOD analyses " << analyses);
         REQUIRE(vscale > 0);
@@ -783,13 +800,7 @@ TEST_CASE("yarn stepper: the multilevel preconditioner gives the block-Jacobi st
                 CHECK(stepper.multilevel_builds() == builds);
             }
         }
-        double dv = 0, dq = 0, vscale = 0, qscale = 0;
-        for (std::size_t i = 0; i < v[0].size(); ++i) {
-            vscale = std::max(vscale, std::abs(v[0][i]));
-            qscale = std::max(qscale, std::abs(q[0][i] - model.q[i]));
-            dv = std::max(dv, std::abs(v[1][i] - v[0][i]));
-            dq = std::max(dq, std::abs(q[1][i] - q[0][i]));
-        }
+        const auto [dv, dq, vscale, qscale] = state_difference(v, q, model.q);
         INFO("Newton " << newton << ": |dv| " << dv << " of " << vscale << ", |dq| " << dq << " of " << qscale << ", "
                        << builds << " builds for " << solves << " solves");
         REQUIRE(vscale > 0);
