@@ -69,7 +69,9 @@ namespace weft {
 
 /// Settings of the smoothed-aggregation hierarchy.
 struct MultilevelOptions {
-    /// θ of the strength of connection; 0 makes every stored coupling strong.
+    /// θ of the strength of connection on the finest level; 0 makes every
+    /// stored coupling strong. Coarser levels always take θ = 0 (with θ > 0
+    /// there, coarsening stalled on the sphere drop: singleton aggregates).
     double strength_threshold = 0.0;
     /// Coarsening stops at or below this many DoFs (the coarsest level is inverted densely).
     Index coarse_dofs = 600;
