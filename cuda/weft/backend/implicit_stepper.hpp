@@ -458,6 +458,7 @@ public:
     {
         m_options = options;
         m_first_iteration_ready = false;  // the first-iteration form depends on newton_iterations
+        m_multilevel.set_options(options.multilevel);  // its next prepare() rebuilds
     }
 
     /// Advance by h (in 2^k substeps when a step had to be halved). A step
@@ -605,7 +606,7 @@ protected:
 
     ImplicitStepper(const std::vector<T>& q, const std::vector<T>& v, const std::vector<unsigned char>& free_dof,
                     const StepperOptions<T>& options)
-        : m_options(options)
+        : m_options(options), m_multilevel(options.multilevel)
     {
         m_nodes = static_cast<Index>(q.size() / B);
         m_q.assign(q.begin(), q.end());
@@ -1066,10 +1067,6 @@ private:
             options.custom = nullptr;
             return solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
         }
-        if (!m_multilevel_configured) {
-            m_multilevel.set_options(m_options.multilevel);
-            m_multilevel_configured = true;
-        }
         if (!m_multilevel.prepare(m_matrix, m_free, m_q)) {
             PcgResult<T> failed;
             failed.status = PcgStatus::indefinite_preconditioner;
@@ -1161,8 +1158,7 @@ private:
     int m_converged_iterations = 0;  ///< PCG iterations of this step's last converged solve
     PcgWorkspace<T, B> m_workspace;
     CholmodSolver<T, B> m_direct;  ///< StepperOptions::linear == cholmod
-    MultilevelPreconditioner<T, B> m_multilevel;  ///< PcgPreconditioner::multilevel
-    bool m_multilevel_configured = false;         ///< m_multilevel has StepperOptions::multilevel
+    MultilevelPreconditioner<T, B> m_multilevel;  ///< PcgPreconditioner::multilevel, with StepperOptions::multilevel
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;
 };

@@ -806,7 +806,6 @@ private:
 
         if (m_fine.invert(a, free_dofs) > 0) return false;
         m_fine.bound(a, free_dofs);
-        m_fine.resize(static_cast<std::size_t>(a.rows()));
 
         const std::vector<std::uint8_t> free = to_host(free_dofs);
         HostMatrix<T> level_matrix = filtered_host_matrix(a, free);
@@ -865,7 +864,6 @@ private:
             CoarseLevel<T>& level = m_coarse[l];
             if (level.smoother.invert(level.matrix, level.free_dofs) > 0) return false;
             level.smoother.bound(level.matrix, level.free_dofs);
-            level.smoother.resize(static_cast<std::size_t>(level.matrix.rows()));
         }
         if (!invert_coarsest(level_matrix, level_free)) return false;
         m_built = true;
