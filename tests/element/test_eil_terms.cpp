@@ -597,18 +597,23 @@ std::vector<double> pair_stencil_dofs(Random& rng)
 /// Energy of `evaluate_eil_pair_spring` on the pair stencil, and its force
 /// over all 45 DoFs when `force` is given.
 double evaluate_pair_stencil(const std::vector<double>& q, VectorX* force, double k, double h,
-                             const weft::NewtonInputs<double>& newton = {})
+                             const weft::NewtonInputs<double>& newton = {}, MatrixX* a = nullptr)
 {
     const std::vector<double> v(q.size(), 0.0);
     weft::NodeBlocks<double, 9, 5> blocks;
     blocks.set_zero();
     weft::ElementEnergies<double> e{};
     weft::evaluate_eil_pair_spring<double>(q.data(), v.data(), pair_spring, k, h, blocks, e, newton);
+    int ids[9];
+    weft::eil_pair_spring_stencil(pair_spring, ids);
     if (force) {
-        int ids[9];
-        weft::eil_pair_spring_stencil(pair_spring, ids);
         force->setZero(45);
         for (int i = 0; i < 9; ++i) force->segment<5>(5 * ids[i]) += blocks.f[i];
+    }
+    if (a) {  // every slot of the pair stencil is a distinct node
+        a->setZero(45, 45);
+        for (int i = 0; i < 9; ++i)
+            for (int j = 0; j < 9; ++j) a->block<5, 5>(5 * ids[i], 5 * ids[j]) += blocks.a[i][j];
     }
     return e.elastic;
 }
@@ -854,6 +859,119 @@ TEST_CASE("eil terms: in full Newton the EIL springs interpolate across rounded 
             Eigen::Map<const VectorX>(q.data(), 45), force, "full Newton EIL pair spring force = -grad V");
     }
     REQUIRE(pair_checker.checks == 6);
+}
+
+TEST_CASE("eil terms: the exact Hessian of full Newton's EIL springs: corner curvature and A by finite differences",
+          "[element][eil][spring][corner][exact]")
+{
+    // eil_corner_curvature(x, λ) = Σ_c λ_c ∇²x_c against the FD Jacobian of
+    // J(q)ᵀλ: inside the corner window (δ's own dependence on the spans
+    // included), at its centre, outside it, on the segment interpolations
+    // used where a yarn has no node beyond the bracket, and at a span at the
+    // floor. Then the springs of full Newton with NewtonInputs::exact_hessians
+    // at an open gap (where Gauss–Newton is not exact): A = −h² × the FD
+    // Jacobian of the force, single and pair, and A differs from the
+    // Gauss–Newton A by h² k Σ r_c ∇²x_c.
+    Random rng(229);
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 2e-6;
+    int corner = 0, segment = 0;
+    for (int trial = 0; trial < 10; ++trial) {
+        const double span_l = rng.uniform(0.3, 2.0), span_r = rng.uniform(0.3, 2.0);
+        const double delta = weft::eil_corner_rounding * span_l * span_r / (span_l + span_r);
+        const double turn = rng.uniform(0.05, 1.2);
+        const Vec3 lambda = rng.vector<3>(-1, 1);
+        for (const double sigma : {rng.uniform(-0.98, 0.98), 0.0, rng.uniform(-1.9, -1.02), rng.uniform(1.02, 1.9)}) {
+            const Vec13 q = corner_dofs(rng, span_l, span_r, turn, sigma * delta);
+            const auto x = weft::eil_corner_interpolation<double>(q);
+            REQUIRE(x.segment == -1);
+            checker.jacobian(
+                [&](const VectorX& d) {
+                    return VectorX(weft::eil_corner_interpolation<double>(Vec13(d)).jacobian.transpose() * lambda);
+                },
+                VectorX(q), MatrixX(weft::eil_corner_curvature<double>(x, lambda)),
+                "rounded corner curvature sum_c lambda_c Hess x_c");
+            ++corner;
+        }
+        for (const int piece : {0, 1}) {
+            const Vec13 q = corner_dofs(rng, span_l, span_r, turn, rng.uniform(-0.5, 0.5) * span_r);
+            const auto x = weft::eil_segment_interpolation<double>(q, piece);
+            REQUIRE(x.segment == piece);
+            checker.jacobian(
+                [&](const VectorX& d) {
+                    return VectorX(weft::eil_segment_interpolation<double>(Vec13(d), piece).jacobian.transpose() *
+                                   lambda);
+                },
+                VectorX(q), MatrixX(weft::eil_corner_curvature<double>(x, lambda)),
+                "segment interpolation curvature in the corner layout");
+            ++segment;
+        }
+    }
+    // A span at the floor: Eq. (4.3) on the segment that holds s, and its curvature.
+    Vec13 q = corner_dofs(rng, 1.0, 1.0, 0.5, 0.1);
+    q(11) = q(7) + 1e-14;
+    const auto x = weft::eil_corner_interpolation<double>(q);
+    REQUIRE(x.segment == 1);
+    const Vec3 lambda(0.3, -0.2, 0.5);
+    CHECK((weft::eil_corner_curvature<double>(x, lambda) -
+           weft::eil_corner_curvature<double>(weft::eil_segment_interpolation<double>(q, 1), lambda))
+              .norm() == 0.0);
+    REQUIRE(corner == 40);
+    REQUIRE(segment == 20);
+    REQUIRE(checker.checks == 60);
+
+    const double k = 200.0, h = 1e-3;
+    weft::NewtonInputs<double> exact;
+    exact.full_newton = true;
+    exact.exact_hessians = true;
+    weft::NewtonInputs<double> gauss_newton;
+    gauss_newton.full_newton = true;
+    FdChecker spring_checker;
+    spring_checker.step = 1e-9;
+    spring_checker.tolerance = 1e-5;
+    int differs = 0;
+    for (int trial = 0; trial < 6; ++trial) {
+        const Vec3 offset = 1e-4 * rng.unit_vector();
+        for (const double s : {1e-3 + rng.uniform(-0.24e-3, 0.24e-3), 2e-3 + rng.uniform(-0.24e-3, 0.24e-3),
+                               rng.uniform(1.3e-3, 1.7e-3)}) {
+            const OuterStencil o = outer_stencil(rng, s, offset, trial % 3 != 2);
+            const OuterEval e = evaluate_outer(o.q, o.spring, k, h, exact);
+            spring_checker.jacobian(
+                [&](const VectorX& d) {
+                    return evaluate_outer(std::vector<double>(d.data(), d.data() + 25), o.spring, k, h, exact).force;
+                },
+                Eigen::Map<const VectorX>(o.q.data(), 25), MatrixX(-e.a / (h * h)),
+                "full Newton EIL spring, exact Hessians: A = -h^2 df/dq at an open gap");
+            const OuterEval g = evaluate_outer(o.q, o.spring, k, h, gauss_newton);
+            CHECK((g.force - e.force).norm() == 0.0);
+            if ((g.a - e.a).norm() > 1e-6 * e.a.norm()) ++differs;
+        }
+    }
+    CHECK(differs == 18);
+    REQUIRE(spring_checker.checks == 18);
+
+    // The pair spring with exact Hessians: its force Jacobian, both yarns in corner windows.
+    FdChecker pair_checker;
+    pair_checker.step = 1e-9;
+    pair_checker.tolerance = 1e-5;
+    for (int trial = 0; trial < 4; ++trial) {
+        std::vector<double> q = pair_stencil_dofs(rng);
+        q[23] = (trial % 2 == 0 ? 1e-3 : 2e-3) + rng.uniform(-0.24e-3, 0.24e-3);
+        q[24] = (trial < 2 ? 1e-3 : 2e-3) + rng.uniform(-0.24e-3, 0.24e-3);
+        MatrixX a;
+        VectorX force;
+        evaluate_pair_stencil(q, &force, k, h, exact, &a);
+        pair_checker.jacobian(
+            [&](const VectorX& d) {
+                VectorX f;
+                evaluate_pair_stencil(std::vector<double>(d.data(), d.data() + 45), &f, k, h, exact);
+                return f;
+            },
+            Eigen::Map<const VectorX>(q.data(), 45), MatrixX(-a / (h * h)),
+            "full Newton EIL pair spring, exact Hessians: A = -h^2 df/dq");
+    }
+    REQUIRE(pair_checker.checks == 4);
 }
 
 TEMPLATE_TEST_CASE("eil terms: float and double agree", "[element][eil][float]", float, double)

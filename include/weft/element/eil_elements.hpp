@@ -181,6 +181,19 @@ WEFT_HD inline EilCornerInterpolation<T> corner_side(const T* q, const int (&nod
     return corner ? eil_corner_interpolation<T>(ql) : eil_segment_interpolation<T>(ql, 0);
 }
 
+/// Full Newton's spring stiffness: the exact Hessian where the iteration asks
+/// for exact Hessians (NewtonInputs::exact_hessians; the stepper retries
+/// with Gauss–Newton where that leaves A indefinite), else Gauss–Newton.
+/// Gauss–Newton drops k Σ_c r_c ∇²x_c, which the gap r = F/k of a spring
+/// that carries a force F makes F ∇²x: as large as the yarn's own stiffness
+/// where the yarn turns under a contact (a cloth draped over an edge), and
+/// Newton then converges linearly there (docs/scenes.md).
+template <typename T>
+WEFT_HD inline EilSpringHessian spring_hessian(const NewtonInputs<T>& newton)
+{
+    return newton.exact_hessians ? EilSpringHessian::exact : EilSpringHessian::gauss_newton;
+}
+
 /// Velocities (or w) in a layout that may hold unused DoFs (component −1).
 template <typename T, int N, int K>
 WEFT_HD inline Vec<T, N> gather_partial(const T* values, const int (&nodes)[K], const int (&slot)[N],
@@ -236,7 +249,8 @@ WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring&
             component[13 + k] = k;
         }
         const T* xe = q + yarn_node_dofs * nodes[2];
-        const EilContactEval<T, 16> e = eil_corner_contact_spring<T>(x, Vec3<T>(xe[0], xe[1], xe[2]), stiffness);
+        const EilContactEval<T, 16> e = eil_corner_contact_spring<T>(x, Vec3<T>(xe[0], xe[1], xe[2]), stiffness,
+                                                                     spring_hessian(newton));
         scatter_spring<T, 16, 5>(e, v, newton, nodes, slot, component, h, out, energy);
         return;
     }
@@ -276,7 +290,7 @@ WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPa
             x[i] = corner_side<T, 26, 9>(q, nodes, 3 + i, 2, 3 * i, 3 * i + 1, 5 + 2 * i, 6 + 2 * i,
                                          spring.outer_before[i] >= 0, spring.outer_after[i] >= 0, 13 * i, slot,
                                          component);
-        const EilContactEval<T, 26> e = eil_corner_pair_contact_spring<T>(x[0], x[1], stiffness);
+        const EilContactEval<T, 26> e = eil_corner_pair_contact_spring<T>(x[0], x[1], stiffness, spring_hessian(newton));
         scatter_spring<T, 26, 9>(e, v, newton, nodes, slot, component, h, out, energy);
         return;
     }

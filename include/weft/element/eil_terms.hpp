@@ -32,7 +32,12 @@ constexpr int eil_interpolation_dofs = 9;
 ///  - exact: the Hessian of V, including k Σ_c r_c ∇²x_c of the
 ///    interpolation (indefinite in general: it couples s with x_a, x_b);
 ///  - gauss_newton: k Gᵀ G, G the Jacobian of the gap r; PSD by construction,
-///    exact when the gap is closed (r = 0), which the stiff spring enforces.
+///    exact only where the gap is closed (r = 0). A spring that carries a
+///    contact force F stands open by r = F/k, so the dropped k Σ r_c ∇²x_c
+///    = F·∇²x does not vanish as k grows: where the yarn turns under the
+///    contact it is as large as the yarn's own stiffness, and full Newton
+///    converges only linearly with Gauss–Newton (docs/scenes.md). Full
+///    Newton's exact-Hessian iterations therefore take `exact`.
 enum class EilSpringHessian { exact, gauss_newton };
 
 /// Interpolated position of an EIL node and its first derivatives.
@@ -152,6 +157,8 @@ struct EilCornerInterpolation {
     Vec3<T> position;                        ///< x(s)
     Mat<T, 3, eil_corner_dofs> jacobian;     ///< ∂x/∂(x_a, s_a, x_b, s_b, x_c, s_c, s)
     StrainStatus status;                     ///< ok, or degenerate_arc_length (a span at the floor)
+    Vec<T, eil_corner_dofs> dofs;            ///< the DoFs it was evaluated at
+    int segment = -1;                        ///< −1: the rounded corner; 0, 1: Eq. (4.3) on (a, b), (b, c)
 };
 
 /// Eq. (4.3) on one segment of the corner layout, (a, b) (`segment` 0) or
@@ -172,6 +179,8 @@ WEFT_HD inline EilCornerInterpolation<T> eil_segment_interpolation(const Vec<T, 
     r.jacobian.template block<3, 8>(0, first) = lin.jacobian.template leftCols<8>();
     r.jacobian.col(12) = lin.jacobian.col(8);
     r.status = lin.status;
+    r.dofs = q;
+    r.segment = segment;
     return r;
 }
 
@@ -201,6 +210,8 @@ WEFT_HD inline EilCornerInterpolation<T> eil_corner_interpolation(const Vec<T, e
 {
     EilCornerInterpolation<T> r;
     r.jacobian.setZero();
+    r.dofs = q;
+    r.segment = -1;
     const T s_a = q(3), s_b = q(7), s_c = q(11), s = q(12);
     const T span_l = s_b - s_a;
     const T span_r = s_c - s_b;
@@ -241,6 +252,113 @@ WEFT_HD inline EilCornerInterpolation<T> eil_corner_interpolation(const Vec<T, e
     r.jacobian.col(11) = -(d / span_r) * t_r + dd * dr * u;
     r.jacobian.col(12) = t_l + p * u;
     return r;
+}
+
+namespace detail {
+/// Gradient and Hessian of W = N/Δ from those of N and Δ (Δ linear):
+/// ∇W = ∇N/Δ − N∇Δ/Δ², ∇²W = ∇²N/Δ − (∇N∇Δᵀ + ∇Δ∇Nᵀ)/Δ² + 2N∇Δ∇Δᵀ/Δ³.
+template <typename T>
+WEFT_HD inline void quotient_derivatives(T n, const Vec<T, 4>& gn, const Mat<T, 4, 4>& hn, T span,
+                                         const Vec<T, 4>& gs, Vec<T, 4>& g, Mat<T, 4, 4>& h)
+{
+    const T span2 = span * span;
+    g = gn / span - n * gs / span2;
+    h = hn / span - (gn * gs.transpose() + gs * gn.transpose()) / span2 + T(2) * n * gs * gs.transpose() / (span2 * span);
+}
+}  // namespace detail
+
+/// Second derivatives of an interpolation in the corner layout contracted
+/// with λ ∈ R³: Σ_c λ_c ∇²x_c over (x_a, s_a, x_b, s_b, x_c, s_c, s), 13 by 13
+/// symmetric, at the DoFs and in the form (`segment`) that `x` was evaluated
+/// with (`eil_corner_interpolation`, `eil_segment_interpolation`): the
+/// curvature term of the contact spring's exact Hessian.
+/// The rounded corner x = x_a + W_L (x_b − x_a) + W_R (x_c − x_b), with the
+/// arc-length weights W_L = (s − s_a − D)/Δ_L and W_R = D/Δ_R, is linear in
+/// the positions for fixed arc lengths, so λᵀx = λᵀx_a + W_L a_L + W_R a_R
+/// (a_L = λᵀ(x_b − x_a), a_R = λᵀ(x_c − x_b)) has
+///   ∂²/∂x∂s_k = ∂W_L/∂s_k ∇_x a_L + ∂W_R/∂s_k ∇_x a_R,
+///   ∂²/∂s_k∂s_l = a_L ∂²W_L + a_R ∂²W_R,  ∂²/∂x∂x = 0.
+/// D(e, δ) = e φ(e/δ), e = s − s_b, δ = ρ Δ_L Δ_R/(Δ_L + Δ_R), with
+/// D_e = φ + σφ', D_δ = −σ²φ', D_ee = (2φ' + σφ'')/δ,
+/// D_eδ = −σ(2φ' + σφ'')/δ, D_δδ = σ²(2φ' + σφ'')/δ, σ = e/δ.
+template <typename T>
+WEFT_HD inline Mat<T, eil_corner_dofs, eil_corner_dofs> eil_corner_curvature(
+    const EilCornerInterpolation<T>& x, const Vec3<T>& lambda, T min_arc_length = default_min_arc_length<T>())
+{
+    using Mat13 = Mat<T, eil_corner_dofs, eil_corner_dofs>;
+    Mat13 h = Mat13::Zero();
+    const Vec<T, eil_corner_dofs>& q = x.dofs;
+    if (x.segment >= 0) {
+        const int first = 4 * x.segment;
+        Vec<T, 9> qi;
+        qi.template head<8>() = q.template segment<8>(first);
+        qi(8) = q(12);
+        const Mat<T, 9, 9> c = eil_interpolation_curvature<T>(qi, lambda, min_arc_length);
+        int index[9];
+        for (int i = 0; i < 8; ++i) index[i] = first + i;
+        index[8] = 12;
+        for (int i = 0; i < 9; ++i)
+            for (int j = 0; j < 9; ++j) h(index[i], index[j]) = c(i, j);
+        return h;
+    }
+    // Arc-length variables in the order (s_a, s_b, s_c, s) = DoFs 3, 7, 11, 12.
+    using V4 = Vec<T, 4>;
+    using M4 = Mat<T, 4, 4>;
+    const int s_index[4] = {3, 7, 11, 12};
+    const T span_l = q(7) - q(3), span_r = q(11) - q(7), sum = span_l + span_r;
+    const T rho = T(eil_corner_rounding);
+    const T delta = rho * span_l * span_r / sum;
+    const T e = q(12) - q(7);
+    const T sigma = e / delta;
+    T phi = sigma <= T(-1) ? T(0) : T(1), dphi = T(0), ddphi = T(0);
+    if (sigma > T(-1) && sigma < T(1)) {
+        const T s2 = sigma * sigma;
+        const T w = T(1) - s2;
+        phi = T(0.5) + sigma * (T(15) - s2 * (T(10) - T(3) * s2)) / T(16);
+        dphi = T(15) / T(16) * w * w;
+        ddphi = -T(15) / T(4) * sigma * w;
+    }
+    const T d = e * phi;
+    const T d_e = phi + sigma * dphi;
+    const T d_delta = -sigma * sigma * dphi;
+    const T k = T(2) * dphi + sigma * ddphi;
+    const T d_ee = k / delta, d_edelta = -sigma * k / delta, d_deltadelta = sigma * sigma * k / delta;
+    const V4 grad_l(T(-1), T(1), T(0), T(0)), grad_r(T(0), T(-1), T(1), T(0)), grad_e(T(0), T(-1), T(0), T(1));
+    const T sum3 = sum * sum * sum;
+    const T delta_l = rho * span_r * span_r / (sum * sum), delta_r = rho * span_l * span_l / (sum * sum);
+    const T delta_ll = -T(2) * rho * span_r * span_r / sum3, delta_rr = -T(2) * rho * span_l * span_l / sum3;
+    const T delta_lr = T(2) * rho * span_l * span_r / sum3;
+    const V4 grad_delta = delta_l * grad_l + delta_r * grad_r;
+    const M4 hess_delta = delta_ll * grad_l * grad_l.transpose() +
+                          delta_lr * (grad_l * grad_r.transpose() + grad_r * grad_l.transpose()) +
+                          delta_rr * grad_r * grad_r.transpose();
+    const V4 grad_d = d_e * grad_e + d_delta * grad_delta;
+    const M4 hess_d = d_ee * grad_e * grad_e.transpose() +
+                      d_edelta * (grad_e * grad_delta.transpose() + grad_delta * grad_e.transpose()) +
+                      d_deltadelta * grad_delta * grad_delta.transpose() + d_delta * hess_delta;
+    V4 g_l, g_r;
+    M4 h_l, h_r;
+    detail::quotient_derivatives<T>(q(12) - q(3) - d, V4(T(-1), T(0), T(0), T(1)) - grad_d, M4(-hess_d), span_l,
+                                    grad_l, g_l, h_l);
+    detail::quotient_derivatives<T>(d, grad_d, hess_d, span_r, grad_r, g_r, h_r);
+    const Vec3<T> x_a = q.template segment<3>(0), x_b = q.template segment<3>(4), x_c = q.template segment<3>(8);
+    const T a_l = lambda.dot(x_b - x_a), a_r = lambda.dot(x_c - x_b);
+    for (int k2 = 0; k2 < 4; ++k2)
+        for (int l = 0; l < 4; ++l) h(s_index[k2], s_index[l]) = a_l * h_l(k2, l) + a_r * h_r(k2, l);
+    // ∇_x a_L = (−λ, λ, 0), ∇_x a_R = (0, −λ, λ) over (x_a, x_b, x_c)
+    for (int k2 = 0; k2 < 4; ++k2) {
+        const Vec3<T> at_a = -g_l(k2) * lambda;
+        const Vec3<T> at_b = (g_l(k2) - g_r(k2)) * lambda;
+        const Vec3<T> at_c = g_r(k2) * lambda;
+        const int col = s_index[k2];
+        h.template block<3, 1>(0, col) = at_a;
+        h.template block<3, 1>(4, col) = at_b;
+        h.template block<3, 1>(8, col) = at_c;
+        h.template block<1, 3>(col, 0) = at_a.transpose();
+        h.template block<1, 3>(col, 4) = at_b.transpose();
+        h.template block<1, 3>(col, 8) = at_c.transpose();
+    }
+    return h;
 }
 
 /// Energy, force and stiffness of a contact spring, with the status of its
@@ -334,13 +452,15 @@ WEFT_HD inline EilContactEval<T, 18> eil_pair_contact_spring(const Vec<T, 18>& q
 }
 
 /// `eil_contact_spring` on an interpolation in the 13-DoF corner layout
-/// (`eil_corner_interpolation`, `eil_segment_interpolation`), Gauss–Newton
-/// stiffness k Gᵀ G over [x_a, s_a, x_b, s_b, x_c, s_c, s, x_p].
+/// (`eil_corner_interpolation`, `eil_segment_interpolation`), over
+/// [x_a, s_a, x_b, s_b, x_c, s_c, s, x_p]: stiffness k Gᵀ G (Gauss–Newton) or
+/// the exact k (Gᵀ G + Σ_c r_c ∇²x_c) (`eil_corner_curvature`).
 /// @param[in] x        the interpolated position on the EIL node's yarn
 /// @param[in] partner  x_p, the node's own position (EoL on its other yarn)
 template <typename T>
 WEFT_HD inline EilContactEval<T, 16> eil_corner_contact_spring(const EilCornerInterpolation<T>& x,
-                                                               const Vec3<T>& partner, T stiffness)
+                                                               const Vec3<T>& partner, T stiffness,
+                                                               EilSpringHessian form = EilSpringHessian::gauss_newton)
 {
     EilContactEval<T, 16> e;
     e.gap = x.position - partner;
@@ -348,16 +468,18 @@ WEFT_HD inline EilContactEval<T, 16> eil_corner_contact_spring(const EilCornerIn
     Mat<T, 3, 16> g;
     g.template block<3, 13>(0, 0) = x.jacobian;
     g.template block<3, 3>(0, 13) = -Mat3<T>::Identity();
-    e.terms = detail::zero_length_spring<T, 16>(e.gap, g, Mat<T, 16, 16>::Zero(), stiffness,
-                                                EilSpringHessian::gauss_newton);
+    Mat<T, 16, 16> c = Mat<T, 16, 16>::Zero();
+    if (form == EilSpringHessian::exact) c.template block<13, 13>(0, 0) = eil_corner_curvature<T>(x, e.gap);
+    e.terms = detail::zero_length_spring<T, 16>(e.gap, g, c, stiffness, form);
     return e;
 }
 
 /// `eil_pair_contact_spring` on two interpolations in the corner layout,
-/// Gauss–Newton stiffness, over their 13 + 13 DoFs.
+/// over their 13 + 13 DoFs, Gauss–Newton or exact stiffness.
 template <typename T>
 WEFT_HD inline EilContactEval<T, 26> eil_corner_pair_contact_spring(const EilCornerInterpolation<T>& x1,
-                                                                    const EilCornerInterpolation<T>& x2, T stiffness)
+                                                                    const EilCornerInterpolation<T>& x2, T stiffness,
+                                                                    EilSpringHessian form = EilSpringHessian::gauss_newton)
 {
     EilContactEval<T, 26> e;
     e.gap = x1.position - x2.position;
@@ -365,8 +487,12 @@ WEFT_HD inline EilContactEval<T, 26> eil_corner_pair_contact_spring(const EilCor
     Mat<T, 3, 26> g;
     g.template block<3, 13>(0, 0) = x1.jacobian;
     g.template block<3, 13>(0, 13) = -x2.jacobian;
-    e.terms = detail::zero_length_spring<T, 26>(e.gap, g, Mat<T, 26, 26>::Zero(), stiffness,
-                                                EilSpringHessian::gauss_newton);
+    Mat<T, 26, 26> c = Mat<T, 26, 26>::Zero();
+    if (form == EilSpringHessian::exact) {
+        c.template block<13, 13>(0, 0) = eil_corner_curvature<T>(x1, e.gap);
+        c.template block<13, 13>(13, 13) = eil_corner_curvature<T>(x2, Vec3<T>(-e.gap));
+    }
+    e.terms = detail::zero_length_spring<T, 26>(e.gap, g, c, stiffness, form);
     return e;
 }
 
