@@ -870,8 +870,8 @@ TEST_CASE("eil terms: the exact Hessian of full Newton's EIL springs: corner cur
     // used where a yarn has no node beyond the bracket, and at a span at the
     // floor. Then the springs of full Newton with NewtonInputs::exact_hessians
     // at an open gap (where Gauss–Newton is not exact): A = −h² × the FD
-    // Jacobian of the force, single and pair, and A differs from the
-    // Gauss–Newton A by h² k Σ r_c ∇²x_c.
+    // Jacobian of the force, single and pair; the force is the same as with
+    // Gauss–Newton and A is not (the open gap makes k Σ r_c ∇²x_c non-zero).
     Random rng(229);
     FdChecker checker;
     checker.step = 1e-7;
