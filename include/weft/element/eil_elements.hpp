@@ -185,9 +185,10 @@ WEFT_HD inline EilCornerInterpolation<T> corner_side(const T* q, const int (&nod
 /// for exact Hessians (NewtonInputs::exact_hessians; the stepper retries
 /// with Gauss–Newton where that leaves A indefinite), else Gauss–Newton.
 /// Gauss–Newton drops k Σ_c r_c ∇²x_c, which the gap r = F/k of a spring
-/// that carries a force F makes F ∇²x: as large as the yarn's own stiffness
-/// where the yarn turns under a contact (a cloth draped over an edge), and
-/// Newton then converges linearly there (docs/scenes.md).
+/// that carries a force F makes F ∇²x, whatever k: where the yarn turns
+/// under a loaded contact (a cloth draped over an edge) A was then 2–10 %
+/// off the Jacobian of the residual (docs/scenes.md, "The EIL springs'
+/// exact Hessian").
 template <typename T>
 WEFT_HD inline EilSpringHessian spring_hessian(const NewtonInputs<T>& newton)
 {

@@ -34,10 +34,9 @@ constexpr int eil_interpolation_dofs = 9;
 ///  - gauss_newton: k Gᵀ G, G the Jacobian of the gap r; PSD by construction,
 ///    exact only where the gap is closed (r = 0). A spring that carries a
 ///    contact force F stands open by r = F/k, so the dropped k Σ r_c ∇²x_c
-///    = F·∇²x does not vanish as k grows: where the yarn turns under the
-///    contact it is as large as the yarn's own stiffness, and full Newton
-///    converges only linearly with Gauss–Newton (docs/scenes.md). Full
-///    Newton's exact-Hessian iterations therefore take `exact`.
+///    = F·∇²x does not vanish as k grows; it matters where the yarn turns
+///    under the contact (docs/scenes.md, "The EIL springs' exact Hessian").
+///    Full Newton's exact-Hessian iterations therefore take `exact`.
 enum class EilSpringHessian { exact, gauss_newton };
 
 /// Interpolated position of an EIL node and its first derivatives.
