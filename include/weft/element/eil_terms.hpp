@@ -150,6 +150,27 @@ constexpr int eil_corner_dofs = 13;
 /// windows of two corners of one segment never overlap.
 constexpr double eil_corner_rounding = 0.5;
 
+/// The quintic smooth step of the corner window, φ(σ) = ½ + σ(15 − 10σ² +
+/// 3σ⁴)/16 on (−1, 1), 0 below, 1 above, with φ' = 15/16 (1 − σ²)² and
+/// φ'' = −15/4 σ (1 − σ²) (both 0 outside).
+template <typename T>
+struct CornerStep {
+    T phi, dphi, ddphi;
+};
+template <typename T>
+WEFT_HD inline CornerStep<T> corner_step(T sigma)
+{
+    CornerStep<T> r{sigma <= T(-1) ? T(0) : T(1), T(0), T(0)};
+    if (sigma > T(-1) && sigma < T(1)) {
+        const T s2 = sigma * sigma;
+        const T w = T(1) - s2;
+        r.phi = T(0.5) + sigma * (T(15) - s2 * (T(10) - T(3) * s2)) / T(16);
+        r.dphi = T(15) / T(16) * w * w;
+        r.ddphi = -T(15) / T(4) * sigma * w;
+    }
+    return r;
+}
+
 /// Interpolated position across a corner and its Jacobian.
 template <typename T>
 struct EilCornerInterpolation {
@@ -224,14 +245,8 @@ WEFT_HD inline EilCornerInterpolation<T> eil_corner_interpolation(const Vec<T, e
     const T rho = T(eil_corner_rounding);
     const T delta = rho * span_l * span_r / sum;
     const T sigma = (s - s_b) / delta;
-    T phi = sigma <= T(-1) ? T(0) : T(1);
-    T dphi = T(0);
-    if (sigma > T(-1) && sigma < T(1)) {
-        const T s2 = sigma * sigma;
-        const T w = T(1) - s2;
-        phi = T(0.5) + sigma * (T(15) - s2 * (T(10) - T(3) * s2)) / T(16);
-        dphi = T(15) / T(16) * w * w;
-    }
+    const CornerStep<T> step = corner_step<T>(sigma);
+    const T phi = step.phi, dphi = step.dphi;
     const Vec3<T> t_l = (x_b - x_a) / span_l;
     const Vec3<T> t_r = (x_c - x_b) / span_r;
     const Vec3<T> u = t_r - t_l;
@@ -309,14 +324,8 @@ WEFT_HD inline Mat<T, eil_corner_dofs, eil_corner_dofs> eil_corner_curvature(
     const T delta = rho * span_l * span_r / sum;
     const T e = q(12) - q(7);
     const T sigma = e / delta;
-    T phi = sigma <= T(-1) ? T(0) : T(1), dphi = T(0), ddphi = T(0);
-    if (sigma > T(-1) && sigma < T(1)) {
-        const T s2 = sigma * sigma;
-        const T w = T(1) - s2;
-        phi = T(0.5) + sigma * (T(15) - s2 * (T(10) - T(3) * s2)) / T(16);
-        dphi = T(15) / T(16) * w * w;
-        ddphi = -T(15) / T(4) * sigma * w;
-    }
+    const CornerStep<T> step = corner_step<T>(sigma);
+    const T phi = step.phi, dphi = step.dphi, ddphi = step.ddphi;
     const T d = e * phi;
     const T d_e = phi + sigma * dphi;
     const T d_delta = -sigma * sigma * dphi;
