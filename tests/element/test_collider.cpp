@@ -292,3 +292,85 @@ TEST_CASE("collider: the penalty is C2 in the depth and its force is minus the g
     CHECK(-at(5 * delta).df_dq(2, 2) == Approx(k));
     CHECK(at(5 * delta).force(2) == Approx(k * 4.5 * delta));
 }
+
+TEST_CASE("collider: the normal gradient is the Hessian of phi, and the exact curvature term completes the "
+          "penalty's Jacobian",
+          "[element][collider][fd]")
+{
+    weft_test::Random rng(11);
+    weft::Collider<double> sphere;
+    sphere.type = 0;
+    sphere.center = Vec3(0.02, -0.01, 0.03);
+    sphere.normal = Vec3(0, 0, 1);
+    sphere.radius = 0.05;
+    sphere.stiffness = 1e3;
+    sphere.friction = 0.3;
+    weft::Collider<double> plane = sphere;
+    plane.type = 1;
+    plane.normal = Vec3(0.6, 0, 0.8);
+    weft::Collider<double> rounded = box();
+    rounded.radius = 0.05;
+    rounded.friction = 0.3;
+    const double offset = 2e-3, fd = 1e-7;
+    int checked = 0, curved = 0;
+    for (const weft::Collider<double>* c : {&sphere, &plane, &rounded}) {
+        for (int trial = 0; trial < 60; ++trial) {
+            // A point within the contact band (0 < depth < offset), on any
+            // side: the sphere's surface, the plane, the box's faces, rounded
+            // edges and corners.
+            Vec3 x, n;
+            double phi = 0;
+            do {
+                const Vec3 dir = Vec3(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-1, 1)).normalized();
+                Vec3 guess = c->center + (c->type == 2 ? Vec3(rng.uniform(-0.5, 0.5), rng.uniform(-0.35, 0.35),
+                                                              rng.uniform(-0.2, 0.2))
+                                                       : Vec3(0.05 * dir));
+                c->distance(guess, phi, n);
+                x = guess - (phi - offset * rng.uniform(0.05, 0.95)) * n;  // onto the band along n
+                c->distance(x, phi, n);
+            } while (!(offset - phi > 0 && offset - phi < offset));
+            // ∇n against central differences of n.
+            const weft::Mat3<double> g = c->normal_gradient(x);
+            weft::Mat3<double> g_fd;
+            for (int a = 0; a < 3; ++a) {
+                Vec3 e = Vec3::Zero();
+                e(a) = fd;
+                double p1, p0;
+                Vec3 n1, n0;
+                c->distance(x + e, p1, n1);
+                c->distance(x - e, p0, n0);
+                g_fd.col(a) = (n1 - n0) / (2 * fd);
+            }
+            const double scale = std::max(1.0, g.norm());
+            INFO("collider type " << c->type << " trial " << trial << " x " << x.transpose());
+            CHECK((g - g_fd).norm() < 1e-5 * scale);
+            CHECK((g - g.transpose()).norm() < 1e-12 * scale);
+            curved += g.norm() > 1 ? 1 : 0;
+            // The penalty force's x-Jacobian with the curvature term (lagged
+            // friction: only the penalty depends on x) against central
+            // differences of the force.
+            const double start[3] = {x(0), x(1), x(2)};
+            const Vec3 v(rng.uniform(-0.1, 0.1), rng.uniform(-0.1, 0.1), rng.uniform(-0.1, 0.1));
+            const auto force_at = [&](const Vec3& y, weft::Mat3<double>* k) {
+                Vec3 f = Vec3::Zero();
+                weft::Mat3<double> kk = weft::Mat3<double>::Zero(), d = weft::Mat3<double>::Zero();
+                double e = 0, diss = 0;
+                weft::add_collider_terms<double>(c, 1, y, v, start, offset, 1e-3, f, kk, d, e, diss, 1e-6, 1e-3, true);
+                if (k) *k = kk;
+                return f;
+            };
+            weft::Mat3<double> k;
+            force_at(x, &k);
+            weft::Mat3<double> k_fd;
+            for (int a = 0; a < 3; ++a) {
+                Vec3 e = Vec3::Zero();
+                e(a) = fd;
+                k_fd.col(a) = (force_at(x + e, nullptr) - force_at(x - e, nullptr)) / (2 * fd);
+            }
+            CHECK((k - k_fd).norm() < 1e-5 * std::max(1.0, k.norm()));
+            ++checked;
+        }
+    }
+    REQUIRE(checked == 180);
+    REQUIRE(curved > 60);  // the sphere and the box's rounded edges and corners
+}

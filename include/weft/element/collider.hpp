@@ -62,6 +62,37 @@ struct Collider {
             phi -= radius;
         }
     }
+
+    /// ∇n = ∇²φ at x, the collider surface's shape operator carried to x
+    /// (symmetric, positive semi-definite: every collider is convex). Sphere:
+    /// (I − n nᵀ)/|x − c|. Plane, box face, inside a box: 0. Outside a box
+    /// (the shrunk box of `distance`, at distance L from x): (P − n nᵀ)/L,
+    /// P the projector onto the axes on which x lies beyond the shrunk box,
+    /// so (I − n nᵀ − a aᵀ)/L beside an edge of axis a and (I − n nᵀ)/L
+    /// beside a corner; a rounded edge turns its normal over L = ρ + φ.
+    WEFT_HD Mat3<T> normal_gradient(const Vec3<T>& x) const
+    {
+        Mat3<T> g = Mat3<T>::Zero();
+        if (type == 1) return g;
+        Vec3<T> outside = Vec3<T>::Zero();
+        if (type == 0) {
+            outside = x - center;
+            for (int k = 0; k < 3; ++k) g(k, k) = T(1);
+        } else {
+            const Vec3<T> d = x - center;
+            for (int k = 0; k < 3; ++k) {
+                const T q = (d(k) < T(0) ? -d(k) : d(k)) - (normal(k) - radius);
+                if (q > T(0)) {
+                    outside(k) = d(k) < T(0) ? -q : q;
+                    g(k, k) = T(1);
+                }
+            }
+        }
+        const T len = outside.norm();
+        if (!(len > T(0))) return Mat3<T>::Zero();
+        const Vec3<T> n = outside / len;
+        return (g - n * n.transpose()) / len;
+    }
 };
 
 /// Onset width of the penalty: the contact stiffness grows smoothly from 0
@@ -213,7 +244,7 @@ template <typename T>
 WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collider_count, const Vec3<T>& x,
                                        const Vec3<T>& xv, const T* lagged_x, T offset, T slip_velocity,
                                        Vec3<T>& force, Mat3<T>& df_dq, Mat3<T>& df_dv, T& elastic,
-                                       T& dissipation, T node_mass = T(0), T h = T(0))
+                                       T& dissipation, T node_mass = T(0), T h = T(0), bool exact_curvature = false)
 {
     for (int k = 0; k < collider_count; ++k) {
         const Collider<T>& c = colliders[k];
@@ -224,6 +255,14 @@ WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collide
         const LocalTerms<T, 3> t = collider_contact<T>(xv, phi, n, offset, c.stiffness, friction, slip_velocity);
         force += t.force;
         df_dq += t.df_dq;
+        if (exact_curvature && offset - phi > T(0)) {
+            // The curvature part F_n ∇n that collider_contact drops (its
+            // comment): exact where the caller asks for exact Hessians (full
+            // Newton; A may then be indefinite, and the stepper retries with
+            // the projected form). F_n is the penalty's normal force (the
+            // friction of collider_contact is tangential).
+            df_dq += t.force.dot(n) * c.normal_gradient(x);
+        }
         df_dv += t.df_dv;
         elastic += t.energy;
         if (lagged_x && c.friction > T(0)) {

@@ -199,7 +199,7 @@ WEFT_HD inline void evaluate_triangle_node(const T* q, const T* v, T mass, int n
     energy = ElementEnergies<T>{T(0.5) * mass * xv.squaredNorm(), T(0), -mass * gravity.dot(x), T(0)};
     const T* lagged = newton.lagged_positions ? newton.lagged_positions + triangle_node_dofs * node : nullptr;
     add_collider_terms<T>(colliders, collider_count, x, xv, lagged, offset, T(1e-3), force, df_dq, df_dv,
-                          energy.elastic, energy.dissipation, mass, h);
+                          energy.elastic, energy.dissipation, mass, h, newton.exact_hessians);
     scatter_nodes<T, 1>(out, nodes, (mass * Mat3<T>::Identity()).eval(), force, df_dq, df_dv, xv, h, newton);
 }
 

@@ -351,7 +351,7 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
     Mat3<T> kx = Mat3<T>::Zero(), dx = Mat3<T>::Zero();
     const T* lagged = newton.lagged_positions ? newton.lagged_positions + yarn_node_dofs * node : nullptr;
     add_collider_terms<T>(colliders, collider_count, x, xv, lagged, radius, T(1e-3), fx, kx, dx, energy.elastic,
-                          energy.dissipation, node_mass, h);
+                          energy.dissipation, node_mass, h, newton.exact_hessians);
     force.template head<3>() += fx;
     df_dq.template block<3, 3>(0, 0) += kx;
     df_dv.template block<3, 3>(0, 0) += dx;
