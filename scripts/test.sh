@@ -26,10 +26,11 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
   cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual "-DCMAKE_CUDA_FLAGS_RELEASE=-O0 -Xcicc -O0 -DNDEBUG")
   echo "test.sh: no GPU found: weft-run-cuda and the CUDA benchmarks are not built (the CUDA tests are, as PTX)"
 fi
-# Ninja for a new build directory: it starts a target's objects before the
-# libraries it links are built (the Makefile generator waits for them, so the
-# tests that link weft::omp_steppers wait for its largest translation unit).
-# A directory configured before keeps its generator.
+# Ninja for a new build directory: it schedules objects across targets
+# without waiting for the libraries they link. On the 2-core machine the
+# build is compute-bound and took as long as with Makefiles
+# (benchmarks/RESULTS.md, "CI time"). A directory configured before keeps
+# its generator.
 generator=()
 if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja > /dev/null 2>&1; then generator=(-G Ninja); fi
 cmake "${generator[@]}" -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_CUDA_PROGRAMS=$cuda_programs "${cuda_arch[@]}"
