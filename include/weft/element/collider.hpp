@@ -42,11 +42,8 @@ struct Collider {
             // of half extents e − ρ, inflated by ρ (φ − ρ, same n), so the
             // normal turns smoothly over an edge of radius ρ.
             const Vec3<T> d = x - center;
-            Vec3<T> q, outside;
-            for (int k = 0; k < 3; ++k) {
-                q(k) = (d(k) < T(0) ? -d(k) : d(k)) - (normal(k) - radius);
-                outside(k) = q(k) > T(0) ? (d(k) < T(0) ? -q(k) : q(k)) : T(0);
-            }
+            Vec3<T> q;
+            const Vec3<T> outside = box_excess(d, q);
             const T len = outside.norm();
             if (len > T(0)) {
                 n = outside / len;
@@ -61,6 +58,19 @@ struct Collider {
             }
             phi -= radius;
         }
+    }
+
+    /// Box: for x − c = d, q_k = |d_k| − (e_k − ρ) (beyond the shrunk box
+    /// where > 0) and the vector from the shrunk box's nearest point to x
+    /// (sign(d_k) q_k where q_k > 0, else 0).
+    WEFT_HD Vec3<T> box_excess(const Vec3<T>& d, Vec3<T>& q) const
+    {
+        Vec3<T> outside;
+        for (int k = 0; k < 3; ++k) {
+            q(k) = (d(k) < T(0) ? -d(k) : d(k)) - (normal(k) - radius);
+            outside(k) = q(k) > T(0) ? (d(k) < T(0) ? -q(k) : q(k)) : T(0);
+        }
+        return outside;
     }
 
     /// ∇n = ∇²φ at x, the collider surface's shape operator carried to x
@@ -79,14 +89,9 @@ struct Collider {
             outside = x - center;
             for (int k = 0; k < 3; ++k) g(k, k) = T(1);
         } else {
-            const Vec3<T> d = x - center;
-            for (int k = 0; k < 3; ++k) {
-                const T q = (d(k) < T(0) ? -d(k) : d(k)) - (normal(k) - radius);
-                if (q > T(0)) {
-                    outside(k) = d(k) < T(0) ? -q : q;
-                    g(k, k) = T(1);
-                }
-            }
+            Vec3<T> q;
+            outside = box_excess(x - center, q);
+            for (int k = 0; k < 3; ++k) g(k, k) = q(k) > T(0) ? T(1) : T(0);
         }
         const T len = outside.norm();
         if (!(len > T(0))) return Mat3<T>::Zero();
@@ -125,8 +130,9 @@ WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_dist
     const T contact_stiffness = penalty.stiffness;
     t.force = normal_force * normal;
     // ∂(F_n(d) n)/∂x = −F_n′ n nᵀ + F_n ∇n. The curvature part F_n ∇n is
-    // dropped: for a convex collider ∇n ⪰ 0 makes it destabilizing (indefinite
-    // −∂f/∂x), and it vanishes for planes. ∂f_friction/∂x is dropped too.
+    // dropped here: for a convex collider ∇n ⪰ 0 makes it destabilizing
+    // (indefinite −∂f/∂x), and it vanishes for planes. `add_collider_terms`
+    // adds it where the caller asks for exact Hessians. ∂f_friction/∂x is dropped too.
     t.df_dq = -contact_stiffness * normal * normal.transpose();
     if (friction_coefficient > T(0)) {
         const Mat3<T> tangent_projector = Mat3<T>::Identity() - normal * normal.transpose();
