@@ -11,6 +11,12 @@
 #   bench    bench_yarn_cuda at 200², 400², 700², 1000² crossings and
 #            bench_triangle_cuda at 100², 300², 600² vertices (JSON)
 #   bench-cpu  bench_yarn and bench_triangle on CPU threads at the smaller sizes
+#   multilevel bench_triangle_cuda at 100², 300², 600² and bench_yarn_cuda at
+#            200², 400² (10 steps) with --preconditioner multilevel, and the
+#            same yarn sizes with block Jacobi
+#   newton   full-Newton variants of stvk_swing, sphere_drop and tablecloth
+#            (solver.newton_iterations 6/10/8, newton_tolerance 1e-4, written
+#            to --out), GPU against CPU threads
 #
 # Logs and JSON go to --out (default gpu_check_out). Exit status: 0 when every
 # part ran clean, 1 otherwise (each failure is printed).
@@ -22,7 +28,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,17p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
     *) parts+=("$1"); shift ;;
   esac
 done
@@ -62,6 +68,29 @@ for part in "${parts[@]}"; do
         > "$out/bench_yarn_cpu.json" || status=1
       "$build/benchmarks/bench_triangle" --sizes 100,300 --steps 3 --warmup 2 \
         > "$out/bench_triangle_cpu.json" || status=1 ;;
+    multilevel)
+      "$build/benchmarks/bench_triangle_cuda" --sizes 100,300,600 --steps 3 --warmup 2 --no-cholmod \
+        --preconditioner multilevel > "$out/bench_triangle_cuda_ml.json" || status=1
+      for p in block-jacobi multilevel; do
+        "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
+          --spmv-repeats 0 --preconditioner $p > "$out/bench_yarn_cuda_$p.json" || status=1
+      done ;;
+    newton)
+      mkdir -p "$out/newton"
+      python3 - "$here/examples/scenes" "$out/newton" <<'PY' || status=1
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+for name, iterations in (("stvk_swing", 6), ("sphere_drop", 10), ("tablecloth", 8)):
+    scene = json.load(open(f"{src}/{name}.json"))
+    scene.setdefault("solver", {}).update(newton_iterations=iterations, newton_tolerance=1e-4)
+    json.dump(scene, open(f"{dst}/{name}_newton.json", "w"), indent=1)
+PY
+      compare="$here/scripts/compare_backends.sh --cpu $build/examples/weft_run/weft-run --gpu $build/examples/weft_run/weft-run-cuda --out $out/newton"
+      : > "$out/newton.md"
+      $compare --steps 100 --tolerance 1e-6 "$out/newton/stvk_swing_newton.json" >> "$out/newton.md" || status=1
+      $compare --steps 25 --tolerance 1e-4 "$out/newton/sphere_drop_newton.json" >> "$out/newton.md" || status=1
+      $compare --steps 30 --tolerance 1e-4 "$out/newton/tablecloth_newton.json" >> "$out/newton.md" || status=1
+      cat "$out/newton.md" ;;
     *) echo "gpu_check.sh: unknown part $part" >&2; exit 1 ;;
   esac
 done
