@@ -241,6 +241,45 @@ TEST_CASE("multilevel: the hierarchy is reused while the pattern and filter stay
     CHECK(m.builds() == 7);
 }
 
+TEST_CASE("multilevel: with timed solves, a slow solve rebuilds once the stale hierarchy has cost a build",
+          "[backend][multilevel][reuse]")
+{
+    Random rng(57);
+    const int n = 16;
+    GridProblem<5> problem = grid_problem<5>(rng, n, n);
+    const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
+    const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
+    MultilevelPreconditioner<double, 5> m(small_coarse());
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(m.builds() == 1);
+    const double build = m.last_build_seconds();
+    REQUIRE(build > 0.0);
+    // Reference: 10 iterations; the growth limit is 15. The two slow solves
+    // below take 30 and 40 (20 and 30 extra).
+    m.record_solve(true, 10, 10 * build / 80);
+    CHECK(m.stale_seconds() == 0.0);
+    m.record_solve(true, 30, 30 * build / 80);  // extra 20 · build/80 = build/4
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.stale_seconds() == Approx(build / 4));
+    m.record_solve(true, 12, 12 * build / 4);  // within the growth limit: adds 2 · build/4, never rebuilds
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.stale_seconds() == Approx(3 * build / 4));
+    m.record_solve(true, 40, 40 * build / 80);  // slow, and the stale time passes the build's: rebuilt
+    CHECK(m.stale_seconds() == Approx(9 * build / 8));
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 2);
+    CHECK(m.growth_builds() == 1);
+    CHECK(m.stale_seconds() == 0.0);
+    // A failed solve rebuilds at once, whatever the times.
+    m.record_solve(true, 10, 1e-9);
+    m.record_solve(false, 40, 1e-9);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 3);
+    CHECK(m.failure_builds() == 1);
+}
+
 TEST_CASE("multilevel: a matrix that is not positive definite is reported by prepare()", "[backend][multilevel]")
 {
     Random rng(59);

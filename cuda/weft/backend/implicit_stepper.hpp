@@ -1073,8 +1073,10 @@ private:
             return failed;
         }
         options.custom = &m_multilevel;
+        const auto start = std::chrono::steady_clock::now();
         const PcgResult<T> result = solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
-        m_multilevel.record_solve(result.converged, result.iterations);
+        m_multilevel.record_solve(result.converged, result.iterations,
+                                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         return result;
     }
 

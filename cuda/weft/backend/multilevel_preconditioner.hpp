@@ -37,7 +37,15 @@
 /// the sparsity pattern and the filter are unchanged, and rebuilt when
 /// either changes, when a solve with them failed, or when a solve needed more
 /// than `rebuild_growth` times the iterations of the first solve after the
-/// last build. builds() counts the builds.
+/// last build. Where the solves' times are known (record_solve's `seconds`),
+/// a slow solve rebuilds only once the stale hierarchy has cost as much as a
+/// build: the time of the iterations above the first solve's count, summed
+/// over the solves since the last build, must reach that build's time (the
+/// rent-or-buy rule, which spends at most twice the least possible time in
+/// builds and stale iterations together). On the GPU a yarn build takes
+/// seconds on the host against milliseconds per iteration, and rebuilding on
+/// iteration growth alone made the builds most of each step. builds() counts
+/// the builds.
 
 #include <algorithm>
 #include <chrono>
@@ -86,7 +94,9 @@ struct MultilevelOptions {
     /// Keep the coarse levels across solves while the pattern is unchanged.
     bool reuse = true;
     /// Rebuild when a solve takes more than this factor times the iterations
-    /// of the first solve after the last build (and at least 5 more).
+    /// of the first solve after the last build (and at least 5 more), and,
+    /// where solve times are known, the stale hierarchy's extra iterations
+    /// have cost as much as the last build.
     double rebuild_growth = 1.5;
 };
 
@@ -678,7 +688,8 @@ public:
             if (!same_pattern) m_pattern_builds += 1;
             const auto start = std::chrono::steady_clock::now();
             const bool built = build(a, free_dofs, state);
-            m_build_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            m_last_build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            m_build_seconds += m_last_build_seconds;
             if (!built) return false;
         } else if (m_fine.invert(a, free_dofs) > 0) {
             return false;
@@ -689,10 +700,13 @@ public:
         return true;
     }
 
-    /// Tell the preconditioner how a solve with it went: a failed solve, or
-    /// one that took more than rebuild_growth times the iterations of the
-    /// first solve after the last build, makes the next prepare() rebuild.
-    void record_solve(bool converged, int iterations)
+    /// Tell the preconditioner how a solve with it went: a failed solve makes
+    /// the next prepare() rebuild; so does one that took more than
+    /// rebuild_growth times the iterations of the first solve after the last
+    /// build, once (where `seconds`, the solve's wall time, is given) the extra
+    /// iterations since that build have cost as much as the build itself.
+    /// `seconds` < 0: not known, iteration growth alone decides.
+    void record_solve(bool converged, int iterations, double seconds = -1.0)
     {
         if (m_first_iterations < 0) m_first_iterations = iterations;
         const double limit = std::max(m_options.rebuild_growth * m_first_iterations, m_first_iterations + 5.0);
@@ -700,11 +714,22 @@ public:
         if (!converged) {
             m_failure_builds += 1;
             m_rebuild_requested = true;
-        } else if (iterations > limit) {
+            return;
+        }
+        const bool timed = seconds >= 0.0 && iterations > 0;
+        if (timed) {
+            m_stale_seconds += std::max(0, iterations - m_first_iterations) * (seconds / iterations);
+        }
+        if (iterations > limit && (!timed || m_stale_seconds >= m_last_build_seconds)) {
             m_growth_builds += 1;
             m_rebuild_requested = true;
         }
     }
+
+    /// Seconds the extra iterations of the solves since the last build cost
+    /// (the rent side of the rebuild rule), and the last build's seconds.
+    double stale_seconds() const { return m_stale_seconds; }
+    double last_build_seconds() const { return m_last_build_seconds; }
 
     /// z = M⁻¹ r, one symmetric V-cycle (r and z have #DoFs entries).
     void apply(const thrust::device_vector<T>& r, thrust::device_vector<T>& z) override
@@ -799,6 +824,7 @@ private:
         m_coarse.clear();
         m_builds += 1;
         m_first_iterations = -1;
+        m_stale_seconds = 0.0;
         m_rebuild_requested = false;
         m_pattern_rows = a.row_ptr();
         m_pattern_cols = a.col_idx();
@@ -975,6 +1001,8 @@ private:
     int m_failure_builds = 0;
     int m_growth_builds = 0;
     double m_build_seconds = 0.0;
+    double m_last_build_seconds = 0.0;
+    double m_stale_seconds = 0.0;
     int m_first_iterations = -1;
 };
 
