@@ -660,6 +660,36 @@ TEST_CASE("triangle stepper: full Newton on a swinging sheet converges in a few 
     CHECK(it_none <= 5.0);
 }
 
+TEST_CASE("triangle stepper: full Newton leaves a collider's penalty onset in a few iterations",
+          "[backend][triangle][newton][collider]")
+{
+    // A sheet at rest 0.9 δ deep in a stiff plane's onset (δ = 0.1 × offset):
+    // the penalty throws it out, and the step ends about 60 times shallower.
+    // The onset's force k d²/(2δ) has a double root at d = 0, so linear
+    // updates only halve the depth each iteration (6–7 iterations here);
+    // the onset correction keeps F'' in each node's normal equation.
+    TriangleModel<double> model = grid_model(6, TriangleDamping::strain_rate);
+    const double offset = 1e-3, onset = weft::collider_onset_fraction * offset, k = 1e7;
+    model.material.contact_offset = offset;
+    for (int i = 0; i < model.node_count(); ++i) model.q[3 * i + 2] = offset - 0.9 * onset;
+    Collider<double> floor{1, Vec3(0, 0, 0), Vec3(0, 0, 1), 0.0, k, 0.0};
+    weft::StepperOptions<double> options;
+    options.newton_iterations = 20;
+    options.newton_tolerance = 1e-8;
+    TriangleStepper<double> stepper(model, {floor}, Vec3(0, 0, -9.81), options);
+    const weft::BackendStepReport r = stepper.step(2e-3);
+    INFO(r.message);
+    REQUIRE(r.ok);
+    CHECK(r.halvings == 0);
+    const VectorX q = host(stepper.positions());
+    double deepest = 0;
+    for (int i = 0; i < model.node_count(); ++i) deepest = std::max(deepest, offset - q(3 * i + 2));
+    INFO("Newton iterations " << r.newton_iterations << ", deepest node " << deepest << " m (onset " << onset << ")");
+    CHECK(deepest < 0.05 * onset);  // thrown out of most of the onset within the step
+    CHECK(deepest > 0.0);           // and still in contact
+    CHECK(r.newton_iterations <= 4);
+}
+
 TEST_CASE("triangle stepper: full Newton converges on a sheet sliding to a stop on a plane with friction",
           "[backend][triangle][newton][collider]")
 {

@@ -346,6 +346,57 @@ struct ColliderPredictor {
     }
 };
 
+/// Full Newton's update of a node inside a collider's penalty onset, one node
+/// per thread (see ImplicitStepper::collider_onset_correction).
+template <typename T, int B>
+struct ColliderOnsetCorrection {
+    BsrConstView<T, B> a;
+    const T* q;
+    const std::uint8_t* free;
+    T h;
+    const Collider<T>* colliders;
+    int collider_count;
+    T offset;
+    T* dv;
+    WEFT_HD void operator()(Index i) const
+    {
+        using std::sqrt;
+        const std::size_t o = static_cast<std::size_t>(B) * static_cast<std::size_t>(i);
+        if (!(free[o] && free[o + 1] && free[o + 2])) return;
+        const T onset = T(collider_onset_fraction) * offset;
+        const Vec3<T> x(q[o], q[o + 1], q[o + 2]);
+        int touching = -1;
+        T depth = T(0);
+        Vec3<T> n = Vec3<T>::Zero();
+        for (int k = 0; k < collider_count; ++k) {
+            T phi;
+            Vec3<T> nk;
+            colliders[k].distance(x, phi, nk);
+            if (!(offset - phi > T(0))) continue;
+            if (touching >= 0) return;  // two contacts: their quadratic terms couple, keep the linear update
+            touching = k;
+            depth = offset - phi;
+            n = nk;
+        }
+        if (touching < 0 || !(depth < onset)) return;
+        const Index k = bsr_find_block(a.row_ptr, a.col_idx, i, i);
+        if (k < 0) return;
+        const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
+        T normal_stiffness = T(0);  // nᵀ A_ii n
+        for (int r = 0; r < 3; ++r) {
+            for (int c = 0; c < 3; ++c) normal_stiffness += n(r) * block[r * B + c] * n(c);
+        }
+        const T linear = -h * (n(0) * dv[o] + n(1) * dv[o + 1] + n(2) * dv[o + 2]);  // depth change Δd
+        const T curvature = h * h * colliders[touching].stiffness / onset;         // c = h² F''(d)
+        const T discriminant = normal_stiffness * normal_stiffness + T(2) * curvature * normal_stiffness * linear;
+        if (!(normal_stiffness > T(0)) || !(discriminant >= T(0))) return;
+        const T corrected = T(2) * normal_stiffness * linear / (normal_stiffness + sqrt(discriminant));
+        if (!(depth + corrected > T(0) && depth + corrected < onset)) return;
+        const T change = -(corrected - linear) / h;  // along n
+        for (int c = 0; c < 3; ++c) dv[o + c] += change * n(c);
+    }
+};
+
 /// g · scale on free DoFs, 0 on prescribed ones.
 template <typename T>
 struct ScaledFiltered {
@@ -565,6 +616,9 @@ protected:
     /// Full Newton: adjusts the predictor (q, v) of the model's nodes before
     /// the first iteration (e.g. `collider_predictor`); nothing by default.
     void adjust_predictor(T) {}
+    /// Full Newton: adjusts the solved update m_dv before the line search
+    /// (e.g. `collider_onset_correction`); nothing by default.
+    void adjust_update(T) {}
     bool retry_attempt() { return false; }
     /// Whether the model's element kernels honour NewtonInputs::exact_hessians
     /// (otherwise StepperOptions::exact_hessians has nothing to try); no by default.
@@ -601,7 +655,34 @@ protected:
                                                                  offset, raw(m_dv)});
         apply_update(h, m_v, T(1));
     }
-    /// Positions at the start of the (sub)step being attempted.
+    /// Full Newton's update inside the colliders' penalty onsets
+    /// (ColliderOnsetCorrection), before the line search. Below the onset
+    /// width δ the penalty force F(d) = k d²/(2δ) has a double root at d = 0,
+    /// and Newton's linear model drops its curvature F'' = k/δ: a crossing
+    /// resting on a collider under its own weight sits at d* = √(2δF/k),
+    /// about 10⁻² δ, and from anywhere near δ each linear update only halves
+    /// the distance to it (docs/scenes.md, "Where the iterations go with A
+    /// exact"). The correction solves each such node's own normal equation
+    /// with that curvature kept, the rest of the update held:
+    ///     a (Δd − Δd_lin) + ½ h² (k/δ) Δd² = 0,   a = nᵀ A_ii n,
+    /// Δd = −h n·Δv the node's depth change and Δd_lin the linear update's.
+    /// The root that tends to Δd_lin as k/δ → 0 replaces Δd_lin. For a node
+    /// whose contact dominates a, this lands on d* from any depth in the
+    /// onset; for one whose inertia dominates (a node that has just arrived,
+    /// F'(d) ≈ 0) it leaves the update as it is. A node with a prescribed x
+    /// DoF, in two contacts, or whose corrected depth leaves the onset keeps
+    /// the linear update. Nothing changes outside the onset or where no
+    /// node is in contact.
+    void collider_onset_correction(T h, const thrust::device_vector<Collider<T>>& colliders, T offset)
+    {
+        if (colliders.empty()) return;
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
+                         stepper_detail::ColliderOnsetCorrection<T, B>{m_matrix.view(), raw(m_q), raw(m_free), h,
+                                                                       raw(colliders),
+                                                                       static_cast<int>(colliders.size()), offset,
+                                                                       raw(m_dv)});
+    }
+    /// Positions at the start of the (sub)step being attempted.    /// Positions at the start of the (sub)step being attempted.
     const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
 
     ImplicitStepper(const std::vector<T>& q, const std::vector<T>& v, const std::vector<unsigned char>& free_dof,
@@ -838,6 +919,7 @@ private:
             // relative residual of 1e-2 was tried: more iterations and 1.5×
             // the time per step on tablecloth_friction, docs/scenes.md.)
             m_exact_hessians = exact_hessians_first();
+            self().adjust_update(h);
             const LineSearch searched = line_search(h, k, norm, merit, report);
             report.assembly_seconds += seconds_since(t0);
             if (searched == LineSearch::failed) return false;

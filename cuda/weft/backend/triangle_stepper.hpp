@@ -138,6 +138,7 @@ private:
     /// Full Newton: nodes resting on a collider keep their depth in the
     /// predictor (ImplicitStepper::collider_predictor).
     void adjust_predictor(T h) { this->collider_predictor(h, m_colliders, m_material.contact_offset); }
+    void adjust_update(T h) { this->collider_onset_correction(h, m_colliders, m_material.contact_offset); }
 
     /// Full Newton: no node enters a collider deeper than half the contact
     /// offset in one update (ImplicitStepper::collider_step_bound).

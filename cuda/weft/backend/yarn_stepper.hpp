@@ -722,6 +722,7 @@ private:
     /// Full Newton: nodes resting on a collider keep their depth in the
     /// predictor (ImplicitStepper::collider_predictor).
     void adjust_predictor(T h) { this->collider_predictor(h, m_colliders, m_radius); }
+    void adjust_update(T h) { this->collider_onset_correction(h, m_colliders, m_radius); }
 
     /// Full Newton: the largest update fraction that inverts no EoL segment
     /// and keeps every EIL node inside the EoL segments its spring may
