@@ -307,6 +307,20 @@ struct ColliderStepFraction {
     }
 };
 
+/// What full Newton's per-node collider kernels (ColliderPredictor,
+/// ColliderOnsetCorrection) read and write: the iterate q, the DoF filter,
+/// the step h, the colliders with the contact offset, and the update dv.
+template <typename T>
+struct NodeColliderArgs {
+    const T* q;
+    const std::uint8_t* free;
+    T h;
+    const Collider<T>* colliders;
+    int collider_count;
+    T offset;
+    T* dv;
+};
+
 /// Full Newton's contact-aware predictor, one node per thread (see
 /// ImplicitStepper::collider_predictor): a node that is in a collider's
 /// contact band at the start of the step (depth d₀ > 0) and whose predictor
@@ -316,15 +330,16 @@ struct ColliderStepFraction {
 template <typename T, int B>
 struct ColliderPredictor {
     const T* q_start;
-    const T* q;
-    const std::uint8_t* free;
-    T h;
-    const Collider<T>* colliders;
-    int collider_count;
-    T offset;
-    T* dv;
+    NodeColliderArgs<T> args;
     WEFT_HD void operator()(Index i) const
     {
+        const T* q = args.q;
+        const std::uint8_t* free = args.free;
+        const T h = args.h;
+        const Collider<T>* colliders = args.colliders;
+        const int collider_count = args.collider_count;
+        const T offset = args.offset;
+        T* dv = args.dv;
         const std::size_t a = static_cast<std::size_t>(B) * static_cast<std::size_t>(i);
         for (int c = 0; c < B; ++c) dv[a + c] = T(0);
         if (!(free[a] && free[a + 1] && free[a + 2])) return;
@@ -351,15 +366,16 @@ struct ColliderPredictor {
 template <typename T, int B>
 struct ColliderOnsetCorrection {
     BsrConstView<T, B> a;
-    const T* q;
-    const std::uint8_t* free;
-    T h;
-    const Collider<T>* colliders;
-    int collider_count;
-    T offset;
-    T* dv;
+    NodeColliderArgs<T> args;
     WEFT_HD void operator()(Index i) const
     {
+        const T* q = args.q;
+        const std::uint8_t* free = args.free;
+        const T h = args.h;
+        const Collider<T>* colliders = args.colliders;
+        const int collider_count = args.collider_count;
+        const T offset = args.offset;
+        T* dv = args.dv;
         using std::sqrt;
         const std::size_t o = static_cast<std::size_t>(B) * static_cast<std::size_t>(i);
         if (!(free[o] && free[o + 1] && free[o + 2])) return;
@@ -650,9 +666,7 @@ protected:
     {
         if (colliders.empty()) return;
         thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
-                         stepper_detail::ColliderPredictor<T, B>{raw(m_q_start), raw(m_q), raw(m_free), h,
-                                                                 raw(colliders), static_cast<int>(colliders.size()),
-                                                                 offset, raw(m_dv)});
+                         stepper_detail::ColliderPredictor<T, B>{raw(m_q_start), collider_args(h, colliders, offset)});
         apply_update(h, m_v, T(1));
     }
     /// Full Newton's update inside the colliders' penalty onsets
@@ -677,10 +691,14 @@ protected:
     {
         if (colliders.empty()) return;
         thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
-                         stepper_detail::ColliderOnsetCorrection<T, B>{m_matrix.view(), raw(m_q), raw(m_free), h,
-                                                                       raw(colliders),
-                                                                       static_cast<int>(colliders.size()), offset,
-                                                                       raw(m_dv)});
+                         stepper_detail::ColliderOnsetCorrection<T, B>{m_matrix.view(),
+                                                                       collider_args(h, colliders, offset)});
+    }
+    /// The arguments of the per-node collider kernels on the current iterate and update.
+    stepper_detail::NodeColliderArgs<T> collider_args(T h, const thrust::device_vector<Collider<T>>& colliders,
+                                                      T offset)
+    {
+        return {raw(m_q), raw(m_free), h, raw(colliders), static_cast<int>(colliders.size()), offset, raw(m_dv)};
     }
     /// Positions at the start of the (sub)step being attempted.    /// Positions at the start of the (sub)step being attempted.
     const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
