@@ -333,31 +333,24 @@ struct ColliderPredictor {
     NodeColliderArgs<T> args;
     WEFT_HD void operator()(Index i) const
     {
-        const T* q = args.q;
-        const std::uint8_t* free = args.free;
-        const T h = args.h;
-        const Collider<T>* colliders = args.colliders;
-        const int collider_count = args.collider_count;
-        const T offset = args.offset;
-        T* dv = args.dv;
         const std::size_t a = static_cast<std::size_t>(B) * static_cast<std::size_t>(i);
-        for (int c = 0; c < B; ++c) dv[a + c] = T(0);
-        if (!(free[a] && free[a + 1] && free[a + 2])) return;
+        for (int c = 0; c < B; ++c) args.dv[a + c] = T(0);
+        if (!(args.free[a] && args.free[a + 1] && args.free[a + 2])) return;
         const Vec3<T> x0(q_start[a], q_start[a + 1], q_start[a + 2]);
-        Vec3<T> x(q[a], q[a + 1], q[a + 2]);
-        for (int k = 0; k < collider_count; ++k) {
+        Vec3<T> x(args.q[a], args.q[a + 1], args.q[a + 2]);
+        for (int k = 0; k < args.collider_count; ++k) {
             T phi0;
             Vec3<T> n0;
-            colliders[k].distance(x0, phi0, n0);
-            const T depth0 = offset - phi0;
+            args.colliders[k].distance(x0, phi0, n0);
+            const T depth0 = args.offset - phi0;
             if (!(depth0 > T(0))) continue;
             T phi;
             Vec3<T> n;
-            colliders[k].distance(x, phi, n);
-            const T depth = offset - phi;
+            args.colliders[k].distance(x, phi, n);
+            const T depth = args.offset - phi;
             if (depth > depth0) x += (depth - depth0) * n;
         }
-        for (int c = 0; c < 3; ++c) dv[a + c] = (x(c) - q[a + c]) / h;
+        for (int c = 0; c < 3; ++c) args.dv[a + c] = (x(c) - args.q[a + c]) / args.h;
     }
 };
 
@@ -369,29 +362,22 @@ struct ColliderOnsetCorrection {
     NodeColliderArgs<T> args;
     WEFT_HD void operator()(Index i) const
     {
-        const T* q = args.q;
-        const std::uint8_t* free = args.free;
-        const T h = args.h;
-        const Collider<T>* colliders = args.colliders;
-        const int collider_count = args.collider_count;
-        const T offset = args.offset;
-        T* dv = args.dv;
         using std::sqrt;
         const std::size_t o = static_cast<std::size_t>(B) * static_cast<std::size_t>(i);
-        if (!(free[o] && free[o + 1] && free[o + 2])) return;
-        const T onset = T(collider_onset_fraction) * offset;
-        const Vec3<T> x(q[o], q[o + 1], q[o + 2]);
+        if (!(args.free[o] && args.free[o + 1] && args.free[o + 2])) return;
+        const T onset = T(collider_onset_fraction) * args.offset;
+        const Vec3<T> x(args.q[o], args.q[o + 1], args.q[o + 2]);
         int touching = -1;
         T depth = T(0);
         Vec3<T> n = Vec3<T>::Zero();
-        for (int k = 0; k < collider_count; ++k) {
+        for (int k = 0; k < args.collider_count; ++k) {
             T phi;
             Vec3<T> nk;
-            colliders[k].distance(x, phi, nk);
-            if (!(offset - phi > T(0))) continue;
+            args.colliders[k].distance(x, phi, nk);
+            if (!(args.offset - phi > T(0))) continue;
             if (touching >= 0) return;  // two contacts: their quadratic terms couple, keep the linear update
             touching = k;
-            depth = offset - phi;
+            depth = args.offset - phi;
             n = nk;
         }
         if (touching < 0 || !(depth < onset)) return;
@@ -402,14 +388,15 @@ struct ColliderOnsetCorrection {
         for (int r = 0; r < 3; ++r) {
             for (int c = 0; c < 3; ++c) normal_stiffness += n(r) * block[r * B + c] * n(c);
         }
-        const T linear = -h * (n(0) * dv[o] + n(1) * dv[o + 1] + n(2) * dv[o + 2]);  // depth change Δd
-        const T curvature = h * h * colliders[touching].stiffness / onset;         // c = h² F''(d)
+        // The linear update's depth change Δd_lin, and c = h² F''(d).
+        const T linear = -args.h * (n(0) * args.dv[o] + n(1) * args.dv[o + 1] + n(2) * args.dv[o + 2]);
+        const T curvature = args.h * args.h * args.colliders[touching].stiffness / onset;
         const T discriminant = normal_stiffness * normal_stiffness + T(2) * curvature * normal_stiffness * linear;
         if (!(normal_stiffness > T(0)) || !(discriminant >= T(0))) return;
         const T corrected = T(2) * normal_stiffness * linear / (normal_stiffness + sqrt(discriminant));
         if (!(depth + corrected > T(0) && depth + corrected < onset)) return;
-        const T change = -(corrected - linear) / h;  // along n
-        for (int c = 0; c < 3; ++c) dv[o + c] += change * n(c);
+        const T change = -(corrected - linear) / args.h;  // along n
+        for (int c = 0; c < 3; ++c) args.dv[o + c] += change * n(c);
     }
 };
 
