@@ -1,9 +1,11 @@
 #include <weft/element/dihedral_bending_element.hpp>
+#include <weft/element/triangle_elements.hpp>
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
 #include <limits>
 
+#include "support/element_kernels.hpp"
 #include "support/fd_check.hpp"
 #include "support/hinges.hpp"
 #include "support/random.hpp"
@@ -333,4 +335,63 @@ TEMPLATE_TEST_CASE("dihedral bending element: float and double agree", "[element
         checks += 6;
     }
     REQUIRE(checks == 18);
+}
+
+// The backend kernel (triangle_elements.hpp) is the element above with the
+// Gauss–Newton stiffness: read back from its blocks (support/element_kernels.hpp)
+// and checked against finite differences of the energies it reports.
+namespace {
+
+weft_test::KernelTerms hinge_kernel(const weft::HingeElement<double>& h_el, const weft::TriangleMaterial<double>& mat,
+                                    const VectorX& q, const VectorX& v)
+{
+    return weft_test::kernel_terms<4>(
+        [&](double h, weft::NodeBlocks<double, 4, 3>& out, weft::ElementEnergies<double>& e) {
+            weft::evaluate_triangle_hinge<double>(q.data(), v.data(), h_el, mat, h, out, e);
+        });
+}
+
+}  // namespace
+
+TEST_CASE("hinge kernel: forces are the gradients of the energies it reports, df/dv is exact, the Gauss-Newton "
+          "df/dq is exact at the rest angle and negative semi-definite",
+          "[element][dihedral][kernel][gradient][hessian]")
+{
+    Random rng(61);
+    FdChecker checker;
+    constexpr int trials = 8;
+    int checks = 0;
+    for (int trial = 0; trial < trials; ++trial) {
+        const HingeState s = random_state(rng, -2.5, 2.5);
+        weft::TriangleMaterial<double> mat;
+        mat.bending_stiffness = s.element.elastic.stiffness;
+        mat.bending_damping = s.element.dissipative.stiffness;
+        mat.damping = weft::TriangleDamping::strain_rate;
+        const weft::HingeElement<double> h_el{{0, 1, 2, 3}, s.element.rest};
+        const VectorX q = s.q, v = s.v;
+        const auto t = hinge_kernel(h_el, mat, q, v);
+
+        const VectorX fd_force =
+            -checker.fd_gradient([&](const VectorX& qq) { return hinge_kernel(h_el, mat, qq, v).elastic; }, q) -
+            checker.fd_gradient([&](const VectorX& vv) { return hinge_kernel(h_el, mat, q, vv).dissipation; }, v);
+        checker.compare(t.force, fd_force, "kernel f = -dV/dq - dV_d/dv");
+        checker.jacobian([&](const VectorX& vv) { return hinge_kernel(h_el, mat, q, vv).force; }, v, t.df_dv,
+                         "kernel df/dv");
+        // The same numbers as the element's own evaluation.
+        const auto element = weft::dihedral_bending_forces(
+            weft::dihedral_bending_strain(s.element.rest, s.q, s.v), s.element.elastic, s.element.dissipative,
+            weft::HingeStiffness::gauss_newton);
+        CHECK(max_abs_difference(t.force, element.force()) <= 1e-12 * element.force().cwiseAbs().maxCoeff());
+        // −∂f/∂q = Ω k ∇ε ∇εᵀ: PSD everywhere.
+        CHECK(eigenvalues(Mat12(-t.df_dq)).minCoeff() >= -1e-12 * t.df_dq.cwiseAbs().maxCoeff());
+        checks += 2;
+
+        // At the rest angle (ε = 0) and at rest, Gauss–Newton is the exact Hessian.
+        const VectorX at_rest = hinge(random_frame(rng), s.element.rest.rest_angle);
+        const VectorX still = VectorX::Zero(12);
+        checker.jacobian([&](const VectorX& qq) { return hinge_kernel(h_el, mat, qq, still).force; }, at_rest,
+                         hinge_kernel(h_el, mat, at_rest, still).df_dq, "kernel df/dq at the rest angle");
+    }
+    REQUIRE(checks == trials * 2);
+    REQUIRE(checker.checks == trials * 3);
 }

@@ -2,6 +2,7 @@
 // Rayleigh-damping counter-example of Sec. 3.5–3.6.
 #include <weft/element/dissipation.hpp>
 #include <weft/element/rayleigh_damping.hpp>
+#include <weft/element/yarn_elements.hpp>
 #include <weft/potential/quadratic.hpp>
 #include <weft/potential/rayleigh_analogy.hpp>
 #include <weft/potential/stvk.hpp>
@@ -14,6 +15,8 @@
 
 #include <catch2/catch.hpp>
 
+#include "support/element_kernels.hpp"
+#include "support/fd_check.hpp"
 #include "support/random.hpp"
 
 using weft_test::Random;
@@ -212,6 +215,44 @@ TEST_CASE("good damping: Rayleigh damping brakes a stretched spring rotating rig
     // The strain-rate Rayleigh analogy (2018 Eq. 12) leaves the rotation alone.
     const Vec8 f_analogy = weft::dissipative_force(e, weft::rayleigh_analogy(elastic, beta));
     CHECK(f_analogy.norm() <= 1e-12 * f_rayleigh.norm());
+}
+
+TEST_CASE("good damping: the backend's yarn segment brakes the rotating spring with Rayleigh damping and reports "
+          "V_d = 1/2 beta v^T K v, the triangles' convention",
+          "[element][good_damping][rayleigh][kernel]")
+{
+    // The spring above as an EoL stretch segment of the backend (2 nodes × 5 DoFs, u arc length).
+    const double rest = 2.0, k = 100.0, beta = 0.1, strain = 0.3;
+    Eigen::VectorXd q = Eigen::VectorXd::Zero(10), v = Eigen::VectorXd::Zero(10);
+    q.segment<3>(5) = Vector3d((1 + strain) * rest, 0, 0);
+    q(8) = rest;
+    v.segment<3>(5) = Vector3d(0, 0, 5).cross(Vector3d(q.segment<3>(5)));
+    weft::YarnMaterial<double> mat;
+    mat.stretch_stiffness = k;
+    const weft::YarnSegment seg{0, 1, 3};
+    auto kernel = [&](const weft::YarnMaterial<double>& m, const Eigen::VectorXd& qq, const Eigen::VectorXd& vv) {
+        return weft_test::kernel_terms<2, weft::yarn_node_dofs>(
+            [&](double h, weft::NodeBlocks<double, 2, weft::yarn_node_dofs>& out, weft::ElementEnergies<double>& e) {
+                weft::evaluate_yarn_segment<double>(qq.data(), vv.data(), seg, m, Vector3d::Zero().eval(), h, out, e);
+            });
+    };
+    const weft_test::KernelTerms undamped = kernel(mat, q, v);
+    mat.damping = weft::DampingModel::rayleigh;
+    mat.rayleigh_beta = beta;
+    const weft_test::KernelTerms damped = kernel(mat, q, v);
+    const Eigen::VectorXd f_rayleigh = damped.force - undamped.force;
+    const Eigen::MatrixXd stiffness = -undamped.df_dq;
+    // f_R = −β K v with the stiffness the segment assembles; it brakes the rigid rotation.
+    CHECK((f_rayleigh + beta * stiffness * v).norm() <= 1e-12 * f_rayleigh.norm());
+    CHECK(f_rayleigh.dot(v) < -1.0);
+    // Reported as V_d = ½ β vᵀ K v = −½ f_R·v (the triangle kernel's convention), whose v-gradient is −f_R.
+    CHECK(undamped.dissipation == 0.0);
+    CHECK(damped.dissipation == Approx(0.5 * beta * v.dot(stiffness * v)).epsilon(1e-12));
+    CHECK(damped.dissipation == Approx(-0.5 * f_rayleigh.dot(v)).epsilon(1e-12));
+    weft_test::FdChecker checker;
+    checker.gradient([&](const Eigen::VectorXd& vv) { return -kernel(mat, q, vv).dissipation; }, v, f_rayleigh,
+                     "Rayleigh f = -dV_d/dv (yarn segment)");
+    REQUIRE(checker.checks == 1);
 }
 
 TEST_CASE("good damping: Rayleigh damping brakes a stretched triangle rotating rigidly, the Rayleigh analogy does not",

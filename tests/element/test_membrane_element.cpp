@@ -1,9 +1,11 @@
 #include <weft/element/membrane_element.hpp>
+#include <weft/element/triangle_elements.hpp>
 
 #include <Eigen/Eigenvalues>
 #include <cmath>
 #include <limits>
 
+#include "support/element_kernels.hpp"
 #include "support/fd_check.hpp"
 #include "support/random.hpp"
 
@@ -278,4 +280,112 @@ TEST_CASE("membrane: invalid material parameters are rejected naming the paramet
     weft::TriangleRest<double> bad_rest = rest;
     bad_rest.area = 0;
     REQUIRE_THROWS_AS(weft::make_membrane_element<double>(bad_rest, good, good), weft::InvalidInput);
+}
+
+// The backend kernel (triangle_elements.hpp) is the element above, gathered,
+// with the backend's stiffness and scattered into A = M − h ∂f/∂v − h² ∂f/∂q
+// and f. These cases read f, ∂f/∂q and ∂f/∂v back from the kernel's blocks
+// (two step sizes separate the two Jacobians) and check them against finite
+// differences of the energies the kernel reports.
+namespace {
+
+using weft_test::KernelTerms;
+using weft_test::kernel_terms;
+
+weft::TriangleElement<double> kernel_triangle(const weft::TriangleRest<double>& rest)
+{
+    return weft::TriangleElement<double>{{0, 1, 2}, rest};
+}
+
+KernelTerms membrane_kernel(const weft::TriangleElement<double>& tri, const weft::TriangleMaterial<double>& mat,
+                            const VectorX& q, const VectorX& v)
+{
+    return kernel_terms<3>([&](double h, weft::NodeBlocks<double, 3, 3>& out, weft::ElementEnergies<double>& e) {
+        weft::evaluate_triangle_membrane<double>(q.data(), v.data(), tri, mat, mat.stvk, h, out, e);
+    });
+}
+
+}  // namespace
+
+TEST_CASE("membrane kernel: forces are the gradients of the energies it reports, its Jacobians match finite "
+          "differences (exact in tension)",
+          "[element][membrane][kernel][gradient][hessian]")
+{
+    Random rng(45);
+    FdChecker checker;
+    constexpr int trials = 8;
+    for (int trial = 0; trial < trials; ++trial) {
+        const MembraneState s = random_state(rng);
+        weft::TriangleMaterial<double> mat;
+        mat.stvk = s.element.elastic;
+        mat.damping = weft::TriangleDamping::strain_rate;
+        mat.membrane_damping = s.element.dissipative;
+        const auto tri = kernel_triangle(s.element.rest);
+        const VectorX q = s.q, v = s.v;
+        const KernelTerms t = membrane_kernel(tri, mat, q, v);
+
+        // f = −∂V_e/∂q − ∂V_d/∂v, from the energies the kernel reports.
+        const VectorX fd_force =
+            -checker.fd_gradient([&](const VectorX& qq) { return membrane_kernel(tri, mat, qq, v).elastic; }, q) -
+            checker.fd_gradient([&](const VectorX& vv) { return membrane_kernel(tri, mat, q, vv).dissipation; }, v);
+        checker.compare(t.force, fd_force, "kernel f = -dV_e/dq - dV_d/dv");
+        // ∂f/∂v is exact (2018 Eq. 8).
+        checker.jacobian([&](const VectorX& vv) { return membrane_kernel(tri, mat, q, vv).force; }, v, t.df_dv,
+                         "kernel df/dv");
+
+        // In tension at rest velocity the clamps do nothing: ∂f/∂q is exact.
+        const Eigen::Matrix3d r = weft_test::random_rotation(rng);
+        const double a = rng.uniform(1.05, 1.3), b = rng.uniform(1.05, 1.3);
+        VectorX stretched(9);
+        for (int n = 0; n < 3; ++n)
+            stretched.segment<3>(3 * n) = r * Vector3d(a * s.uv[n].x(), b * s.uv[n].y(), 0) + Vector3d(0.1, -0.2, 0.3);
+        const VectorX rest_v = VectorX::Zero(9);
+        const auto e = weft::green_strain(s.element.rest, Vec9(stretched), Vec9(rest_v));
+        REQUIRE(stress_eigenvalues(s.element.elastic.stress(e.strain)).minCoeff() > 0);
+        checker.jacobian([&](const VectorX& qq) { return membrane_kernel(tri, mat, qq, rest_v).force; }, stretched,
+                         membrane_kernel(tri, mat, stretched, rest_v).df_dq, "kernel df/dq in tension");
+
+        // Anywhere, −∂f/∂q is PSD (both stresses clamped).
+        const MatrixX k = -t.df_dq;
+        CHECK(min_eigenvalue(Mat9(k)) >= -1e-12 * k.cwiseAbs().maxCoeff());
+        CHECK((t.df_dq - t.df_dq.transpose()).cwiseAbs().maxCoeff() <= 1e-12 * k.cwiseAbs().maxCoeff());
+    }
+    REQUIRE(checker.checks == trials * 3);
+}
+
+TEST_CASE("membrane kernel: Rayleigh damping f = beta K v on the assembled stiffness, reported as V_d = "
+          "1/2 beta v^T K v",
+          "[element][membrane][kernel][rayleigh]")
+{
+    Random rng(46);
+    FdChecker checker;
+    int checks = 0;
+    for (int trial = 0; trial < 6; ++trial) {
+        const MembraneState s = random_state(rng);
+        weft::TriangleMaterial<double> mat;
+        mat.stvk = s.element.elastic;
+        const auto tri = kernel_triangle(s.element.rest);
+        const VectorX q = s.q, v = s.v, zero = VectorX::Zero(9);
+        const KernelTerms undamped = membrane_kernel(tri, mat, q, v);
+        CHECK(undamped.dissipation == 0.0);
+        CHECK(undamped.df_dv.cwiseAbs().maxCoeff() == 0.0);
+        mat.damping = weft::TriangleDamping::rayleigh;
+        mat.rayleigh_beta = rng.uniform(0.01, 0.2);
+        const KernelTerms damped = membrane_kernel(tri, mat, q, v);
+        const MatrixX k = -undamped.df_dq;
+        const double scale = k.cwiseAbs().maxCoeff() * v.cwiseAbs().maxCoeff();
+        // The force and ∂f/∂v of f = −β K v with the stiffness the kernel assembles.
+        CHECK((damped.force - undamped.force + mat.rayleigh_beta * k * v).cwiseAbs().maxCoeff() <= 1e-12 * scale);
+        CHECK((damped.df_dv + mat.rayleigh_beta * k).cwiseAbs().maxCoeff() <= 1e-12 * k.cwiseAbs().maxCoeff());
+        CHECK((damped.df_dq - undamped.df_dq).cwiseAbs().maxCoeff() <= 1e-12 * k.cwiseAbs().maxCoeff());
+        CHECK(damped.dissipation == Approx(0.5 * mat.rayleigh_beta * v.dot(k * v)).epsilon(1e-12));
+        CHECK(damped.dissipation >= 0.0);
+        checks += 7;
+        // Its reported potential is the one whose v-gradient is the damping force.
+        checker.gradient([&](const VectorX& vv) { return -membrane_kernel(tri, mat, q, vv).dissipation; }, v,
+                         VectorX(damped.force - membrane_kernel(tri, mat, q, zero).force),
+                         "Rayleigh f = -dV_d/dv");
+    }
+    REQUIRE(checks == 6 * 7);
+    REQUIRE(checker.checks == 6);
 }

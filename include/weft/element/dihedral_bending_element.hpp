@@ -133,6 +133,60 @@ struct DihedralBendingForces {
     WEFT_HD Vec<T, 12> force() const { return elastic_force + dissipative_force; }
 };
 
+/// How `dihedral_bending_forces` builds the stiffness −∂f/∂q.
+enum class HingeStiffness {
+    exact,          ///< ∂f_e/∂q + the symmetric, clamped ∂f_d/∂q (indefinite in general)
+    psd_projected,  ///< the same, projected onto the PSD cone once (file comment)
+    /// Gauss–Newton Ω ∇ε C ∇εᵀ, ∂f_d/∂q omitted: PSD by construction, the
+    /// stiffness the triangle backend assembles (triangle_elements.hpp)
+    gauss_newton
+};
+
+/// The hinge's energies, forces and Jacobians from one dihedral-strain
+/// evaluation `e` (its rate as the caller set it: ∇ε(q)·v, or the
+/// incremental rate of full Newton, `set_incremental_rate`). This is the one
+/// implementation of the hinge: `evaluate_dihedral_bending` and the backend
+/// kernel (`evaluate_triangle_hinge`) both call it. A zero damping k_d
+/// contributes nothing and is not evaluated. `angle` is left 0.
+template <typename T>
+WEFT_HD inline DihedralBendingForces<T> dihedral_bending_forces(const DihedralEval<T>& e,
+                                                                const QuadraticDensity<T, 1>& elastic,
+                                                                const QuadraticDensity<T, 1>& dissipative,
+                                                                HingeStiffness stiffness,
+                                                                StressClamp clamp = StressClamp::on)
+{
+    DihedralBendingForces<T> out;
+    out.elastic_energy = elastic_energy(e, elastic);
+    out.elastic_force = elastic_force(e, elastic);
+    const bool damped = dissipative.stiffness != T(0);
+    out.dissipation_potential = damped ? dissipation_potential(e, dissipative) : T(0);
+    if (damped)
+        out.dissipative_force = dissipative_force(e, dissipative);
+    else
+        out.dissipative_force.setZero();
+    if (stiffness == HingeStiffness::gauss_newton) {
+        const Vec<T, 12> g = e.gradient.col(0);
+        out.position_jacobian = -(e.size * elastic.stiffness) * (g * g.transpose());
+    } else {
+        out.position_jacobian = elastic_force_jacobian(e, elastic, PsdProjection::off);
+        if (damped) out.position_jacobian += dissipative_force_jacobian(e, dissipative, DiffWrt::positions, clamp);
+        // One projection of the element's stiffness: the clamp alone cannot make Ω S_d Hε PSD (Hε is indefinite).
+        if (stiffness == HingeStiffness::psd_projected)
+            out.position_jacobian = -project_to_psd<T, 12>(Mat<T, 12, 12>(-out.position_jacobian));
+        // Exactly symmetric (the outer products ∇ε k ∇εᵀ round (i, j) and (j, i) differently).
+        out.position_jacobian = T(0.5) * (out.position_jacobian + out.position_jacobian.transpose()).eval();
+    }
+    if (damped) {
+        const Mat<T, 12, 12> velocity_jacobian = dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
+        out.velocity_jacobian = T(0.5) * (velocity_jacobian + velocity_jacobian.transpose());
+    } else {
+        out.velocity_jacobian.setZero();
+    }
+    out.angle = T(0);
+    out.status = e.status;
+    return out;
+}
+
 /// @param[in] q  12 stacked positions [x₀, x₁, x₂, x₃]
 /// @param[in] v  12 stacked velocities
 /// @param[in] projection  PsdProjection::on projects the whole −position_jacobian
@@ -145,24 +199,10 @@ WEFT_HD inline DihedralBendingForces<T> evaluate_dihedral_bending(const Dihedral
                                                                   StressClamp clamp = StressClamp::on)
 {
     const DihedralAngleDerivatives<T> theta = dihedral_angle_derivatives(q, element.min_relative_height);
-    const DihedralEval<T> e = dihedral_bending_strain_from(element.rest, theta, v);
-    DihedralBendingForces<T> out;
-    out.elastic_energy = elastic_energy(e, element.elastic);
-    out.dissipation_potential = dissipation_potential(e, element.dissipative);
-    out.elastic_force = elastic_force(e, element.elastic);
-    out.dissipative_force = dissipative_force(e, element.dissipative);
-    out.position_jacobian = elastic_force_jacobian(e, element.elastic, PsdProjection::off) +
-                            dissipative_force_jacobian(e, element.dissipative, DiffWrt::positions, clamp);
-    // One projection of the element's stiffness: the clamp alone cannot make Ω S_d Hε PSD (Hε is indefinite).
-    if (projection == PsdProjection::on) {
-        out.position_jacobian = -project_to_psd<T, 12>(Mat<T, 12, 12>(-out.position_jacobian));
-    }
-    // Exactly symmetric (the outer products ∇ε k ∇εᵀ round (i, j) and (j, i) differently).
-    out.position_jacobian = T(0.5) * (out.position_jacobian + out.position_jacobian.transpose()).eval();
-    const Mat<T, 12, 12> velocity_jacobian = dissipative_force_jacobian(e, element.dissipative, DiffWrt::velocities);
-    out.velocity_jacobian = T(0.5) * (velocity_jacobian + velocity_jacobian.transpose());
+    DihedralBendingForces<T> out = dihedral_bending_forces(
+        dihedral_bending_strain_from(element.rest, theta, v), element.elastic, element.dissipative,
+        projection == PsdProjection::on ? HingeStiffness::psd_projected : HingeStiffness::exact, clamp);
     out.angle = theta.angle;
-    out.status = e.status;
     return out;
 }
 

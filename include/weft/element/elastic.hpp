@@ -26,16 +26,21 @@ WEFT_HD inline Vec<T, N> elastic_force(const StrainEval<T, N, M>& e, const Densi
 }
 
 /// ∂f_e/∂q = −∇²V, exact and symmetric; optionally projected so that −∂f_e/∂q
-/// is PSD.
+/// is PSD. `clamp` (StressClamp::on) clamps the stress eigenvalues at zero in
+/// the Σ S_k Hε_k term, the treatment 2018 Sec. 3.4 gives the dissipative
+/// stress: exact in tension, it drops the destabilizing compression term, and
+/// −∂f_e/∂q is PSD wherever the strain Hessians are (Green strain) and
+/// ∂S/∂ε is (the triangle backend's membrane stiffness).
 // ∇²V = Ω (∇ε ∂S/∂ε ∇εᵀ + Σ_k S_k Hε_k) + ∇ε S ∇Ωᵀ + ∇Ω Sᵀ∇εᵀ + Ψ HΩ
 template <typename T, int N, int M, class Density>
 WEFT_HD inline Mat<T, N, N> elastic_force_jacobian(const StrainEval<T, N, M>& e, const Density& density,
-                                                   PsdProjection projection = PsdProjection::off)
+                                                   PsdProjection projection = PsdProjection::off,
+                                                   StressClamp clamp = StressClamp::off)
 {
     const Vec<T, M> stress = density.stress(e.strain);
     const Vec<T, N> grad_stress = e.gradient * stress;
     Mat<T, N, N> hessian = e.size * (e.gradient * density.stress_derivative(e.strain) * e.gradient.transpose());
-    hessian += e.size * stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, StressClamp::off);
+    hessian += e.size * stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, clamp);
     hessian += grad_stress * e.size_gradient.transpose() + e.size_gradient * grad_stress.transpose();
     hessian += density.value(e.strain) * e.size_hessian;
     if (projection == PsdProjection::on) return -project_to_psd<T, N>(hessian);

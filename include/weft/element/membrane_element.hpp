@@ -171,6 +171,50 @@ struct MembraneForces {
     WEFT_HD Vec<T, 9> force() const { return elastic_force + dissipative_force; }
 };
 
+/// How `membrane_forces` builds the stiffness −∂f/∂q.
+struct MembraneJacobianOptions {
+    PsdProjection projection = PsdProjection::off;   ///< project the elastic stiffness onto the PSD cone
+    StressClamp elastic_clamp = StressClamp::off;     ///< clamp the elastic stress in Σ S_k Hε_k (elastic.hpp)
+    StressClamp dissipative_clamp = StressClamp::on;  ///< clamp the dissipative stress in ∂f_d/∂q (2018 Sec. 3.4)
+};
+
+/// The stiffness the triangle backend assembles (triangle_elements.hpp): both
+/// stresses clamped, no projection. With the Green strain's PSD Hessians and
+/// a PSD ∂S/∂ε this is PSD, and exact in tension.
+WEFT_HD inline MembraneJacobianOptions backend_membrane_jacobian()
+{
+    return MembraneJacobianOptions{PsdProjection::off, StressClamp::on, StressClamp::on};
+}
+
+/// The element's energies, forces and Jacobians from one Green-strain
+/// evaluation `e` (its rate as the caller set it: ∇ε(q)·v, or the incremental
+/// rate of full Newton, `set_incremental_rate`). This is the one
+/// implementation of the membrane triangle: `evaluate_membrane` and the
+/// backend kernel (`evaluate_triangle_membrane`) both call it. A zero
+/// dissipative density contributes nothing and is not evaluated.
+template <typename T, class Elastic>
+WEFT_HD inline MembraneForces<T> membrane_forces(const GreenStrainEval<T>& e, const Elastic& elastic,
+                                                 const StVKDensity<T>& dissipative,
+                                                 const MembraneJacobianOptions& options = {})
+{
+    MembraneForces<T> out;
+    out.elastic_energy = elastic_energy(e, elastic);
+    out.elastic_force = elastic_force(e, elastic);
+    out.position_jacobian = elastic_force_jacobian(e, elastic, options.projection, options.elastic_clamp);
+    out.status = e.status;
+    if (dissipative.lambda == T(0) && dissipative.mu == T(0)) {
+        out.dissipation_potential = T(0);
+        out.dissipative_force.setZero();
+        out.velocity_jacobian.setZero();
+        return out;
+    }
+    out.dissipation_potential = dissipation_potential(e, dissipative);
+    out.dissipative_force = dissipative_force(e, dissipative);
+    out.position_jacobian += dissipative_force_jacobian(e, dissipative, DiffWrt::positions, options.dissipative_clamp);
+    out.velocity_jacobian = dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
+    return out;
+}
+
 /// @param[in] projection  PSD projection of the elastic stiffness block
 /// @param[in] clamp       clamp of the dissipative stress in ∂f_d/∂q (2018 Sec. 3.4)
 template <typename T, class E>
@@ -178,17 +222,8 @@ WEFT_HD inline MembraneForces<T> evaluate_membrane(const MembraneElement<T, E>& 
                                                    const Vec<T, 9>& v, PsdProjection projection = PsdProjection::off,
                                                    StressClamp clamp = StressClamp::on)
 {
-    const GreenStrainEval<T> e = green_strain(element.rest, q, v);
-    MembraneForces<T> out;
-    out.elastic_energy = elastic_energy(e, element.elastic);
-    out.dissipation_potential = dissipation_potential(e, element.dissipative);
-    out.elastic_force = elastic_force(e, element.elastic);
-    out.dissipative_force = dissipative_force(e, element.dissipative);
-    out.position_jacobian = elastic_force_jacobian(e, element.elastic, projection) +
-                            dissipative_force_jacobian(e, element.dissipative, DiffWrt::positions, clamp);
-    out.velocity_jacobian = dissipative_force_jacobian(e, element.dissipative, DiffWrt::velocities);
-    out.status = e.status;
-    return out;
+    return membrane_forces(green_strain(element.rest, q, v), element.elastic, element.dissipative,
+                           MembraneJacobianOptions{projection, StressClamp::off, clamp});
 }
 
 }  // namespace weft

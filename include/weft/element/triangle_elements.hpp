@@ -22,15 +22,23 @@
 ///  - hinge: Gauss–Newton −∂f_e/∂q ≈ Ω k ∇ε ∇εᵀ (the dihedral angle's
 ///    Hessian is indefinite even at rest, see dihedral_bending_element.hpp);
 ///    ∂f_d/∂q omitted, ∂f_d/∂v exact.
+///
+/// The element math is not repeated here: the membrane and the hinge are the
+/// finite-difference-tested elements of membrane_element.hpp
+/// (`membrane_forces`) and dihedral_bending_element.hpp
+/// (`dihedral_bending_forces`), called with the stiffness choices above, and
+/// the Rayleigh baseline is rayleigh_damping.hpp's `add_rayleigh_damping`.
+/// This file gathers the nodes, evaluates the strain once (with the
+/// incremental rate in full Newton) and scatters.
 
 #include <weft/element/collider.hpp>
+#include <weft/element/dihedral_bending_element.hpp>
 #include <weft/element/dissipation.hpp>
-#include <weft/element/elastic.hpp>
 #include <weft/element/implicit_system.hpp>
-#include <weft/element/stress_hessian.hpp>
+#include <weft/element/membrane_element.hpp>
+#include <weft/element/rayleigh_damping.hpp>
 #include <weft/potential/quadratic.hpp>
 #include <weft/potential/stvk.hpp>
-#include <weft/potential/tabulated.hpp>
 #include <weft/strain/dihedral.hpp>
 #include <weft/strain/green_strain.hpp>
 
@@ -111,18 +119,10 @@ WEFT_HD inline void scatter_nodes(NodeBlocks<T, Count, triangle_node_dofs>& out,
                                                       h, m);
 }
 
-/// ∂f_e/∂q of a Lagrangian strain with the stress eigenvalues clamped:
-/// −Ω (∇ε C ∇εᵀ + Σ clamp(S)_k Hε_k)   (see the file comment)
-template <typename T, int N, int M, class Density>
-WEFT_HD inline Mat<T, N, N> clamped_elastic_force_jacobian(const StrainEval<T, N, M>& e, const Density& density)
-{
-    const Vec<T, M> stress = density.stress(e.strain);
-    Mat<T, N, N> hessian = e.gradient * density.stress_derivative(e.strain) * e.gradient.transpose();
-    hessian += stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, StressClamp::on);
-    return -e.size * hessian;
-}
-
-/// Membrane triangle with any elastic density (StVK or tabulated).
+/// Membrane triangle with any elastic density (StVK or tabulated): the
+/// tested element of membrane_element.hpp (`membrane_forces`) with the
+/// backend's stiffness (`backend_membrane_jacobian`), plus the Rayleigh
+/// baseline (rayleigh_damping.hpp) on that stiffness.
 template <typename T, class Elastic>
 WEFT_HD inline void evaluate_triangle_membrane(const T* q, const T* v, const TriangleElement<T>& tri,
                                                const TriangleMaterial<T>& mat, const Elastic& elastic, T h,
@@ -134,27 +134,24 @@ WEFT_HD inline void evaluate_triangle_membrane(const T* q, const T* v, const Tri
     GreenStrainEval<T> e = green_strain(tri.rest, ql, vl);
     if (newton.rate_start)
         set_incremental_rate(e, green_strain(tri.rest, gather_nodes<T, 3>(newton.rate_start, tri.nodes), vl), h);
-    Vec<T, 9> force = elastic_force(e, elastic);
-    Mat<T, 9, 9> df_dq = clamped_elastic_force_jacobian(e, elastic);
-    Mat<T, 9, 9> df_dv = Mat<T, 9, 9>::Zero();
-    energy = ElementEnergies<T>{T(0), elastic_energy(e, elastic), T(0), T(0)};
-    if (mat.damping == TriangleDamping::strain_rate) {
-        // f_d = −Ω ∇ε S_d(ε̇) (2018 Eq. 16), ∂f_d/∂v (Eq. 8), clamped ∂f_d/∂q (Eq. 9, Sec. 4)
-        force += dissipative_force(e, mat.membrane_damping);
-        df_dq += dissipative_force_jacobian(e, mat.membrane_damping, DiffWrt::positions, StressClamp::on);
-        df_dv += dissipative_force_jacobian(e, mat.membrane_damping, DiffWrt::velocities);
-        energy.dissipation = dissipation_potential(e, mat.membrane_damping);
-    } else if (mat.damping == TriangleDamping::rayleigh && mat.rayleigh_beta > T(0)) {
-        // f = −β K v with K the (clamped) stiffness (2018 Eq. 10–11, the baseline)
-        force += mat.rayleigh_beta * (df_dq * vl);
-        df_dv += mat.rayleigh_beta * df_dq;
-        energy.dissipation = -T(0.5) * mat.rayleigh_beta * vl.dot(df_dq * vl);
-    }
-    scatter_nodes<T, 3>(out, tri.nodes, Mat<T, 9, 9>::Zero().eval(), force, df_dq, df_dv, vl, h, newton);
+    // f_d = −Ω ∇ε S_d(ε̇) (2018 Eq. 16), ∂f_d/∂v (Eq. 8), clamped ∂f_d/∂q (Eq. 9, Sec. 4)
+    const StVKDensity<T> dissipative =
+        mat.damping == TriangleDamping::strain_rate ? mat.membrane_damping : StVKDensity<T>{T(0), T(0)};
+    const MembraneForces<T> m = membrane_forces(e, elastic, dissipative, backend_membrane_jacobian());
+    Vec<T, 9> force = m.force();
+    Mat<T, 9, 9> df_dv = m.velocity_jacobian;
+    energy = ElementEnergies<T>{T(0), m.elastic_energy, T(0), m.dissipation_potential};
+    // f = −β K v with K the (clamped) stiffness (2018 Eq. 10–11, the baseline)
+    if (mat.damping == TriangleDamping::rayleigh && mat.rayleigh_beta > T(0))
+        energy.dissipation = add_rayleigh_damping<T, 9>(m.position_jacobian, mat.rayleigh_beta, vl, force, df_dv);
+    scatter_nodes<T, 3>(out, tri.nodes, Mat<T, 9, 9>::Zero().eval(), force, m.position_jacobian, df_dv, vl, h,
+                        newton);
 }
 
 /// Dihedral hinge with strain-rate bending dissipation (not damped by the
-/// Rayleigh baseline, as in 2018 Fig. 3: damping acts on the membrane only).
+/// Rayleigh baseline, as in 2018 Fig. 3: damping acts on the membrane only):
+/// the tested element of dihedral_bending_element.hpp
+/// (`dihedral_bending_forces`) with the Gauss–Newton stiffness.
 template <typename T>
 WEFT_HD inline void evaluate_triangle_hinge(const T* q, const T* v, const HingeElement<T>& hinge,
                                             const TriangleMaterial<T>& mat, T h,
@@ -167,20 +164,12 @@ WEFT_HD inline void evaluate_triangle_hinge(const T* q, const T* v, const HingeE
     if (newton.rate_start)
         set_incremental_rate(e, dihedral_bending_strain(hinge.rest, gather_nodes<T, 4>(newton.rate_start, hinge.nodes), vl),
                              h);
-    const QuadraticDensity<T, 1> elastic{mat.bending_stiffness};
-    Vec<T, 12> force = elastic_force(e, elastic);
-    const Vec<T, 12> g = e.gradient.col(0);
-    // Gauss–Newton: −∂f_e/∂q ≈ Ω k ∇ε ∇εᵀ
-    const Mat<T, 12, 12> df_dq = -(e.size * mat.bending_stiffness) * (g * g.transpose());
-    Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
-    energy = ElementEnergies<T>{T(0), elastic_energy(e, elastic), T(0), T(0)};
-    if (mat.damping == TriangleDamping::strain_rate && mat.bending_damping > T(0)) {
-        const QuadraticDensity<T, 1> damping{mat.bending_damping};
-        force += dissipative_force(e, damping);
-        df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
-        energy.dissipation = dissipation_potential(e, damping);
-    }
-    scatter_nodes<T, 4>(out, hinge.nodes, Mat<T, 12, 12>::Zero().eval(), force, df_dq, df_dv, vl, h, newton);
+    const T kd = mat.damping == TriangleDamping::strain_rate ? mat.bending_damping : T(0);
+    const DihedralBendingForces<T> b = dihedral_bending_forces(e, QuadraticDensity<T, 1>{mat.bending_stiffness},
+                                                               QuadraticDensity<T, 1>{kd}, HingeStiffness::gauss_newton);
+    energy = ElementEnergies<T>{T(0), b.elastic_energy, T(0), b.dissipation_potential};
+    scatter_nodes<T, 4>(out, hinge.nodes, Mat<T, 12, 12>::Zero().eval(), b.force(), b.position_jacobian,
+                        b.velocity_jacobian, vl, h, newton);
 }
 
 /// Lumped mass m, gravity m g (energy −m g·x) and penalty colliders of one node.

@@ -14,6 +14,7 @@
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/element/implicit_system.hpp>
+#include <weft/element/rayleigh_damping.hpp>
 #include <weft/element/yarn_terms.hpp>
 #include <weft/element/yarn_element_types.hpp>
 #include <weft/potential/quadratic.hpp>
@@ -109,8 +110,7 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
         exact_stiffness(mat, newton) ? Mat<T, 8, 8>(-hessian) : Mat<T, 8, 8>(-project_segment_hessian<T>(hessian));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
         // df_dq is the projected elastic stiffness here.
-        force += mat.rayleigh_beta * (df_dq * vl);
-        df_dv += mat.rayleigh_beta * df_dq;
+        energy.dissipation = add_rayleigh_damping<T, 8>(df_dq, mat.rayleigh_beta, vl, force, df_dv);
     }
 
     const LocalTerms<T, 8> g = segment_gravity<T>(ql, mat.linear_density, gravity);
@@ -198,14 +198,13 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
     Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
     Mat<T, 12, 12> df_dv = r.dissipative_force_jacobian_velocities;
-    if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
-        force += mat.rayleigh_beta * (r.elastic_force_jacobian * vl);
-        df_dv += mat.rayleigh_beta * r.elastic_force_jacobian;
-    }
     energy.kinetic = T(0);
     energy.gravity = T(0);
     energy.elastic = r.energy;
     energy.dissipation = r.dissipation_potential;
+    if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0))
+        energy.dissipation =
+            add_rayleigh_damping<T, 12>(r.elastic_force_jacobian, mat.rayleigh_beta, vl, force, df_dv);
     const XsLayout<3> layout(bend.coordinate);
     const Vec<T, 12> wl =
         newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, bend.coordinate) : vl;
@@ -253,10 +252,8 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     Mat<T, 12, 12> df_dq = gauss_newton || exact_stiffness(mat, newton)
                                ? Mat<T, 12, 12>(-hessian)
                                : Mat<T, 12, 12>(-project_crossing_hessian<T>(hessian));
-    if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
-        force += mat.rayleigh_beta * (df_dq * vl);
-        df_dv += mat.rayleigh_beta * df_dq;
-    }
+    if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0))
+        energy.dissipation = add_rayleigh_damping<T, 12>(df_dq, mat.rayleigh_beta, vl, force, df_dv);
     energy.kinetic = T(0);
     energy.gravity = T(0);
     const XsLayout<3> layout(-1);
