@@ -964,7 +964,7 @@ TEST_CASE("layers: the normal forces of a stack at rest carry the top layer's we
         if (on_plane) {
             for (int n = s.bottom_first; n < s.bottom_first + 64; ++n)
                 for (int k = 0; k < 5; ++k) s.model.free_dof[5 * static_cast<std::size_t>(n) + k] = 1;
-            colliders.push_back({1, Vec3(0, 0, -s.model.radius), Vec3(0, 0, 1), 0.0, 1e3, 0.0});
+            colliders.push_back(weft::plane_collider<double>(Vec3(0, 0, -s.model.radius), Vec3(0, 0, 1), 1e3, 0.0));
         }
         use_element_normal_forces(s, 0.3);
         weft::EilOptions<double> eil;

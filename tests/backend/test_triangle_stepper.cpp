@@ -341,7 +341,7 @@ TEST_CASE("triangle stepper: colliders hold the sheet up", "[backend][triangle][
 {
     TriangleModel<double> model = grid_model(6, TriangleDamping::strain_rate);
     model.material.contact_offset = 1e-3;
-    Collider<double> floor{1, Vec3(0, 0, -0.01), Vec3(0, 0, 1), 0.0, 1e3, 0.0};
+    Collider<double> floor = weft::plane_collider<double>(Vec3(0, 0, -0.01), Vec3(0, 0, 1), 1e3, 0.0);
     TriangleStepper<double> stepper(model, {floor}, Vec3(0, 0, -9.81));
     for (int s = 0; s < 300; ++s) REQUIRE(stepper.step(2e-3).ok);
     const VectorX q = host(stepper.positions());
@@ -363,7 +363,7 @@ TEST_CASE("triangle stepper: CHOLMOD's direct solves give the PCG steps, one-ste
 {
     TriangleModel<double> model = busy_sheet(TriangleDamping::strain_rate);
     for (int c = 0; c < 3; ++c) model.free_dof[static_cast<std::size_t>(c)] = 0;  // node 0 pinned
-    const Collider<double> floor{1, Vec3(0, 0, -0.04), Vec3(0, 0, 1), 0.0, 1e3, 0.3};
+    const Collider<double> floor = weft::plane_collider<double>(Vec3(0, 0, -0.04), Vec3(0, 0, 1), 1e3, 0.3);
     if (!weft::cholmod_available()) {
         weft::StepperOptions<double> options;
         options.linear = weft::LinearSolver::cholmod;
@@ -401,7 +401,7 @@ TEST_CASE("triangle stepper: the multilevel preconditioner gives the block-Jacob
 {
     TriangleModel<double> model = busy_sheet(TriangleDamping::strain_rate);
     for (int c = 0; c < 3; ++c) model.free_dof[static_cast<std::size_t>(c)] = 0;  // node 0 pinned
-    const Collider<double> floor{1, Vec3(0, 0, -0.04), Vec3(0, 0, 1), 0.0, 1e3, 0.3};
+    const Collider<double> floor = weft::plane_collider<double>(Vec3(0, 0, -0.04), Vec3(0, 0, 1), 1e3, 0.3);
     int compared = 0;
     for (int newton : {1, 20}) {
         VectorX v[2];
@@ -672,7 +672,7 @@ TEST_CASE("triangle stepper: full Newton leaves a collider's penalty onset in a 
     const double offset = 1e-3, onset = weft::collider_onset_fraction * offset, k = 1e7;
     model.material.contact_offset = offset;
     for (int i = 0; i < model.node_count(); ++i) model.q[3 * i + 2] = offset - 0.9 * onset;
-    Collider<double> floor{1, Vec3(0, 0, 0), Vec3(0, 0, 1), 0.0, k, 0.0};
+    Collider<double> floor = weft::plane_collider<double>(Vec3(0, 0, 0), Vec3(0, 0, 1), k, 0.0);
     weft::StepperOptions<double> options;
     options.newton_iterations = 20;
     options.newton_tolerance = 1e-8;
@@ -706,7 +706,7 @@ TEST_CASE("triangle stepper: full Newton converges on a sheet sliding to a stop 
         model.q[3 * i + 2] = 1e-3 - weight / (k * model.node_count());  // about the resting depth
         model.v[3 * i] = v0;
     }
-    Collider<double> floor{1, Vec3(0, 0, 0), Vec3(0, 0, 1), 0.0, k, mu};
+    Collider<double> floor = weft::plane_collider<double>(Vec3(0, 0, 0), Vec3(0, 0, 1), k, mu);
     weft::StepperOptions<double> options;
     options.newton_iterations = 8;
     options.newton_tolerance = 1e-5;

@@ -47,7 +47,7 @@ YarnModel<double> busy_patch(weft::DampingModel damping, std::vector<Collider<do
     for (std::size_t i = 0; i < model.v.size(); ++i)
         if (!model.free_dof[i]) model.v[i] = 0;  // pins and yarn-end arc lengths at rest
     Collider<double> sphere;
-    sphere.type = 0;
+    sphere.shape = weft::ColliderShape::sphere;
     sphere.center = Vec3(3e-3, 2.5e-3, -1.9e-3);
     sphere.normal = Vec3(0, 0, 1);
     sphere.radius = 2e-3;
@@ -827,7 +827,7 @@ YarnModel<double> patch_on_plane(double mu, std::vector<Collider<double>>& colli
     weft_test::enable_friction(model);
     for (int n = 0; n < model.node_count(); ++n) model.q[5 * n + 2] = model.radius;
     Collider<double> plane;
-    plane.type = 1;
+    plane.shape = weft::ColliderShape::plane;
     plane.center = Vec3::Zero();
     plane.normal = Vec3(0, 0, 1);
     plane.radius = 0;
@@ -1097,7 +1097,7 @@ TEST_CASE("yarn stepper: full Newton converges while a patch lands on a sphere w
     YarnModel<double> model = weft_test::make_patch(12, 12, weft::DampingModel::strain_rate);
     weft_test::enable_friction(model);
     Collider<double> sphere;
-    sphere.type = 0;
+    sphere.shape = weft::ColliderShape::sphere;
     sphere.center = Vec3(0, 0, -4e-3 - model.radius - 1e-3);  // the patch is centred at the origin
     sphere.normal = Vec3(0, 0, 1);
     sphere.radius = 4e-3;
@@ -1292,7 +1292,7 @@ TEST_CASE("yarn stepper: full Newton's predictor keeps a resting node's depth in
     // normal at its predictor.
     const double h = 1e-3, offset = 0.25e-3, d0 = 1e-6;
     Collider<double> sphere;
-    sphere.type = 0;
+    sphere.shape = weft::ColliderShape::sphere;
     sphere.center = Vec3(0, 0, 0);
     sphere.normal = Vec3(0, 0, 1);
     sphere.radius = 2e-3;

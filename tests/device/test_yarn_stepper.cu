@@ -57,7 +57,7 @@ weft::YarnModel<double> patch(std::vector<weft::Collider<double>>& colliders)
     for (std::size_t i = 0; i < m.v.size(); ++i)
         if (!m.free_dof[i]) m.v[i] = 0;
     weft::Collider<double> sphere;
-    sphere.type = 0;
+    sphere.shape = weft::ColliderShape::sphere;
     sphere.center = weft::Vec3<double>(4e-3, 3e-3, -1.95e-3);
     sphere.normal = weft::Vec3<double>(0, 0, 1);
     sphere.radius = 2e-3;

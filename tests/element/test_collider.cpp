@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <limits>
 
 #include <weft/core/math.hpp>
 #include <weft/element/collider.hpp>
@@ -15,14 +16,7 @@ namespace {
 
 weft::Collider<double> box()
 {
-    weft::Collider<double> c;
-    c.type = 2;
-    c.center = Vec3(0.1, -0.2, 0.3);
-    c.normal = Vec3(0.4, 0.25, 0.1);  // half extents
-    c.radius = 0;
-    c.stiffness = 1e3;
-    c.friction = 0;
-    return c;
+    return weft::box_collider<double>(Vec3(0.1, -0.2, 0.3), Vec3(0.4, 0.25, 0.1), 0.0, 1e3);
 }
 
 /// Brute-force signed distance of d (from the centre) to a box of half
@@ -63,7 +57,7 @@ TEST_CASE("collider: box signed distance, normal = gradient of phi", "[element][
     for (int k = 0; k < 400; ++k) {
         const auto [x, phi, n] = probe(c, rng);
         Vec3 clamped;
-        const double expected = box_distance(x - c.center, c.normal, clamped);
+        const double expected = box_distance(x - c.center, c.half_extents, clamped);
         CHECK(phi == Approx(expected).margin(1e-14));
         CHECK(n.norm() == Approx(1.0));
         // ∇φ by central differences (away from edges and the medial planes)
@@ -96,7 +90,7 @@ TEST_CASE("collider: box signed distance, normal = gradient of phi", "[element][
 TEST_CASE("collider: a node resting on the table top is pushed up", "[element][collider]")
 {
     const weft::Collider<double> c = box();
-    const Vec3 x = c.center + Vec3(0.1, 0.05, c.normal(2) - 1e-4);  // 0.1 mm inside the top face
+    const Vec3 x = c.center + Vec3(0.1, 0.05, c.half_extents(2) - 1e-4);  // 0.1 mm inside the top face
     double phi;
     Vec3 n;
     c.distance(x, phi, n);
@@ -111,7 +105,7 @@ TEST_CASE("collider: a node resting on the table top is pushed up", "[element][c
 TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", "[element][collider][rounding]")
 {
     weft::Collider<double> c = box();
-    c.radius = 0.05;
+    c.rounding = 0.05;
     weft_test::Random rng(4);
     int compared = 0;
     int on_edges = 0;
@@ -119,7 +113,7 @@ TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", 
         const auto [x, phi, n] = probe(c, rng);
         // brute force: distance to the box of half extents e − ρ, minus ρ
         const Vec3 d = x - c.center;
-        const Vec3 inner = c.normal - Vec3::Constant(c.radius);
+        const Vec3 inner = c.half_extents - Vec3::Constant(c.rounding);
         Vec3 clamped;
         const double expected = box_distance(d, inner, clamped);
         if (expected > 0) {
@@ -129,7 +123,7 @@ TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", 
             for (int a = 0; a < 3; ++a) outside_axes += std::abs(d(a)) > inner(a) ? 1 : 0;
             on_edges += outside_axes >= 2 ? 1 : 0;
         }
-        CHECK(phi == Approx(expected - c.radius).margin(1e-14));
+        CHECK(phi == Approx(expected - c.rounding).margin(1e-14));
         ++compared;
     }
     REQUIRE(compared == 400);
@@ -137,15 +131,15 @@ TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", 
 
     // Over the edge of a table, the normal turns continuously: no jump as a
     // point slides from the top face around the rounded edge.
-    const Vec3 edge = c.center + Vec3(c.normal(0), 0, c.normal(2));
+    const Vec3 edge = c.center + Vec3(c.half_extents(0), 0, c.half_extents(2));
     Vec3 previous;
     double phi;
     c.distance(edge + Vec3(-0.2, 0, 0.01), phi, previous);
     double largest_turn = 0;
     for (int k = 1; k <= 200; ++k) {
         const double angle = 0.5 * weft::Constants<double>::pi * k / 200;  // from the top face down the side
-        const Vec3 x = edge + Vec3(-c.radius, 0, -c.radius) +
-                       (c.radius + 0.01) * Vec3(std::sin(angle), 0, std::cos(angle));
+        const Vec3 x = edge + Vec3(-c.rounding, 0, -c.rounding) +
+                       (c.rounding + 0.01) * Vec3(std::sin(angle), 0, std::cos(angle));
         Vec3 n;
         c.distance(x, phi, n);
         CHECK(phi == Approx(0.01).margin(1e-12));
@@ -213,7 +207,7 @@ TEST_CASE("collider: with lagged positions the friction uses the start-of-step n
     // A plane at z = 0, offset 1e-3: at the start the node is 0.5 mm deep; the
     // iterate is 0.8 mm deep. The penalty follows the iterate, the friction
     // limit the start (μ k · 0.5 mm), sliding fast along x.
-    weft::Collider<double> plane{1, Vec3::Zero(), Vec3(0, 0, 1), 0.0, 1e3, 0.4};
+    const weft::Collider<double> plane = weft::plane_collider<double>(Vec3::Zero(), Vec3(0, 0, 1), 1e3, 0.4);
     const double start[3] = {0, 0, 0.5e-3};
     const Vec3 x(0.01, 0, 0.2e-3), v(2.0, 0, 0);
     Vec3 force = Vec3::Zero();
@@ -244,7 +238,7 @@ TEST_CASE("collider: full Newton's slip velocity is what the friction takes from
     // deep (λ = k (d − δ/2) = 0.45 N, μλ = 0.18 N), sliding at 5 cm/s along x;
     // a mass of 1 g and h = 1 ms give ε = 0.18 m/s, so the node is in the
     // mollified range: f = −μλ (2/ε − u/ε²) u, against lagged_friction.
-    weft::Collider<double> plane{1, Vec3::Zero(), Vec3(0, 0, 1), 0.0, 1e3, 0.4};
+    const weft::Collider<double> plane = weft::plane_collider<double>(Vec3::Zero(), Vec3(0, 0, 1), 1e3, 0.4);
     const double start[3] = {0, 0, 0.5e-3};
     const Vec3 x(0.01, 0, 0.5e-3), v(0.05, 0, 0);
     const double limit = 0.4 * 1e3 * 0.45e-3, mass = 1e-3, h = 1e-3, eps = limit * h / mass;
@@ -298,22 +292,15 @@ TEST_CASE("collider: the normal gradient is the Hessian of phi, and the exact cu
           "[element][collider][fd]")
 {
     weft_test::Random rng(11);
-    weft::Collider<double> sphere;
-    sphere.type = 0;
-    sphere.center = Vec3(0.02, -0.01, 0.03);
-    sphere.normal = Vec3(0, 0, 1);
-    sphere.radius = 0.05;
-    sphere.stiffness = 1e3;
-    sphere.friction = 0.3;
-    weft::Collider<double> plane = sphere;
-    plane.type = 1;
-    plane.normal = Vec3(0.6, 0, 0.8);
+    const weft::Collider<double> sphere = weft::sphere_collider<double>(Vec3(0.02, -0.01, 0.03), 0.05, 1e3, 0.3);
+    const weft::Collider<double> plane = weft::plane_collider<double>(Vec3(0.02, -0.01, 0.03), Vec3(0.6, 0, 0.8), 1e3, 0.3);
     weft::Collider<double> rounded = box();
-    rounded.radius = 0.05;
+    rounded.rounding = 0.05;
     rounded.friction = 0.3;
     const double offset = 2e-3, fd = 1e-7;
     int checked = 0, curved = 0;
-    for (const weft::Collider<double>* c : {&sphere, &plane, &rounded}) {
+    const weft::Collider<double>& rounded_box = rounded;
+    for (const weft::Collider<double>* c : {&sphere, &plane, &rounded_box}) {
         for (int trial = 0; trial < 60; ++trial) {
             // A point within the contact band (0 < depth < offset), on any
             // side: the sphere's surface, the plane, the box's faces, rounded
@@ -322,7 +309,7 @@ TEST_CASE("collider: the normal gradient is the Hessian of phi, and the exact cu
             double phi = 0;
             do {
                 const Vec3 dir = Vec3(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-1, 1)).normalized();
-                Vec3 guess = c->center + (c->type == 2 ? Vec3(rng.uniform(-0.5, 0.5), rng.uniform(-0.35, 0.35),
+                Vec3 guess = c->center + (c->shape == weft::ColliderShape::box ? Vec3(rng.uniform(-0.5, 0.5), rng.uniform(-0.35, 0.35),
                                                               rng.uniform(-0.2, 0.2))
                                                        : Vec3(0.05 * dir));
                 c->distance(guess, phi, n);
@@ -342,7 +329,7 @@ TEST_CASE("collider: the normal gradient is the Hessian of phi, and the exact cu
                 g_fd.col(a) = (n1 - n0) / (2 * fd);
             }
             const double scale = std::max(1.0, g.norm());
-            INFO("collider type " << c->type << " trial " << trial << " x " << x.transpose());
+            INFO("collider shape " << static_cast<int>(c->shape) << " trial " << trial << " x " << x.transpose());
             CHECK((g - g_fd).norm() < 1e-5 * scale);
             CHECK((g - g.transpose()).norm() < 1e-12 * scale);
             curved += g.norm() > 1 ? 1 : 0;
@@ -373,4 +360,39 @@ TEST_CASE("collider: the normal gradient is the Hessian of phi, and the exact cu
     }
     REQUIRE(checked == 180);
     REQUIRE(curved > 60);  // the sphere and the box's rounded edges and corners
+}
+
+TEST_CASE("collider: the factories check the fields of their shape and name the one that is wrong",
+          "[element][collider][error]")
+{
+    using Catch::Matchers::Contains;
+    const double nan = std::numeric_limits<double>::quiet_NaN();
+    // Valid ones, with their named fields.
+    const auto ball = weft::sphere_collider<double>(Vec3(1, 2, 3), 0.5, 1e3, 0.3);
+    CHECK(ball.shape == weft::ColliderShape::sphere);
+    CHECK(ball.radius == 0.5);
+    const auto floor = weft::plane_collider<double>(Vec3::Zero(), Vec3(0, 0, 2), 1e3);
+    CHECK(floor.shape == weft::ColliderShape::plane);
+    CHECK(floor.normal == Vec3(0, 0, 1));  // stored unit
+    const auto table = weft::box_collider<double>(Vec3::Zero(), Vec3(0.4, 0.5, 0.01), 0.002, 1e3, 0.3);
+    CHECK(table.shape == weft::ColliderShape::box);
+    CHECK(table.half_extents == Vec3(0.4, 0.5, 0.01));
+    CHECK(table.rounding == 0.002);
+
+    REQUIRE_THROWS_WITH(weft::sphere_collider<double>(Vec3::Zero(), 0.0, 1e3), Contains("sphere collider radius = 0"));
+    REQUIRE_THROWS_WITH(weft::sphere_collider<double>(Vec3(nan, 0, 0), 1.0, 1e3),
+                        Contains("collider center = nan: must be a finite number"));
+    REQUIRE_THROWS_WITH(weft::sphere_collider<double>(Vec3::Zero(), 1.0, -5.0), Contains("collider stiffness = -5"));
+    REQUIRE_THROWS_WITH(weft::sphere_collider<double>(Vec3::Zero(), 1.0, 1e3, -0.1),
+                        Contains("collider friction = -0.1"));
+    REQUIRE_THROWS_WITH(weft::plane_collider<double>(Vec3::Zero(), Vec3::Zero(), 1e3),
+                        Contains("plane collider normal: must be a non-zero finite vector"));
+    REQUIRE_THROWS_WITH(weft::box_collider<double>(Vec3::Zero(), Vec3(0.4, -0.5, 0.01), 0.0, 1e3),
+                        Contains("box collider half_extents = -0.5"));
+    REQUIRE_THROWS_WITH(weft::box_collider<double>(Vec3::Zero(), Vec3(0.4, 0.5, 0.01), 0.01, 1e3),
+                        Contains("box collider rounding = 0.01") && Contains("below the shortest half extent"));
+    // A hand-built collider is checked the same way (the steppers call this).
+    weft::Collider<double> tilted = floor;
+    tilted.normal = Vec3(0, 0.5, 0.5);
+    REQUIRE_THROWS_WITH(weft::require_valid_collider(tilted), Contains("plane collider normal length = 0.70710678118654757: must be 1"));
 }

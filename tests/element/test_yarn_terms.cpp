@@ -251,7 +251,7 @@ TEST_CASE("collider: the penalty's 3-D Jacobian is the derivative of its force, 
     int checked = 0;
     for (const int type : {1, 0}) {
         weft::Collider<double> c;
-        c.type = type;
+        c.shape = type == 0 ? weft::ColliderShape::sphere : weft::ColliderShape::plane;
         c.center = Vec3(0.01, -0.02, 0.005);
         c.normal = type == 1 ? Vec3(rng.unit_vector()) : Vec3(0, 0, 1);
         c.radius = type == 0 ? 0.05 : 0.0;

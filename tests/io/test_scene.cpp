@@ -3,9 +3,11 @@
 
 #include <catch2/catch.hpp>
 
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -809,4 +811,93 @@ TEST_CASE("scene: EIL solver options, sliding-rods and triangle entries", "[io][
     tri["cloth"][0]["material"]["lambda"] = 1e5;
     tri["cloth"][0]["material"]["youngs"] = 1;
     CHECK_THAT(error_of(tri), Contains("cloth[0].material.youngs"));
+}
+
+TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "[io][scene][schema][docs]")
+{
+    // The parsers read their allowed keys from scene_schema.hpp; each must
+    // appear in docs/scenes.md or docs/triangles.md as a word of its own.
+    std::string docs;
+    for (const char* name : {"scenes.md", "triangles.md"}) {
+        const std::filesystem::path path = std::filesystem::path(WEFT_DOCS_DIR) / name;
+        std::ifstream in(path);
+        REQUIRE(in.good());
+        docs.append(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    }
+    REQUIRE(docs.size() > 10000);
+    const auto is_word_char = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; };
+    const auto documented = [&](const std::string& key) {
+        for (std::size_t at = docs.find(key); at != std::string::npos; at = docs.find(key, at + 1)) {
+            const bool starts = at == 0 || !is_word_char(docs[at - 1]);
+            const bool ends = at + key.size() == docs.size() || !is_word_char(docs[at + key.size()]);
+            if (starts && ends) return true;
+        }
+        return false;
+    };
+    int checked = 0;
+    for (const weft::SceneObjectKeys& object : weft::scene_schema()) {
+        REQUIRE(object.keys != nullptr);
+        REQUIRE(!object.keys->empty());
+        for (const std::string& key : *object.keys) {
+            INFO(object.object << "." << key << " is accepted by the parser but appears nowhere in docs/");
+            CHECK(documented(key));
+            ++checked;
+        }
+    }
+    // 25 objects, 154 keys (with repeats across objects, e.g. "type").
+    REQUIRE(weft::scene_schema().size() == 25);
+    REQUIRE(checked == 154);
+}
+
+TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key",
+          "[io][scene][schema]")
+{
+    // The schema is what the parser enforces: one misspelt key per object kind.
+    json scene = json::parse(example_scene);
+    scene["solver"]["line_search_cut"] = 3;
+    REQUIRE_THROWS_WITH(weft::parse_scene(scene), Contains("solver.line_search_cut: unknown key") &&
+                                                      Contains("did you mean \"line_search_cuts\""));
+    scene = json::parse(example_scene);
+    scene["cloth"][0]["rotaton"] = 30;
+    REQUIRE_THROWS_WITH(weft::parse_scene(scene), Contains("cloth[0].rotaton: unknown key") &&
+                                                      Contains("did you mean \"rotation\""));
+    scene = json::parse(example_scene);
+    scene["colliders"][0]["rounding"] = 0.001;
+    REQUIRE_THROWS_WITH(weft::parse_scene(scene),
+                        Contains("colliders[0].rounding: unknown key for collider type \"sphere\""));
+    scene = json::parse(example_scene);
+    scene["output"]["csv_evry"] = 2;
+    REQUIRE_THROWS_WITH(weft::parse_scene(scene), Contains("output.csv_evry: unknown key") &&
+                                                      Contains("did you mean \"csv_every\""));
+}
+
+TEST_CASE("scene memory: a scene larger than the machine is refused with the estimate before allocating",
+          "[io][scene][memory]")
+{
+    json scene = json::parse(example_scene);
+    scene["cloth"][0]["yarns"] = {40000, 40000};
+    scene["cloth"][0]["pins"] = json::array();
+    const weft::SceneDescription huge = weft::parse_scene(scene);
+    // 1.6e9 nodes: at least 16,000 GB, more than any machine this runs on.
+    REQUIRE(weft::physical_memory_bytes() > 1e9);
+    REQUIRE(weft::physical_memory_bytes() < 16000e9);
+    REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(huge),
+                        Contains("1600000000 yarn nodes, which need at least 16000.0 GB of memory") &&
+                            Contains("more than this machine's"));
+
+    // Against a given amount of memory: 400 x 400 nodes need at least 1.6 GB.
+    scene["cloth"][0]["yarns"] = {400, 400};
+    const weft::SceneDescription large = weft::parse_scene(scene);
+    CHECK(weft::estimate_memory(large).bytes == Approx(160000 * weft::yarn_node_bytes));
+    REQUIRE_THROWS_WITH(weft::require_fits_in_memory(large, 1e9),
+                        Contains("160000 yarn nodes, which need at least 1.6 GB") && Contains("machine's 1.0 GB"));
+    REQUIRE_NOTHROW(weft::require_fits_in_memory(large, 2e9));
+
+    // A triangle grid counts its vertices.
+    json sheet = json::parse(R"({"time_step": 0.002, "duration": 0.1,
+        "cloth": [{"type": "triangle", "resolution": [1000, 1000], "size": [1, 1],
+                   "material": {"model": "stvk", "lambda": 1e5, "mu": 1e5, "thickness": 0.001, "density": 200}}]})");
+    const weft::SceneDescription grid = weft::parse_scene(sheet);
+    REQUIRE_THROWS_WITH(weft::require_fits_in_memory(grid, 1e9),
+                        Contains("1000000 triangle vertices, which need at least 6.0 GB"));
 }

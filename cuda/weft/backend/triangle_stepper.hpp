@@ -167,6 +167,7 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
     m_mass.assign(model.mass.begin(), model.mass.end());
     m_triangles.assign(model.triangles.begin(), model.triangles.end());
     m_hinges.assign(model.hinges.begin(), model.hinges.end());
+    for (const Collider<T>& c : colliders) require_valid_collider(c);  // the factories' checks, for colliders built by hand
     m_colliders.assign(colliders.begin(), colliders.end());
     if (model.tabulated) {
         const std::vector<TabulatedMembraneDensity<T>> one(1, *model.tabulated);

@@ -887,6 +887,7 @@ YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collide
     const std::vector<unsigned char> external = external_contact_flags(model);
     m_external_contact.assign(external.begin(), external.end());
     m_host_shears = model.shears;
+    for (const Collider<T>& c : colliders) require_valid_collider(c);  // the factories' checks, for colliders built by hand
     m_colliders.assign(colliders.begin(), colliders.end());
     // Without yarn lists (a model built from segments alone) parallel-yarn
     // contact stays on the segments.

@@ -1,11 +1,14 @@
 #pragma once
 /// @file collider.hpp
-/// Penalty colliders (sphere, plane) seen by the nodes of any model — yarn
+/// Penalty colliders (sphere, plane, box) seen by the nodes of any model — yarn
 /// crossings and triangle-mesh vertices alike — with regularized Coulomb
 /// friction. DoFs: the node position x (3).
 
 #include <cmath>
+#include <sstream>
+#include <string>
 
+#include <weft/core/error.hpp>
 #include <weft/core/types.hpp>
 #include <weft/element/implicit_system.hpp>
 #include <weft/element/mollified_friction.hpp>
@@ -13,26 +16,31 @@
 
 namespace weft {
 
-/// A collider seen by the node kernel: sphere (center, radius), plane
-/// (point = center, unit normal) or axis-aligned box (center, half extents
-/// in `normal`, e.g. a table; `radius` rounds its edges and corners).
+/// The shape of a collider.
+enum class ColliderShape : int { sphere = 0, plane = 1, box = 2 };
+
+/// A collider seen by the node kernel; each shape reads its own named fields
+/// (build one with `sphere_collider`, `plane_collider` or `box_collider`,
+/// which validate them).
 template <typename T>
 struct Collider {
-    int type;  ///< 0 sphere, 1 plane, 2 box
-    Vec3<T> center;
-    Vec3<T> normal;  ///< plane: unit normal; box: half extents
-    T radius;        ///< sphere: radius; box: edge rounding ρ (< every half extent), 0: sharp
-    T stiffness;
-    T friction;
+    ColliderShape shape = ColliderShape::plane;
+    Vec3<T> center = Vec3<T>::Zero();        ///< sphere, box: centre; plane: a point of the plane (m)
+    Vec3<T> normal = Vec3<T>::UnitZ();       ///< plane: unit normal, pointing to the free side
+    Vec3<T> half_extents = Vec3<T>::Zero();  ///< box: half edge lengths along x, y, z (m)
+    T radius = T(0);                         ///< sphere: radius (m)
+    T rounding = T(0);                       ///< box: radius ρ of its edges and corners (< every half extent), 0: sharp
+    T stiffness = T(0);                      ///< penalty stiffness k (N/m)
+    T friction = T(0);                       ///< Coulomb μ
 
     WEFT_HD void distance(const Vec3<T>& x, T& phi, Vec3<T>& n) const
     {
-        if (type == 0) {
+        if (shape == ColliderShape::sphere) {
             const Vec3<T> d = x - center;
             const T len = d.norm();
             n = len > T(0) ? Vec3<T>(d / len) : Vec3<T>(T(0), T(0), T(1));
             phi = len - radius;
-        } else if (type == 1) {
+        } else if (shape == ColliderShape::plane) {
             n = normal;
             phi = normal.dot(x - center);
         } else {
@@ -56,7 +64,7 @@ struct Collider {
                 n(face) = d(face) < T(0) ? T(-1) : T(1);
                 phi = q(face);
             }
-            phi -= radius;
+            phi -= rounding;
         }
     }
 
@@ -67,7 +75,7 @@ struct Collider {
     {
         Vec3<T> outside;
         for (int k = 0; k < 3; ++k) {
-            q(k) = (d(k) < T(0) ? -d(k) : d(k)) - (normal(k) - radius);
+            q(k) = (d(k) < T(0) ? -d(k) : d(k)) - (half_extents(k) - rounding);
             outside(k) = q(k) > T(0) ? (d(k) < T(0) ? -q(k) : q(k)) : T(0);
         }
         return outside;
@@ -83,9 +91,9 @@ struct Collider {
     WEFT_HD Mat3<T> normal_gradient(const Vec3<T>& x) const
     {
         Mat3<T> g = Mat3<T>::Zero();
-        if (type == 1) return g;
+        if (shape == ColliderShape::plane) return g;
         Vec3<T> outside = Vec3<T>::Zero();
-        if (type == 0) {
+        if (shape == ColliderShape::sphere) {
             outside = x - center;
             for (int k = 0; k < 3; ++k) g(k, k) = T(1);
         } else {
@@ -99,6 +107,98 @@ struct Collider {
         return (g - n * n.transpose()) / len;
     }
 };
+
+
+/// Checks the fields that the collider's shape reads.
+/// @throws InvalidInput naming the field and its value.
+template <typename T>
+void require_valid_collider(const Collider<T>& c)
+{
+    const auto finite = [](const char* what, const Vec3<T>& v) {
+        for (int k = 0; k < 3; ++k) require_finite(what, double(v(k)));
+    };
+    finite("collider center", c.center);
+    require_positive("collider stiffness", double(c.stiffness));
+    require_non_negative("collider friction", double(c.friction));
+    switch (c.shape) {
+        case ColliderShape::sphere:
+            require_positive("sphere collider radius", double(c.radius));
+            break;
+        case ColliderShape::plane:
+            finite("plane collider normal", c.normal);
+            if (!(std::abs(double(c.normal.norm()) - 1.0) <= 1e-9))
+                throw InvalidInput(detail::describe("plane collider normal length", double(c.normal.norm()),
+                                                    "must be 1 (plane collider normal: must have unit length; "
+                                                    "plane_collider normalizes it)"));
+            break;
+        case ColliderShape::box: {
+            for (int k = 0; k < 3; ++k) require_positive("box collider half_extents", double(c.half_extents(k)));
+            require_non_negative("box collider rounding", double(c.rounding));
+            const double shortest = double(c.half_extents.minCoeff());
+            if (!(double(c.rounding) < shortest)) {
+                std::ostringstream requirement;
+                requirement.precision(17);
+                requirement << "must be below the shortest half extent " << shortest;
+                throw InvalidInput(detail::describe("box collider rounding", double(c.rounding), requirement.str().c_str()));
+            }
+            break;
+        }
+        default:
+            throw InvalidInput(detail::describe("collider shape", static_cast<int>(c.shape),
+                                                "must be ColliderShape::sphere, plane or box"));
+    }
+}
+
+/// A sphere of `radius` > 0 about `center`.
+/// @throws InvalidInput naming the field and its value.
+template <typename T>
+Collider<T> sphere_collider(const Vec3<T>& center, T radius, T stiffness, T friction = T(0))
+{
+    Collider<T> c;
+    c.shape = ColliderShape::sphere;
+    c.center = center;
+    c.radius = radius;
+    c.stiffness = stiffness;
+    c.friction = friction;
+    require_valid_collider(c);
+    return c;
+}
+
+/// The plane through `point` with normal `normal` (any non-zero length;
+/// stored normalized), the free side on the normal's side.
+template <typename T>
+Collider<T> plane_collider(const Vec3<T>& point, const Vec3<T>& normal, T stiffness, T friction = T(0))
+{
+    Collider<T> c;
+    c.shape = ColliderShape::plane;
+    c.center = point;
+    const T length = normal.norm();
+    if (!(length > T(0)) || !std::isfinite(length))
+        throw InvalidInput(detail::describe("plane collider normal length", static_cast<double>(length),
+                                            "plane collider normal: must be a non-zero finite vector"));
+    c.normal = normal / length;
+    c.stiffness = stiffness;
+    c.friction = friction;
+    require_valid_collider(c);
+    return c;
+}
+
+/// The axis-aligned box about `center` with half edge lengths
+/// `half_extents`, its edges and corners rounded by `rounding`.
+template <typename T>
+Collider<T> box_collider(const Vec3<T>& center, const Vec3<T>& half_extents, T rounding, T stiffness,
+                         T friction = T(0))
+{
+    Collider<T> c;
+    c.shape = ColliderShape::box;
+    c.center = center;
+    c.half_extents = half_extents;
+    c.rounding = rounding;
+    c.stiffness = stiffness;
+    c.friction = friction;
+    require_valid_collider(c);
+    return c;
+}
 
 /// Onset width of the penalty: the contact stiffness grows smoothly from 0
 /// to k over the first `collider_onset_fraction` × r of depth.

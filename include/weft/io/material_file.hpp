@@ -30,9 +30,8 @@
 /// negative strains a curve is extended to compression as an odd function;
 /// beyond its ends, linearly with the end slope (potential/tabulated.hpp).
 ///
-/// This file reuses the strict readers and the JSON file reader of scene.hpp
-/// (scene_detail), so it includes scene.hpp: include it from scene_model.hpp
-/// or a runner, not from scene.hpp itself.
+/// It is read with the strict JSON reader of the scene files
+/// (json_reader.hpp): the same messages, duplicate keys rejected.
 
 #include <filesystem>
 #include <string>
@@ -41,7 +40,7 @@
 #include <nlohmann/json.hpp>
 
 #include <weft/core/error.hpp>
-#include <weft/io/scene.hpp>
+#include <weft/io/json_reader.hpp>
 #include <weft/potential/tabulated.hpp>
 
 namespace weft {
@@ -58,17 +57,17 @@ struct TabulatedMaterial {
 namespace material_detail {
 
 using json = nlohmann::json;
-using scene_detail::describe_value;
-using scene_detail::element_path;
-using scene_detail::fail;
-using scene_detail::Object;
+using json_reader::describe_value;
+using json_reader::element_path;
+using json_reader::fail;
+using json_reader::Object;
 
 inline std::vector<double> read_number_array(const json& j, const std::string& path)
 {
     if (!j.is_array()) fail(path, "expected an array of numbers, got " + describe_value(j));
     std::vector<double> values;
     values.reserve(j.size());
-    for (std::size_t k = 0; k < j.size(); ++k) values.push_back(scene_detail::read_number(j[k], element_path(path, k)));
+    for (std::size_t k = 0; k < j.size(); ++k) values.push_back(json_reader::read_number(j[k], element_path(path, k)));
     return values;
 }
 
@@ -99,12 +98,12 @@ inline TabulatedMaterial parse_tabulated_material(const nlohmann::json& material
     o.allow_only({"model", "name", "description", "units", "warp", "weft", "shear"});
     TabulatedMaterial m;
     o.get("model", [](const json& j, const std::string& p) {
-        return scene_detail::read_choice(j, p, {"tabulated"}, "material model");
+        return json_reader::read_choice(j, p, {"tabulated"}, "material model");
     });
-    m.name = o.get("name", scene_detail::read_non_empty_string);
-    m.description = o.get_or("description", scene_detail::read_string, std::string());
+    m.name = o.get("name", json_reader::read_non_empty_string);
+    m.description = o.get_or("description", json_reader::read_string, std::string());
     m.units = o.get("units", [](const json& j, const std::string& p) {
-        return scene_detail::read_choice(j, p, {"N/m"}, "stress unit (force per unit rest length)");
+        return json_reader::read_choice(j, p, {"N/m"}, "stress unit (force per unit rest length)");
     });
     m.density.warp = parse_curve(o.required("warp"), "warp");
     m.density.weft = parse_curve(o.required("weft"), "weft");
@@ -118,16 +117,16 @@ inline TabulatedMaterial parse_tabulated_material(const nlohmann::json& material
 inline TabulatedMaterial parse_tabulated_material_text(const std::string& text,
                                                        const std::string& source = "<material text>")
 {
-    const scene_detail::json material = scene_detail::parse_json_text(text, source);
-    return scene_detail::validate_from(source, [&] { return parse_tabulated_material(material); });
+    const json_reader::json material = json_reader::parse_json_text(text, source);
+    return json_reader::validate_from(source, [&] { return parse_tabulated_material(material); });
 }
 
 /// Reads and validates a material file. Every error names the file.
 inline TabulatedMaterial load_tabulated_material(const std::filesystem::path& path)
 {
     const std::string name = path.string();
-    const scene_detail::json material = scene_detail::read_json_file(path, "material");
-    TabulatedMaterial m = scene_detail::validate_from(name, [&] { return parse_tabulated_material(material); });
+    const json_reader::json material = json_reader::read_json_file(path, "material");
+    TabulatedMaterial m = json_reader::validate_from(name, [&] { return parse_tabulated_material(material); });
     m.source = name;
     return m;
 }

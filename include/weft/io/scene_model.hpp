@@ -14,6 +14,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/element/yarn_elements.hpp>
+#include <weft/io/memory_estimate.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/model/layers.hpp>
 #include <weft/model/sliding_rods.hpp>
@@ -107,26 +108,17 @@ std::vector<Collider<T>> colliders_of(const SceneDescription& scene)
 {
     std::vector<Collider<T>> out;
     for (const ColliderDescription& d : scene.colliders) {
-        Collider<T> c;
+        const Vec3<T> center(T(d.center[0]), T(d.center[1]), T(d.center[2]));
+        const T k = T(d.stiffness), mu = T(d.friction);
         if (d.type == "sphere") {
-            c.type = 0;
-            c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
-            c.normal = Vec3<T>(T(0), T(0), T(1));
-            c.radius = T(d.radius);
+            out.push_back(sphere_collider<T>(center, T(d.radius), k, mu));
         } else if (d.type == "box") {
-            c.type = 2;
-            c.center = Vec3<T>(T(d.center[0]), T(d.center[1]), T(d.center[2]));
-            c.normal = Vec3<T>(T(d.size[0] / 2), T(d.size[1] / 2), T(d.size[2] / 2));
-            c.radius = T(d.rounding);
+            const Vec3<T> half(T(d.size[0] / 2), T(d.size[1] / 2), T(d.size[2] / 2));
+            out.push_back(box_collider<T>(center, half, T(d.rounding), k, mu));
         } else {
-            c.type = 1;
-            c.center = Vec3<T>(T(d.point[0]), T(d.point[1]), T(d.point[2]));
-            c.normal = Vec3<T>(T(d.normal[0]), T(d.normal[1]), T(d.normal[2]));
-            c.radius = T(0);
+            const Vec3<T> point(T(d.point[0]), T(d.point[1]), T(d.point[2]));
+            out.push_back(plane_collider<T>(point, Vec3<T>(T(d.normal[0]), T(d.normal[1]), T(d.normal[2])), k, mu));
         }
-        c.stiffness = T(d.stiffness);
-        c.friction = T(d.friction);
-        out.push_back(c);
     }
     return out;
 }
@@ -138,6 +130,7 @@ template <typename T>
 YarnScene<T> build_yarn_scene(const SceneDescription& scene)
 {
     using namespace scene_model_detail;
+    require_fits_in_memory(scene);
     YarnScene<T> out;
     out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
     if (!scene.cloth.empty() && scene.cloth.front().type == "sliding-rods") {

@@ -19,6 +19,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/io/material_file.hpp>
+#include <weft/io/memory_estimate.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
 #include <weft/model/triangle_model.hpp>
@@ -134,6 +135,7 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
         throw InvalidInput("invalid cloth: a triangle scene takes exactly one cloth entry of type \"triangle\" (got " +
                            std::to_string(scene.cloth.size()) + " entries)");
     }
+    require_fits_in_memory(scene);
     const ClothDescription& c = scene.cloth.front();
     const TriangleClothDescription& t = c.triangle;
     TriangleScene<T> out;

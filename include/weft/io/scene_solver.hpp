@@ -1,0 +1,87 @@
+#pragma once
+/// @file scene_solver.hpp
+/// The parser of a scene's `solver` object (keys: scene_schema.hpp,
+/// docs/scenes.md). Host-only.
+
+#include <string>
+
+#include <weft/io/json_reader.hpp>
+#include <weft/io/scene_description.hpp>
+#include <weft/io/scene_schema.hpp>
+
+namespace weft {
+namespace scene_detail {
+
+using namespace json_reader;
+
+/// `solver` (`time_step` bounds `min_time_step` and sets its default).
+inline SolverDescription parse_solver(const json& j, const std::string& path, double time_step)
+{
+    const Object o(j, path);
+    o.allow_only(scene_keys::solver());
+    SolverDescription s;
+    auto at_least_one = [](const json& v, const std::string& p) { return read_integer(v, p, 1); };
+    s.newton_iterations = o.get_or("newton_iterations", at_least_one, s.newton_iterations);
+    s.newton_tolerance = o.get_or("newton_tolerance", read_positive, s.newton_tolerance);
+    s.pcg_tolerance = o.get_or("pcg_tolerance", read_positive, s.pcg_tolerance);
+    if (!(s.pcg_tolerance < 1))
+        fail(o.path("pcg_tolerance"), "must be < 1 (a relative residual), got " + format_number(s.pcg_tolerance));
+    s.pcg_max_iterations = o.get_or("pcg_max_iterations", at_least_one, s.pcg_max_iterations);
+    s.adaptive_time_step = o.get_or("adaptive_time_step", read_bool, s.adaptive_time_step);
+    s.preconditioner = o.get_or(
+        "preconditioner",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"block-jacobi", "yarn-lines", "multilevel"}, "preconditioner");
+        },
+        s.preconditioner);
+    s.linear = o.get_or(
+        "linear", [](const json& v, const std::string& p) { return read_choice(v, p, {"pcg", "cholmod"}, "linear solver"); },
+        s.linear);
+    s.stiffness_approximation = o.get_or(
+        "stiffness_approximation",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"auto", "gauss-newton", "projected"}, "stiffness approximation");
+        },
+        s.stiffness_approximation);
+    s.min_time_step = o.get_or("min_time_step", read_positive, time_step / 1024);
+    s.max_speed = o.get_or("max_speed", read_positive, s.max_speed);
+    // Line-search halvings and doublings of one Newton update: 0..30.
+    auto up_to_30 = [](const json& v, const std::string& p) {
+        const int count = read_integer(v, p, 0);
+        if (count > 30) fail(p, "must be <= 30, got " + std::to_string(count));
+        return count;
+    };
+    s.line_search_cuts = o.get_or("line_search_cuts", up_to_30, s.line_search_cuts);
+    s.line_search_expansions = o.get_or("line_search_expansions", up_to_30, s.line_search_expansions);
+    s.exact_hessians = o.get_or("exact_hessians", read_bool, s.exact_hessians);
+    if (o.has("eil")) {
+        const Object e(o.required("eil"), o.path("eil"));
+        e.allow_only(scene_keys::eil());
+        s.eil = e.get_or("enabled", read_bool, true);
+        s.eil_given = true;
+        s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
+        if (!(s.eil_safety_factor < 1))
+            fail(e.path("safety_factor"), "must be < 1 (a fraction of the rest segment length), got " +
+                                              format_number(s.eil_safety_factor));
+        s.eil_contact_factor = e.get_or("contact_factor", read_positive, s.eil_contact_factor);
+        s.eil_lookahead = e.get_or("lookahead", read_bool, s.eil_lookahead);
+        s.eil_min_segment_factor = e.get_or("min_segment_factor", read_positive, s.eil_min_segment_factor);
+        if (!(s.eil_min_segment_factor < 1))
+            fail(e.path("min_segment_factor"), "must be < 1 (a fraction of the safety distance), got " +
+                                                   format_number(s.eil_min_segment_factor));
+        s.eil_reset_arc_length = e.get_or("reset_arc_length", read_bool, s.eil_reset_arc_length);
+        s.eil_remove_pulling_contacts =
+            e.get_or("remove_pulling_contacts", read_bool, s.eil_remove_pulling_contacts);
+        s.eil_pull_threshold = e.get_or("pull_threshold", read_non_negative, s.eil_pull_threshold);
+        if (!(s.eil_pull_threshold < 1))
+            fail(e.path("pull_threshold"), "must be < 1 (a fraction of the forces a contact balances), got " +
+                                               format_number(s.eil_pull_threshold));
+    }
+    if (s.min_time_step > time_step)
+        fail(o.path("min_time_step"),
+             "must be <= time_step = " + format_number(time_step) + ", got " + format_number(s.min_time_step));
+    return s;
+}
+
+}  // namespace scene_detail
+}  // namespace weft
