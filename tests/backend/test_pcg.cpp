@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -7,6 +8,7 @@
 
 #include <Eigen/Eigenvalues>
 #include <Eigen/SparseCholesky>
+#include <omp.h>
 
 #include <weft/backend/assembly.hpp>
 #include <weft/backend/direct_solver.hpp>
@@ -496,4 +498,46 @@ TEST_CASE("cholmod: an indefinite or non-finite system is reported, x left alone
     nan_b(2) = std::numeric_limits<double>::quiet_NaN();
     const PcgResult<double> non_finite = solver.solve(a, to_device(nan_b), to_device(first_free), x);
     CHECK(non_finite.status == PcgStatus::non_finite);
+}
+
+TEST_CASE("fixed-order sums: the same bits on 1, 2 and 4 threads, equal to the chunked sum in index order",
+          "[backend][vector_ops][determinism]")
+{
+    Random rng(71);
+    int checks = 0;
+    const int threads_before = omp_get_max_threads();
+    const std::size_t chunk = weft::fixed_order_chunk;
+    for (const std::size_t n : {std::size_t(0), std::size_t(1), chunk - 1, chunk, chunk + 1, 3 * chunk + 5,
+                                17 * chunk + 123}) {
+        // Terms of mixed sign and magnitude, whose sum depends on the order.
+        std::vector<double> a(n), b(n);
+        for (std::size_t i = 0; i < n; ++i) {
+            a[i] = rng.uniform(-1, 1) * std::pow(10.0, rng.uniform(-8, 8));
+            b[i] = rng.uniform(-1, 1);
+        }
+        const thrust::device_vector<double> da(a.begin(), a.end()), db(b.begin(), b.end());
+        // The reference: chunks of `chunk` terms in index order, then the chunk sums in order.
+        double dot_ref = 0, sum_ref = 0;
+        for (std::size_t begin = 0; begin < n; begin += chunk) {
+            const std::size_t end = std::min(n, begin + chunk);
+            double d = a[begin] * b[begin], s = a[begin];
+            for (std::size_t i = begin + 1; i < end; ++i) {
+                d += a[i] * b[i];
+                s += a[i];
+            }
+            dot_ref += d;
+            sum_ref += s;
+        }
+        for (const int threads : {1, 2, 4}) {
+            omp_set_num_threads(threads);
+            INFO("n = " << n << ", " << threads << " threads");
+            CHECK(weft::dot(da, db) == dot_ref);  // bit for bit
+            const weft::SumPair<double> pair = weft::sum_pair(da, db);
+            CHECK(pair.first == sum_ref);
+            CHECK(weft::fixed_order_reduce(da.begin(), n, 0.0, thrust::plus<double>{}) == sum_ref);
+            checks += 3;
+        }
+    }
+    omp_set_num_threads(threads_before);
+    REQUIRE(checks == 7 * 3 * 3);
 }

@@ -526,8 +526,9 @@ TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL
 {
     // With friction 0 the yarns of the hanging patch slide freely at every
     // crossing. EIL is the default of yarn scenes: the run ends (measured:
-    // 1,000 steps, up to 83 EIL pairs, 3 crossings that slide off a yarn's
-    // end detached). EoL-only, a segment inverts within the first 0.06 s.
+    // 1,000 steps, up to 19 EIL pairs, peak speed 0.88 m/s). EoL-only,
+    // segments invert within the first 0.06 s (measured: steps 50, 60 and 61
+    // halved for collapsed segments) and the sliding yarns whip.
     const fs::path dir = fresh_dir("hang_frictionless");
     std::string scene = text_of(source_root() / "examples" / "scenes" / "hang.json");
     const std::string mu = "\"coefficient\": 0.3";
@@ -561,9 +562,13 @@ TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL
     REQUIRE(eol.find(duration) != std::string::npos);
     eol.replace(eol.find(duration), duration.size(), duration + " \"solver\": {\"eil\": {\"enabled\": false}},");
     const RunOutput without = run_quietly(write_scene(dir, eol), dir, 0.2);
-    INFO(without.log);
-    CHECK_FALSE(without.summary.ok);
-    CHECK(without.summary.steps < 100);
+    INFO(without.log << without.summary.error);
+    // Either the run fails, or it limps on with halved steps at speeds that
+    // a hanging patch never reaches (measured since the backend's sums have a
+    // fixed order, on any core count: 4 steps halved, 2.3 m/s in 0.2 s).
+    // Which of the two depends on the last digits: before that, it failed at
+    // step 58 on two cores and went on on one.
+    CHECK((!without.summary.ok || (without.summary.halved_steps >= 3 && without.summary.peak_speed > 1.0)));
 }
 
 TEST_CASE("weft-run: layer and box-collider keys are validated", "[examples][weft-run][layers]")

@@ -101,7 +101,6 @@
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
-#include <thrust/inner_product.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
@@ -812,8 +811,8 @@ private:
     {
         const auto first = thrust::make_zip_iterator(thrust::make_tuple(x.begin(), m_free.begin()));
         using std::sqrt;
-        return sqrt(thrust::transform_reduce(thrust::device, first, first + x.size(),
-                                             stepper_detail::FilteredSquare<T>{}, T(0), thrust::plus<T>{}));
+        return sqrt(fixed_order_transform_reduce(first, x.size(), stepper_detail::FilteredSquare<T>{}, T(0),
+                                                 thrust::plus<T>{}));
     }
 
     bool state_finite() const
@@ -972,12 +971,11 @@ private:
     Merit<T> incremental_potential(T h)
     {
         assemble_vector(m_map, m_force_contributions, m_force);
-        const ElementEnergies<T> e =
-            thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
-                           ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
-        const T inertia = thrust::transform_reduce(
-            thrust::device, thrust::counting_iterator<std::size_t>(0),
-            thrust::counting_iterator<std::size_t>(m_q.size()),
+        const ElementEnergies<T> e = fixed_order_reduce(m_energies.begin(), m_energies.size(),
+                                                        ElementEnergies<T>{T(0), T(0), T(0), T(0)},
+                                                        stepper_detail::PlusEnergies<T>{});
+        const T inertia = fixed_order_transform_reduce(
+            thrust::counting_iterator<std::size_t>(0), m_q.size(),
             stepper_detail::MassProduct<T>{h, raw(m_mass_velocity), raw(m_force), raw(m_rhs)}, T(0),
             thrust::plus<T>{});
         using std::abs;
@@ -1014,7 +1012,7 @@ private:
     {
         using std::abs;
         // −∇E · Δv = bᵀ Δv (Δv is 0 on prescribed DoFs): > 0 for a descent direction.
-        const T slope = thrust::inner_product(thrust::device, m_rhs.begin(), m_rhs.end(), m_dv.begin(), T(0));
+        const T slope = dot(m_rhs, m_dv);
         if (k > 0 && abs(slope) <= T(100) * std::numeric_limits<T>::epsilon() * merit.magnitude)
             return LineSearch::round_off;
         T alpha = self().feasible_step_fraction(h, m_dv);
@@ -1120,7 +1118,7 @@ private:
     /// Whether the solved Δv descends the incremental potential: bᵀΔv > 0.
     bool descends() const
     {
-        return thrust::inner_product(thrust::device, m_rhs.begin(), m_rhs.end(), m_dv.begin(), T(0)) > T(0);
+        return dot(m_rhs, m_dv) > T(0);
     }
 
     /// The model's PCG settings; a solve with the exact Hessians stops at
@@ -1315,8 +1313,8 @@ template <typename T, int B, class Derived>
 ElementEnergies<T> ImplicitStepper<T, B, Derived>::energies()
 {
     if (!m_energies_valid) evaluate(m_last_h > T(0) ? m_last_h : T(1e-3), first_inputs());
-    return thrust::reduce(thrust::device, m_energies.begin(), m_energies.end(),
-                          ElementEnergies<T>{T(0), T(0), T(0), T(0)}, stepper_detail::PlusEnergies<T>{});
+    return fixed_order_reduce(m_energies.begin(), m_energies.size(), ElementEnergies<T>{T(0), T(0), T(0), T(0)},
+                              stepper_detail::PlusEnergies<T>{});
 }
 
 }  // namespace weft

@@ -538,14 +538,14 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
                              thrust::counting_iterator<Index>(a.rows()),
                              pcg_detail::FilteredRowProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
                                                                               cells(workspace.row_sums)});
-            curvature = thrust::reduce(thrust::device, workspace.row_sums.begin(), workspace.row_sums.end(), T(0),
-                                       thrust::plus<T>{});
+            curvature = fixed_order_reduce(workspace.row_sums.begin(), workspace.row_sums.size(), T(0),
+                                           thrust::plus<T>{});
         } else {
             thrust::for_each(thrust::device, node_first, node_last,
                              pcg_detail::FilteredProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
                                                                            cells(workspace.node_sums_first)});
-            curvature = thrust::reduce(thrust::device, workspace.node_sums_first.begin(),
-                                       workspace.node_sums_first.end(), T(0), thrust::plus<T>{});
+            curvature = fixed_order_reduce(workspace.node_sums_first.begin(), workspace.node_sums_first.size(), T(0),
+                                           thrust::plus<T>{});
         }
         if (!(std::abs(curvature) <= std::numeric_limits<T>::max())) {
             return pcg_detail::make_result(PcgStatus::non_finite, iteration, residual_norm / initial_norm);

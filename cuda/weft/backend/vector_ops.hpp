@@ -1,8 +1,12 @@
 #pragma once
 /// @file vector_ops.hpp
 /// Level-1 operations on Thrust device vectors, each one pass over memory
-/// (dot products are transform_reduce over zip iterators), and host copies.
+/// (dot products are reductions over zip iterators), and host copies.
 /// All vectors are flat: n scalars, B consecutive scalars per node.
+///
+/// Every floating-point sum of the backend goes through
+/// `fixed_order_transform_reduce`, so that a step gives the same bits
+/// whatever the thread count and the machine (see there).
 
 #include <cstddef>
 #include <string>
@@ -12,6 +16,7 @@
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
 #include <thrust/functional.h>
+#include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/zip_iterator.h>
 #include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
@@ -92,6 +97,77 @@ void require_same_size(const char* what, const thrust::device_vector<T>& a, cons
 
 }  // namespace vector_detail
 
+namespace vector_detail {
+
+/// The reduction of one fixed chunk of terms, in index order.
+template <class Iterator, class Transform, typename T, class Op>
+struct ChunkReduce {
+    Iterator first;
+    std::size_t n;
+    std::size_t chunk;
+    Transform transform;
+    Op op;
+    WEFT_HD T operator()(std::size_t c) const
+    {
+        const std::size_t begin = c * chunk;
+        const std::size_t end = begin + chunk < n ? begin + chunk : n;
+        T sum = transform(first[begin]);
+        for (std::size_t i = begin + 1; i < end; ++i) sum = op(sum, transform(first[i]));
+        return sum;
+    }
+};
+
+}  // namespace vector_detail
+
+/// Terms per chunk of `fixed_order_transform_reduce` on CPU threads.
+constexpr std::size_t fixed_order_chunk = 4096;
+
+/// op(init, Σ_i transform(first[i])) for i < n, summed in an order fixed by n
+/// alone. On CPU threads (the OpenMP and C++ systems) the terms are summed in
+/// chunks of `fixed_order_chunk` consecutive indices, each in index order (in
+/// parallel when there are several), then the chunk sums in chunk order on
+/// the host: the same bits for any OMP_NUM_THREADS and any machine.
+/// Thrust's own reduce splits the range by omp_get_num_procs(), so its sums
+/// change with the machine's core count (measured: hang.json's CSV differs
+/// in the last digits between 1 and 2 available cores at 1 thread). On CUDA
+/// this is thrust::transform_reduce (CUB's reduction: the same bits run to
+/// run on one device, not across device models).
+template <class Iterator, class Transform, typename T, class Op>
+T fixed_order_transform_reduce(Iterator first, std::size_t n, Transform transform, T init, Op op)
+{
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+    return thrust::transform_reduce(thrust::device, first, first + n, transform, init, op);
+#else
+    if (n == 0) return init;
+    const std::size_t chunks = (n + fixed_order_chunk - 1) / fixed_order_chunk;
+    const vector_detail::ChunkReduce<Iterator, Transform, T, Op> reduce_chunk{first, n, fixed_order_chunk, transform,
+                                                                               op};
+    if (chunks == 1) return op(init, reduce_chunk(0));
+    std::vector<T> partial(chunks);
+    thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                      thrust::counting_iterator<std::size_t>(chunks), partial.data(), reduce_chunk);
+    T sum = init;
+    for (const T& p : partial) sum = op(sum, p);
+    return sum;
+#endif
+}
+
+/// The identity transform, for `fixed_order_reduce`.
+struct Identity {
+    template <typename U>
+    WEFT_HD U operator()(const U& u) const
+    {
+        return u;
+    }
+};
+
+/// op(init, Σ first[i]) in the fixed order of `fixed_order_transform_reduce`.
+template <class Iterator, typename T, class Op>
+T fixed_order_reduce(Iterator first, std::size_t n, T init, Op op)
+{
+    return fixed_order_transform_reduce(first, n, Identity{}, init, op);
+}
+
 /// aᵀb.
 /// @param[in] a  n values
 /// @param[in] b  n values
@@ -100,16 +176,14 @@ T dot(const thrust::device_vector<T>& a, const thrust::device_vector<T>& b)
 {
     vector_detail::require_same_size("dot b.size()", a, b);
     const auto first = thrust::make_zip_iterator(thrust::make_tuple(a.begin(), b.begin()));
-    return thrust::transform_reduce(thrust::device, first, first + a.size(), vector_detail::Product<T>{}, T(0),
-                                    thrust::plus<T>{});
+    return fixed_order_transform_reduce(first, a.size(), vector_detail::Product<T>{}, T(0), thrust::plus<T>{});
 }
 
 /// aᵀa.
 template <typename T>
 T squared_norm(const thrust::device_vector<T>& a)
 {
-    return thrust::transform_reduce(thrust::device, a.begin(), a.end(), vector_detail::Square<T>{}, T(0),
-                                    thrust::plus<T>{});
+    return fixed_order_transform_reduce(a.begin(), a.size(), vector_detail::Square<T>{}, T(0), thrust::plus<T>{});
 }
 
 /// (Σ a_i, Σ b_i) in one pass.
@@ -120,8 +194,8 @@ SumPair<T> sum_pair(const thrust::device_vector<T>& a, const thrust::device_vect
 {
     vector_detail::require_same_size("sum_pair b.size()", a, b);
     const auto first = thrust::make_zip_iterator(thrust::make_tuple(a.begin(), b.begin()));
-    return thrust::transform_reduce(thrust::device, first, first + a.size(), vector_detail::AsSumPair<T>{},
-                                    SumPair<T>{T(0), T(0)}, vector_detail::PlusSumPair<T>{});
+    return fixed_order_transform_reduce(first, a.size(), vector_detail::AsSumPair<T>{}, SumPair<T>{T(0), T(0)},
+                                        vector_detail::PlusSumPair<T>{});
 }
 
 /// y ← α x + y.
