@@ -1,5 +1,6 @@
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
+#include <weft/io/triangle_scene.hpp>
 
 #include <catch2/catch.hpp>
 
@@ -844,9 +845,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 25 objects, 154 keys (with repeats across objects, e.g. "type").
-    REQUIRE(weft::scene_schema().size() == 25);
-    REQUIRE(checked == 154);
+    // 26 objects, 162 keys (with repeats across objects, e.g. "type").
+    REQUIRE(weft::scene_schema().size() == 26);
+    REQUIRE(checked == 162);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key",
@@ -900,4 +901,52 @@ TEST_CASE("scene memory: a scene larger than the machine is refused with the est
     const weft::SceneDescription grid = weft::parse_scene(sheet);
     REQUIRE_THROWS_WITH(weft::require_fits_in_memory(grid, 1e9),
                         Contains("1000000 triangle vertices, which need at least 6.0 GB"));
+}
+
+TEST_CASE("scene: a triangle material given by Young's modulus and Poisson's ratio is a plane-stress membrane",
+          "[io][scene][triangle][material]")
+{
+    json scene = json::parse(R"({"time_step": 0.002, "duration": 0.1,
+        "cloth": [{"type": "triangle", "resolution": [5, 5], "size": [1, 1],
+                   "material": {"model": "stvk", "young": 3e6, "poisson": 0.3, "thickness": 0.002,
+                                "density": 200}}]})");
+    const double e = 3e6, nu = 0.3, h = 0.002;
+    const weft::SceneDescription s = weft::parse_scene(scene);
+    const weft::TriangleClothDescription& t = s.cloth[0].triangle;
+    CHECK(t.young == e);
+    CHECK(t.poisson == nu);
+    CHECK(t.lambda == Approx(e * nu / (1 - nu * nu)).epsilon(1e-15));  // λ₂D, not the 3D λ = Eν/((1+ν)(1−2ν))
+    CHECK(t.mu == Approx(e / (2 * (1 + nu))).epsilon(1e-15));
+    CHECK(t.bending == Approx(e * h * h * h / (12 * (1 - nu * nu))).epsilon(1e-15));
+
+    // Uniaxial stress with the model's membrane law (small strain): lateral
+    // contraction ν and axial stress E h ε, the plane-stress response.
+    const weft::TriangleScene<double> built = weft::build_triangle_scene<double>(s);
+    const weft::StVKDensity<double>& law = built.model.material.stvk;
+    const double strain = 1e-6;
+    const Eigen::Vector3d green(strain, -nu * strain, 0);  // Voigt (e11, e22, e12)
+    const Eigen::Vector3d stress = law.stress(green);
+    CHECK(std::abs(stress(1)) <= 1e-12 * std::abs(stress(0)));  // no lateral stress
+    CHECK(stress(0) == Approx(e * h * strain).epsilon(1e-12));
+    CHECK(std::abs(stress(2)) == 0.0);
+
+    // Bad input, each naming the key and the value.
+    auto with = [&](const char* key, const json& value) {
+        json j = scene;
+        j["cloth"][0]["material"][key] = value;
+        return j;
+    };
+    REQUIRE_THROWS_WITH(weft::parse_scene(with("poisson", 0.5)),
+                        Contains("cloth[0].material.poisson: must be in (-1, 0.5)") && Contains("got 0.5"));
+    REQUIRE_THROWS_WITH(weft::parse_scene(with("poisson", -1)), Contains("cloth[0].material.poisson"));
+    REQUIRE_THROWS_WITH(weft::parse_scene(with("young", -2e6)),
+                        Contains("cloth[0].material.young: must be > 0, got -2000000"));
+    REQUIRE_THROWS_WITH(weft::parse_scene(with("lambda", 1e5)),
+                        Contains("cloth[0].material.lambda: give either \"young\" and \"poisson\" or \"lambda\" "
+                                 "and \"mu\", not both (got lambda = number 100000 with young = number 3000000)"));
+    json no_poisson = scene;
+    no_poisson["cloth"][0]["material"].erase("poisson");
+    REQUIRE_THROWS_WITH(weft::parse_scene(no_poisson), Contains("cloth[0].material.poisson: required key is missing"));
+    json thin = with("thickness", 0);
+    REQUIRE_THROWS_WITH(weft::parse_scene(thin), Contains("cloth[0].material.thickness: must be > 0"));
 }

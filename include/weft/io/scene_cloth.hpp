@@ -257,14 +257,37 @@ inline ClothDescription parse_triangle(const Object& o)
     const std::string context = " for material model \"" + t.material_model + "\"";
     t.thickness = m.get("thickness", read_positive);
     t.density = m.get("density", read_positive);
-    if (t.material_model == "stvk") {
+    if (t.material_model == "stvk" && (m.has("young") || m.has("poisson"))) {
+        // The physical input: a thin sheet of a 3D StVK material in plane
+        // stress, E and ν. The membrane law's Lamé parameters are
+        // λ₂D = E ν / (1 − ν²) and μ = E / (2 (1 + ν)) (times h when the model
+        // is built), and the plate's D = E h³ / (12 (1 − ν²)).
+        for (const char* lame : {"lambda", "mu"})
+            if (m.has(lame))
+                fail(m.path(lame), "give either \"young\" and \"poisson\" or \"lambda\" and \"mu\", not both (got " +
+                                       std::string(lame) + " = " + describe_value(m.required(lame)) + " with " +
+                                       (m.has("young") ? "young = " + describe_value(m.required("young"))
+                                                       : "poisson = " + describe_value(m.required("poisson"))) +
+                                       ")");
+        m.allow_only(scene_keys::material_young(), context + " with \"young\" and \"poisson\"");
+        t.young = m.get("young", read_positive);
+        t.poisson = m.get("poisson", read_number);
+        if (!(t.poisson > -1 && t.poisson < 0.5))
+            fail(m.path("poisson"), "must be in (-1, 0.5) (a stable isotropic material), got " + format_number(t.poisson));
+        t.lambda = t.young * t.poisson / (1 - t.poisson * t.poisson);
+        t.mu = t.young / (2 * (1 + t.poisson));
+        t.bending = t.young * t.thickness * t.thickness * t.thickness / (12 * (1 - t.poisson * t.poisson));
+    } else if (t.material_model == "stvk") {
         m.allow_only(scene_keys::material_stvk(), context);
         t.lambda = m.get("lambda", read_number);
         t.mu = m.get("mu", read_non_negative);
         if (!(t.lambda + t.mu >= 0))
             fail(m.path("lambda"), "lambda + mu must be >= 0 (a convex StVK density), got lambda = " +
                                        format_number(t.lambda) + ", mu = " + format_number(t.mu));
-        // Plate bending stiffness D = E h³ / (12 (1 − ν²)) from the Lamé parameters.
+        // λ h and μ h are the membrane law's (2-D) Lamé parameters as given:
+        // nothing is converted to plane stress (docs/triangles.md). The
+        // default plate bending stiffness D = E h³ / (12 (1 − ν²)) reads λ, μ
+        // as 3D Lamé parameters.
         const double e = t.lambda + t.mu > 0 ? t.mu * (3 * t.lambda + 2 * t.mu) / (t.lambda + t.mu) : 0.0;
         const double nu = t.lambda + t.mu > 0 ? t.lambda / (2 * (t.lambda + t.mu)) : 0.0;
         t.bending = e * t.thickness * t.thickness * t.thickness / (12 * (1 - nu * nu));

@@ -89,8 +89,10 @@ struct TriangleClothDescription {
     std::string mesh;                          ///< OBJ file (instead of a grid), relative to the scene file
     double uv_scale = 1;                       ///< metres per OBJ texture unit
     std::string material_model = "stvk";       ///< "stvk" | "tabulated"
-    double lambda = 0;                         ///< λ (Pa), stvk
-    double mu = 0;                             ///< μ (Pa), stvk
+    double lambda = 0;                         ///< λ (Pa), stvk: λ h is the membrane law's first Lamé parameter (N/m)
+    double mu = 0;                             ///< μ (Pa), stvk: μ h is its shear modulus (N/m)
+    double young = 0;                          ///< E (Pa), stvk given by "young" and "poisson" (0 otherwise)
+    double poisson = 0;                        ///< ν, stvk given by "young" and "poisson"
     std::string material_file;                 ///< tabulated curves (JSON), relative to the scene file
     double thickness = 0;                      ///< h (m)
     double density = 0;                        ///< ρ (kg/m³)

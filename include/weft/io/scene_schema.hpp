@@ -27,7 +27,8 @@ inline const Keys& contact()          { static const Keys k{"stiffness", "min_di
 inline const Keys& moving_pins()      { static const Keys k{"nodes", "velocity"}; return k; }
 inline const Keys& initial_velocity() { static const Keys k{"linear", "angular"}; return k; }
 inline const Keys& triangle()         { static const Keys k{"type", "resolution", "size", "diagonals", "mesh", "uv_scale", "material", "damping", "center", "plane", "pins", "moving_pins", "initial_velocity", "collision_offset"}; return k; }
-inline const Keys& material()         { static const Keys k{"model", "lambda", "mu", "thickness", "density", "bending", "file"}; return k; }
+inline const Keys& material()         { static const Keys k{"model", "lambda", "mu", "young", "poisson", "thickness", "density", "bending", "file"}; return k; }
+inline const Keys& material_young()   { static const Keys k{"model", "young", "poisson", "thickness", "density", "bending"}; return k; }
 inline const Keys& material_stvk()    { static const Keys k{"model", "lambda", "mu", "thickness", "density", "bending"}; return k; }
 inline const Keys& material_tabulated() { static const Keys k{"model", "file", "thickness", "density", "bending"}; return k; }
 inline const Keys& triangle_damping() { static const Keys k{"model", "lambda", "mu", "bending", "beta"}; return k; }
@@ -72,6 +73,7 @@ inline const std::vector<SceneObjectKeys>& scene_schema()
         {"cloth[] (triangle)", &triangle()},
         {"cloth[].material (triangle)", &material()},
         {"cloth[].material (\"stvk\")", &material_stvk()},
+        {"cloth[].material (\"stvk\", young and poisson)", &material_young()},
         {"cloth[].material (\"tabulated\")", &material_tabulated()},
         {"cloth[].damping (triangle)", &triangle_damping()},
         {"cloth[].damping (triangle, \"strain-rate\")", &triangle_strain_rate()},
