@@ -37,8 +37,8 @@ enum class DiagonalPattern {
 
 /// A triangle mesh with per-corner rest coordinates.
 struct TriangleMesh {
-    std::vector<Vec3<double>> positions;             ///< #vertices rest/initial positions (m)
-    std::vector<std::array<int, 3>> triangles;       ///< #triangles vertex indices
+    std::vector<Vec3<double>> positions;               ///< #vertices rest/initial positions (m)
+    std::vector<std::array<int, 3>> triangles;         ///< #triangles vertex indices
     std::vector<std::array<Vec2<double>, 3>> rest_uv;  ///< #triangles × 3 corner (u, v) rest coordinates (m)
 
     int vertex_count() const { return static_cast<int>(positions.size()); }
@@ -160,20 +160,22 @@ inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0
                 if (!(ls >> x[k]) || !std::isfinite(x[k]))
                     throw InvalidInput(where() + "invalid '" + tag + "' record: '" + line + "'");
             }
-            if (tag == "v") mesh.positions.emplace_back(x[0], x[1], x[2]);
-            else texcoords.emplace_back(x[0], x[1]);
+            if (tag == "v")
+                mesh.positions.emplace_back(x[0], x[1], x[2]);
+            else
+                texcoords.emplace_back(x[0], x[1]);
         } else if (tag == "f") {
             std::vector<int> verts, uvs;
             std::string corner;
             while (ls >> corner) {
                 const std::size_t slash = corner.find('/');
-                verts.push_back(mesh_detail::obj_index(corner.substr(0, slash), mesh.vertex_count(), path,
-                                                       line_number, "vertex"));
+                verts.push_back(
+                    mesh_detail::obj_index(corner.substr(0, slash), mesh.vertex_count(), path, line_number, "vertex"));
                 int t = -1;
                 if (slash != std::string::npos) {
                     const std::size_t slash2 = corner.find('/', slash + 1);
-                    const std::string tt = corner.substr(slash + 1, slash2 == std::string::npos ? std::string::npos
-                                                                                                 : slash2 - slash - 1);
+                    const std::string tt =
+                        corner.substr(slash + 1, slash2 == std::string::npos ? std::string::npos : slash2 - slash - 1);
                     if (!tt.empty())
                         t = mesh_detail::obj_index(tt, static_cast<int>(texcoords.size()), path, line_number,
                                                    "texture");
@@ -196,7 +198,8 @@ inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0
         if (all_faces_textured) {
             for (int c = 0; c < 3; ++c) mesh.rest_uv[t][c] = uv_scale * texcoords[corner_uv[t][c]];
         } else {
-            mesh.rest_uv[t] = mesh_detail::flatten(mesh.positions[tri[0]], mesh.positions[tri[1]], mesh.positions[tri[2]]);
+            mesh.rest_uv[t] =
+                mesh_detail::flatten(mesh.positions[tri[0]], mesh.positions[tri[1]], mesh.positions[tri[2]]);
         }
     }
     return mesh;
