@@ -107,8 +107,14 @@ SpmvTiming time_spmv(const BsrMatrix<T, B>& a, int repeats)
 struct SingleThread {
 #if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
     int previous = omp_get_max_threads();
-    SingleThread() { omp_set_num_threads(1); }
-    ~SingleThread() { omp_set_num_threads(previous); }
+    SingleThread()
+    {
+        omp_set_num_threads(1);
+    }
+    ~SingleThread()
+    {
+        omp_set_num_threads(previous);
+    }
 #endif
 };
 

@@ -127,7 +127,7 @@ struct SizeResult {
     double peak_rss_mb = 0;
     long matrix_blocks = 0;
     weft::bench::SpmvTiming spmv;
-    std::string cholmod_fields;  ///< the CHOLMOD baseline's JSON fields, or empty
+    std::string cholmod_fields;     ///< the CHOLMOD baseline's JSON fields, or empty
     std::string multilevel_fields;  ///< the multilevel hierarchy's JSON fields, or empty
     double device_memory_mb = -1;
 };

@@ -132,7 +132,8 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
+             << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;
@@ -152,14 +153,16 @@ int main(int argc, char** argv)
             options.newton_tolerance = scene.solver.newton_tolerance;
             options.max_halvings = weft::max_halvings(scene);
             options.pcg.tolerance = scene.solver.pcg_tolerance;
-            options.pcg.max_iterations = opt.pcg_max_iterations > 0 ? opt.pcg_max_iterations : scene.solver.pcg_max_iterations;
+            options.pcg.max_iterations =
+                opt.pcg_max_iterations > 0 ? opt.pcg_max_iterations : scene.solver.pcg_max_iterations;
             options.pcg.preconditioner =
                 weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {
                 const weft::YarnStepReport r = stepper.step(h);
-                if (!r.ok) throw std::runtime_error("warm-up step failed at n = " + std::to_string(n) + ": " + r.message);
+                if (!r.ok)
+                    throw std::runtime_error("warm-up step failed at n = " + std::to_string(n) + ": " + r.message);
             }
             double total = 0, assembly = 0, solve = 0, eigen_ms = 0;
             long pcg_iterations = 0, eigen_iterations = 0, substeps = 0, multilevel_builds = 0;
@@ -187,30 +190,32 @@ int main(int argc, char** argv)
             }
             const double steps = opt.steps;
             std::ostringstream record;
-            record << "{\"n\": " << n << ", \"nodes\": " << n * n
-                 << ", \"dofs\": " << 5 * n * n << ", \"ms_per_step\": " << 1e3 * total / steps
-                 << ", \"assembly_ms\": " << 1e3 * assembly / steps << ", \"pcg_ms\": " << 1e3 * solve / steps
-                 << ", \"rest_ms\": " << 1e3 * (total - assembly - solve) / steps
-                 << ", \"pcg_iterations\": " << pcg_iterations / steps << ", \"substeps\": " << substeps / steps
-                 << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n)
-                 << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
+            record << "{\"n\": " << n << ", \"nodes\": " << n * n << ", \"dofs\": " << 5 * n * n
+                   << ", \"ms_per_step\": " << 1e3 * total / steps << ", \"assembly_ms\": " << 1e3 * assembly / steps
+                   << ", \"pcg_ms\": " << 1e3 * solve / steps
+                   << ", \"rest_ms\": " << 1e3 * (total - assembly - solve) / steps
+                   << ", \"pcg_iterations\": " << pcg_iterations / steps << ", \"substeps\": " << substeps / steps
+                   << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n)
+                   << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
             if (opt.eigen) {
-                record << ", \"eigen_cg_ms\": " << eigen_ms / steps << ", \"eigen_cg_iterations\": "
-                     << eigen_iterations / steps << ", \"eigen_cg_worst_error\": " << eigen_worst_error
-                     << ", \"pcg_speedup_vs_eigen\": " << (eigen_ms / steps) / (1e3 * solve / steps);
+                record << ", \"eigen_cg_ms\": " << eigen_ms / steps
+                       << ", \"eigen_cg_iterations\": " << eigen_iterations / steps
+                       << ", \"eigen_cg_worst_error\": " << eigen_worst_error
+                       << ", \"pcg_speedup_vs_eigen\": " << (eigen_ms / steps) / (1e3 * solve / steps);
             }
             if (opt.cholmod) record << cholmod.fields(1e3 * solve / steps);
             if (opt.spmv_repeats > 0) {
                 const weft::bench::SpmvTiming t = weft::bench::time_spmv(stepper.matrix(), opt.spmv_repeats);
                 record << ", \"matrix_blocks\": " << stepper.matrix().col_idx().size() << ", \"spmv_ms\": " << t.ms
-                     << ", \"spmv_gb_per_s\": " << t.gb_per_s;
+                       << ", \"spmv_gb_per_s\": " << t.gb_per_s;
             }
             record << ", \"device_memory_mb\": " << weft::bench::device_memory_in_use_mb()
-                 << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb() << "}";
+                   << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb() << "}";
             json << (first ? "\n    " : ",\n    ") << record.str();
             first = false;
             std::cerr << "bench_yarn: " << record.str() << "\n";  // each size as soon as it is done
-            if (!first_failure.empty()) std::cerr << "bench_yarn: n = " << n << ": a step was halved: " << first_failure << "\n";
+            if (!first_failure.empty())
+                std::cerr << "bench_yarn: n = " << n << ": a step was halved: " << first_failure << "\n";
         }
         // After the sizes: its 768 MB of arrays would raise their peak RSS (VmHWM).
         json << "\n  ],\n  \"stream_triad_gb_per_s\": " << weft::bench::stream_triad_gb_per_s() << "\n}\n";

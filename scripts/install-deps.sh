@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages weft needs (only those missing).
 set -euo pipefail
-packages=(cmake g++ make ninja-build libeigen3-dev catch2 nlohmann-json3-dev gnuplot-nox libsuitesparse-dev)
+packages=(cmake g++ make ninja-build libeigen3-dev catch2 nlohmann-json3-dev gnuplot-nox libsuitesparse-dev clang-format)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

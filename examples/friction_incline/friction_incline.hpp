@@ -36,12 +36,12 @@ namespace weft::examples {
 
 struct InclineOptions {
     double angle_degrees = 30;
-    double friction = 1;      ///< μ between the layers
-    double duration = 0.5;    ///< s
-    std::string csv;          ///< empty: no CSV
-    int top_nodes = 8;        ///< top patch: top_nodes × top_nodes
-    int bottom_nodes = 12;    ///< bottom patch: bottom_nodes × bottom_nodes
-    double time_step = 1e-3;  ///< s
+    double friction = 1;        ///< μ between the layers
+    double duration = 0.5;      ///< s
+    std::string csv;            ///< empty: no CSV
+    int top_nodes = 8;          ///< top patch: top_nodes × top_nodes
+    int bottom_nodes = 12;      ///< bottom patch: bottom_nodes × bottom_nodes
+    double time_step = 1e-3;    ///< s
     int newton_iterations = 1;  ///< 1: the one-step scheme; > 1: full Newton (to 1e-4)
     bool quiet = false;
     bool help = false;
@@ -55,16 +55,16 @@ struct InclineSample {
 
 struct InclineRun {
     std::vector<InclineSample> samples;
-    bool ok = true;              ///< every step succeeded
-    std::string message;         ///< the failure, if any
+    bool ok = true;                 ///< every step succeeded
+    std::string message;            ///< the failure, if any
     bool left_fixed_patch = false;  ///< stopped early: a contact reached the fixed patch's edge
     double end_time = 0;
-    double slide_distance = 0;   ///< at the end
-    int contacts = 0;            ///< created
-    int detached = 0;            ///< contacts taken off their top yarn
+    double slide_distance = 0;  ///< at the end
+    int contacts = 0;           ///< created
+    int detached = 0;           ///< contacts taken off their top yarn
     int max_eil_nodes = 0;
-    double top_mass = 0;         ///< kg
-    double seconds = 0;          ///< wall time of the stepping
+    double top_mass = 0;  ///< kg
+    double seconds = 0;   ///< wall time of the stepping
     /// Slid: beyond what sticking allows (elastic deformation, the creep of
     /// the anchor springs), 0.1 mm, a tenth of the spacing.
     bool slid() const { return slide_distance > 1e-4; }
@@ -106,27 +106,36 @@ inline InclineOptions parse_incline_arguments(int argc, const char* const* argv)
     };
     for (int i = 1; i < argc; ++i) {
         const std::string a = argv[i];
-        if (a == "--angle") o.angle_degrees = number(i, a);
-        else if (a == "--friction") o.friction = number(i, a);
-        else if (a == "--duration") o.duration = number(i, a);
+        if (a == "--angle")
+            o.angle_degrees = number(i, a);
+        else if (a == "--friction")
+            o.friction = number(i, a);
+        else if (a == "--duration")
+            o.duration = number(i, a);
         else if (a == "--csv") {
             if (i + 1 >= argc) throw InvalidInput("option --csv needs a value");
             o.csv = argv[++i];
-        } else if (a == "--size") o.top_nodes = integer(i, a);
-        else if (a == "--bottom") o.bottom_nodes = integer(i, a);
-        else if (a == "--dt") o.time_step = number(i, a);
-        else if (a == "--newton") o.newton_iterations = integer(i, a);
-        else if (a == "--quiet") o.quiet = true;
-        else if (a == "--help" || a == "-h") o.help = true;
-        else throw InvalidInput("unknown option '" + a + "'");
+        } else if (a == "--size")
+            o.top_nodes = integer(i, a);
+        else if (a == "--bottom")
+            o.bottom_nodes = integer(i, a);
+        else if (a == "--dt")
+            o.time_step = number(i, a);
+        else if (a == "--newton")
+            o.newton_iterations = integer(i, a);
+        else if (a == "--quiet")
+            o.quiet = true;
+        else if (a == "--help" || a == "-h")
+            o.help = true;
+        else
+            throw InvalidInput("unknown option '" + a + "'");
     }
     if (!(o.angle_degrees >= 0 && o.angle_degrees < 90))
         throw InvalidInput(detail::describe("--angle", o.angle_degrees, "must be in [0, 90)"));
     if (!(o.friction >= 0)) throw InvalidInput(detail::describe("--friction", o.friction, "must be >= 0"));
     require_positive("--duration", o.duration);
     require_positive("--dt", o.time_step);
-    if (o.newton_iterations < 1)
-        throw InvalidInput(detail::describe("--newton", o.newton_iterations, "must be >= 1"));
+    if (o.newton_iterations < 1) throw InvalidInput(detail::describe("--newton", o.newton_iterations, "must be >= 1"));
     if (o.top_nodes < 2) throw InvalidInput(detail::describe("--size", o.top_nodes, "must be >= 2"));
     if (o.bottom_nodes < o.top_nodes + 2)
         throw InvalidInput(detail::describe("--bottom", o.bottom_nodes, "must be >= size + 2"));
@@ -205,7 +214,8 @@ inline void write_incline_csv(const InclineRun& run, const std::string& path)
     std::ofstream out(path);
     if (!out) throw InvalidInput("cannot open --csv file '" + path + "' for writing");
     out << "time,slide_distance,kinetic_energy\n" << std::setprecision(12);
-    for (const InclineSample& s : run.samples) out << s.time << ',' << s.slide_distance << ',' << s.kinetic_energy << '\n';
+    for (const InclineSample& s : run.samples)
+        out << s.time << ',' << s.slide_distance << ',' << s.kinetic_energy << '\n';
     out.close();
     if (!out) throw InvalidInput("writing --csv file '" + path + "' failed");
 }

@@ -41,7 +41,8 @@ InclineRun run_friction_incline(const InclineOptions& o)
     const int top_count = o.top_nodes * o.top_nodes;
     const auto slide_of = [&](const std::vector<double>& q) {
         double sum = 0;
-        for (int k = 0; k < top_count; ++k) sum += q[5 * static_cast<std::size_t>(s.top_first + k)] - s.x0[static_cast<std::size_t>(k)];
+        for (int k = 0; k < top_count; ++k)
+            sum += q[5 * static_cast<std::size_t>(s.top_first + k)] - s.x0[static_cast<std::size_t>(k)];
         return sum / top_count;
     };
     const auto start = std::chrono::steady_clock::now();

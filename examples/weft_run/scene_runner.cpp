@@ -144,12 +144,30 @@ private:
 };
 
 /// EIL count of a step report (yarn steppers); 0 for models without EIL.
-inline int eil_nodes_of(const YarnStepReport& r) { return r.eil_nodes; }
-inline int eil_nodes_of(const BackendStepReport&) { return 0; }
-inline int detached_of(const YarnStepReport& r) { return r.detached_contacts; }
-inline int detached_of(const BackendStepReport&) { return 0; }
-inline int pulled_of(const YarnStepReport& r) { return r.pulled_contacts; }
-inline int pulled_of(const BackendStepReport&) { return 0; }
+inline int eil_nodes_of(const YarnStepReport& r)
+{
+    return r.eil_nodes;
+}
+inline int eil_nodes_of(const BackendStepReport&)
+{
+    return 0;
+}
+inline int detached_of(const YarnStepReport& r)
+{
+    return r.detached_contacts;
+}
+inline int detached_of(const BackendStepReport&)
+{
+    return 0;
+}
+inline int pulled_of(const YarnStepReport& r)
+{
+    return r.pulled_contacts;
+}
+inline int pulled_of(const BackendStepReport&)
+{
+    return 0;
+}
 
 /// After a step that removed contacts, frames draw the stepper's new yarn lists.
 inline void follow_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper,
@@ -178,11 +196,12 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     using namespace runner_detail;
     std::unique_ptr<CsvWriter> csv;
     if (!scene.output.csv.empty()) {
-        std::vector<std::string> columns{"time",          "kinetic_energy",        "elastic_energy",
-                                         "pcg_iterations", "gravity_energy",       "dissipation_potential",
-                                         "newton_iterations", "substeps",          "ms_per_step"};
+        std::vector<std::string> columns{
+            "time",           "kinetic_energy",        "elastic_energy",    "pcg_iterations",
+            "gravity_energy", "dissipation_potential", "newton_iterations", "substeps",
+            "ms_per_step"};
         if (scene.solver.eil) columns.push_back("eil_nodes");  // EIL (yarn, node) pairs of the step
-        columns.push_back("max_speed");  // the step's largest |v| of a DoF (m/s)
+        columns.push_back("max_speed");                        // the step's largest |v| of a DoF (m/s)
         csv = std::make_unique<CsvWriter>(resolve(args.output_dir, scene.output.csv), columns);
     }
     RunSummary summary;
@@ -191,7 +210,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     ProgressOptions progress_options;
     progress_options.terminal = stderr_is_terminal();
     std::unique_ptr<ProgressReporter> progress;
-    if (!args.quiet) progress = std::make_unique<ProgressReporter>(std::cerr, steps * scene.time_step, progress_options);
+    if (!args.quiet)
+        progress = std::make_unique<ProgressReporter>(std::cerr, steps * scene.time_step, progress_options);
 
     const double start = steady_clock_seconds();
     if (frames) frames->write(summary.frames++, 0.0, to_host(stepper.positions()));
@@ -230,21 +250,29 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         }
         if (csv && step % scene.output.csv_every == 0) {
             const ElementEnergies<double> e = stepper.energies();
-            std::vector<double> row{time, e.kinetic, e.elastic, double(r.pcg_iterations), e.gravity, e.dissipation,
-                                    double(r.newton_iterations), double(r.substeps), 1e3 * r.total_seconds};
+            std::vector<double> row{time,
+                                    e.kinetic,
+                                    e.elastic,
+                                    double(r.pcg_iterations),
+                                    e.gravity,
+                                    e.dissipation,
+                                    double(r.newton_iterations),
+                                    double(r.substeps),
+                                    1e3 * r.total_seconds};
             if (scene.solver.eil) row.push_back(double(eil_nodes_of(r)));
             row.push_back(r.max_speed);
             csv->write_row(row);
         }
-        if (frames && step % scene.output.every == 0) frames->write(summary.frames++, time, to_host(stepper.positions()));
+        if (frames && step % scene.output.every == 0)
+            frames->write(summary.frames++, time, to_host(stepper.positions()));
         if (progress) progress->update(step, time, r.newton_iterations, r.pcg_iterations);
     }
     if (progress) progress->finish();
     summary.wall_seconds = steady_clock_seconds() - start;
     if (!args.quiet || !summary.ok) {
         if (!summary.ok) log << "weft-run: " << summary.error << "\n";
-        log << "weft-run: " << summary.steps << " steps of " << scene.time_step << " s, " << summary.nodes
-            << " nodes, " << summary.wall_seconds << " s wall ("
+        log << "weft-run: " << summary.steps << " steps of " << scene.time_step << " s, " << summary.nodes << " nodes, "
+            << summary.wall_seconds << " s wall ("
             << (summary.steps > 0 ? 1e3 * summary.wall_seconds / summary.steps : 0.0) << " ms/step), "
             << (summary.steps > 0 ? double(summary.pcg_iterations) / summary.steps : 0.0) << " PCG iterations/step, "
             << summary.frames << " frames, " << summary.halved_steps << " steps halved, "
@@ -255,8 +283,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", " << summary.line_search_expansions << " line-search expansions";
         if (summary.projected_solves > 0)
             log << ", " << summary.projected_solves << " Newton solves redone with projected Hessians";
-        if (summary.multilevel_builds > 0)
-            log << ", " << summary.multilevel_builds << " multilevel hierarchies built";
+        if (summary.multilevel_builds > 0) log << ", " << summary.multilevel_builds << " multilevel hierarchies built";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (scene.solver.eil)
@@ -277,8 +304,8 @@ RunSummary run_scene(const RunArguments& args, std::ostream& log)
     SceneDescription scene = load_scene(args.scene);
     if (args.duration > 0) scene.duration = args.duration;
     if (scene.time_step > scene.duration)
-        throw InvalidInput("invalid --duration: " + std::to_string(scene.duration) + " is shorter than time_step = " +
-                           std::to_string(scene.time_step));
+        throw InvalidInput("invalid --duration: " + std::to_string(scene.duration) +
+                           " is shorter than time_step = " + std::to_string(scene.time_step));
     if (!args.damping.empty()) {
         for (ClothDescription& c : scene.cloth) {
             c.damping.model = args.damping;
@@ -288,7 +315,8 @@ RunSummary run_scene(const RunArguments& args, std::ostream& log)
     const StepperOptions<double> options = stepper_options<double>(scene);
     if (is_triangle_scene(scene)) {
         if (scene.solver.preconditioner == "yarn-lines")
-            throw InvalidInput("solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
+            throw InvalidInput(
+                "solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
         if (scene.solver.eil) throw InvalidInput("solver.eil: EIL nodes apply to yarns, not to triangle cloth");
         if (scene.solver.stiffness_approximation != "auto")
             throw InvalidInput("solver.stiffness_approximation \"" + scene.solver.stiffness_approximation +

@@ -18,11 +18,11 @@ namespace weft::examples {
 
 struct RunArguments {
     std::filesystem::path scene;
-    double duration = -1;                      ///< > 0 overrides the scene's duration
-    std::filesystem::path output_dir = ".";    ///< relative output paths resolve against it
-    bool quiet = false;                        ///< no progress line, no summary
-    std::string damping;                       ///< non-empty: override every cloth's damping.model
-    double beta = -1;                          ///< with --damping rayleigh: β
+    double duration = -1;                    ///< > 0 overrides the scene's duration
+    std::filesystem::path output_dir = ".";  ///< relative output paths resolve against it
+    bool quiet = false;                      ///< no progress line, no summary
+    std::string damping;                     ///< non-empty: override every cloth's damping.model
+    double beta = -1;                        ///< with --damping rayleigh: β
     bool help = false;
 };
 
@@ -95,16 +95,16 @@ struct RunSummary {
     long substeps = 0;
     int frames = 0;
     int nodes = 0;
-    int peak_eil_nodes = 0;  ///< largest EIL count of a step (yarn scenes with solver.eil)
-    double peak_speed = 0;   ///< largest max_speed of a step (m/s)
-    int detached_contacts = 0;  ///< nodes taken off a yarn they left (yarn scenes with solver.eil)
-    int pulled_contacts = 0;    ///< contacts between layers removed because their normal force pulled
-    long retries = 0;           ///< steps redone at the same size (collapsed EoL segments)
-    long halved_steps = 0;      ///< steps that needed at least one halving of dt
-    long line_search_cuts = 0;  ///< halvings of Newton updates by the line search (newton_iterations > 1)
+    int peak_eil_nodes = 0;           ///< largest EIL count of a step (yarn scenes with solver.eil)
+    double peak_speed = 0;            ///< largest max_speed of a step (m/s)
+    int detached_contacts = 0;        ///< nodes taken off a yarn they left (yarn scenes with solver.eil)
+    int pulled_contacts = 0;          ///< contacts between layers removed because their normal force pulled
+    long retries = 0;                 ///< steps redone at the same size (collapsed EoL segments)
+    long halved_steps = 0;            ///< steps that needed at least one halving of dt
+    long line_search_cuts = 0;        ///< halvings of Newton updates by the line search (newton_iterations > 1)
     long line_search_expansions = 0;  ///< doublings of Newton updates along negative curvature (newton_iterations > 1)
-    long projected_solves = 0;  ///< Newton solves redone with projected Hessians (newton_iterations > 1)
-    long multilevel_builds = 0;  ///< hierarchies built by the multilevel preconditioner
+    long projected_solves = 0;        ///< Newton solves redone with projected Hessians (newton_iterations > 1)
+    long multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner
     long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
     bool ok = true;
     std::string error;

@@ -14,11 +14,11 @@
 #include <weft/core/psd.hpp>
 #include <weft/core/types.hpp>
 
-#include <weft/strain/strain_eval.hpp>
 #include <weft/strain/bending.hpp>
 #include <weft/strain/dihedral.hpp>
 #include <weft/strain/green_strain.hpp>
 #include <weft/strain/shear.hpp>
+#include <weft/strain/strain_eval.hpp>
 #include <weft/strain/stretch.hpp>
 
 #include <weft/potential/quadratic.hpp>
@@ -28,7 +28,6 @@
 #include <weft/potential/tabulated.hpp>
 
 #include <weft/element/bending_element.hpp>
-#include <weft/element/penalty.hpp>
 #include <weft/element/collider.hpp>
 #include <weft/element/dihedral_bending_element.hpp>
 #include <weft/element/dissipation.hpp>
@@ -37,6 +36,7 @@
 #include <weft/element/implicit_system.hpp>
 #include <weft/element/jacobian_options.hpp>
 #include <weft/element/membrane_element.hpp>
+#include <weft/element/penalty.hpp>
 #include <weft/element/rayleigh_damping.hpp>
 #include <weft/element/stress_hessian.hpp>
 #include <weft/element/triangle_elements.hpp>

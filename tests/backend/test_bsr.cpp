@@ -96,11 +96,12 @@ int check_row_mappings_agree(Random& rng, Index block_rows)
     const double* xp = thrust::raw_pointer_cast(x.data());
     const auto first = thrust::counting_iterator<Index>(0);
     thrust::device_vector<double> by_block(a.rows(), -1.0), by_scalar(a.rows(), -2.0);
-    thrust::for_each(thrust::device, first, first + a.block_rows(),
-                     weft::bsr_detail::BlockRowProduct<double, B>{a.view(), xp, thrust::raw_pointer_cast(by_block.data())});
-    thrust::for_each(thrust::device, first, first + a.rows(),
-                     weft::bsr_detail::ScalarRowProduct<double, B>{a.view(), xp,
-                                                                   thrust::raw_pointer_cast(by_scalar.data())});
+    thrust::for_each(
+        thrust::device, first, first + a.block_rows(),
+        weft::bsr_detail::BlockRowProduct<double, B>{a.view(), xp, thrust::raw_pointer_cast(by_block.data())});
+    thrust::for_each(
+        thrust::device, first, first + a.rows(),
+        weft::bsr_detail::ScalarRowProduct<double, B>{a.view(), xp, thrust::raw_pointer_cast(by_scalar.data())});
     const Eigen::VectorXd yb = to_eigen_vector(by_block), ys = to_eigen_vector(by_scalar);
     REQUIRE(yb.norm() > 0);
     CHECK((yb - ys).lpNorm<Eigen::Infinity>() == 0.0);
@@ -114,14 +115,14 @@ int check_row_mappings_agree(Random& rng, Index block_rows)
     const std::uint8_t* fp = thrust::raw_pointer_cast(free_dofs.data());
     thrust::device_vector<double> qb(a.rows(), -1.0), qs(a.rows(), -2.0), node_shares(block_rows, -1.0),
         row_shares(a.rows(), -1.0);
-    thrust::for_each(thrust::device, first, first + a.block_rows(),
-                     weft::pcg_detail::FilteredProductAndCurvature<double, B>{
-                         a.view(), fp, xp, thrust::raw_pointer_cast(qb.data()),
-                         thrust::raw_pointer_cast(node_shares.data())});
-    thrust::for_each(thrust::device, first, first + a.rows(),
-                     weft::pcg_detail::FilteredRowProductAndCurvature<double, B>{
-                         a.view(), fp, xp, thrust::raw_pointer_cast(qs.data()),
-                         thrust::raw_pointer_cast(row_shares.data())});
+    thrust::for_each(
+        thrust::device, first, first + a.block_rows(),
+        weft::pcg_detail::FilteredProductAndCurvature<double, B>{a.view(), fp, xp, thrust::raw_pointer_cast(qb.data()),
+                                                                 thrust::raw_pointer_cast(node_shares.data())});
+    thrust::for_each(
+        thrust::device, first, first + a.rows(),
+        weft::pcg_detail::FilteredRowProductAndCurvature<double, B>{
+            a.view(), fp, xp, thrust::raw_pointer_cast(qs.data()), thrust::raw_pointer_cast(row_shares.data())});
     const Eigen::VectorXd qbh = to_eigen_vector(qb), qsh = to_eigen_vector(qs);
     CHECK((qbh - qsh).lpNorm<Eigen::Infinity>() == 0.0);
     for (std::size_t i = 0; i < free_host.size(); ++i)

@@ -34,13 +34,13 @@ struct RunLog {
     double max_kinetic = 0;
     double max_elastic = 0;
     double u_b = 0, u_c = 0, x_b = 0, x_c = 0;  ///< final arc lengths on A and x of the contacts
-    double min_gap = 1e9;                        ///< smallest |u_B − u_C| seen
-    int max_pairs = 0;                           ///< largest number of EIL–EIL springs
+    double min_gap = 1e9;                       ///< smallest |u_B − u_C| seen
+    int max_pairs = 0;                          ///< largest number of EIL–EIL springs
     int assembly_builds = 0;
-    std::string eil_series;                      ///< EIL count per step, one digit each
-    int resets = 0;                              ///< arc lengths reset on EIL → EoL switches
-    int newton_iterations = 0;                   ///< summed over the steps
-    int halved = 0;                              ///< steps that were halved
+    std::string eil_series;     ///< EIL count per step, one digit each
+    int resets = 0;             ///< arc lengths reset on EIL → EoL switches
+    int newton_iterations = 0;  ///< summed over the steps
+    int halved = 0;             ///< steps that were halved
 };
 
 /// `newton` > 1: full Newton to 1e-6 with that many iterations at most.
@@ -309,8 +309,7 @@ TEST_CASE("eil stepper: with no node within the safety distance, EIL on equals E
     CHECK(on.segments().size() == model.segments.size());
 }
 
-TEST_CASE("eil stepper: assembly with EIL springs is bit-identical for 1 and 2 threads",
-          "[backend][eil][determinism]")
+TEST_CASE("eil stepper: assembly with EIL springs is bit-identical for 1 and 2 threads", "[backend][eil][determinism]")
 {
     const weft_test::SlidingRods rods = weft_test::make_sliding_rods(speed_b, speed_c, prestretch, 5e-5);
     weft::EilOptions<double> eil;
@@ -553,9 +552,15 @@ struct Tracked {
     }
 };
 
-bool on_list(const std::vector<int>& list, int node) { return std::find(list.begin(), list.end(), node) != list.end(); }
+bool on_list(const std::vector<int>& list, int node)
+{
+    return std::find(list.begin(), list.end(), node) != list.end();
+}
 
-bool any_change(const EilChanges& c) { return c.topology || c.lists || c.filter || c.state; }
+bool any_change(const EilChanges& c)
+{
+    return c.topology || c.lists || c.filter || c.state;
+}
 
 }  // namespace
 
@@ -601,8 +606,7 @@ TEST_CASE("eil tracker: the first update lists every segment; an unchanged state
     CHECK_FALSE(any_change(tracker.update(state.view(), 1e-3)));
 }
 
-TEST_CASE("eil tracker: a contact within the safety distance turns EIL and gets its spring",
-          "[backend][eil][tracker]")
+TEST_CASE("eil tracker: a contact within the safety distance turns EIL and gets its spring", "[backend][eil][tracker]")
 {
     Tracked tracked;
     auto& [rods, state, tracker] = tracked;

@@ -50,8 +50,8 @@ Stack make_stack(int nb, int nt, double normal_offset = 0)
     s.top_first = weft::add_woven_patch(s.model, s.top);
     for (int n = s.bottom_first; n < s.bottom_first + nb * nb; ++n)
         for (int k = 0; k < 5; ++k) s.model.free_dof[5 * static_cast<std::size_t>(n) + k] = 0;
-    s.contacts = weft::add_contact_layer<double>(s.model, s.top_first, s.top, s.bottom_first, s.bottom,
-                                                 2 * s.bottom.radius);
+    s.contacts =
+        weft::add_contact_layer<double>(s.model, s.top_first, s.top, s.bottom_first, s.bottom, 2 * s.bottom.radius);
     return s;
 }
 
@@ -152,7 +152,8 @@ TEST_CASE("layers: contact nodes lie where the yarns cross, with both arc length
     // No shear element at a contact node; the patches' own shears are kept.
     CHECK(m.shears.size() == 5u * 5u + 3u * 3u);
     for (const weft::YarnShear& sh : m.shears)
-        for (const LayerContact& c : s.contacts) CHECK((sh.node != c.node && sh.along_u != c.node && sh.along_v != c.node));
+        for (const LayerContact& c : s.contacts)
+            CHECK((sh.node != c.node && sh.along_u != c.node && sh.along_v != c.node));
 }
 
 TEST_CASE("layers: the stacked model is consistent and every segment is at rest length", "[backend][layers][model]")
@@ -302,9 +303,10 @@ TEST_CASE("layers: three stacked layers, the third a quarter spacing off the sec
         bool below = false, above = false;
         for (int n : m.yarns[y]) {
             below = below || (n >= f2 - static_cast<int>(c01) && n < f2);  // a contact with layer 0
-            above = above || n >= f2 + 64;  // a contact with layer 2
+            above = above || n >= f2 + 64;                                 // a contact with layer 2
         }
-        const bool middle = std::any_of(m.yarns[y].begin(), m.yarns[y].end(), [&](int n) { return n >= f1 && n < f1 + 81; });
+        const bool middle =
+            std::any_of(m.yarns[y].begin(), m.yarns[y].end(), [&](int n) { return n >= f1 && n < f1 + 81; });
         if (middle && below && above) ++middle_yarns_with_both;
     }
     CHECK(middle_yarns_with_both == 14);  // the 7 + 7 yarns of layer 1 inside layer 2's span
@@ -369,7 +371,8 @@ TEST_CASE("layers: removing a contact takes it off both yarns and leaves consist
     CHECK(s.model.yarns[c.top_yarn].size() == top_before - 1);
     CHECK(s.model.yarns[c.bottom_yarn].size() == bottom_before - 1);
     int on = 0;
-    for (const std::vector<int>& list : s.model.yarns) on += static_cast<int>(std::count(list.begin(), list.end(), c.node));
+    for (const std::vector<int>& list : s.model.yarns)
+        on += static_cast<int>(std::count(list.begin(), list.end(), c.node));
     CHECK(on == 0);
     for (int k = 0; k < 5; ++k) {
         CHECK(s.model.free_dof[5 * c.node + k] == 0);
@@ -639,7 +642,8 @@ TEST_CASE("layers: a fabric's own consecutive crossings keep parallel-yarn conta
         a.q[dof] += step;
         b.q[dof] -= step;
         return -(weft::assemble_yarn_system_eigen<double>(a, {}, g, 1e-3).energy.elastic -
-                 weft::assemble_yarn_system_eigen<double>(b, {}, g, 1e-3).energy.elastic) / (2 * step);
+                 weft::assemble_yarn_system_eigen<double>(b, {}, g, 1e-3).energy.elastic) /
+               (2 * step);
     }();
     CHECK(fd - fd_off == Approx(k * 0.2 * spacing).epsilon(1e-6));
     // Without contacts with another fabric the pairs are the segments.
@@ -657,18 +661,18 @@ TEST_CASE("layers: a pair of one fabric's crossings that passed each other withi
     const weft::YarnParallelPair back{1, 0, 3};
     std::vector<double> end = start;
     passed.q = end.data();
-    CHECK(passed(p) == 0);       // unchanged
-    CHECK(passed(back) == 0);    // listed in the wrong order at the start: not a pass
+    CHECK(passed(p) == 0);     // unchanged
+    CHECK(passed(back) == 0);  // listed in the wrong order at the start: not a pass
     end[8] = 1.5e-3;
-    CHECK(passed(p) == 0);       // closer, still in order
+    CHECK(passed(p) == 0);  // closer, still in order
     end[8] = 1e-3;
-    CHECK(passed(p) == 1);       // met
+    CHECK(passed(p) == 1);  // met
     end[8] = 0.5e-3;
-    CHECK(passed(p) == 1);       // passed
+    CHECK(passed(p) == 1);  // passed
     end[3] = std::nan("");
-    CHECK(passed(p) == 1);       // not a number counts as passed
+    CHECK(passed(p) == 1);  // not a number counts as passed
     const weft::YarnParallelPair v{0, 1, 4};
-    CHECK(passed(v) == 0);       // the other coordinate did not move
+    CHECK(passed(v) == 0);  // the other coordinate did not move
 }
 
 TEST_CASE("layers: contacts leaving a yarn are detached inside the step as the top patch slides off",
@@ -856,8 +860,8 @@ TEST_CASE("layers: a contact's normal force is the exchange force of the node's 
             const std::vector<double> v(q.size(), 0.0);
             double n_force = 0;
             REQUIRE(weft::layer_contact_normal_force<double>(q.data(), v.data(), stencils[k], s.model.segments.data(),
-                                                            s.model.bends.data(), s.model.material, gravity, nullptr,
-                                                            0, s.model.radius, n_force));
+                                                             s.model.bends.data(), s.model.material, gravity, nullptr,
+                                                             0, s.model.radius, n_force));
             // The reference, per yarn: the elements through the node, found by scanning.
             const auto yarn_energy = [&](const std::vector<double>& at, int coordinate) {
                 double e = 0;
@@ -866,8 +870,8 @@ TEST_CASE("layers: a contact's normal force is the exchange force of the node's 
                     if (g.coordinate != coordinate || (g.node0 != c.node && g.node1 != c.node)) continue;
                     weft::NodeBlocks<double, 2, 5> blocks;
                     blocks.set_zero();
-                    weft::evaluate_yarn_segment<double>(at.data(), v.data(), g, s.model.material, gravity, 0.0,
-                                                        blocks, energy, {}, false);
+                    weft::evaluate_yarn_segment<double>(at.data(), v.data(), g, s.model.material, gravity, 0.0, blocks,
+                                                        energy, {}, false);
                     e += energy.elastic + energy.gravity;
                 }
                 for (const weft::YarnBend& b : s.model.bends) {
@@ -933,14 +937,14 @@ TEST_CASE("layers: a contact's normal force is the exchange force of the node's 
     CHECK(undefined == 6);
     // Bad input to the stencil builder.
     const Stack s = make_stack(6, 4);
-    CHECK_THROWS_WITH(weft::layer_contact_stencils({s.contacts[0].node}, {5}, s.model.node_count(), s.model.segments,
-                                                   s.model.bends),
-                      Catch::Contains("top coordinate"));
+    CHECK_THROWS_WITH(
+        weft::layer_contact_stencils({s.contacts[0].node}, {5}, s.model.node_count(), s.model.segments, s.model.bends),
+        Catch::Contains("top coordinate"));
     CHECK_THROWS_WITH(weft::layer_contact_stencils({-1}, {3}, s.model.node_count(), s.model.segments, s.model.bends),
                       Catch::Contains("out of range"));
-    CHECK_THROWS_WITH(weft::layer_contact_stencils({s.contacts[0].node}, {}, s.model.node_count(), s.model.segments,
-                                                   s.model.bends),
-                      Catch::Contains("top_coordinates.size()"));
+    CHECK_THROWS_WITH(
+        weft::layer_contact_stencils({s.contacts[0].node}, {}, s.model.node_count(), s.model.segments, s.model.bends),
+        Catch::Contains("top_coordinates.size()"));
 }
 
 TEST_CASE("layers: the normal forces of a stack at rest carry the top layer's weight, with and without a collider",
@@ -1041,9 +1045,9 @@ TEST_CASE("layers: layer_friction is validated by the stepper", "[backend][layer
     Stack s = make_stack(6, 4);
     use_element_normal_forces(s, 0.3);
     s.model.layer_friction[static_cast<std::size_t>(s.top_first)] = 0.3;  // a crossing, no contact
-    CHECK_THROWS_WITH(YarnStepper<double>(s.model, {}, Vec3::Zero()),
-                      Catch::Contains("layer_friction[" + std::to_string(s.top_first) + "]") &&
-                          Catch::Contains("external_contact"));
+    CHECK_THROWS_WITH(
+        YarnStepper<double>(s.model, {}, Vec3::Zero()),
+        Catch::Contains("layer_friction[" + std::to_string(s.top_first) + "]") && Catch::Contains("external_contact"));
     s.model.layer_friction[static_cast<std::size_t>(s.top_first)] = std::nan("");
     CHECK_THROWS_WITH(YarnStepper<double>(s.model, {}, Vec3::Zero()), Catch::Contains("finite"));
     s.model.layer_friction.resize(3);

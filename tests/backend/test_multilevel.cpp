@@ -122,9 +122,9 @@ int check_pcg_solution(Random& rng)
     std::vector<std::uint8_t> constrained(free_host.size());
     for (std::size_t i = 0; i < free_host.size(); ++i) constrained[i] = free_host[i] ? 0 : 1;
     const auto pf = weft_backend_test::selection(free_host), pc = weft_backend_test::selection(constrained);
-    const Eigen::VectorXd expected = weft_backend_test::sparse_ldlt_solve(
-        weft_backend_test::SparseMatrix(pf * problem.reference * pf.transpose()),
-        pf * b - pf * problem.reference * pc.transpose() * (pc * prescribed));
+    const Eigen::VectorXd expected =
+        weft_backend_test::sparse_ldlt_solve(weft_backend_test::SparseMatrix(pf * problem.reference * pf.transpose()),
+                                             pf * b - pf * problem.reference * pc.transpose() * (pc * prescribed));
 
     PcgOptions<double> options;
     options.tolerance = 1e-11;
@@ -186,7 +186,8 @@ TEST_CASE("multilevel: a system at or below coarse_dofs is inverted exactly (one
     PcgWorkspace<double, 3> workspace;
     const Eigen::VectorXd b = random_vector(rng, 3 * problem.nodes);
     thrust::device_vector<double> x(static_cast<std::size_t>(3 * problem.nodes), 0.0);
-    const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, to_device(b), free_dofs, x, workspace, options);
+    const PcgResult<double> result =
+        weft::solve_filtered_pcg(problem.a, to_device(b), free_dofs, x, workspace, options);
     REQUIRE(result.converged);
     CHECK(result.iterations <= 1);
     CHECK(relative_error(to_eigen_vector(x), weft_backend_test::sparse_ldlt_solve(problem.reference, b)) <= 1e-9);

@@ -6,9 +6,9 @@
 #include <limits>
 #include <vector>
 
+#include <omp.h>
 #include <Eigen/Eigenvalues>
 #include <Eigen/SparseCholesky>
-#include <omp.h>
 
 #include <weft/backend/assembly.hpp>
 #include <weft/backend/direct_solver.hpp>
@@ -32,8 +32,8 @@ using weft_test::Random;
 namespace {
 
 using SparseMatrix = Eigen::SparseMatrix<double>;
-using weft_backend_test::GridProblem;
 using weft_backend_test::grid_problem;
+using weft_backend_test::GridProblem;
 using weft_backend_test::random_filter;
 using weft_backend_test::relative_error;
 using weft_backend_test::selection;
@@ -507,8 +507,8 @@ TEST_CASE("fixed-order sums: the same bits on 1, 2 and 4 threads, equal to the c
     int checks = 0;
     const int threads_before = omp_get_max_threads();
     const std::size_t chunk = weft::fixed_order_chunk;
-    for (const std::size_t n : {std::size_t(0), std::size_t(1), chunk - 1, chunk, chunk + 1, 3 * chunk + 5,
-                                17 * chunk + 123}) {
+    for (const std::size_t n :
+         {std::size_t(0), std::size_t(1), chunk - 1, chunk, chunk + 1, 3 * chunk + 5, 17 * chunk + 123}) {
         // Terms of mixed sign and magnitude, whose sum depends on the order.
         std::vector<double> a(n), b(n);
         for (std::size_t i = 0; i < n; ++i) {

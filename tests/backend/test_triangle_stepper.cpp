@@ -121,7 +121,8 @@ TEST_CASE("triangle stepper: stiffness in A is the force Jacobian of a sheet in 
     stepper.assemble(h);
     const Eigen::MatrixXd a = Eigen::MatrixXd(weft::to_eigen(stepper.matrix()));
     Eigen::MatrixXd mass = Eigen::MatrixXd::Zero(a.rows(), a.cols());
-    for (int i = 0; i < model.node_count(); ++i) mass.block<3, 3>(3 * i, 3 * i) = model.mass[i] * Eigen::Matrix3d::Identity();
+    for (int i = 0; i < model.node_count(); ++i)
+        mass.block<3, 3>(3 * i, 3 * i) = model.mass[i] * Eigen::Matrix3d::Identity();
     const Eigen::MatrixXd k = (mass - a) / (h * h);
     REQUIRE(k.norm() > 100.0);
     const double eps = 1e-7;
@@ -286,15 +287,17 @@ TEST_CASE("triangle stepper: pins follow the targets set before each step", "[ba
     }
 }
 
-TEST_CASE("triangle stepper: the tabulated (GNATV) membrane steps and stiffens with strain", "[backend][triangle][tabulated]")
+TEST_CASE("triangle stepper: the tabulated (GNATV) membrane steps and stiffens with strain",
+          "[backend][triangle][tabulated]")
 {
     // Warp much stiffer than weft: a square sheet hanging by one edge under
     // gravity along the weft stretches more than one hanging along the warp.
     const auto curve = [](const char* name, double scale) {
-        return weft::make_tabulated_curve<double>(name, {0.0, 0.01, 0.02, 0.05}, {0.0, 2 * scale, 8 * scale, 40 * scale});
+        return weft::make_tabulated_curve<double>(name, {0.0, 0.01, 0.02, 0.05},
+                                                  {0.0, 2 * scale, 8 * scale, 40 * scale});
     };
-    const weft::TabulatedMembraneDensity<double> density = weft::make_tabulated_membrane_density<double>(
-        curve("warp", 100.0), curve("weft", 10.0), curve("shear", 5.0));
+    const weft::TabulatedMembraneDensity<double> density =
+        weft::make_tabulated_membrane_density<double>(curve("warp", 100.0), curve("weft", 10.0), curve("shear", 5.0));
     const auto sag = [&](int axis) {
         TriangleMaterial<double> m = cloth_material(TriangleDamping::strain_rate);
         m.membrane = weft::MembraneModel::tabulated;
@@ -407,7 +410,8 @@ TEST_CASE("triangle stepper: the multilevel preconditioner gives the block-Jacob
         VectorX v[2];
         int builds = 0, solves = 0;
         for (int k = 0; k < 2; ++k) {
-            weft::StepperOptions<double> options = weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
+            weft::StepperOptions<double> options =
+                weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
             if (k == 1) {
                 options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
                 options.multilevel.coarse_dofs = 30;  // a small sheet, still two levels or more

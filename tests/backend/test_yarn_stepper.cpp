@@ -57,7 +57,10 @@ YarnModel<double> busy_patch(weft::DampingModel damping, std::vector<Collider<do
     return model;
 }
 
-Eigen::MatrixXd dense(const Eigen::SparseMatrix<double>& a) { return Eigen::MatrixXd(a); }
+Eigen::MatrixXd dense(const Eigen::SparseMatrix<double>& a)
+{
+    return Eigen::MatrixXd(a);
+}
 
 VectorX host(const thrust::device_vector<double>& x)
 {
@@ -71,29 +74,29 @@ TEST_CASE("yarn stepper: assembled A, b, f equal the Eigen reference path", "[ba
 {
     int checks = 0;
     for (auto approximation : {weft::StiffnessApproximation::gauss_newton, weft::StiffnessApproximation::projected})
-    for (auto damping : {weft::DampingModel::none, weft::DampingModel::strain_rate, weft::DampingModel::rayleigh}) {
-        std::vector<Collider<double>> colliders;
-        YarnModel<double> model = busy_patch(damping, colliders);
-        model.material.stiffness_approximation = approximation;
-        const Vec3 g(0, 0, -9.81);
-        const double h = 1e-3;
-        YarnStepper<double> stepper(model, colliders, g);
-        stepper.assemble(h);
-        const weft::EigenYarnSystem<double> ref = weft::assemble_yarn_system_eigen<double>(model, colliders, g, h);
-        const Eigen::MatrixXd a = dense(weft::to_eigen(stepper.matrix()));
-        const Eigen::MatrixXd a_ref = dense(ref.a);
-        REQUIRE(a_ref.norm() > 0);
-        REQUIRE(ref.b.norm() > 0);
-        CHECK((a - a_ref).norm() <= 1e-13 * a_ref.norm());
-        CHECK((host(stepper.rhs()) - ref.b).norm() <= 1e-13 * ref.b.norm());
-        CHECK((host(stepper.force()) - ref.f).norm() <= 1e-13 * ref.f.norm());
-        // Energies reduce to the same totals.
-        const weft::ElementEnergies<double> e = stepper.energies();
-        CHECK(e.kinetic == Approx(ref.energy.kinetic).epsilon(1e-12));
-        CHECK(e.elastic == Approx(ref.energy.elastic).epsilon(1e-12));
-        CHECK(e.gravity == Approx(ref.energy.gravity).epsilon(1e-12));
-        checks += 7;
-    }
+        for (auto damping : {weft::DampingModel::none, weft::DampingModel::strain_rate, weft::DampingModel::rayleigh}) {
+            std::vector<Collider<double>> colliders;
+            YarnModel<double> model = busy_patch(damping, colliders);
+            model.material.stiffness_approximation = approximation;
+            const Vec3 g(0, 0, -9.81);
+            const double h = 1e-3;
+            YarnStepper<double> stepper(model, colliders, g);
+            stepper.assemble(h);
+            const weft::EigenYarnSystem<double> ref = weft::assemble_yarn_system_eigen<double>(model, colliders, g, h);
+            const Eigen::MatrixXd a = dense(weft::to_eigen(stepper.matrix()));
+            const Eigen::MatrixXd a_ref = dense(ref.a);
+            REQUIRE(a_ref.norm() > 0);
+            REQUIRE(ref.b.norm() > 0);
+            CHECK((a - a_ref).norm() <= 1e-13 * a_ref.norm());
+            CHECK((host(stepper.rhs()) - ref.b).norm() <= 1e-13 * ref.b.norm());
+            CHECK((host(stepper.force()) - ref.f).norm() <= 1e-13 * ref.f.norm());
+            // Energies reduce to the same totals.
+            const weft::ElementEnergies<double> e = stepper.energies();
+            CHECK(e.kinetic == Approx(ref.energy.kinetic).epsilon(1e-12));
+            CHECK(e.elastic == Approx(ref.energy.elastic).epsilon(1e-12));
+            CHECK(e.gravity == Approx(ref.energy.gravity).epsilon(1e-12));
+            checks += 7;
+        }
     REQUIRE(checks == 42);
 }
 
@@ -103,8 +106,8 @@ TEST_CASE("yarn stepper: the projected system matrix is positive definite on the
     // perturbed patch has −K eigenvalues of −3·10⁴ N/m and A is indefinite.
     std::vector<Collider<double>> colliders;
     YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
-    const auto approximation = GENERATE(weft::StiffnessApproximation::gauss_newton,
-                                        weft::StiffnessApproximation::projected);
+    const auto approximation =
+        GENERATE(weft::StiffnessApproximation::gauss_newton, weft::StiffnessApproximation::projected);
     model.material.stiffness_approximation = approximation;
     const weft::EigenYarnSystem<double> ref =
         weft::assemble_yarn_system_eigen<double>(model, colliders, Vec3(0, 0, -9.81), 1e-3);
@@ -385,7 +388,7 @@ TEST_CASE("yarn stepper: a failed solve is reported, undone, and halved when all
         }
     }
     INFO("largest PCG count per substep at h, h/2, ..., h/16: " << needed[0] << " " << needed[1] << " " << needed[2]
-                                                              << " " << needed[3] << " " << needed[4]);
+                                                                << " " << needed[3] << " " << needed[4]);
     REQUIRE(needed[4] < needed[0]);
     options.pcg.max_iterations = needed[4];
 
@@ -596,7 +599,8 @@ TEST_CASE("yarn stepper: full Newton through a yarn that buckles within a step",
         for (int step = 1; step <= 2; ++step) {
             const double t = step * h, a = 2 * weft::Constants<double>::pi * t / 0.04;
             std::vector<Vec3> targets;
-            for (const int n : pins) targets.emplace_back(model.q[5 * n], model.q[5 * n + 1] + t * t, model.q[5 * n + 2]);
+            for (const int n : pins)
+                targets.emplace_back(model.q[5 * n], model.q[5 * n + 1] + t * t, model.q[5 * n + 2]);
             targets[0] += Vec3(1e-4 * std::sin(a), 0, 1e-4 * (1 - std::cos(a)));
             stepper.set_pin_targets(pins, targets, h);
             second[variant] = stepper.step(h);
@@ -606,8 +610,8 @@ TEST_CASE("yarn stepper: full Newton through a yarn that buckles within a step",
         iterations[variant] = second[variant].newton_iterations;
     }
     INFO("second step's Newton iterations: projected " << iterations[0] << ", exact Hessians " << iterations[1]
-                                                        << ", expansions " << iterations[2] << ", both "
-                                                        << iterations[3]);
+                                                       << ", expansions " << iterations[2] << ", both "
+                                                       << iterations[3]);
     CHECK(iterations[0] >= 20);
     CHECK(iterations[3] <= 14);
     CHECK(iterations[1] < iterations[0]);
@@ -625,7 +629,8 @@ TEST_CASE("yarn stepper: pin targets are checked", "[backend][yarn][pins][errors
     model.free_dof[5 * 2 + 2] = 0;  // node 2: z only
     YarnStepper<double> stepper(model, {}, Vec3::Zero());
     const Vec3 x0(model.q[0], model.q[1], model.q[2]);
-    CHECK_THROWS_WITH(stepper.set_pin_targets({1}, {x0}, 1e-3), Catch::Contains("nodes[0]") && Catch::Contains("not pinned"));
+    CHECK_THROWS_WITH(stepper.set_pin_targets({1}, {x0}, 1e-3),
+                      Catch::Contains("nodes[0]") && Catch::Contains("not pinned"));
     CHECK_THROWS_WITH(stepper.set_pin_targets({9}, {x0}, 1e-3), Catch::Contains("nodes[0]") && Catch::Contains("9"));
     CHECK_THROWS_WITH(stepper.set_pin_targets({0, -1}, {x0, x0}, 1e-3), Catch::Contains("nodes[1]"));
     CHECK_THROWS_WITH(stepper.set_pin_targets({0}, {x0, x0}, 1e-3), Catch::Contains("targets.size()"));
@@ -914,8 +919,7 @@ TEST_CASE("yarn stepper: a free patch in zero gravity keeps its momentum", "[bac
     YarnModel<double> model = weft_test::make_patch(6, 6, weft::DampingModel::strain_rate, 10.0);
     weft_test::enable_friction(model);
     weft_test::perturb(model, rng, 3e-5, 0);
-    for (std::size_t i = 0; i < model.v.size(); ++i)
-        model.v[i] = i % 5 < 3 ? rng.uniform(-0.02, 0.02) : 0.0;
+    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = i % 5 < 3 ? rng.uniform(-0.02, 0.02) : 0.0;
     weft::set_rigid_velocity<double>(model, 0, model.node_count(), Vec3(0.01, -0.02, 0.03), Vec3(0, 0, 0));
     const auto momentum = [](const YarnModel<double>& m) {
         const weft::EigenYarnSystem<double> sys = weft::assemble_yarn_system_eigen<double>(m, {}, Vec3::Zero(), 1e-3);
@@ -1114,7 +1118,8 @@ TEST_CASE("yarn stepper: full Newton converges while a patch lands on a sphere w
     const std::vector<double> q = weft::to_host(stepper.positions());
     const Vec3 top = sphere.center + Vec3(0, 0, sphere.radius);
     const int middle = 6 * 12 + 6;
-    const double gap = (Vec3(q[5 * middle], q[5 * middle + 1], q[5 * middle + 2]) - sphere.center).norm() - sphere.radius;
+    const double gap =
+        (Vec3(q[5 * middle], q[5 * middle + 1], q[5 * middle + 2]) - sphere.center).norm() - sphere.radius;
     INFO("Newton/step " << run.per_step() << ", at most " << run.slowest << ", halved steps " << run.halved
                         << "; middle node " << gap << " m from the sphere, top at z = " << top(2));
     CHECK(gap < model.radius);  // it landed and rests in the contact band
@@ -1184,20 +1189,20 @@ TEST_CASE("scene options: a scene's solver block is the stepper's options, with 
     // 10 halvings (min_time_step = time_step / 1024); EIL on for every yarn
     // scene unless "eil" says otherwise.
     check_scene_options(weft::parse_scene_text(start + cloth),
-                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true,
-                         0.1, 1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
+                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, true, 0.1,
+                         1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
     ++checks;
     // Every key set to something else arrives where it belongs.
-    check_scene_options(
-        weft::parse_scene_text(start + R"("solver": {"newton_iterations": 12, "newton_tolerance": 1e-4,
+    check_scene_options(weft::parse_scene_text(start + R"("solver": {"newton_iterations": 12, "newton_tolerance": 1e-4,
             "min_time_step": 0.000125, "max_speed": 5, "line_search_cuts": 3, "line_search_expansions": 2,
             "exact_hessians": false, "pcg_tolerance": 1e-7,
             "pcg_max_iterations": 300, "preconditioner": "yarn-lines", "linear": "cholmod",
             "eil": {"enabled": true, "safety_factor": 0.2, "contact_factor": 500, "lookahead": false,
                     "min_segment_factor": 0.5, "reset_arc_length": true, "remove_pulling_contacts": false,
-                    "pull_threshold": 0.01}}, )" + cloth),
-        {12, 1e-4, 3, 5.0, 3, 2, false, 1e-7, 300, weft::PcgPreconditioner::yarn_lines, true, 0.2, 500.0, false, 0.5, true,
-         false, 0.01, weft::LinearSolver::cholmod});
+                    "pull_threshold": 0.01}}, )" +
+                                               cloth),
+                        {12, 1e-4, 3, 5.0, 3, 2, false, 1e-7, 300, weft::PcgPreconditioner::yarn_lines, true, 0.2,
+                         500.0, false, 0.5, true, false, 0.01, weft::LinearSolver::cholmod});
     ++checks;
     // No adaptive time step: no halving; "eil" given without "enabled": on.
     check_scene_options(
@@ -1208,13 +1213,13 @@ TEST_CASE("scene options: a scene's solver block is the stepper's options, with 
     ++checks;
     // EIL switched off.
     check_scene_options(weft::parse_scene_text(start + R"("solver": {"eil": {"enabled": false}}, )" + cloth),
-                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, false,
-                         0.1, 1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
+                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::block_jacobi, false, 0.1,
+                         1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
     ++checks;
     // The multilevel preconditioner.
     check_scene_options(weft::parse_scene_text(start + R"("solver": {"preconditioner": "multilevel"}, )" + cloth),
-                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::multilevel, true,
-                         0.1, 1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
+                        {1, 1e-3, 10, 1000.0, 8, 4, true, 1e-5, 2000, weft::PcgPreconditioner::multilevel, true, 0.1,
+                         1000.0, true, 0.25, false, true, 1e-3, weft::LinearSolver::pcg});
     ++checks;
     REQUIRE(checks == 5);
 }

@@ -2,14 +2,14 @@
 // kernel (CUDA device code), evaluated on the GPU and compared with the same
 // functor run on the host. Without a CUDA device the test says so and exits
 // with code 77, which ctest reports as skipped.
-#include <algorithm>
-#include <cmath>
-#include <cstdio>
 #include <cuda_runtime.h>
 #include <thrust/device_vector.h>
 #include <thrust/host_vector.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform.h>
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
 
 #include <weft/element/bending_element.hpp>
 #include <weft/element/dissipation.hpp>
@@ -108,8 +108,8 @@ int main()
                     err != cudaSuccess ? cudaGetErrorString(err) : "0 devices");
         return 77;
     }
-    const EvaluateAll kernel{weft::make_triangle_rest<double>(weft::Vec2<double>(0, 0), weft::Vec2<double>(1, 0),
-                                                              weft::Vec2<double>(0, 1))};
+    const EvaluateAll kernel{
+        weft::make_triangle_rest<double>(weft::Vec2<double>(0, 0), weft::Vec2<double>(1, 0), weft::Vec2<double>(0, 1))};
     const int n = 4096;
     thrust::device_vector<double> device_out(n);
     thrust::transform(thrust::counting_iterator<int>(0), thrust::counting_iterator<int>(n), device_out.begin(), kernel);

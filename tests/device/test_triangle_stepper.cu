@@ -39,7 +39,8 @@ weft::TriangleModel<double> sheet(bool tabulated)
         const auto curve = [](const char* name, double s) {
             return weft::make_tabulated_curve<double>(name, {0.0, 0.01, 0.03, 0.06}, {0.0, s, 5 * s, 15 * s});
         };
-        density = weft::make_tabulated_membrane_density<double>(curve("warp", 4.0), curve("weft", 2.0), curve("shear", 0.5));
+        density =
+            weft::make_tabulated_membrane_density<double>(curve("warp", 4.0), curve("weft", 2.0), curve("shear", 0.5));
     }
     const weft::TriangleMesh mesh = weft::make_triangle_grid(8, 7, 0.5, 0.4);
     weft::TriangleModel<double> model = weft::build_triangle_model<double>(mesh, m, density);
@@ -71,8 +72,8 @@ void host_system(const weft::TriangleModel<double>& model, const weft::Vec3<doub
         weft::NodeBlocks<double, 3, 3> blocks;
         blocks.set_zero();
         if (model.material.membrane == weft::MembraneModel::tabulated)
-            weft::evaluate_triangle_membrane<double>(model.q.data(), model.v.data(), t, model.material, *model.tabulated,
-                                                     h, blocks, e);
+            weft::evaluate_triangle_membrane<double>(model.q.data(), model.v.data(), t, model.material,
+                                                     *model.tabulated, h, blocks, e);
         else
             weft::evaluate_triangle_membrane<double>(model.q.data(), model.v.data(), t, model.material,
                                                      model.material.stvk, h, blocks, e);
@@ -117,9 +118,10 @@ int main()
         const Eigen::MatrixXd a = Eigen::MatrixXd(weft::to_eigen(stepper.matrix()));
         const std::vector<double> b = weft::to_host(stepper.rhs());
         double db = 0;
-        for (std::size_t i = 0; i < b.size(); ++i) db = std::max(db, std::abs(b[i] - b_ref(static_cast<Eigen::Index>(i))));
-        check((a - a_ref).norm() <= 1e-12 * a_ref.norm(), "|A_gpu - A_host| / |A_host|", (a - a_ref).norm() / a_ref.norm(),
-              1e-12);
+        for (std::size_t i = 0; i < b.size(); ++i)
+            db = std::max(db, std::abs(b[i] - b_ref(static_cast<Eigen::Index>(i))));
+        check((a - a_ref).norm() <= 1e-12 * a_ref.norm(), "|A_gpu - A_host| / |A_host|",
+              (a - a_ref).norm() / a_ref.norm(), 1e-12);
         check(db <= 1e-12 * b_ref.cwiseAbs().maxCoeff(), "max |b_gpu - b_host| / max |b_host|",
               db / b_ref.cwiseAbs().maxCoeff(), 1e-12);
         for (int s = 0; s < 5; ++s) {
@@ -147,11 +149,13 @@ int main()
             weft::TriangleStepper<double> stepper(model, {}, g, options);
             for (int s = 0; s < 5; ++s) {
                 const weft::BackendStepReport r = stepper.step(h);
-                check(r.ok, k == 1 ? "GPU multilevel step converged (relative PCG residual)"
-                                   : "GPU block-Jacobi step converged (relative PCG residual)",
+                check(r.ok,
+                      k == 1 ? "GPU multilevel step converged (relative PCG residual)"
+                             : "GPU block-Jacobi step converged (relative PCG residual)",
                       r.pcg_residual, 1e-10);
             }
-            if (k == 1) check(stepper.multilevel().levels() >= 2, "multilevel levels", stepper.multilevel().levels(), 2);
+            if (k == 1)
+                check(stepper.multilevel().levels() >= 2, "multilevel levels", stepper.multilevel().levels(), 2);
             q[k] = weft::to_host(stepper.positions());
         }
         double dq = 0, scale = 0;

@@ -93,8 +93,8 @@ int main()
     for (std::size_t i = 0; i < b.size(); ++i) db = std::max(db, std::abs(b[i] - ref.b(i)));
     check((a - a_ref).norm() <= 1e-12 * a_ref.norm(), "|A_gpu - A_ref| / |A_ref|", (a - a_ref).norm() / a_ref.norm(),
           1e-12);
-    check(db <= 1e-12 * ref.b.cwiseAbs().maxCoeff(), "max |b_gpu - b_ref| / max |b_ref|", db / ref.b.cwiseAbs().maxCoeff(),
-          1e-12);
+    check(db <= 1e-12 * ref.b.cwiseAbs().maxCoeff(), "max |b_gpu - b_ref| / max |b_ref|",
+          db / ref.b.cwiseAbs().maxCoeff(), 1e-12);
 
     const weft::YarnStepReport r = stepper.step(h);
     check(r.ok, "GPU step converged", r.pcg_residual, 1e-12);

@@ -96,7 +96,8 @@ TEST_CASE("collider: a node resting on the table top is pushed up", "[element][c
     c.distance(x, phi, n);
     CHECK(phi == Approx(-1e-4));
     CHECK((n - Vec3(0, 0, 1)).norm() == 0.0);
-    const weft::LocalTerms<double, 3> t = weft::collider_contact<double>(Vec3::Zero(), phi, n, 2e-4, c.stiffness, 0.0, 1e-3);
+    const weft::LocalTerms<double, 3> t =
+        weft::collider_contact<double>(Vec3::Zero(), phi, n, 2e-4, c.stiffness, 0.0, 1e-3);
     // depth 3e-4 beyond the onset δ = 0.1 × 2e-4: k (d − δ/2)
     CHECK(t.force(2) == Approx(c.stiffness * (3e-4 - 0.5 * 2e-5)));
     CHECK(t.force.head<2>().norm() == 0.0);
@@ -138,8 +139,8 @@ TEST_CASE("collider: a rounded box is the shrunk box inflated by the rounding", 
     double largest_turn = 0;
     for (int k = 1; k <= 200; ++k) {
         const double angle = 0.5 * weft::Constants<double>::pi * k / 200;  // from the top face down the side
-        const Vec3 x = edge + Vec3(-c.rounding, 0, -c.rounding) +
-                       (c.rounding + 0.01) * Vec3(std::sin(angle), 0, std::cos(angle));
+        const Vec3 x =
+            edge + Vec3(-c.rounding, 0, -c.rounding) + (c.rounding + 0.01) * Vec3(std::sin(angle), 0, std::cos(angle));
         Vec3 n;
         c.distance(x, phi, n);
         CHECK(phi == Approx(0.01).margin(1e-12));
@@ -164,7 +165,7 @@ TEST_CASE("collider: lagged friction is minus the v-gradient of its potential, w
         const double scale = trial < 100 ? rng.uniform(0.01, 0.99) * eps : rng.uniform(1.01, 50) * eps;
         const Vec3 w = rng.unit_vector();
         Vec3 v = (w - n * n.dot(w)).normalized() * scale;  // |v_t| = scale
-        v += n * rng.uniform(-1, 1) * eps;                  // normal velocity does not matter
+        v += n * rng.uniform(-1, 1) * eps;                 // normal velocity does not matter
         const auto t = weft::lagged_friction<double>(v, n, limit, eps);
         const double u = (v - n * n.dot(v)).norm();
         (u < eps ? below : above) += 1;
@@ -202,7 +203,8 @@ TEST_CASE("collider: lagged friction is minus the v-gradient of its potential, w
     CHECK(weft::lagged_friction<double>(Vec3(0, 0, 0.3), n, limit, eps).force.norm() == 0.0);
 }
 
-TEST_CASE("collider: with lagged positions the friction uses the start-of-step normal force", "[element][collider][friction]")
+TEST_CASE("collider: with lagged positions the friction uses the start-of-step normal force",
+          "[element][collider][friction]")
 {
     // A plane at z = 0, offset 1e-3: at the start the node is 0.5 mm deep; the
     // iterate is 0.8 mm deep. The penalty follows the iterate, the friction
@@ -287,13 +289,15 @@ TEST_CASE("collider: the penalty is C2 in the depth and its force is minus the g
     CHECK(at(5 * delta).force(2) == Approx(k * 4.5 * delta));
 }
 
-TEST_CASE("collider: the normal gradient is the Hessian of phi, and the exact curvature term completes the "
-          "penalty's Jacobian",
-          "[element][collider][fd]")
+TEST_CASE(
+    "collider: the normal gradient is the Hessian of phi, and the exact curvature term completes the "
+    "penalty's Jacobian",
+    "[element][collider][fd]")
 {
     weft_test::Random rng(11);
     const weft::Collider<double> sphere = weft::sphere_collider<double>(Vec3(0.02, -0.01, 0.03), 0.05, 1e3, 0.3);
-    const weft::Collider<double> plane = weft::plane_collider<double>(Vec3(0.02, -0.01, 0.03), Vec3(0.6, 0, 0.8), 1e3, 0.3);
+    const weft::Collider<double> plane =
+        weft::plane_collider<double>(Vec3(0.02, -0.01, 0.03), Vec3(0.6, 0, 0.8), 1e3, 0.3);
     weft::Collider<double> rounded = box();
     rounded.rounding = 0.05;
     rounded.friction = 0.3;
@@ -309,9 +313,10 @@ TEST_CASE("collider: the normal gradient is the Hessian of phi, and the exact cu
             double phi = 0;
             do {
                 const Vec3 dir = Vec3(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-1, 1)).normalized();
-                Vec3 guess = c->center + (c->shape == weft::ColliderShape::box ? Vec3(rng.uniform(-0.5, 0.5), rng.uniform(-0.35, 0.35),
-                                                              rng.uniform(-0.2, 0.2))
-                                                       : Vec3(0.05 * dir));
+                Vec3 guess =
+                    c->center + (c->shape == weft::ColliderShape::box
+                                     ? Vec3(rng.uniform(-0.5, 0.5), rng.uniform(-0.35, 0.35), rng.uniform(-0.2, 0.2))
+                                     : Vec3(0.05 * dir));
                 c->distance(guess, phi, n);
                 x = guess - (phi - offset * rng.uniform(0.05, 0.95)) * n;  // onto the band along n
                 c->distance(x, phi, n);
@@ -394,5 +399,6 @@ TEST_CASE("collider: the factories check the fields of their shape and name the 
     // A hand-built collider is checked the same way (the steppers call this).
     weft::Collider<double> tilted = floor;
     tilted.normal = Vec3(0, 0.5, 0.5);
-    REQUIRE_THROWS_WITH(weft::require_valid_collider(tilted), Contains("plane collider normal length = 0.70710678118654757: must be 1"));
+    REQUIRE_THROWS_WITH(weft::require_valid_collider(tilted),
+                        Contains("plane collider normal length = 0.70710678118654757: must be 1"));
 }

@@ -353,9 +353,10 @@ weft_test::KernelTerms hinge_kernel(const weft::HingeElement<double>& h_el, cons
 
 }  // namespace
 
-TEST_CASE("hinge kernel: forces are the gradients of the energies it reports, df/dv is exact, the Gauss-Newton "
-          "df/dq is exact at the rest angle and negative semi-definite",
-          "[element][dihedral][kernel][gradient][hessian]")
+TEST_CASE(
+    "hinge kernel: forces are the gradients of the energies it reports, df/dv is exact, the Gauss-Newton "
+    "df/dq is exact at the rest angle and negative semi-definite",
+    "[element][dihedral][kernel][gradient][hessian]")
 {
     Random rng(61);
     FdChecker checker;
@@ -378,9 +379,9 @@ TEST_CASE("hinge kernel: forces are the gradients of the energies it reports, df
         checker.jacobian([&](const VectorX& vv) { return hinge_kernel(h_el, mat, q, vv).force; }, v, t.df_dv,
                          "kernel df/dv");
         // The same numbers as the element's own evaluation.
-        const auto element = weft::dihedral_bending_forces(
-            weft::dihedral_bending_strain(s.element.rest, s.q, s.v), s.element.elastic, s.element.dissipative,
-            weft::HingeStiffness::gauss_newton);
+        const auto element =
+            weft::dihedral_bending_forces(weft::dihedral_bending_strain(s.element.rest, s.q, s.v), s.element.elastic,
+                                          s.element.dissipative, weft::HingeStiffness::gauss_newton);
         CHECK(max_abs_difference(t.force, element.force()) <= 1e-12 * element.force().cwiseAbs().maxCoeff());
         // −∂f/∂q = Ω k ∇ε ∇εᵀ: PSD everywhere.
         CHECK(eigenvalues(Mat12(-t.df_dq)).minCoeff() >= -1e-12 * t.df_dq.cwiseAbs().maxCoeff());

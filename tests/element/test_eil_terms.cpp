@@ -484,8 +484,8 @@ OuterEval evaluate_outer(const std::vector<double>& q, const weft::EilSpring& sp
 double spring_on(const std::vector<double>& q, int i, int j, double k)
 {
     Vec12 l;
-    l << q[5 * i], q[5 * i + 1], q[5 * i + 2], q[5 * i + 3], q[5 * j], q[5 * j + 1], q[5 * j + 2], q[5 * j + 3],
-        q[23], q[20], q[21], q[22];
+    l << q[5 * i], q[5 * i + 1], q[5 * i + 2], q[5 * i + 3], q[5 * j], q[5 * j + 1], q[5 * j + 2], q[5 * j + 3], q[23],
+        q[20], q[21], q[22];
     return weft::eil_contact_spring<double>(l, k, EilSpringHessian::gauss_newton).terms.energy;
 }
 
@@ -655,8 +655,8 @@ TEST_CASE("eil terms: evaluate_eil_pair_spring interpolates each yarn on the EoL
                     local.segment<9>(9 * y) << q[5 * a], q[5 * a + 1], q[5 * a + 2], q[5 * a + 3 + y], q[5 * b],
                         q[5 * b + 1], q[5 * b + 2], q[5 * b + 3 + y], q[23 + y];
                 }
-                CHECK(energy ==
-                      Approx(weft::eil_pair_contact_spring<double>(local, k, EilSpringHessian::gauss_newton).terms.energy));
+                CHECK(energy == Approx(weft::eil_pair_contact_spring<double>(local, k, EilSpringHessian::gauss_newton)
+                                           .terms.energy));
                 CHECK(force.segment<3>(20).norm() == 0.0);
                 const VectorX q0 = Eigen::Map<const VectorX>(q.data(), 45);
                 checker.gradient(
@@ -758,7 +758,8 @@ TEST_CASE("eil terms: the rounded corner interpolation is Eq. (4.3) outside its 
             };
             const Vec3 below = (tangent(-e) - tangent(-2 * e)) / e;
             const Vec3 above = (tangent(2 * e) - tangent(e)) / e;
-            const double scale = (linear_piece(q, 1).jacobian.col(8) - linear_piece(q, 0).jacobian.col(8)).norm() / delta;
+            const double scale =
+                (linear_piece(q, 1).jacobian.col(8) - linear_piece(q, 0).jacobian.col(8)).norm() / delta;
             CHECK((below - above).norm() <= 1e-2 * scale);
             ++outside;
         }
@@ -806,8 +807,8 @@ TEST_CASE("eil terms: in full Newton the EIL springs interpolate across rounded 
             if (std::abs(s_force[0][1] - s_force[0][0]) > 1e-3 * scale) ++jumps;
             ++ran;
         }
-        for (const double s : {1e-3 + rng.uniform(-0.24e-3, 0.24e-3), 2e-3 + rng.uniform(-0.24e-3, 0.24e-3),
-                               1e-3, rng.uniform(0.3e-3, 0.7e-3), rng.uniform(1.3e-3, 1.7e-3)}) {
+        for (const double s : {1e-3 + rng.uniform(-0.24e-3, 0.24e-3), 2e-3 + rng.uniform(-0.24e-3, 0.24e-3), 1e-3,
+                               rng.uniform(0.3e-3, 0.7e-3), rng.uniform(1.3e-3, 1.7e-3)}) {
             const OuterStencil open = outer_stencil(rng, s, offset);
             const OuterEval e = evaluate_outer(open.q, open.spring, k, h, full);
             REQUIRE(e.energy > 0);

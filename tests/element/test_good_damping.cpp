@@ -217,9 +217,10 @@ TEST_CASE("good damping: Rayleigh damping brakes a stretched spring rotating rig
     CHECK(f_analogy.norm() <= 1e-12 * f_rayleigh.norm());
 }
 
-TEST_CASE("good damping: the backend's yarn segment brakes the rotating spring with Rayleigh damping and reports "
-          "V_d = 1/2 beta v^T K v, the triangles' convention",
-          "[element][good_damping][rayleigh][kernel]")
+TEST_CASE(
+    "good damping: the backend's yarn segment brakes the rotating spring with Rayleigh damping and reports "
+    "V_d = 1/2 beta v^T K v, the triangles' convention",
+    "[element][good_damping][rayleigh][kernel]")
 {
     // The spring above as an EoL stretch segment of the backend (2 nodes × 5 DoFs, u arc length).
     const double rest = 2.0, k = 100.0, beta = 0.1, strain = 0.3;

@@ -289,8 +289,8 @@ TEST_CASE("membrane: invalid material parameters are rejected naming the paramet
 // differences of the energies the kernel reports.
 namespace {
 
-using weft_test::KernelTerms;
 using weft_test::kernel_terms;
+using weft_test::KernelTerms;
 
 weft::TriangleElement<double> kernel_triangle(const weft::TriangleRest<double>& rest)
 {
@@ -307,9 +307,10 @@ KernelTerms membrane_kernel(const weft::TriangleElement<double>& tri, const weft
 
 }  // namespace
 
-TEST_CASE("membrane kernel: forces are the gradients of the energies it reports, its Jacobians match finite "
-          "differences (exact in tension)",
-          "[element][membrane][kernel][gradient][hessian]")
+TEST_CASE(
+    "membrane kernel: forces are the gradients of the energies it reports, its Jacobians match finite "
+    "differences (exact in tension)",
+    "[element][membrane][kernel][gradient][hessian]")
 {
     Random rng(45);
     FdChecker checker;
@@ -353,9 +354,10 @@ TEST_CASE("membrane kernel: forces are the gradients of the energies it reports,
     REQUIRE(checker.checks == trials * 3);
 }
 
-TEST_CASE("membrane kernel: Rayleigh damping f = beta K v on the assembled stiffness, reported as V_d = "
-          "1/2 beta v^T K v",
-          "[element][membrane][kernel][rayleigh]")
+TEST_CASE(
+    "membrane kernel: Rayleigh damping f = beta K v on the assembled stiffness, reported as V_d = "
+    "1/2 beta v^T K v",
+    "[element][membrane][kernel][rayleigh]")
 {
     Random rng(46);
     FdChecker checker;
@@ -383,8 +385,7 @@ TEST_CASE("membrane kernel: Rayleigh damping f = beta K v on the assembled stiff
         checks += 7;
         // Its reported potential is the one whose v-gradient is the damping force.
         checker.gradient([&](const VectorX& vv) { return -membrane_kernel(tri, mat, q, vv).dissipation; }, v,
-                         VectorX(damped.force - membrane_kernel(tri, mat, q, zero).force),
-                         "Rayleigh f = -dV_d/dv");
+                         VectorX(damped.force - membrane_kernel(tri, mat, q, zero).force), "Rayleigh f = -dV_d/dv");
     }
     REQUIRE(checks == 6 * 7);
     REQUIRE(checker.checks == 6);

@@ -36,8 +36,8 @@ Vec8 random_segment(weft_test::Random& rng, double length, double stretch)
 /// Central differences at q of a local term's energy (its gradient) and of
 /// its force (its Jacobian).
 template <int N, class Eval>
-void central_differences(const Eval& eval, const weft::Vec<double, N>& q, double step,
-                         weft::Vec<double, N>& gradient, weft::Mat<double, N, N>& jacobian)
+void central_differences(const Eval& eval, const weft::Vec<double, N>& q, double step, weft::Vec<double, N>& gradient,
+                         weft::Mat<double, N, N>& jacobian)
 {
     for (int i = 0; i < N; ++i) {
         weft::Vec<double, N> p = q, m = q;
@@ -135,7 +135,9 @@ TEST_CASE("yarn terms: the parallel-yarn contact and the anchor springs against 
         const double offset = rng.uniform(-1, 1) * limit / kf;
         weft::Vec<double, 1> s;
         s << anchor + offset;
-        const auto spring = [&](const weft::Vec<double, 1>& x) { return weft::anchor_spring<double>(x(0), anchor, kf); };
+        const auto spring = [&](const weft::Vec<double, 1>& x) {
+            return weft::anchor_spring<double>(x(0), anchor, kf);
+        };
         double force_error = 0, jacobian_error = 0;
         fd_check<1>(spring, s, 1e-3 * limit / kf, force_error, jacobian_error);
         CHECK(force_error < 1e-6);
@@ -201,8 +203,7 @@ TEST_CASE("yarn terms: a slipping anchor's full-Newton friction is the gradient 
     }
 }
 
-TEST_CASE("yarn terms: the consistent segment mass is the kinetic energy of the EoL velocity field",
-          "[element][yarn]")
+TEST_CASE("yarn terms: the consistent segment mass is the kinetic energy of the EoL velocity field", "[element][yarn]")
 {
     // A material point at parameter t moves with u(t) = (1−t)(ẋ₀ − w ṡ₀) +
     // t(ẋ₁ − w ṡ₁), w = Δx/Δs; T = ½ ρ Δs ∫₀¹ |u(t)|² dt, integrated by

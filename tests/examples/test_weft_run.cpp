@@ -268,7 +268,8 @@ TEST_CASE("weft-run: a triangle scene runs and writes the CSV and mesh frames", 
 {
     const fs::path dir = fresh_dir("triangle");
     const fs::path scene = write_scene(
-        dir, triangle_scene("", R"({"csv": "energy.csv", "frames": "frames", "every": 5, "formats": ["vtk", "vtp", "obj"]})"));
+        dir, triangle_scene(
+                 "", R"({"csv": "energy.csv", "frames": "frames", "every": 5, "formats": ["vtk", "vtp", "obj"]})"));
     const RunOutput run = run_quietly(scene, dir);
     const RunSummary& summary = run.summary;
     INFO(run.log << summary.error);
@@ -278,12 +279,13 @@ TEST_CASE("weft-run: a triangle scene runs and writes the CSV and mesh frames", 
     CHECK(summary.frames == 3);
     const std::vector<std::string> csv = lines_of(dir / "energy.csv");
     REQUIRE(csv.size() == 11);
-    CHECK(csv[0] == "time,kinetic_energy,elastic_energy,pcg_iterations,gravity_energy,dissipation_potential,"
-                    "newton_iterations,substeps,ms_per_step,max_speed");
+    CHECK(csv[0] ==
+          "time,kinetic_energy,elastic_energy,pcg_iterations,gravity_energy,dissipation_potential,"
+          "newton_iterations,substeps,ms_per_step,max_speed");
     const std::vector<double> last = fields(csv.back());
     REQUIRE(last.size() == 10);
     CHECK(last[0] == Approx(0.02));
-    CHECK(last[1] > 0);  // falling, so moving
+    CHECK(last[1] > 0);                  // falling, so moving
     CHECK(last[4] < fields(csv[1])[4]);  // gravity energy drops
     for (const char* f : {"frame_00000_cloth.vtk", "frame_00002_cloth.vtp", "frame_00001_cloth.obj", "cloth.pvd"})
         CHECK(fs::exists(dir / "frames" / f));
@@ -331,7 +333,8 @@ TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[exa
     using Catch::Contains;
     CHECK_THAT(error(triangle_scene(R"(, "mesh": "a.obj")", "{}")), Contains("cloth[0].mesh: give either"));
     std::string pins = triangle_scene("", "{}");
-    pins.replace(pins.find("\"pins\": [\"top-edge\"]"), std::string("\"pins\": [\"top-edge\"]").size(), "\"pins\": [99]");
+    pins.replace(pins.find("\"pins\": [\"top-edge\"]"), std::string("\"pins\": [\"top-edge\"]").size(),
+                 "\"pins\": [99]");
     CHECK_THAT(error(pins), Contains("cloth[0].pins[0]"));
     CHECK_THAT(error(triangle_scene("", R"({"frames": "f", "formats": ["bcc"]})")), Contains("\"bcc\""));
     std::string no_file = triangle_scene("", "{}");
@@ -350,8 +353,8 @@ TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[exa
     std::string approximation = triangle_scene("", "{}");
     approximation.replace(approximation.find("\"cloth\""), 7,
                           R"("solver": {"stiffness_approximation": "projected"}, "cloth")");
-    CHECK_THAT(error(approximation), Contains("solver.stiffness_approximation \"projected\"") &&
-                                         Contains("not to triangle cloth"));
+    CHECK_THAT(error(approximation),
+               Contains("solver.stiffness_approximation \"projected\"") && Contains("not to triangle cloth"));
 }
 
 TEST_CASE("weft-run: sliding_rods.json crosses smoothly with EIL and blows up without", "[examples][weft-run][eil]")
@@ -381,9 +384,9 @@ TEST_CASE("weft-run: sliding_rods.json crosses smoothly with EIL and blows up wi
     const RunSummary with = run(true, ke_eil, eil_eil);
     REQUIRE(with.ok);
     CHECK(with.steps == 100);
-    CHECK(eil_eil >= 1);               // a contact turned EIL around the meeting
+    CHECK(eil_eil >= 1);  // a contact turned EIL around the meeting
     CHECK(with.peak_eil_nodes == eil_eil);
-    CHECK(ke_eil < 1e-9);              // the pins' own kinetic energy is ~1e-11 J
+    CHECK(ke_eil < 1e-9);  // the pins' own kinetic energy is ~1e-11 J
     const RunSummary without = run(false, ke_eol, eil_eol);
     INFO("peak KE with EIL " << ke_eil << " J, without " << ke_eol << " J; EoL-only run: " << without.error);
     // EoL only: the A segment between the contacts collapses; the solver may
@@ -517,7 +520,7 @@ TEST_CASE("weft-run: the draped layout (both cloths over the rounded table edge)
     CHECK(run.summary.steps == static_cast<int>(std::lround(duration / 0.001)));
     CHECK(run.summary.peak_speed < 1.0);
     CHECK(run.summary.peak_eil_nodes > 100);  // measured 181
-    CHECK(run.summary.pulled_contacts > 0);    // the layers part where they hang
+    CHECK(run.summary.pulled_contacts > 0);   // the layers part where they hang
     require_finite_rows(dir / "tablecloth.csv", run.summary.steps);
 }
 

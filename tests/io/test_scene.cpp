@@ -258,11 +258,9 @@ TEST_CASE("scene: solver.line_search_expansions and exact_hessians are read, wit
     j["solver"]["line_search_expansions"] = 30;  // the boundary is allowed
     CHECK(weft::parse_scene(j).solver.line_search_expansions == 30);
     j["solver"]["line_search_expansions"] = 31;
-    CHECK_THROWS_WITH(weft::parse_scene(j),
-                      Catch::Contains("solver.line_search_expansions") && Catch::Contains("31"));
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_expansions") && Catch::Contains("31"));
     j["solver"]["line_search_expansions"] = -2;
-    CHECK_THROWS_WITH(weft::parse_scene(j),
-                      Catch::Contains("solver.line_search_expansions") && Catch::Contains("-2"));
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.line_search_expansions") && Catch::Contains("-2"));
     j["solver"]["line_search_expansions"] = 1;
     j["solver"]["exact_hessians"] = "yes";
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.exact_hessians") && Catch::Contains("yes"));
@@ -306,10 +304,10 @@ TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material,
     CHECK(weft::build_yarn_scene<double>(weft::parse_scene(j)).model.material.stiffness_approximation ==
           weft::StiffnessApproximation::automatic);
     int checked = 0;
-    for (const auto& [key, expected] :
-         {std::pair<std::string, weft::StiffnessApproximation>{"gauss-newton", weft::StiffnessApproximation::gauss_newton},
-          {"projected", weft::StiffnessApproximation::projected},
-          {"auto", weft::StiffnessApproximation::automatic}}) {
+    for (const auto& [key, expected] : {std::pair<std::string, weft::StiffnessApproximation>{
+                                            "gauss-newton", weft::StiffnessApproximation::gauss_newton},
+                                        {"projected", weft::StiffnessApproximation::projected},
+                                        {"auto", weft::StiffnessApproximation::automatic}}) {
         j["solver"] = json{{"stiffness_approximation", key}};
         CHECK(weft::build_yarn_scene<double>(weft::parse_scene(j)).model.material.stiffness_approximation == expected);
         ++checked;
@@ -686,7 +684,10 @@ TEST_CASE("scene: plane, pattern, cloth type and collider type are checked by na
     SECTION("cloth type")
     {
         j["cloth"][0]["type"] = "knit";
-        CHECK_THAT(error_of(j), Contains("cloth[0].type: unknown cloth type \"knit\" (supported: \"woven\", \"triangle\", \"sliding-rods\")"));
+        CHECK_THAT(
+            error_of(j),
+            Contains(
+                "cloth[0].type: unknown cloth type \"knit\" (supported: \"woven\", \"triangle\", \"sliding-rods\")"));
     }
     SECTION("a missing cloth type")
     {
@@ -779,7 +780,8 @@ TEST_CASE("scene: EIL solver options, sliding-rods and triangle entries", "[io][
     CHECK_THAT(error_of(j), Contains("solver.eil.enable"));
 
     json rods = minimal();
-    rods["cloth"] = json::parse(R"([{"type": "sliding-rods", "speed_b": 0.01, "speed_c": -0.006, "prestretch": 1.01}])");
+    rods["cloth"] =
+        json::parse(R"([{"type": "sliding-rods", "speed_b": 0.01, "speed_c": -0.006, "prestretch": 1.01}])");
     const weft::SceneDescription r = weft::parse_scene(rods);
     CHECK(r.cloth[0].type == "sliding-rods");
     CHECK(r.cloth[0].rods.speed_c == -0.006);
@@ -850,8 +852,7 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
     REQUIRE(checked == 162);
 }
 
-TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key",
-          "[io][scene][schema]")
+TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")
 {
     // The schema is what the parser enforces: one misspelt key per object kind.
     json scene = json::parse(example_scene);
@@ -860,16 +861,16 @@ TEST_CASE("scene schema: a key outside an object's list is refused with that lis
                                                       Contains("did you mean \"line_search_cuts\""));
     scene = json::parse(example_scene);
     scene["cloth"][0]["rotaton"] = 30;
-    REQUIRE_THROWS_WITH(weft::parse_scene(scene), Contains("cloth[0].rotaton: unknown key") &&
-                                                      Contains("did you mean \"rotation\""));
+    REQUIRE_THROWS_WITH(weft::parse_scene(scene),
+                        Contains("cloth[0].rotaton: unknown key") && Contains("did you mean \"rotation\""));
     scene = json::parse(example_scene);
     scene["colliders"][0]["rounding"] = 0.001;
     REQUIRE_THROWS_WITH(weft::parse_scene(scene),
                         Contains("colliders[0].rounding: unknown key for collider type \"sphere\""));
     scene = json::parse(example_scene);
     scene["output"]["csv_evry"] = 2;
-    REQUIRE_THROWS_WITH(weft::parse_scene(scene), Contains("output.csv_evry: unknown key") &&
-                                                      Contains("did you mean \"csv_every\""));
+    REQUIRE_THROWS_WITH(weft::parse_scene(scene),
+                        Contains("output.csv_evry: unknown key") && Contains("did you mean \"csv_every\""));
 }
 
 TEST_CASE("scene memory: a scene larger than the machine is refused with the estimate before allocating",

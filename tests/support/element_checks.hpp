@@ -60,8 +60,7 @@ int check_metric_and_densities(FdChecker& checker, const Metric& metric, const E
         const auto em = metric(VecN(q0 - h * v0), v0);
         const VectorX fd_rate = (VectorX(ep.strain) - VectorX(em.strain)) / (2 * h);
         checker.compare(VectorX(e0.rate), fd_rate, "strain rate vs d/dt along trajectory", allow_grad);
-        checker.compare(VectorX(e0.rate), VectorX(e0.gradient.transpose() * v0), "strain rate vs grad^T v",
-                        allow_grad);
+        checker.compare(VectorX(e0.rate), VectorX(e0.gradient.transpose() * v0), "strain rate vs grad^T v", allow_grad);
     }
 
     // Element size.
@@ -71,8 +70,7 @@ int check_metric_and_densities(FdChecker& checker, const Metric& metric, const E
         checker.jacobian([&](const VectorX& qq) { return VectorX(eval_at(qq).size_gradient); }, q,
                          MatrixX(e0.size_hessian), "size Hessian", AllowZero::yes);
     } else {
-        checker.compare(VectorX(e0.size_gradient), VectorX::Zero(N), "constant size has zero gradient",
-                        AllowZero::yes);
+        checker.compare(VectorX(e0.size_gradient), VectorX::Zero(N), "constant size has zero gradient", AllowZero::yes);
     }
 
     // Elastic force = −∇V and its Jacobian.
@@ -84,11 +82,10 @@ int check_metric_and_densities(FdChecker& checker, const Metric& metric, const E
     // Dissipative force = −∂V_d/∂v and ∂f_d/∂v.
     auto eval_v = [&](const VectorX& vv) { return metric(q0, VecN(vv)); };
     checker.gradient([&](const VectorX& vv) { return -double(weft::dissipation_potential(eval_v(vv), dissipative)); },
-                     v, VectorX(weft::dissipative_force(e0, dissipative)), "dissipative force = -dV_d/dv",
-                     allow_grad);
+                     v, VectorX(weft::dissipative_force(e0, dissipative)), "dissipative force = -dV_d/dv", allow_grad);
     checker.jacobian([&](const VectorX& vv) { return VectorX(weft::dissipative_force(eval_v(vv), dissipative)); }, v,
-                     MatrixX(weft::dissipative_force_jacobian(e0, dissipative, weft::DiffWrt::velocities)),
-                     "df_d/dv", allow_grad);
+                     MatrixX(weft::dissipative_force_jacobian(e0, dissipative, weft::DiffWrt::velocities)), "df_d/dv",
+                     allow_grad);
 
     // Exact ∂f_d/∂q against FD.
     const MatrixX exact = weft::dissipative_force_jacobian_exact(e0, dissipative, v0);
@@ -103,9 +100,9 @@ int check_metric_and_densities(FdChecker& checker, const Metric& metric, const E
         const auto stress0 = dissipative.stress(e0.rate, e0.strain);
         const double saved = checker.step;
         checker.step *= options.hessian_step_scale;
-        checker.jacobian(
-            [&](const VectorX& qq) { return VectorX(-e0.size * (eval_at(qq).gradient * stress0)); }, q, symmetric,
-            "symmetric df_d/dq = d/dq (-Omega grad eps(q) S_d), S_d and Omega held", AllowZero::yes);
+        checker.jacobian([&](const VectorX& qq) { return VectorX(-e0.size * (eval_at(qq).gradient * stress0)); }, q,
+                         symmetric, "symmetric df_d/dq = d/dq (-Omega grad eps(q) S_d), S_d and Omega held",
+                         AllowZero::yes);
         checker.step = saved;
     }
     checker.compare(symmetric, symmetric.transpose(), "symmetric df_d/dq is symmetric", AllowZero::yes);

@@ -266,7 +266,8 @@ void spmv(const BsrMatrix<T, B>& a, const thrust::device_vector<T>& x, thrust::d
     if (&x == &y) throw InvalidInput("invalid spmv arguments: x and y must be different vectors");
     y.resize(static_cast<std::size_t>(a.rows()));
     if constexpr (spmv_scalar_rows) {
-        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(a.rows()),
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                         thrust::counting_iterator<Index>(a.rows()),
                          bsr_detail::ScalarRowProduct<T, B>{a.view(), thrust::raw_pointer_cast(x.data()),
                                                             thrust::raw_pointer_cast(y.data())});
     } else {

@@ -49,7 +49,10 @@ enum class LinearSolver {
 };
 
 /// The scene-file name of a linear solver.
-inline const char* to_string(LinearSolver s) { return s == LinearSolver::cholmod ? "cholmod" : "pcg"; }
+inline const char* to_string(LinearSolver s)
+{
+    return s == LinearSolver::cholmod ? "cholmod" : "pcg";
+}
 
 /// Whether this build links CHOLMOD (weft::omp with SuiteSparse found).
 constexpr bool cholmod_available()
@@ -149,7 +152,10 @@ public:
     }
 
     /// How often the symbolic analysis ran (once per distinct pattern solved).
-    int analyses() const { return m_analyses; }
+    int analyses() const
+    {
+        return m_analyses;
+    }
 
 private:
 #ifdef WEFT_WITH_CHOLMOD
@@ -202,10 +208,10 @@ private:
         ++m_pattern_version;
     }
 
-    std::vector<Index> m_row_ptr, m_col_idx;      ///< the BSR pattern of the current CSC pattern
+    std::vector<Index> m_row_ptr, m_col_idx;            ///< the BSR pattern of the current CSC pattern
     std::vector<std::size_t> m_entry_row, m_entry_col;  ///< scalar row and column of each BSR entry
-    std::vector<long> m_entry_lower;             ///< its position in m_lower's values, −1 above the diagonal
-    std::vector<long> m_diagonal;                ///< position of each diagonal entry in m_lower's values
+    std::vector<long> m_entry_lower;                    ///< its position in m_lower's values, −1 above the diagonal
+    std::vector<long> m_diagonal;                       ///< position of each diagonal entry in m_lower's values
     Eigen::SparseMatrix<double> m_lower;
     Eigen::CholmodSupernodalLLT<Eigen::SparseMatrix<double>, Eigen::Lower> m_llt;
     int m_pattern_version = 0, m_analyzed = 0;

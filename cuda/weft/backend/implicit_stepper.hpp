@@ -88,10 +88,10 @@
 ///                            halving), e.g. after revising a discretization.
 
 #include <chrono>
-#include <cstdio>
-#include <cstdlib>
 #include <cmath>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <string>
 #include <vector>
@@ -124,9 +124,9 @@ namespace weft {
 
 template <typename T>
 struct StepperOptions {
-    int newton_iterations = 1;        ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
-    T newton_tolerance = T(1e-3);     ///< relative residual ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖)
-    int max_halvings = 0;             ///< how often a failed step may be halved (0: never)
+    int newton_iterations = 1;     ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
+    T newton_tolerance = T(1e-3);  ///< relative residual ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖)
+    int max_halvings = 0;          ///< how often a failed step may be halved (0: never)
     /// A step after which some velocity DoF exceeds this in magnitude (m/s for
     /// positions and arc lengths alike) fails: it catches blow-ups that stay
     /// finite. Default 1000 m/s, far above any cloth motion; +inf switches it off.
@@ -177,15 +177,15 @@ struct BackendStepReport {
     int feasibility_limits = 0;      ///< Newton updates shortened by the model's feasibility bound
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
     int multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner (0 with the others)
-    double max_speed = 0;            ///< largest |v| of a DoF at the end of the step (m/s; positions and arc-length rates)
-    double pcg_residual = 0;         ///< relative residual of the last PCG solve
-    double newton_residual = 0;      ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
+    double max_speed = 0;        ///< largest |v| of a DoF at the end of the step (m/s; positions and arc-length rates)
+    double pcg_residual = 0;     ///< relative residual of the last PCG solve
+    double newton_residual = 0;  ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
     PcgStatus pcg_status = PcgStatus::converged;  ///< status of the last PCG solve
-    std::string message;             ///< why the step failed (empty when ok)
-    std::string first_failure;       ///< why the first failed attempt failed (empty when none did): why a step was halved
-    double assembly_seconds = 0;     ///< element kernels + assembly
-    double solve_seconds = 0;        ///< PCG
-    double total_seconds = 0;        ///< the whole call
+    std::string message;                          ///< why the step failed (empty when ok)
+    std::string first_failure;    ///< why the first failed attempt failed (empty when none did): why a step was halved
+    double assembly_seconds = 0;  ///< element kernels + assembly
+    double solve_seconds = 0;     ///< PCG
+    double total_seconds = 0;     ///< the whole call
 };
 
 /// Raw pointers to the contribution buffers an element kernel writes.
@@ -474,7 +474,8 @@ inline void validate_state(const char* model, const std::vector<T>& q, const std
     if (v.size() != q.size())
         throw InvalidInput(detail::describe((name + " v.size()").c_str(), v.size(), "must equal q.size()"));
     if (free_dof.size() != q.size())
-        throw InvalidInput(detail::describe((name + " free_dof.size()").c_str(), free_dof.size(), "must equal q.size()"));
+        throw InvalidInput(
+            detail::describe((name + " free_dof.size()").c_str(), free_dof.size(), "must equal q.size()"));
     if (options.newton_iterations < 1)
         throw InvalidInput(detail::describe("solver.newton_iterations", options.newton_iterations, "must be >= 1"));
     if (options.max_halvings < 0 || options.max_halvings > 30)
@@ -483,8 +484,8 @@ inline void validate_state(const char* model, const std::vector<T>& q, const std
     if (options.line_search_cuts < 0 || options.line_search_cuts > 30)
         throw InvalidInput(detail::describe("solver.line_search_cuts", options.line_search_cuts, "must be in [0, 30]"));
     if (options.line_search_expansions < 0 || options.line_search_expansions > 30)
-        throw InvalidInput(detail::describe("solver.line_search_expansions", options.line_search_expansions,
-                                            "must be in [0, 30]"));
+        throw InvalidInput(
+            detail::describe("solver.line_search_expansions", options.line_search_expansions, "must be in [0, 30]"));
     if (options.max_retries < 0)
         throw InvalidInput(detail::describe("solver.max_retries", options.max_retries, "must be >= 0"));
     require_linear_solver(options.linear);
@@ -510,7 +511,7 @@ public:
     void set_options(const StepperOptions<T>& options)
     {
         m_options = options;
-        m_first_iteration_ready = false;  // the first-iteration form depends on newton_iterations
+        m_first_iteration_ready = false;               // the first-iteration form depends on newton_iterations
         m_multilevel.set_options(options.multilevel);  // its next prepare() rebuilds
     }
 
@@ -587,8 +588,8 @@ public:
             const Index n = nodes[k];
             const std::string name = "set_pin_targets nodes[" + std::to_string(k) + "]";
             if (n < 0 || n >= m_nodes)
-                throw InvalidInput(detail::describe(name.c_str(), n,
-                                                    ("must be a node index in [0, " + std::to_string(m_nodes) + ")").c_str()));
+                throw InvalidInput(detail::describe(
+                    name.c_str(), n, ("must be a node index in [0, " + std::to_string(m_nodes) + ")").c_str()));
             if (!targets[k].allFinite())
                 throw InvalidInput("invalid set_pin_targets targets[" + std::to_string(k) + "]: not finite");
             const std::size_t first = static_cast<std::size_t>(n) * B;
@@ -628,8 +629,8 @@ protected:
     /// The step bound of every node against the colliders (full Newton; see
     /// collider_step_fraction): an update carries no node from outside a
     /// collider's contact band deeper than half the contact offset into it.
-    T collider_step_bound(T h, const thrust::device_vector<T>& dv,
-                          const thrust::device_vector<Collider<T>>& colliders, T offset) const
+    T collider_step_bound(T h, const thrust::device_vector<T>& dv, const thrust::device_vector<Collider<T>>& colliders,
+                          T offset) const
     {
         if (colliders.empty()) return T(1);
         return thrust::transform_reduce(
@@ -676,9 +677,9 @@ protected:
     void collider_onset_correction(T h, const thrust::device_vector<Collider<T>>& colliders, T offset)
     {
         if (colliders.empty()) return;
-        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
-                         stepper_detail::ColliderOnsetCorrection<T, B>{m_matrix.view(),
-                                                                       collider_args(h, colliders, offset)});
+        thrust::for_each(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(m_nodes),
+            stepper_detail::ColliderOnsetCorrection<T, B>{m_matrix.view(), collider_args(h, colliders, offset)});
     }
     /// The arguments of the per-node collider kernels on the current iterate and update.
     stepper_detail::NodeColliderArgs<T> collider_args(T h, const thrust::device_vector<Collider<T>>& colliders,
@@ -686,7 +687,8 @@ protected:
     {
         return {raw(m_q), raw(m_free), h, raw(colliders), static_cast<int>(colliders.size()), offset, raw(m_dv)};
     }
-    /// Positions at the start of the (sub)step being attempted.    /// Positions at the start of the (sub)step being attempted.
+    /// Positions at the start of the (sub)step being attempted.    /// Positions at the start of the (sub)step being
+    /// attempted.
     const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
 
     ImplicitStepper(const std::vector<T>& q, const std::vector<T>& v, const std::vector<unsigned char>& free_dof,
@@ -729,9 +731,15 @@ protected:
     }
 
     template <typename U>
-    static U* raw(thrust::device_vector<U>& v) { return raw_pointer(v); }
+    static U* raw(thrust::device_vector<U>& v)
+    {
+        return raw_pointer(v);
+    }
     template <typename U>
-    static const U* raw(const thrust::device_vector<U>& v) { return raw_pointer(v); }
+    static const U* raw(const thrust::device_vector<U>& v)
+    {
+        return raw_pointer(v);
+    }
 
     /// Forget cached element evaluations (a model that changed its element
     /// lists or contribution buffers between steps, e.g. the EIL assignment).
@@ -908,8 +916,8 @@ private:
             report.pcg_status = r.status;
             report.newton_iterations += 1;
             if (!r.converged) {
-                report.message = std::string("PCG ") + to_string(r.status) + " after " +
-                                 std::to_string(r.iterations) + " iterations (relative residual " +
+                report.message = std::string("PCG ") + to_string(r.status) + " after " + std::to_string(r.iterations) +
+                                 " iterations (relative residual " +
                                  std::to_string(static_cast<double>(r.relative_residual)) + ") at Newton iteration " +
                                  std::to_string(k);
                 return false;
@@ -936,8 +944,8 @@ private:
             report.message = "non-finite positions or velocities after the update";
             return false;
         }
-        const T speed = thrust::transform_reduce(thrust::device, m_v.begin(), m_v.end(),
-                                                 stepper_detail::Magnitude<T>{}, T(0), stepper_detail::Maximum<T>{});
+        const T speed = thrust::transform_reduce(thrust::device, m_v.begin(), m_v.end(), stepper_detail::Magnitude<T>{},
+                                                 T(0), stepper_detail::Maximum<T>{});
         report.max_speed = static_cast<double>(speed);
         if (speed > m_options.max_speed) {
             report.message = "a velocity of " + std::to_string(static_cast<double>(speed)) +
@@ -971,13 +979,12 @@ private:
     Merit<T> incremental_potential(T h)
     {
         assemble_vector(m_map, m_force_contributions, m_force);
-        const ElementEnergies<T> e = fixed_order_reduce(m_energies.begin(), m_energies.size(),
-                                                        ElementEnergies<T>{T(0), T(0), T(0), T(0)},
-                                                        stepper_detail::PlusEnergies<T>{});
+        const ElementEnergies<T> e =
+            fixed_order_reduce(m_energies.begin(), m_energies.size(), ElementEnergies<T>{T(0), T(0), T(0), T(0)},
+                               stepper_detail::PlusEnergies<T>{});
         const T inertia = fixed_order_transform_reduce(
             thrust::counting_iterator<std::size_t>(0), m_q.size(),
-            stepper_detail::MassProduct<T>{h, raw(m_mass_velocity), raw(m_force), raw(m_rhs)}, T(0),
-            thrust::plus<T>{});
+            stepper_detail::MassProduct<T>{h, raw(m_mass_velocity), raw(m_force), raw(m_rhs)}, T(0), thrust::plus<T>{});
         using std::abs;
         return Merit<T>{T(0.5) * inertia + e.elastic + e.gravity + h * e.dissipation,
                         T(0.5) * abs(inertia) + abs(e.elastic) + abs(e.gravity) + h * abs(e.dissipation)};
@@ -1053,9 +1060,10 @@ private:
                 report.line_search_cuts += 1;
             }
         }
-        report.message = "Newton line search found no decrease of the incremental potential or the residual at "
-                         "iteration " + std::to_string(k) + " (step fraction down to " +
-                         std::to_string(static_cast<double>(alpha)) + ")";
+        report.message =
+            "Newton line search found no decrease of the incremental potential or the residual at "
+            "iteration " +
+            std::to_string(k) + " (step fraction down to " + std::to_string(static_cast<double>(alpha)) + ")";
         return LineSearch::failed;
     }
 
@@ -1116,10 +1124,7 @@ private:
     bool exact_hessians_first() const { return m_options.exact_hessians && self().has_exact_hessians(); }
 
     /// Whether the solved Δv descends the incremental potential: bᵀΔv > 0.
-    bool descends() const
-    {
-        return dot(m_rhs, m_dv) > T(0);
-    }
+    bool descends() const { return dot(m_rhs, m_dv) > T(0); }
 
     /// The model's PCG settings; a solve with the exact Hessians stops at
     /// twice the iterations of this step's last converged solve (at least
@@ -1178,7 +1183,8 @@ private:
         thrust::transform(thrust::device, m_guess.begin(), m_guess.end(), m_free.begin(), m_dv.begin(),
                           stepper_detail::ScaledFiltered<T>{scale});
         spmv(m_matrix, m_dv, m_product);
-        const auto first = thrust::make_zip_iterator(thrust::make_tuple(m_rhs.begin(), m_product.begin(), m_free.begin()));
+        const auto first =
+            thrust::make_zip_iterator(thrust::make_tuple(m_rhs.begin(), m_product.begin(), m_free.begin()));
         thrust::transform(thrust::device, first, first + m_rhs.size(), m_residual.begin(),
                           pcg_detail::FilteredDifference<T>{});
         const T residual_norm = filtered_norm(m_residual);
@@ -1239,12 +1245,12 @@ private:
     thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start, m_v_base;
     thrust::device_vector<T> m_q_step, m_v_step;  ///< state at the start of step(), restored if it fails
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
-    T m_guess_step = T(0);  ///< step size of m_guess; 0: no guess yet
-    T m_step_fraction = T(1);  ///< the step fraction α of the last accepted line search
-    bool m_exact_hessians = false;  ///< the next full-Newton evaluation takes the exact element Hessians
+    T m_guess_step = T(0);           ///< step size of m_guess; 0: no guess yet
+    T m_step_fraction = T(1);        ///< the step fraction α of the last accepted line search
+    bool m_exact_hessians = false;   ///< the next full-Newton evaluation takes the exact element Hessians
     int m_converged_iterations = 0;  ///< PCG iterations of this step's last converged solve
     PcgWorkspace<T, B> m_workspace;
-    CholmodSolver<T, B> m_direct;  ///< StepperOptions::linear == cholmod
+    CholmodSolver<T, B> m_direct;                 ///< StepperOptions::linear == cholmod
     MultilevelPreconditioner<T, B> m_multilevel;  ///< PcgPreconditioner::multilevel, with StepperOptions::multilevel
     bool m_energies_valid = false;
     bool m_first_iteration_ready = false;

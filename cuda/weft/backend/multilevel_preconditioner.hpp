@@ -104,8 +104,8 @@ struct MultilevelOptions {
 inline void validate(const MultilevelOptions& o)
 {
     if (!(o.strength_threshold >= 0.0 && o.strength_threshold < 1.0)) {
-        throw InvalidInput(detail::describe("MultilevelOptions strength_threshold", o.strength_threshold,
-                                            "must be in [0, 1)"));
+        throw InvalidInput(
+            detail::describe("MultilevelOptions strength_threshold", o.strength_threshold, "must be in [0, 1)"));
     }
     if (o.coarse_dofs < 1)
         throw InvalidInput(detail::describe("MultilevelOptions coarse_dofs", o.coarse_dofs, "must be >= 1"));
@@ -120,12 +120,10 @@ inline void validate(const MultilevelOptions& o)
             detail::describe("MultilevelOptions smoother_ratio", o.smoother_ratio, "must be finite and > 1"));
     }
     if (o.power_iterations < 1) {
-        throw InvalidInput(
-            detail::describe("MultilevelOptions power_iterations", o.power_iterations, "must be >= 1"));
+        throw InvalidInput(detail::describe("MultilevelOptions power_iterations", o.power_iterations, "must be >= 1"));
     }
     if (!(o.rebuild_growth >= 1.0)) {
-        throw InvalidInput(
-            detail::describe("MultilevelOptions rebuild_growth", o.rebuild_growth, "must be >= 1"));
+        throw InvalidInput(detail::describe("MultilevelOptions rebuild_growth", o.rebuild_growth, "must be >= 1"));
     }
 }
 
@@ -289,7 +287,8 @@ HostMatrix<T> tentative_prolongator(const NearNull<T>& fine, int bs, const std::
     coarse.rows.assign(static_cast<std::size_t>(coarse.dofs) * k, T(0));
     std::vector<std::vector<Index>> members(static_cast<std::size_t>(aggregates));
     for (Index i = 0; i < static_cast<Index>(owner.size()); ++i) {
-        if (owner[static_cast<std::size_t>(i)] >= 0) members[static_cast<std::size_t>(owner[static_cast<std::size_t>(i)])].push_back(i);
+        if (owner[static_cast<std::size_t>(i)] >= 0)
+            members[static_cast<std::size_t>(owner[static_cast<std::size_t>(i)])].push_back(i);
     }
     std::vector<Eigen::Triplet<T, Index>> triplets;
     triplets.reserve(fine.rows.size());
@@ -500,7 +499,8 @@ struct JacobiRowBound {
                 for (int c = 0; c < BB; ++c) {
                     if (!column_free[c]) continue;
                     T entry = T(0);
-                    for (int m = 0; m < BB; ++m) entry += free_dofs[offset + m] ? d[r * BB + m] * block[m * BB + c] : T(0);
+                    for (int m = 0; m < BB; ++m)
+                        entry += free_dofs[offset + m] ? d[r * BB + m] * block[m * BB + c] : T(0);
                     sums[r] += entry < T(0) ? -entry : entry;
                 }
             }
@@ -584,16 +584,15 @@ struct Smoother {
         const auto rows_last = thrust::counting_iterator<Index>(a.block_rows());
         thrust::for_each(thrust::device, rows_first, rows_last,
                          ChebyshevStep<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse), raw_pointer(rhs),
-                                              raw_pointer(out), raw_pointer(d), raw_pointer(z_next), T(0),
-                                              T(1) / theta, zero_start});
+                                              raw_pointer(out), raw_pointer(d), raw_pointer(z_next), T(0), T(1) / theta,
+                                              zero_start});
         out.swap(z_next);
         for (int k = 1; k < degree; ++k) {
             const T rho_next = T(1) / (T(2) * sigma - rho);
             thrust::for_each(thrust::device, rows_first, rows_last,
                              ChebyshevStep<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse),
                                                   raw_pointer(rhs), raw_pointer(out), raw_pointer(d),
-                                                  raw_pointer(z_next), rho_next * rho, T(2) * rho_next / delta,
-                                                  false});
+                                                  raw_pointer(z_next), rho_next * rho, T(2) * rho_next / delta, false});
             out.swap(z_next);
             rho = rho_next;
         }
@@ -664,8 +663,8 @@ public:
                  const thrust::device_vector<T>& state)
     {
         if (a.block_rows() != a.block_cols()) {
-            throw InvalidInput(detail::describe("MultilevelPreconditioner block columns", a.block_cols(),
-                                                "must equal block rows"));
+            throw InvalidInput(
+                detail::describe("MultilevelPreconditioner block columns", a.block_cols(), "must equal block rows"));
         }
         const std::size_t dofs = static_cast<std::size_t>(a.rows());
         if (free_dofs.size() != dofs || state.size() != dofs) {
@@ -676,14 +675,12 @@ public:
         validate_options();
         m_matrix = &a;
         m_free = &free_dofs;
-        const bool same_pattern = m_built && m_pattern_rows.size() == a.row_ptr().size() &&
-                                  m_pattern_cols.size() == a.col_idx().size() && m_pattern_free.size() == dofs &&
-                                  thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(),
-                                                m_pattern_rows.begin()) &&
-                                  thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(),
-                                                m_pattern_cols.begin()) &&
-                                  thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(),
-                                                m_pattern_free.begin());
+        const bool same_pattern =
+            m_built && m_pattern_rows.size() == a.row_ptr().size() && m_pattern_cols.size() == a.col_idx().size() &&
+            m_pattern_free.size() == dofs &&
+            thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(), m_pattern_rows.begin()) &&
+            thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), m_pattern_cols.begin()) &&
+            thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
         if (!(same_pattern && m_options.reuse && !m_rebuild_requested)) {
             if (!same_pattern) m_pattern_builds += 1;
             const auto start = std::chrono::steady_clock::now();
@@ -736,8 +733,8 @@ public:
     {
         if (!m_ready) throw InvalidInput("MultilevelPreconditioner::apply called before a successful prepare()");
         if (r.size() != static_cast<std::size_t>(m_matrix->rows())) {
-            throw InvalidInput(detail::describe("MultilevelPreconditioner::apply r.size()", r.size(),
-                                                "must equal the matrix size"));
+            throw InvalidInput(
+                detail::describe("MultilevelPreconditioner::apply r.size()", r.size(), "must equal the matrix size"));
         }
         z.resize(r.size());
         thrust::copy(thrust::device, r.begin(), r.end(), m_fine.r.begin());
@@ -843,11 +840,13 @@ private:
             const Index nodes = static_cast<Index>(level_matrix.rows() / bs);
             std::vector<std::uint8_t> active(static_cast<std::size_t>(nodes), 0);
             for (Index i = 0; i < nodes; ++i) {
-                for (int r = 0; r < bs; ++r) active[static_cast<std::size_t>(i)] |= level_free[static_cast<std::size_t>(i * bs + r)];
+                for (int r = 0; r < bs; ++r)
+                    active[static_cast<std::size_t>(i)] |= level_free[static_cast<std::size_t>(i * bs + r)];
             }
             Index aggregates = 0;
             const std::vector<Index> owner =
-                aggregate(level_matrix, bs, active, m_coarse.empty() ? static_cast<T>(m_options.strength_threshold) : T(0), aggregates);
+                aggregate(level_matrix, bs, active,
+                          m_coarse.empty() ? static_cast<T>(m_options.strength_threshold) : T(0), aggregates);
             if (aggregates == 0 || aggregates * near_null_size >= level_matrix.rows()) break;  // no coarsening
             NearNull<T> coarse_near_null;
             const HostMatrix<T> tentative = tentative_prolongator(near_null, bs, owner, aggregates, coarse_near_null);
@@ -935,8 +934,8 @@ private:
             }
             row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Index>(col_idx.size());
         }
-        m_coarsest_inverse = BsrMatrix<T, 1>(static_cast<Index>(a.rows()), static_cast<Index>(a.cols()), row_ptr,
-                                             col_idx, values);
+        m_coarsest_inverse =
+            BsrMatrix<T, 1>(static_cast<Index>(a.rows()), static_cast<Index>(a.cols()), row_ptr, col_idx, values);
         m_coarsest_rhs.resize(static_cast<std::size_t>(a.rows()));
         m_coarsest_solution.resize(static_cast<std::size_t>(a.rows()));
         return true;

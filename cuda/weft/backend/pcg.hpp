@@ -52,11 +52,11 @@
 namespace weft {
 
 enum class PcgPreconditioner {
-    none,                 ///< plain CG on the filtered system
-    block_jacobi,         ///< inverse filtered diagonal B×B blocks
-    yarn_lines,           ///< additive line solves over PcgOptions::lines (one line pass per family)
+    none,                  ///< plain CG on the filtered system
+    block_jacobi,          ///< inverse filtered diagonal B×B blocks
+    yarn_lines,            ///< additive line solves over PcgOptions::lines (one line pass per family)
     yarn_lines_symmetric,  ///< symmetric multiplicative line solves (2m − 1 line passes, 2m − 2 SpMVs, m families)
-    multilevel             ///< PcgOptions::custom, e.g. the smoothed-aggregation V-cycle of multilevel_preconditioner.hpp
+    multilevel  ///< PcgOptions::custom, e.g. the smoothed-aggregation V-cycle of multilevel_preconditioner.hpp
 };
 
 /// A preconditioner that PCG applies through PcgOptions::custom: z = M⁻¹ r
@@ -538,8 +538,8 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
                              thrust::counting_iterator<Index>(a.rows()),
                              pcg_detail::FilteredRowProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
                                                                               cells(workspace.row_sums)});
-            curvature = fixed_order_reduce(workspace.row_sums.begin(), workspace.row_sums.size(), T(0),
-                                           thrust::plus<T>{});
+            curvature =
+                fixed_order_reduce(workspace.row_sums.begin(), workspace.row_sums.size(), T(0), thrust::plus<T>{});
         } else {
             thrust::for_each(thrust::device, node_first, node_last,
                              pcg_detail::FilteredProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),

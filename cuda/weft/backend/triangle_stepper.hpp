@@ -127,9 +127,9 @@ private:
         const std::size_t hinges = m_hinges.size();
         thrust::for_each(thrust::device, first, first + static_cast<Index>(triangles),
                          ElementKernel<T, TriangleElement<T>, 3>{in, this->raw(m_triangles), 0, 0, 0});
-        thrust::for_each(thrust::device, first, first + static_cast<Index>(hinges),
-                         ElementKernel<T, HingeElement<T>, 4>{in, this->raw(m_hinges), 9 * triangles, 3 * triangles,
-                                                              triangles});
+        thrust::for_each(
+            thrust::device, first, first + static_cast<Index>(hinges),
+            ElementKernel<T, HingeElement<T>, 4>{in, this->raw(m_hinges), 9 * triangles, 3 * triangles, triangles});
         thrust::for_each(thrust::device, first, first + this->m_nodes,
                          ElementKernel<T, TriangleNode, 1>{in, this->raw(m_node_list), 9 * triangles + 16 * hinges,
                                                            3 * triangles + 4 * hinges, triangles + hinges});
@@ -167,7 +167,8 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
     m_mass.assign(model.mass.begin(), model.mass.end());
     m_triangles.assign(model.triangles.begin(), model.triangles.end());
     m_hinges.assign(model.hinges.begin(), model.hinges.end());
-    for (const Collider<T>& c : colliders) require_valid_collider(c);  // the factories' checks, for colliders built by hand
+    for (const Collider<T>& c : colliders)
+        require_valid_collider(c);  // the factories' checks, for colliders built by hand
     m_colliders.assign(colliders.begin(), colliders.end());
     if (model.tabulated) {
         const std::vector<TabulatedMembraneDensity<T>> one(1, *model.tabulated);

@@ -141,7 +141,7 @@ T fixed_order_transform_reduce(Iterator first, std::size_t n, Transform transfor
     if (n == 0) return init;
     const std::size_t chunks = (n + fixed_order_chunk - 1) / fixed_order_chunk;
     const vector_detail::ChunkReduce<Iterator, Transform, T, Op> reduce_chunk{first, n, fixed_order_chunk, transform,
-                                                                               op};
+                                                                              op};
     if (chunks == 1) return op(init, reduce_chunk(0));
     std::vector<T> partial(chunks);
     thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),

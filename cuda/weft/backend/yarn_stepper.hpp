@@ -75,7 +75,7 @@ using YarnStepperOptions = StepperOptions<T>;
 /// What one call of YarnStepper::step() did: the shared report plus the EIL
 /// assignment it ran with.
 struct YarnStepReport : BackendStepReport {
-    int eil_nodes = 0;          ///< EIL (yarn, node) pairs of this step's assignment (peak over substeps); 0 with EIL off
+    int eil_nodes = 0;  ///< EIL (yarn, node) pairs of this step's assignment (peak over substeps); 0 with EIL off
     int detached_contacts = 0;  ///< nodes taken off a yarn in this step because they left it (EIL on)
     int arc_length_resets = 0;  ///< EIL → EoL switches whose arc length was reset (EilOptions::reset_on_eol)
     int pulled_contacts = 0;    ///< inter-layer contacts removed in this step because their normal force pulled
@@ -105,8 +105,8 @@ struct KernelInputs {
     /// true: parallel-yarn contact is evaluated on the stretch segments (the
     /// fabric pairs are exactly the segments); false: on its own pair list
     bool segment_parallel;
-    const YarnSegment* segments;          ///< the stretch segments
-    const NodeSegments* node_segments;    ///< per node: its segments (for its lumped mass)
+    const YarnSegment* segments;        ///< the stretch segments
+    const NodeSegments* node_segments;  ///< per node: its segments (for its lumped mass)
     ElementBuffers<T> out;
 };
 
@@ -115,8 +115,8 @@ template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const YarnSegment& s, NodeBlocks<T, 2, B>& blocks,
                                      ElementEnergies<T>& e)
 {
-    const bool parallel = in.segment_parallel &&
-                          !(in.external_contact && (in.external_contact[s.node0] || in.external_contact[s.node1]));
+    const bool parallel =
+        in.segment_parallel && !(in.external_contact && (in.external_contact[s.node0] || in.external_contact[s.node1]));
     evaluate_yarn_segment<T>(in.q, in.v, s, in.material, in.gravity, in.h, blocks, e, in.newton, parallel);
 }
 template <typename T>
@@ -162,8 +162,8 @@ inline std::vector<NodeSegments> node_segment_lists(const std::vector<YarnSegmen
             int free = 0;
             while (free < 4 && slot[free] >= 0) ++free;
             if (free == 4)
-                throw InvalidInput(detail::describe("YarnModel segments at node", n,
-                                                    "more than four (two yarns, two segments each)"));
+                throw InvalidInput(
+                    detail::describe("YarnModel segments at node", n, "more than four (two yarns, two segments each)"));
             slot[free] = static_cast<int>(k);
         }
     return at;
@@ -191,15 +191,15 @@ struct NodeKernel {
         blocks.set_zero();
         ElementEnergies<T> e;
         // Full Newton: the node's mass at the step start sets its collider friction's slip velocity.
-        const T mass = in.newton.lagged_positions && in.collider_count > 0
-                           ? yarn_node_mass<T>(in.newton.lagged_positions, in.segments,
-                                               in.node_segments[static_cast<std::size_t>(node)],
-                                               in.material.linear_density)
-                           : T(0);
-        evaluate_yarn_node<T>(in.q, in.v, in.free_dof, in.anchors, in.friction_limit, node, in.material,
-                              in.colliders, in.collider_count, in.radius, in.h, blocks, e, in.newton, mass);
+        const T mass =
+            in.newton.lagged_positions && in.collider_count > 0
+                ? yarn_node_mass<T>(in.newton.lagged_positions, in.segments,
+                                    in.node_segments[static_cast<std::size_t>(node)], in.material.linear_density)
+                : T(0);
+        evaluate_yarn_node<T>(in.q, in.v, in.free_dof, in.anchors, in.friction_limit, node, in.material, in.colliders,
+                              in.collider_count, in.radius, in.h, blocks, e, in.newton, mass);
         stepper_detail::write_blocks<T, 1, B>(blocks, in.out, matrix_base + static_cast<std::size_t>(node),
-                              vector_base + static_cast<std::size_t>(node));
+                                              vector_base + static_cast<std::size_t>(node));
         in.out.energies[energy_base + static_cast<std::size_t>(node)] = e;
     }
 };
@@ -276,10 +276,10 @@ struct FeasibleFraction {
     WEFT_HD T sliding(int node, int before, int after, int outer_before, int outer_after, int coordinate) const
     {
         const T span = q[dof_index(after, coordinate)] - q[dof_index(before, coordinate)];
-        const T lo = outer_before >= 0 ? difference(outer_before, node, coordinate)
-                                       : difference(before, node, coordinate, span);
-        const T hi = outer_after >= 0 ? difference(node, outer_after, coordinate)
-                                      : difference(node, after, coordinate, span);
+        const T lo =
+            outer_before >= 0 ? difference(outer_before, node, coordinate) : difference(before, node, coordinate, span);
+        const T hi =
+            outer_after >= 0 ? difference(node, outer_after, coordinate) : difference(node, after, coordinate, span);
         return lo < hi ? lo : hi;
     }
     WEFT_HD T operator()(const EilSpring& s) const
@@ -357,7 +357,7 @@ struct LayerNormalForce {
     const T* mu;
     T* normal;
     T* friction_limit;
-    int* state;  ///< in: 1 where evaluated at this step (LayerExchangeForce); out: 1 where it pulls
+    int* state;   ///< in: 1 where evaluated at this step (LayerExchangeForce); out: 1 where it pulls
     T threshold;  ///< pull threshold, a fraction of the magnitude (EilOptions::pull_threshold)
     WEFT_HD void operator()(Index k) const
     {
@@ -455,7 +455,8 @@ private:
         stepper_detail::validate_state<T>("YarnModel", model.q, model.v, model.free_dof, B, options);
         validate_yarn_material(model.material);
         if (model.anchors.size() != 2 * static_cast<std::size_t>(model.node_count()))
-            throw InvalidInput(detail::describe("YarnModel anchors.size()", model.anchors.size(), "must be 2 x #nodes"));
+            throw InvalidInput(
+                detail::describe("YarnModel anchors.size()", model.anchors.size(), "must be 2 x #nodes"));
         if (!model.friction_limit.empty()) {
             if (model.friction_limit.size() != static_cast<std::size_t>(model.node_count()))
                 throw InvalidInput(detail::describe("YarnModel friction_limit.size()", model.friction_limit.size(),
@@ -483,8 +484,8 @@ private:
                                                         "is set on a node that is no contact with another fabric "
                                                         "(external_contact)"));
                 if (n >= model.over.size())
-                    throw InvalidInput(detail::describe(field.c_str(), mu,
-                                                        "needs YarnModel over[node] (which yarn is on top)"));
+                    throw InvalidInput(
+                        detail::describe(field.c_str(), mu, "needs YarnModel over[node] (which yarn is on top)"));
             }
         }
         return model;
@@ -543,15 +544,14 @@ private:
                          yarn_stepper_detail::LayerExchangeForce<T>{
                              this->raw(this->m_q), this->raw(this->m_v), this->raw(m_stencils), this->raw(m_segments),
                              this->raw(m_bends), this->raw(m_exchange_force), this->raw(m_exchange_scale),
-                             this->raw(m_contact_state), m_material, m_gravity,
-                             this->raw(m_colliders), static_cast<int>(m_colliders.size()), m_radius});
-        thrust::for_each(thrust::device, first, last,
-                         yarn_stepper_detail::LayerNormalForce<T>{
-                             this->raw(m_stencils), this->raw(m_exchange_force), this->raw(m_exchange_scale),
-                             this->raw(m_layer_mu),
-                             this->raw(m_normal_force), this->raw(m_friction_limit), this->raw(m_contact_state),
-                             m_tracker.options().pull_threshold > T(1e-9) ? m_tracker.options().pull_threshold
-                                                                           : T(1e-9)});
+                             this->raw(m_contact_state), m_material, m_gravity, this->raw(m_colliders),
+                             static_cast<int>(m_colliders.size()), m_radius});
+        thrust::for_each(
+            thrust::device, first, last,
+            yarn_stepper_detail::LayerNormalForce<T>{
+                this->raw(m_stencils), this->raw(m_exchange_force), this->raw(m_exchange_scale), this->raw(m_layer_mu),
+                this->raw(m_normal_force), this->raw(m_friction_limit), this->raw(m_contact_state),
+                m_tracker.options().pull_threshold > T(1e-9) ? m_tracker.options().pull_threshold : T(1e-9)});
     }
 
     /// Uploads the element lists and builds the assembly map. Contribution
@@ -605,8 +605,8 @@ private:
         ++m_assembly_builds;
 
         if (!m_contact_nodes.empty()) {
-            const std::vector<LayerContactStencil> stencils = layer_contact_stencils(
-                m_contact_nodes, m_contact_top, static_cast<int>(node_total), segments, bends);
+            const std::vector<LayerContactStencil> stencils =
+                layer_contact_stencils(m_contact_nodes, m_contact_top, static_cast<int>(node_total), segments, bends);
             m_stencils.assign(stencils.begin(), stencils.end());
         }
         m_host_segments = segments;
@@ -686,11 +686,12 @@ private:
         if (m_parallel_count > 0) {
             const int passed = thrust::transform_reduce(
                 thrust::device, m_parallel.begin(), m_parallel.end(),
-                yarn_stepper_detail::PassedPair<T>{this->raw(this->m_q), this->raw(this->attempt_start_positions())},
-                0, thrust::plus<int>{});
+                yarn_stepper_detail::PassedPair<T>{this->raw(this->m_q), this->raw(this->attempt_start_positions())}, 0,
+                thrust::plus<int>{});
             if (passed > 0) {
-                why = std::to_string(passed) + " pair(s) of consecutive crossings of one fabric passed each other "
-                                               "on a yarn within the step";
+                why = std::to_string(passed) +
+                      " pair(s) of consecutive crossings of one fabric passed each other "
+                      "on a yarn within the step";
                 return false;
             }
         }
@@ -713,9 +714,9 @@ private:
             if (m_tracker.flag_collapsed(m_host_segments, test)) m_retry = true;
         }
         why = std::to_string(collapsed) + " EoL segment(s) collapsed within the step (arc-length span";
-        why += eil ? " below " + std::to_string(static_cast<double>(factor)) +
-                                   " x min(EIL safety distance, start span))"
-                             : " inverted; EIL nodes (solver.eil) keep sliding contacts apart)";
+        why +=
+            eil ? " below " + std::to_string(static_cast<double>(factor)) + " x min(EIL safety distance, start span))"
+                : " inverted; EIL nodes (solver.eil) keep sliding contacts apart)";
         return false;
     }
 
@@ -737,8 +738,8 @@ private:
             alpha = lowest(alpha, thrust::transform_reduce(thrust::device, m_springs.begin(), m_springs.end(), bound,
                                                            T(1), lowest));
         if (m_pair_count > 0)
-            alpha = lowest(alpha, thrust::transform_reduce(thrust::device, m_pairs.begin(), m_pairs.end(), bound,
-                                                           T(1), lowest));
+            alpha = lowest(
+                alpha, thrust::transform_reduce(thrust::device, m_pairs.begin(), m_pairs.end(), bound, T(1), lowest));
         return lowest(alpha, this->collider_step_bound(h, dv, m_colliders, m_radius));
     }
 
@@ -791,9 +792,9 @@ private:
                          ElementKernel<T, YarnSegment, 2>{in, this->raw(m_segments), 0, 0, 0});
         thrust::for_each(thrust::device, first, first + static_cast<Index>(m_bend_count),
                          ElementKernel<T, YarnBend, 3>{in, this->raw(m_bends), seg_m, seg_v, m_segment_count});
-        thrust::for_each(thrust::device, first, first + static_cast<Index>(m_shear_count),
-                         ElementKernel<T, YarnShear, 3>{in, this->raw(m_shears), bend_m, bend_v,
-                                                        m_segment_count + m_bend_count});
+        thrust::for_each(
+            thrust::device, first, first + static_cast<Index>(m_shear_count),
+            ElementKernel<T, YarnShear, 3>{in, this->raw(m_shears), bend_m, bend_v, m_segment_count + m_bend_count});
         if (m_spring_count > 0)
             thrust::for_each(thrust::device, first, first + static_cast<Index>(m_spring_count),
                              ElementKernel<T, EilSpring, 5>{in, this->raw(m_springs), shear_m, shear_v, shear_e});
@@ -874,8 +875,8 @@ private:
 };
 
 template <typename T>
-YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collider<T>>& colliders, const Vec3<T>& gravity,
-                            const YarnStepperOptions<T>& options, const EilOptions<T>& eil)
+YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collider<T>>& colliders,
+                            const Vec3<T>& gravity, const YarnStepperOptions<T>& options, const EilOptions<T>& eil)
     : Base(validated(model, options).q, model.v, model.free_dof, options),
       m_material(model.material),
       m_gravity(gravity),
@@ -887,7 +888,8 @@ YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collide
     const std::vector<unsigned char> external = external_contact_flags(model);
     m_external_contact.assign(external.begin(), external.end());
     m_host_shears = model.shears;
-    for (const Collider<T>& c : colliders) require_valid_collider(c);  // the factories' checks, for colliders built by hand
+    for (const Collider<T>& c : colliders)
+        require_valid_collider(c);  // the factories' checks, for colliders built by hand
     m_colliders.assign(colliders.begin(), colliders.end());
     // Without yarn lists (a model built from segments alone) parallel-yarn
     // contact stays on the segments.

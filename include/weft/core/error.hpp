@@ -29,7 +29,8 @@ inline std::string describe(const char* field, T value, const char* requirement)
 template <typename T>
 inline T require_finite(const char* field, T value)
 {
-    if (!std::isfinite(static_cast<double>(value))) throw InvalidInput(detail::describe(field, value, "must be a finite number"));
+    if (!std::isfinite(static_cast<double>(value)))
+        throw InvalidInput(detail::describe(field, value, "must be a finite number"));
     return value;
 }
 

@@ -208,7 +208,8 @@ WEFT_HD inline void accumulate_bending_form(BendingElementEval<T>& out, const St
     out.dissipative_force += dissipative_force(e, dissipative);
     out.dissipative_force_jacobian_velocities += dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
     if (gauss_newton) {
-        out.elastic_force_jacobian -= e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose());
+        out.elastic_force_jacobian -=
+            e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose());
         return;
     }
     out.elastic_force_jacobian += elastic_force_jacobian(e, elastic, PsdProjection::off);

@@ -29,9 +29,9 @@ struct Collider {
     Vec3<T> normal = Vec3<T>::UnitZ();       ///< plane: unit normal, pointing to the free side
     Vec3<T> half_extents = Vec3<T>::Zero();  ///< box: half edge lengths along x, y, z (m)
     T radius = T(0);                         ///< sphere: radius (m)
-    T rounding = T(0);                       ///< box: radius ρ of its edges and corners (< every half extent), 0: sharp
-    T stiffness = T(0);                      ///< penalty stiffness k (N/m)
-    T friction = T(0);                       ///< Coulomb μ
+    T rounding = T(0);   ///< box: radius ρ of its edges and corners (< every half extent), 0: sharp
+    T stiffness = T(0);  ///< penalty stiffness k (N/m)
+    T friction = T(0);   ///< Coulomb μ
 
     WEFT_HD void distance(const Vec3<T>& x, T& phi, Vec3<T>& n) const
     {
@@ -108,7 +108,6 @@ struct Collider {
     }
 };
 
-
 /// Checks the fields that the collider's shape reads.
 /// @throws InvalidInput naming the field and its value.
 template <typename T>
@@ -139,7 +138,8 @@ void require_valid_collider(const Collider<T>& c)
                 std::ostringstream requirement;
                 requirement.precision(17);
                 requirement << "must be below the shortest half extent " << shortest;
-                throw InvalidInput(detail::describe("box collider rounding", double(c.rounding), requirement.str().c_str()));
+                throw InvalidInput(
+                    detail::describe("box collider rounding", double(c.rounding), requirement.str().c_str()));
             }
             break;
         }
@@ -186,8 +186,7 @@ Collider<T> plane_collider(const Vec3<T>& point, const Vec3<T>& normal, T stiffn
 /// The axis-aligned box about `center` with half edge lengths
 /// `half_extents`, its edges and corners rounded by `rounding`.
 template <typename T>
-Collider<T> box_collider(const Vec3<T>& center, const Vec3<T>& half_extents, T rounding, T stiffness,
-                         T friction = T(0))
+Collider<T> box_collider(const Vec3<T>& center, const Vec3<T>& half_extents, T rounding, T stiffness, T friction = T(0))
 {
     Collider<T> c;
     c.shape = ColliderShape::box;
@@ -217,8 +216,8 @@ constexpr double collider_onset_fraction = 0.1;
 /// stiffness jumps between 0 and k, so the Jacobian is discontinuous at the
 /// solution and Newton stalls at a linear rate. DoFs: x (3).
 template <typename T>
-WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_distance, const Vec3<T>& normal,
-                                                 T offset, T stiffness, T friction_coefficient, T slip_velocity)
+WEFT_HD inline LocalTerms<T, 3> collider_contact(const Vec3<T>& v, T signed_distance, const Vec3<T>& normal, T offset,
+                                                 T stiffness, T friction_coefficient, T slip_velocity)
 {
     using std::sqrt;
     LocalTerms<T, 3> t = LocalTerms<T, 3>::zero();
@@ -348,9 +347,9 @@ WEFT_HD inline T collider_slip_velocity(T floor, T limit, T h, T mass)
 /// `lagged_x`'s state), so that the friction stays one potential.
 template <typename T>
 WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collider_count, const Vec3<T>& x,
-                                       const Vec3<T>& xv, const T* lagged_x, T offset, T slip_velocity,
-                                       Vec3<T>& force, Mat3<T>& df_dq, Mat3<T>& df_dv, T& elastic,
-                                       T& dissipation, T node_mass = T(0), T h = T(0), bool exact_curvature = false)
+                                       const Vec3<T>& xv, const T* lagged_x, T offset, T slip_velocity, Vec3<T>& force,
+                                       Mat3<T>& df_dq, Mat3<T>& df_dv, T& elastic, T& dissipation, T node_mass = T(0),
+                                       T h = T(0), bool exact_curvature = false)
 {
     for (int k = 0; k < collider_count; ++k) {
         const Collider<T>& c = colliders[k];
@@ -377,12 +376,12 @@ WEFT_HD inline void add_collider_terms(const Collider<T>* colliders, int collide
             Vec3<T> n0;
             c.distance(x0, phi0, n0);
             // λ: the penalty's normal force at the start of the step.
-            const T lambda = collider_contact<T>(Vec3<T>::Zero(), phi0, n0, offset, c.stiffness, T(0), slip_velocity)
-                                 .force.dot(n0);
+            const T lambda =
+                collider_contact<T>(Vec3<T>::Zero(), phi0, n0, offset, c.stiffness, T(0), slip_velocity).force.dot(n0);
             if (lambda > T(0)) {
                 const T limit = c.friction * lambda;
-                const LocalTerms<T, 3> f = lagged_friction<T>(
-                    xv, n0, limit, collider_slip_velocity<T>(slip_velocity, limit, h, node_mass));
+                const LocalTerms<T, 3> f =
+                    lagged_friction<T>(xv, n0, limit, collider_slip_velocity<T>(slip_velocity, limit, h, node_mass));
                 force += f.force;
                 df_dv += f.df_dv;
                 dissipation += f.energy;

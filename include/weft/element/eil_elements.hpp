@@ -40,10 +40,10 @@ namespace weft {
 /// on (a, b) then extrapolates past that end, as far as the Newton step's
 /// feasibility bound lets s go (one bracket span, yarn_stepper.hpp).
 struct EilSpring {
-    int before;      ///< EoL node before `node` on the yarn (a of thesis Eq. 4.3)
-    int after;       ///< EoL node after `node` on the yarn (b of thesis Eq. 4.3)
-    int node;        ///< the EIL node
-    int coordinate;  ///< 3 (u) or 4 (v): the yarn's arc-length coordinate
+    int before;             ///< EoL node before `node` on the yarn (a of thesis Eq. 4.3)
+    int after;              ///< EoL node after `node` on the yarn (b of thesis Eq. 4.3)
+    int node;               ///< the EIL node
+    int coordinate;         ///< 3 (u) or 4 (v): the yarn's arc-length coordinate
     int outer_before = -1;  ///< EoL node before `before` on the yarn, −1: none
     int outer_after = -1;   ///< EoL node after `after` on the yarn, −1: none
 };
@@ -217,8 +217,8 @@ WEFT_HD inline void scatter_spring(const EilContactEval<T, N>& e, const T* v, co
     energy = ElementEnergies<T>{T(0), e.terms.energy, T(0), T(0)};
     const Vec<T, N> wl =
         gather_partial<T, N, K>(newton.stiffness_velocity ? newton.stiffness_velocity : v, nodes, slot, component);
-    scatter_implicit<T, N, K, yarn_node_dofs>(out, slot, component, Mat<T, N, N>::Zero(), e.terms.force,
-                                              e.terms.df_dq, e.terms.df_dv, wl, h);
+    scatter_implicit<T, N, K, yarn_node_dofs>(out, slot, component, Mat<T, N, N>::Zero(), e.terms.force, e.terms.df_dq,
+                                              e.terms.df_dv, wl, h);
 }
 
 }  // namespace eil_element_detail
@@ -242,16 +242,15 @@ WEFT_HD inline void evaluate_eil_spring(const T* q, const T* v, const EilSpring&
         // Rounded corners at the bracket ends (eil_corner_interpolation).
         int slot[16];
         int component[16];
-        const EilCornerInterpolation<T> x =
-            corner_side<T, 16, 5>(q, nodes, c, 2, 0, 1, 3, 4, spring.outer_before >= 0, spring.outer_after >= 0, 0,
-                                  slot, component);
+        const EilCornerInterpolation<T> x = corner_side<T, 16, 5>(q, nodes, c, 2, 0, 1, 3, 4, spring.outer_before >= 0,
+                                                                  spring.outer_after >= 0, 0, slot, component);
         for (int k = 0; k < 3; ++k) {
             slot[13 + k] = 2;
             component[13 + k] = k;
         }
         const T* xe = q + yarn_node_dofs * nodes[2];
-        const EilContactEval<T, 16> e = eil_corner_contact_spring<T>(x, Vec3<T>(xe[0], xe[1], xe[2]), stiffness,
-                                                                     spring_hessian(newton));
+        const EilContactEval<T, 16> e =
+            eil_corner_contact_spring<T>(x, Vec3<T>(xe[0], xe[1], xe[2]), stiffness, spring_hessian(newton));
         scatter_spring<T, 16, 5>(e, v, newton, nodes, slot, component, h, out, energy);
         return;
     }
@@ -288,10 +287,11 @@ WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPa
         int component[26];
         EilCornerInterpolation<T> x[2];
         for (int i = 0; i < 2; ++i)
-            x[i] = corner_side<T, 26, 9>(q, nodes, 3 + i, 2, 3 * i, 3 * i + 1, 5 + 2 * i, 6 + 2 * i,
-                                         spring.outer_before[i] >= 0, spring.outer_after[i] >= 0, 13 * i, slot,
-                                         component);
-        const EilContactEval<T, 26> e = eil_corner_pair_contact_spring<T>(x[0], x[1], stiffness, spring_hessian(newton));
+            x[i] =
+                corner_side<T, 26, 9>(q, nodes, 3 + i, 2, 3 * i, 3 * i + 1, 5 + 2 * i, 6 + 2 * i,
+                                      spring.outer_before[i] >= 0, spring.outer_after[i] >= 0, 13 * i, slot, component);
+        const EilContactEval<T, 26> e =
+            eil_corner_pair_contact_spring<T>(x[0], x[1], stiffness, spring_hessian(newton));
         scatter_spring<T, 26, 9>(e, v, newton, nodes, slot, component, h, out, energy);
         return;
     }
@@ -300,8 +300,8 @@ WEFT_HD inline void evaluate_eil_pair_spring(const T* q, const T* v, const EilPa
     for (int i = 0; i < 2; ++i) {
         int slot_a = 0;
         int slot_b = 0;
-        segment_holding<T, 9>(q, nodes, 3 + i, 2, 3 * i, 3 * i + 1, 5 + 2 * i, 6 + 2 * i,
-                              spring.outer_before[i] >= 0, spring.outer_after[i] >= 0, slot_a, slot_b);
+        segment_holding<T, 9>(q, nodes, 3 + i, 2, 3 * i, 3 * i + 1, 5 + 2 * i, 6 + 2 * i, spring.outer_before[i] >= 0,
+                              spring.outer_after[i] >= 0, slot_a, slot_b);
         interpolation_layout<18>(slot, component, 9 * i, slot_a, slot_b, 2, 3 + i);
     }
     const Vec<T, 18> ql = gather_layout<T, 18, 9>(q, nodes, slot, component);

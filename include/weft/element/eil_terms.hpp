@@ -174,11 +174,11 @@ WEFT_HD inline CornerStep<T> corner_step(T sigma)
 /// Interpolated position across a corner and its Jacobian.
 template <typename T>
 struct EilCornerInterpolation {
-    Vec3<T> position;                        ///< x(s)
-    Mat<T, 3, eil_corner_dofs> jacobian;     ///< ∂x/∂(x_a, s_a, x_b, s_b, x_c, s_c, s)
-    StrainStatus status;                     ///< ok, or degenerate_arc_length (a span at the floor)
-    Vec<T, eil_corner_dofs> dofs;            ///< the DoFs it was evaluated at
-    int segment = -1;                        ///< −1: the rounded corner; 0, 1: Eq. (4.3) on (a, b), (b, c)
+    Vec3<T> position;                     ///< x(s)
+    Mat<T, 3, eil_corner_dofs> jacobian;  ///< ∂x/∂(x_a, s_a, x_b, s_b, x_c, s_c, s)
+    StrainStatus status;                  ///< ok, or degenerate_arc_length (a span at the floor)
+    Vec<T, eil_corner_dofs> dofs;         ///< the DoFs it was evaluated at
+    int segment = -1;                     ///< −1: the rounded corner; 0, 1: Eq. (4.3) on (a, b), (b, c)
 };
 
 /// Eq. (4.3) on one segment of the corner layout, (a, b) (`segment` 0) or
@@ -252,8 +252,8 @@ WEFT_HD inline EilCornerInterpolation<T> eil_corner_interpolation(const Vec<T, e
     const Vec3<T> u = t_r - t_l;
     const T w_l = (s - s_a) / span_l;
     const T d = (s - s_b) * phi;
-    const T p = phi + sigma * dphi;   // ∂D/∂s
-    const T dd = -sigma * sigma * dphi;  // ∂D/∂δ at fixed s − s_b
+    const T p = phi + sigma * dphi;                    // ∂D/∂s
+    const T dd = -sigma * sigma * dphi;                // ∂D/∂δ at fixed s − s_b
     const T dl = rho * span_r * span_r / (sum * sum);  // ∂δ/∂Δ_L
     const T dr = rho * span_l * span_l / (sum * sum);  // ∂δ/∂Δ_R
     r.position = x_a + (s - s_a) * t_l + d * u;
@@ -272,12 +272,13 @@ namespace detail {
 /// Gradient and Hessian of W = N/Δ from those of N and Δ (Δ linear):
 /// ∇W = ∇N/Δ − N∇Δ/Δ², ∇²W = ∇²N/Δ − (∇N∇Δᵀ + ∇Δ∇Nᵀ)/Δ² + 2N∇Δ∇Δᵀ/Δ³.
 template <typename T>
-WEFT_HD inline void quotient_derivatives(T n, const Vec<T, 4>& gn, const Mat<T, 4, 4>& hn, T span,
-                                         const Vec<T, 4>& gs, Vec<T, 4>& g, Mat<T, 4, 4>& h)
+WEFT_HD inline void quotient_derivatives(T n, const Vec<T, 4>& gn, const Mat<T, 4, 4>& hn, T span, const Vec<T, 4>& gs,
+                                         Vec<T, 4>& g, Mat<T, 4, 4>& h)
 {
     const T span2 = span * span;
     g = gn / span - n * gs / span2;
-    h = hn / span - (gn * gs.transpose() + gs * gn.transpose()) / span2 + T(2) * n * gs * gs.transpose() / (span2 * span);
+    h = hn / span - (gn * gs.transpose() + gs * gn.transpose()) / span2 +
+        T(2) * n * gs * gs.transpose() / (span2 * span);
 }
 }  // namespace detail
 
@@ -346,8 +347,8 @@ WEFT_HD inline Mat<T, eil_corner_dofs, eil_corner_dofs> eil_corner_curvature(
                       d_deltadelta * grad_delta * grad_delta.transpose() + d_delta * hess_delta;
     V4 g_l, g_r;
     M4 h_l, h_r;
-    detail::quotient_derivatives<T>(q(12) - q(3) - d, V4(T(-1), T(0), T(0), T(1)) - grad_d, M4(-hess_d), span_l,
-                                    grad_l, g_l, h_l);
+    detail::quotient_derivatives<T>(q(12) - q(3) - d, V4(T(-1), T(0), T(0), T(1)) - grad_d, M4(-hess_d), span_l, grad_l,
+                                    g_l, h_l);
     detail::quotient_derivatives<T>(d, grad_d, hess_d, span_r, grad_r, g_r, h_r);
     const Vec3<T> x_a = q.template segment<3>(0), x_b = q.template segment<3>(4), x_c = q.template segment<3>(8);
     const T a_l = lambda.dot(x_b - x_a), a_r = lambda.dot(x_c - x_b);
@@ -485,9 +486,9 @@ WEFT_HD inline EilContactEval<T, 16> eil_corner_contact_spring(const EilCornerIn
 /// `eil_pair_contact_spring` on two interpolations in the corner layout,
 /// over their 13 + 13 DoFs, Gauss–Newton or exact stiffness.
 template <typename T>
-WEFT_HD inline EilContactEval<T, 26> eil_corner_pair_contact_spring(const EilCornerInterpolation<T>& x1,
-                                                                    const EilCornerInterpolation<T>& x2, T stiffness,
-                                                                    EilSpringHessian form = EilSpringHessian::gauss_newton)
+WEFT_HD inline EilContactEval<T, 26> eil_corner_pair_contact_spring(
+    const EilCornerInterpolation<T>& x1, const EilCornerInterpolation<T>& x2, T stiffness,
+    EilSpringHessian form = EilSpringHessian::gauss_newton)
 {
     EilContactEval<T, 26> e;
     e.gap = x1.position - x2.position;

@@ -103,8 +103,7 @@ struct NodeBlocks {
 template <typename T, int N, int K, int B>
 WEFT_HD inline void scatter_implicit(NodeBlocks<T, K, B>& out, const int (&slot)[N], const int (&component)[N],
                                      const Mat<T, N, N>& mass, const Vec<T, N>& force, const Mat<T, N, N>& df_dq,
-                                     const Mat<T, N, N>& df_dv, const Vec<T, N>& v, T h,
-                                     const Vec<T, N>& mass_velocity)
+                                     const Mat<T, N, N>& df_dv, const Vec<T, N>& v, T h, const Vec<T, N>& mass_velocity)
 {
     // A = M − h D − h² K,  b = h (f + h K v) − M (v_k − v_n)
     const Vec<T, N> rhs = h * (force + h * (df_dq * v)) - mass * mass_velocity;

@@ -173,7 +173,7 @@ struct MembraneForces {
 
 /// How `membrane_forces` builds the stiffness −∂f/∂q.
 struct MembraneJacobianOptions {
-    PsdProjection projection = PsdProjection::off;   ///< project the elastic stiffness onto the PSD cone
+    PsdProjection projection = PsdProjection::off;    ///< project the elastic stiffness onto the PSD cone
     StressClamp elastic_clamp = StressClamp::off;     ///< clamp the elastic stress in Σ S_k Hε_k (elastic.hpp)
     StressClamp dissipative_clamp = StressClamp::on;  ///< clamp the dissipative stress in ∂f_d/∂q (2018 Sec. 3.4)
 };

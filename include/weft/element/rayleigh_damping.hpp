@@ -20,8 +20,8 @@ namespace weft {
 /// papers' baseline), and returns V_d = −½ β vᵀ (∂f_e/∂q) v. `df_dq` is the
 /// element's elastic stiffness as it assembles it.
 template <typename T, int N>
-WEFT_HD inline T add_rayleigh_damping(const Mat<T, N, N>& df_dq, T beta, const Vec<T, N>& velocities,
-                                      Vec<T, N>& force, Mat<T, N, N>& df_dv)
+WEFT_HD inline T add_rayleigh_damping(const Mat<T, N, N>& df_dq, T beta, const Vec<T, N>& velocities, Vec<T, N>& force,
+                                      Mat<T, N, N>& df_dv)
 {
     const Vec<T, N> kv = df_dq * velocities;
     force += beta * kv;

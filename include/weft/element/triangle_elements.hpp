@@ -55,14 +55,14 @@ enum class TriangleDamping { none, strain_rate, rayleigh };
 template <typename T>
 struct TriangleMaterial {
     MembraneModel membrane = MembraneModel::stvk;
-    StVKDensity<T> stvk{T(0), T(0)};             ///< λh, μh (N/m), used when membrane == stvk
-    T areal_density = T(0);                      ///< ρh (kg/m²)
-    T bending_stiffness = T(0);                  ///< k of the hinge energy ½ k (θ − θ̄)² |ē|²/Ā (N·m)
+    StVKDensity<T> stvk{T(0), T(0)};  ///< λh, μh (N/m), used when membrane == stvk
+    T areal_density = T(0);           ///< ρh (kg/m²)
+    T bending_stiffness = T(0);       ///< k of the hinge energy ½ k (θ − θ̄)² |ē|²/Ā (N·m)
     TriangleDamping damping = TriangleDamping::none;
-    StVKDensity<T> membrane_damping{T(0), T(0)}; ///< λ_d h, μ_d h (N·s/m), 2018 Eq. 15
-    T bending_damping = T(0);                    ///< k_d of ½ k_d ε̇² on the hinge strain (N·m·s)
-    T rayleigh_beta = T(0);                      ///< β (s) of the Rayleigh baseline (membrane only)
-    T contact_offset = T(0);                     ///< distance kept from colliders (m)
+    StVKDensity<T> membrane_damping{T(0), T(0)};  ///< λ_d h, μ_d h (N·s/m), 2018 Eq. 15
+    T bending_damping = T(0);                     ///< k_d of ½ k_d ε̇² on the hinge strain (N·m·s)
+    T rayleigh_beta = T(0);                       ///< β (s) of the Rayleigh baseline (membrane only)
+    T contact_offset = T(0);                      ///< distance kept from colliders (m)
 };
 
 /// One membrane triangle: node indices and rest state.
@@ -113,8 +113,8 @@ WEFT_HD inline void scatter_nodes(NodeBlocks<T, Count, triangle_node_dofs>& out,
     constexpr int N = 3 * Count;
     const NodeLayout<Count> layout;
     const Vec<T, N> w = newton.stiffness_velocity ? gather_nodes<T, Count>(newton.stiffness_velocity, nodes) : v;
-    const Vec<T, N> m = newton.mass_velocity ? gather_nodes<T, Count>(newton.mass_velocity, nodes)
-                                             : Vec<T, N>::Zero().eval();
+    const Vec<T, N> m =
+        newton.mass_velocity ? gather_nodes<T, Count>(newton.mass_velocity, nodes) : Vec<T, N>::Zero().eval();
     scatter_implicit<T, N, Count, triangle_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, w,
                                                       h, m);
 }
@@ -144,8 +144,7 @@ WEFT_HD inline void evaluate_triangle_membrane(const T* q, const T* v, const Tri
     // f = −β K v with K the (clamped) stiffness (2018 Eq. 10–11, the baseline)
     if (mat.damping == TriangleDamping::rayleigh && mat.rayleigh_beta > T(0))
         energy.dissipation = add_rayleigh_damping<T, 9>(m.position_jacobian, mat.rayleigh_beta, vl, force, df_dv);
-    scatter_nodes<T, 3>(out, tri.nodes, Mat<T, 9, 9>::Zero().eval(), force, m.position_jacobian, df_dv, vl, h,
-                        newton);
+    scatter_nodes<T, 3>(out, tri.nodes, Mat<T, 9, 9>::Zero().eval(), force, m.position_jacobian, df_dv, vl, h, newton);
 }
 
 /// Dihedral hinge with strain-rate bending dissipation (not damped by the
@@ -162,11 +161,11 @@ WEFT_HD inline void evaluate_triangle_hinge(const T* q, const T* v, const HingeE
     const Vec<T, 12> vl = gather_nodes<T, 4>(v, hinge.nodes);
     DihedralEval<T> e = dihedral_bending_strain(hinge.rest, ql, vl);
     if (newton.rate_start)
-        set_incremental_rate(e, dihedral_bending_strain(hinge.rest, gather_nodes<T, 4>(newton.rate_start, hinge.nodes), vl),
-                             h);
+        set_incremental_rate(
+            e, dihedral_bending_strain(hinge.rest, gather_nodes<T, 4>(newton.rate_start, hinge.nodes), vl), h);
     const T kd = mat.damping == TriangleDamping::strain_rate ? mat.bending_damping : T(0);
-    const DihedralBendingForces<T> b = dihedral_bending_forces(e, QuadraticDensity<T, 1>{mat.bending_stiffness},
-                                                               QuadraticDensity<T, 1>{kd}, HingeStiffness::gauss_newton);
+    const DihedralBendingForces<T> b = dihedral_bending_forces(
+        e, QuadraticDensity<T, 1>{mat.bending_stiffness}, QuadraticDensity<T, 1>{kd}, HingeStiffness::gauss_newton);
     energy = ElementEnergies<T>{T(0), b.elastic_energy, T(0), b.dissipation_potential};
     scatter_nodes<T, 4>(out, hinge.nodes, Mat<T, 12, 12>::Zero().eval(), b.force(), b.position_jacobian,
                         b.velocity_jacobian, vl, h, newton);

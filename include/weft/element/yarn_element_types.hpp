@@ -60,20 +60,20 @@ enum class AnchorFriction { explicit_drag, slip_in_step };
 /// DampingModel::rayleigh (f = −β K v, 2017 Eq. 4 with α = 0).
 template <typename T>
 struct YarnMaterial {
-    T linear_density = T(0);    ///< ρ π r² (kg/m)
-    T stretch_stiffness = T(0); ///< k_s (N)
-    T bending_stiffness = T(0); ///< k_b (N m²)
-    T shear_stiffness = T(0);   ///< k_sh (N)
+    T linear_density = T(0);     ///< ρ π r² (kg/m)
+    T stretch_stiffness = T(0);  ///< k_s (N)
+    T bending_stiffness = T(0);  ///< k_b (N m²)
+    T shear_stiffness = T(0);    ///< k_sh (N)
     DampingModel damping = DampingModel::none;
-    T stretch_damping = T(0);   ///< k_d for stretch (N s)
-    T bending_damping = T(0);   ///< k_d for bending (N m² s)
-    T shear_damping = T(0);     ///< k_d for shear (N s)
-    T rayleigh_beta = T(0);     ///< β (s)
-    T contact_stiffness = T(0); ///< parallel-yarn penalty (N/m)
+    T stretch_damping = T(0);       ///< k_d for stretch (N s)
+    T bending_damping = T(0);       ///< k_d for bending (N m² s)
+    T shear_damping = T(0);         ///< k_d for shear (N s)
+    T rayleigh_beta = T(0);         ///< β (s)
+    T contact_stiffness = T(0);     ///< parallel-yarn penalty (N/m)
     T contact_min_distance = T(0);  ///< Δs below which the penalty acts (m)
     T friction_coefficient = T(0);  ///< μ
-    T anchor_stiffness = T(0);  ///< k_f of the friction anchor springs (N/m)
-    T normal_force = T(0);      ///< F_n at each crossing (N)
+    T anchor_stiffness = T(0);      ///< k_f of the friction anchor springs (N/m)
+    T normal_force = T(0);          ///< F_n at each crossing (N)
     AnchorFriction anchor_friction = AnchorFriction::explicit_drag;
     StiffnessApproximation stiffness_approximation = StiffnessApproximation::automatic;
 };

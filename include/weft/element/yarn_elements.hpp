@@ -15,8 +15,8 @@
 #include <weft/element/elastic.hpp>
 #include <weft/element/implicit_system.hpp>
 #include <weft/element/rayleigh_damping.hpp>
-#include <weft/element/yarn_terms.hpp>
 #include <weft/element/yarn_element_types.hpp>
+#include <weft/element/yarn_terms.hpp>
 #include <weft/potential/quadratic.hpp>
 #include <weft/strain/shear.hpp>
 #include <weft/strain/stretch.hpp>
@@ -69,10 +69,10 @@ WEFT_HD inline bool exact_stiffness(const YarnMaterial<T>& mat, const NewtonInpu
 /// The elastic stiffness is PSD-projected in (Δx, Δs) (difference_projection.hpp);
 /// the Rayleigh baseline uses that same projected stiffness.
 template <typename T>
-WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegment& seg,
-                                          const YarnMaterial<T>& mat, const Vec3<T>& gravity, T h,
-                                          NodeBlocks<T, 2, yarn_node_dofs>& out, ElementEnergies<T>& energy,
-                                          const NewtonInputs<T>& newton = {}, bool with_parallel_contact = true)
+WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegment& seg, const YarnMaterial<T>& mat,
+                                          const Vec3<T>& gravity, T h, NodeBlocks<T, 2, yarn_node_dofs>& out,
+                                          ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {},
+                                          bool with_parallel_contact = true)
 {
     const int nodes[2] = {seg.node0, seg.node1};
     const Vec<T, 8> ql = gather_xs<T, 2>(q, nodes, seg.coordinate);
@@ -131,12 +131,11 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     const Mat<T, 8, 8> mass = segment_mass<T>(ql, mat.linear_density);
     energy.kinetic = T(0.5) * vl.dot(mass * vl);
     const XsLayout<2> layout(seg.coordinate);
-    const Vec<T, 8> wl = newton.stiffness_velocity ? gather_xs<T, 2>(newton.stiffness_velocity, nodes, seg.coordinate)
-                                                   : vl;
-    const Vec<T, 8> ml = newton.mass_velocity ? gather_xs<T, 2>(newton.mass_velocity, nodes, seg.coordinate)
-                                              : Vec<T, 8>::Zero().eval();
-    scatter_implicit<T, 8, 2, yarn_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, wl, h,
-                                              ml);
+    const Vec<T, 8> wl =
+        newton.stiffness_velocity ? gather_xs<T, 2>(newton.stiffness_velocity, nodes, seg.coordinate) : vl;
+    const Vec<T, 8> ml =
+        newton.mass_velocity ? gather_xs<T, 2>(newton.mass_velocity, nodes, seg.coordinate) : Vec<T, 8>::Zero().eval();
+    scatter_implicit<T, 8, 2, yarn_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, wl, h, ml);
 }
 
 /// Parallel-yarn contact of two consecutive crossings of one fabric on a yarn
@@ -193,7 +192,8 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     const BendingElementEval<T> r =
         gauss_newton_stiffness(mat, newton)
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
-            : evaluate_bending<T>(ql, vl, densities, exact_stiffness(mat, newton) ? PsdProjection::off : PsdProjection::on,
+            : evaluate_bending<T>(ql, vl, densities,
+                                  exact_stiffness(mat, newton) ? PsdProjection::off : PsdProjection::on,
                                   StressClamp::on);
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
     Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
@@ -203,21 +203,20 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     energy.elastic = r.energy;
     energy.dissipation = r.dissipation_potential;
     if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0))
-        energy.dissipation =
-            add_rayleigh_damping<T, 12>(r.elastic_force_jacobian, mat.rayleigh_beta, vl, force, df_dv);
+        energy.dissipation = add_rayleigh_damping<T, 12>(r.elastic_force_jacobian, mat.rayleigh_beta, vl, force, df_dv);
     const XsLayout<3> layout(bend.coordinate);
     const Vec<T, 12> wl =
         newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, bend.coordinate) : vl;
-    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force,
-                                               df_dq, df_dv, wl, h);
+    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force, df_dq,
+                                               df_dv, wl, h);
 }
 
 /// Shear element at a crossing (2017 Eq. 22–23); elastic stiffness
 /// Gauss–Newton or PSD-projected in (x₁ − x₀, x₂ − x₀)
 /// (YarnMaterial::stiffness_approximation).
 template <typename T>
-WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear& shear, const YarnMaterial<T>& mat,
-                                        T h, NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
+WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear& shear, const YarnMaterial<T>& mat, T h,
+                                        NodeBlocks<T, 3, yarn_node_dofs>& out, ElementEnergies<T>& energy,
                                         const NewtonInputs<T>& newton = {})
 {
     const int nodes[3] = {shear.node, shear.along_u, shear.along_v};
@@ -225,17 +224,17 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, -1);
     auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing));
     if (newton.rate_start)
-        set_incremental_rate(e, shear_strain<T>(gather_xs<T, 3>(newton.rate_start, nodes, -1), vl, T(shear.rest_spacing)),
-                             h);
+        set_incremental_rate(
+            e, shear_strain<T>(gather_xs<T, 3>(newton.rate_start, nodes, -1), vl, T(shear.rest_spacing)), h);
     const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
     Vec<T, 12> force = elastic_force(e, elastic);
     // Gauss–Newton: Ω ∇ε k ∇εᵀ, and ∂f_d/∂q omitted as for bending.
     // Projected: the exact elastic and clamped dissipative stiffness, projected together.
     const bool gauss_newton = gauss_newton_stiffness(mat, newton);
-    Mat<T, 12, 12> hessian = gauss_newton
-                                 ? Mat<T, 12, 12>(e.size * (e.gradient * elastic.stress_derivative(e.strain) *
-                                                            e.gradient.transpose()))
-                                 : Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic));
+    Mat<T, 12, 12> hessian =
+        gauss_newton
+            ? Mat<T, 12, 12>(e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose()))
+            : Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic));
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     energy.elastic = elastic_energy(e, elastic);
     energy.dissipation = T(0);
@@ -258,10 +257,9 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     energy.gravity = T(0);
     const XsLayout<3> layout(-1);
     const Vec<T, 12> wl = newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, -1) : vl;
-    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force,
-                                               df_dq, df_dv, wl, h);
+    scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force, df_dq,
+                                               df_dv, wl, h);
 }
-
 
 /// ½ ρ_l |Δs| of segment g: its share of lumped mass at either end node.
 template <typename T>
@@ -498,12 +496,13 @@ WEFT_HD inline bool layer_contact_normal_force(const T* q, const T* v, const Lay
     T load = T(0);
     for (int k = 0; k < 2; ++k)
         if (s.load_node[k] >= 0 && s.load_share[k] > 0)
-            load += n.dot(collider_force<T>(q, v, s.load_node[k], colliders, collider_count, radius)) /
-                    T(s.load_share[k]);
+            load +=
+                n.dot(collider_force<T>(q, v, s.load_node[k], colliders, collider_count, radius)) / T(s.load_share[k]);
     const T pushed = n.dot(m_top * (f_bottom + f_collider)) / mass, pulled = n.dot(m_bottom * f_top) / mass;
     normal_force = pushed - pulled + load;
-    if (magnitude) *magnitude = (pushed < T(0) ? -pushed : pushed) + (pulled < T(0) ? -pulled : pulled) +
-                                (load < T(0) ? -load : load);
+    if (magnitude)
+        *magnitude =
+            (pushed < T(0) ? -pushed : pushed) + (pulled < T(0) ? -pulled : pulled) + (load < T(0) ? -load : load);
     return true;
 }
 

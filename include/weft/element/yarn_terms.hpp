@@ -3,7 +3,8 @@
 /// The non-strain terms of the Eulerian-on-Lagrangian (EoL) yarn model:
 /// consistent segment mass, gravity with its Eulerian component, the
 /// parallel-yarn contact penalty on Δs, the friction anchor spring on a
-/// sliding coordinate (penalty colliders live in collider.hpp). Segment DoFs are q = [x₀, s₀, x₁, s₁] (8), as in stretch.
+/// sliding coordinate (penalty colliders live in collider.hpp). Segment DoFs are q = [x₀, s₀, x₁, s₁] (8), as in
+/// stretch.
 
 #include <cmath>
 #include <limits>

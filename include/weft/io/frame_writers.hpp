@@ -224,16 +224,14 @@ namespace io_detail {
 /// Polydata cells: open polylines or polygons (triangles of a cloth mesh).
 enum class CellKind { lines, polygons };
 
-inline void write_vtk_cells(const std::filesystem::path& path, const CurvePoints& points,
-                            const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars,
-                            CellKind kind)
+inline void write_vtk_cells(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& polylines,
+                            const std::vector<PointScalars>& point_scalars, CellKind kind)
 {
     check_curves(path, points, polylines);
     io_detail::check_scalars(path, point_scalars, points.size());
     std::ofstream out = io_detail::open_for_writing(path);
     out << "# vtk DataFile Version 3.0\n"
-        << (kind == CellKind::lines ? "weft yarn curves\n" : "weft triangle mesh\n")
-        << "ASCII\n"
+        << (kind == CellKind::lines ? "weft yarn curves\n" : "weft triangle mesh\n") << "ASCII\n"
         << "DATASET POLYDATA\n"
         << "POINTS " << points.size() << " double\n";
     for (const auto& p : points) {
@@ -261,9 +259,8 @@ inline void write_vtk_cells(const std::filesystem::path& path, const CurvePoints
     io_detail::finish_writing(out, path);
 }
 
-inline void write_vtp_cells(const std::filesystem::path& path, const CurvePoints& points,
-                            const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars,
-                            CellKind kind)
+inline void write_vtp_cells(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& polylines,
+                            const std::vector<PointScalars>& point_scalars, CellKind kind)
 {
     check_curves(path, points, polylines);
     io_detail::check_scalars(path, point_scalars, points.size());
@@ -316,13 +313,13 @@ inline void write_vtp_cells(const std::filesystem::path& path, const CurvePoints
     io_detail::finish_writing(out, path);
 }
 
-inline void write_obj_cells(const std::filesystem::path& path, const CurvePoints& points,
-                            const CurveIndices& polylines, CellKind kind)
+inline void write_obj_cells(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& polylines,
+                            CellKind kind)
 {
     check_curves(path, points, polylines);
     std::ofstream out = open_for_writing(path);
-    out << (kind == CellKind::lines ? "# weft yarn curves: " : "# weft triangle mesh: ") << points.size()
-        << " points, " << polylines.size() << (kind == CellKind::lines ? " polylines\n" : " faces\n");
+    out << (kind == CellKind::lines ? "# weft yarn curves: " : "# weft triangle mesh: ") << points.size() << " points, "
+        << polylines.size() << (kind == CellKind::lines ? " polylines\n" : " faces\n");
     for (const auto& p : points) {
         out << "v ";
         io_detail::put_point(out, p);
@@ -364,18 +361,17 @@ inline void write_obj_polylines(const std::filesystem::path& path, const CurvePo
 
 /// Triangle meshes: the same three formats with POLYGONS / Polys / `f` cells
 /// (each index list one face, at least 3 points).
-inline void write_vtk_triangles(const std::filesystem::path& path, const CurvePoints& points,
-                                const CurveIndices& faces, const std::vector<PointScalars>& point_scalars = {})
+inline void write_vtk_triangles(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& faces,
+                                const std::vector<PointScalars>& point_scalars = {})
 {
     io_detail::write_vtk_cells(path, points, faces, point_scalars, io_detail::CellKind::polygons);
 }
-inline void write_vtp_triangles(const std::filesystem::path& path, const CurvePoints& points,
-                                const CurveIndices& faces, const std::vector<PointScalars>& point_scalars = {})
+inline void write_vtp_triangles(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& faces,
+                                const std::vector<PointScalars>& point_scalars = {})
 {
     io_detail::write_vtp_cells(path, points, faces, point_scalars, io_detail::CellKind::polygons);
 }
-inline void write_obj_triangles(const std::filesystem::path& path, const CurvePoints& points,
-                                const CurveIndices& faces)
+inline void write_obj_triangles(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& faces)
 {
     io_detail::write_obj_cells(path, points, faces, io_detail::CellKind::polygons);
 }

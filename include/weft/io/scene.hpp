@@ -186,7 +186,8 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
             stiffest_segment = std::max(stiffest_segment, c.stiffness.stretch / c.spacing);
         } else if (c.triangle.material_model == "stvk") {
             // (λ + 2μ) h: the membrane's stiffness per unit length, N/m
-            stiffest_segment = std::max(stiffest_segment, (c.triangle.lambda + 2 * c.triangle.mu) * c.triangle.thickness);
+            stiffest_segment =
+                std::max(stiffest_segment, (c.triangle.lambda + 2 * c.triangle.mu) * c.triangle.thickness);
         }
     }
 

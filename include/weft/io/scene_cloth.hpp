@@ -186,9 +186,8 @@ inline ClothDescription parse_woven(const Object& o)
     }
 
     parse_placement(o, c, node_count);
-    if (o.has("on_top_of")) c.on_top_of = o.get("on_top_of", [](const json& v, const std::string& p) {
-        return read_integer(v, p, 0);
-    });
+    if (o.has("on_top_of"))
+        c.on_top_of = o.get("on_top_of", [](const json& v, const std::string& p) { return read_integer(v, p, 0); });
     if (o.has("layer_friction")) {
         if (c.on_top_of < 0) fail(o.path("layer_friction"), "needs \"on_top_of\" (the layer below)");
         c.layer_friction = o.get("layer_friction", read_non_negative);
@@ -217,8 +216,7 @@ inline ClothDescription parse_triangle(const Object& o)
     c.type = "triangle";
     TriangleClothDescription& t = c.triangle;
     const bool grid = o.has("resolution") || o.has("size");
-    if (o.has("mesh") && grid)
-        fail(o.path("mesh"), "give either \"mesh\" or \"resolution\" and \"size\", not both");
+    if (o.has("mesh") && grid) fail(o.path("mesh"), "give either \"mesh\" or \"resolution\" and \"size\", not both");
     int node_count = std::numeric_limits<int>::max();  // a mesh's vertex count is checked when it is loaded
     if (o.has("mesh")) {
         t.mesh = o.get("mesh", read_non_empty_string);
@@ -232,8 +230,8 @@ inline ClothDescription parse_triangle(const Object& o)
                                describe_value(res));
         for (std::size_t k = 0; k < 2; ++k) t.resolution[k] = read_integer(res[k], element_path(res_path, k), 2);
         if (std::int64_t(t.resolution[0]) * t.resolution[1] > std::numeric_limits<int>::max() / 3)
-            fail(res_path, "too many vertices: " + std::to_string(t.resolution[0]) + " x " +
-                               std::to_string(t.resolution[1]));
+            fail(res_path,
+                 "too many vertices: " + std::to_string(t.resolution[0]) + " x " + std::to_string(t.resolution[1]));
         node_count = t.resolution[0] * t.resolution[1];
         const json& size = o.required("size");
         const std::string size_path = o.path("size");
@@ -273,7 +271,8 @@ inline ClothDescription parse_triangle(const Object& o)
         t.young = m.get("young", read_positive);
         t.poisson = m.get("poisson", read_number);
         if (!(t.poisson > -1 && t.poisson < 0.5))
-            fail(m.path("poisson"), "must be in (-1, 0.5) (a stable isotropic material), got " + format_number(t.poisson));
+            fail(m.path("poisson"),
+                 "must be in (-1, 0.5) (a stable isotropic material), got " + format_number(t.poisson));
         t.lambda = t.young * t.poisson / (1 - t.poisson * t.poisson);
         t.mu = t.young / (2 * (1 + t.poisson));
         t.bending = t.young * t.thickness * t.thickness * t.thickness / (12 * (1 - t.poisson * t.poisson));
@@ -314,7 +313,8 @@ inline ClothDescription parse_triangle(const Object& o)
             c.damping.bending = d.get_or("bending", read_non_negative, 0.0);
             if (!(c.damping.stretch + c.damping.shear >= 0))
                 fail(d.path("lambda"), "lambda + mu must be >= 0 (a convex dissipation potential), got lambda = " +
-                                           format_number(c.damping.stretch) + ", mu = " + format_number(c.damping.shear));
+                                           format_number(c.damping.stretch) +
+                                           ", mu = " + format_number(c.damping.shear));
         } else if (c.damping.model == "rayleigh" || c.damping.model == "rayleigh-analogy") {
             d.allow_only(scene_keys::rayleigh(), dcontext);
             c.damping.beta = d.get("beta", read_non_negative);

@@ -23,8 +23,7 @@ inline ColliderDescription parse_collider(const json& j, const std::string& path
 {
     const Object o(j, path);
     static const std::vector<std::string> types{"sphere", "plane", "box"};
-    if (!o.has("type"))
-        o.allow_only(scene_keys::collider());
+    if (!o.has("type")) o.allow_only(scene_keys::collider());
     ColliderDescription c;
     c.type = read_choice(o.required("type"), o.path("type"), types, "collider type");
     const std::string context = " for collider type \"" + c.type + "\"";

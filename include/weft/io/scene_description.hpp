@@ -30,23 +30,23 @@ struct SolverDescription {
     double pcg_tolerance = 1e-5;
     int pcg_max_iterations = 2000;
     bool adaptive_time_step = true;
-    double min_time_step = 0;  ///< s; the parser sets time_step / 1024 when not given
+    double min_time_step = 0;                     ///< s; the parser sets time_step / 1024 when not given
     std::string preconditioner = "block-jacobi";  ///< "block-jacobi" | "yarn-lines" | "multilevel"
-    bool eil = false;               ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}
-    double eil_safety_factor = 0.1;   ///< safety distance / rest segment length
-    double eil_contact_factor = 1000; ///< contact spring k / (k_s / rest segment length)
-    bool eil_given = false;           ///< "eil" was in the scene (else on for every yarn scene)
-    bool eil_lookahead = true;        ///< "eil": {"lookahead"}, see EilOptions::lookahead
-    double eil_min_segment_factor = 0.25;  ///< "eil": {"min_segment_factor"}, see EilOptions
-    bool eil_reset_arc_length = false;     ///< "eil": {"reset_arc_length"}: EilOptions::reset_on_eol
-    bool eil_remove_pulling_contacts = true;  ///< "eil": {"remove_pulling_contacts"}: EilOptions
-    double eil_pull_threshold = 1e-3;         ///< "eil": {"pull_threshold"}: EilOptions
-    double max_speed = 1000;          ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
-    int line_search_cuts = 8;         ///< full Newton: halvings of an update before the attempt fails
-    int line_search_expansions = 4;   ///< full Newton: doublings of an update along negative curvature
-    bool exact_hessians = true;       ///< full Newton: exact element Hessians first (StepperOptions)
+    bool eil = false;                             ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}
+    double eil_safety_factor = 0.1;               ///< safety distance / rest segment length
+    double eil_contact_factor = 1000;             ///< contact spring k / (k_s / rest segment length)
+    bool eil_given = false;                       ///< "eil" was in the scene (else on for every yarn scene)
+    bool eil_lookahead = true;                    ///< "eil": {"lookahead"}, see EilOptions::lookahead
+    double eil_min_segment_factor = 0.25;         ///< "eil": {"min_segment_factor"}, see EilOptions
+    bool eil_reset_arc_length = false;            ///< "eil": {"reset_arc_length"}: EilOptions::reset_on_eol
+    bool eil_remove_pulling_contacts = true;      ///< "eil": {"remove_pulling_contacts"}: EilOptions
+    double eil_pull_threshold = 1e-3;             ///< "eil": {"pull_threshold"}: EilOptions
+    double max_speed = 1000;         ///< m/s; a faster velocity DoF fails the step (StepperOptions::max_speed)
+    int line_search_cuts = 8;        ///< full Newton: halvings of an update before the attempt fails
+    int line_search_expansions = 4;  ///< full Newton: doublings of an update along negative curvature
+    bool exact_hessians = true;      ///< full Newton: exact element Hessians first (StepperOptions)
     std::string stiffness_approximation = "auto";  ///< "auto" | "gauss-newton" | "projected" (yarns)
-    std::string linear = "pcg";       ///< "pcg" | "cholmod" (StepperOptions::linear)
+    std::string linear = "pcg";                    ///< "pcg" | "cholmod" (StepperOptions::linear)
 };
 
 /// Elastic stiffness k_e per deformation mode.
@@ -83,28 +83,28 @@ struct InitialVelocityDescription {
 /// The keys of a "triangle" cloth entry beyond the placement keys it shares
 /// with woven entries (center, plane, pins, moving_pins, initial_velocity).
 struct TriangleClothDescription {
-    std::array<int, 2> resolution{0, 0};       ///< vertices along the first and second axis (grid)
-    std::array<double, 2> size{0, 0};          ///< grid width and height (m)
-    std::string diagonals = "alternating";     ///< "alternating" | "regular" (grid)
-    std::string mesh;                          ///< OBJ file (instead of a grid), relative to the scene file
-    double uv_scale = 1;                       ///< metres per OBJ texture unit
-    std::string material_model = "stvk";       ///< "stvk" | "tabulated"
-    double lambda = 0;                         ///< λ (Pa), stvk: λ h is the membrane law's first Lamé parameter (N/m)
-    double mu = 0;                             ///< μ (Pa), stvk: μ h is its shear modulus (N/m)
-    double young = 0;                          ///< E (Pa), stvk given by "young" and "poisson" (0 otherwise)
-    double poisson = 0;                        ///< ν, stvk given by "young" and "poisson"
-    std::string material_file;                 ///< tabulated curves (JSON), relative to the scene file
-    double thickness = 0;                      ///< h (m)
-    double density = 0;                        ///< ρ (kg/m³)
-    double bending = 0;                        ///< hinge stiffness k (N m); the parser sets the default
-    double collision_offset = 0;               ///< distance kept from colliders (m); default thickness / 2
+    std::array<int, 2> resolution{0, 0};    ///< vertices along the first and second axis (grid)
+    std::array<double, 2> size{0, 0};       ///< grid width and height (m)
+    std::string diagonals = "alternating";  ///< "alternating" | "regular" (grid)
+    std::string mesh;                       ///< OBJ file (instead of a grid), relative to the scene file
+    double uv_scale = 1;                    ///< metres per OBJ texture unit
+    std::string material_model = "stvk";    ///< "stvk" | "tabulated"
+    double lambda = 0;                      ///< λ (Pa), stvk: λ h is the membrane law's first Lamé parameter (N/m)
+    double mu = 0;                          ///< μ (Pa), stvk: μ h is its shear modulus (N/m)
+    double young = 0;                       ///< E (Pa), stvk given by "young" and "poisson" (0 otherwise)
+    double poisson = 0;                     ///< ν, stvk given by "young" and "poisson"
+    std::string material_file;              ///< tabulated curves (JSON), relative to the scene file
+    double thickness = 0;                   ///< h (m)
+    double density = 0;                     ///< ρ (kg/m³)
+    double bending = 0;                     ///< hinge stiffness k (N m); the parser sets the default
+    double collision_offset = 0;            ///< distance kept from colliders (m); default thickness / 2
 };
 
 /// The keys of a "sliding-rods" entry (model/sliding_rods.hpp, thesis Fig. 4.2).
 struct SlidingRodsDescription {
-    double speed_b = 0.01;     ///< x velocity of rod B's end pins (m/s)
-    double speed_c = -0.01;    ///< x velocity of rod C's end pins (m/s)
-    double prestretch = 1.0;   ///< rod A's length over its rest length
+    double speed_b = 0.01;    ///< x velocity of rod B's end pins (m/s)
+    double speed_c = -0.01;   ///< x velocity of rod C's end pins (m/s)
+    double prestretch = 1.0;  ///< rod A's length over its rest length
 };
 
 /// One cloth entry. `type` decides which of the other fields are meaningful:
@@ -127,9 +127,9 @@ struct ClothDescription {
     NodeSelection pins;
     std::vector<MovingPins> moving_pins;
     InitialVelocityDescription initial_velocity;
-    double rotation = 0;             ///< woven: in-plane rotation (degrees) about the plane normal through center
-    int on_top_of = -1;              ///< woven: index of the cloth entry this one rests on (-1: none)
-    double layer_friction = 0.3;     ///< woven with on_top_of: μ between this layer and the one below
+    double rotation = 0;          ///< woven: in-plane rotation (degrees) about the plane normal through center
+    int on_top_of = -1;           ///< woven: index of the cloth entry this one rests on (-1: none)
+    double layer_friction = 0.3;  ///< woven with on_top_of: μ between this layer and the one below
     /// woven with on_top_of: keep parallel-yarn contact on the segments of this
     /// layer's inter-layer contacts (true), or switch it off there as thesis
     /// Sec. 4.3.2 rule (a) does (false, the default), so that contacts slide
@@ -157,10 +157,10 @@ struct ColliderDescription {
 };
 
 struct OutputDescription {
-    std::string csv;                          ///< energy time series; empty = none
-    int csv_every = 1;                        ///< a CSV row every this many steps
-    std::string frames;                       ///< frame directory; empty = none
-    int every = 1;                            ///< a frame every this many steps
+    std::string csv;                                        ///< energy time series; empty = none
+    int csv_every = 1;                                      ///< a CSV row every this many steps
+    std::string frames;                                     ///< frame directory; empty = none
+    int every = 1;                                          ///< a frame every this many steps
     std::vector<std::string> formats{"vtk", "vtp", "obj"};  ///< "vtk" | "vtp" | "obj" | "bcc"
 };
 

@@ -8,8 +8,8 @@
 /// density), since the model carries one YarnMaterial.
 
 #include <cmath>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <weft/core/error.hpp>
@@ -77,11 +77,11 @@ bool same_material(const YarnMaterial<T>& a, const YarnMaterial<T>& b)
 {
     return a.linear_density == b.linear_density && a.stretch_stiffness == b.stretch_stiffness &&
            a.bending_stiffness == b.bending_stiffness && a.shear_stiffness == b.shear_stiffness &&
-           a.damping == b.damping && a.stretch_damping == b.stretch_damping &&
-           a.bending_damping == b.bending_damping && a.shear_damping == b.shear_damping &&
-           a.rayleigh_beta == b.rayleigh_beta && a.contact_stiffness == b.contact_stiffness &&
-           a.contact_min_distance == b.contact_min_distance && a.friction_coefficient == b.friction_coefficient &&
-           a.anchor_stiffness == b.anchor_stiffness && a.normal_force == b.normal_force;
+           a.damping == b.damping && a.stretch_damping == b.stretch_damping && a.bending_damping == b.bending_damping &&
+           a.shear_damping == b.shear_damping && a.rayleigh_beta == b.rayleigh_beta &&
+           a.contact_stiffness == b.contact_stiffness && a.contact_min_distance == b.contact_min_distance &&
+           a.friction_coefficient == b.friction_coefficient && a.anchor_stiffness == b.anchor_stiffness &&
+           a.normal_force == b.normal_force;
 }
 
 inline std::vector<int> select_nodes(const NodeSelection& selection, const WovenPatch& patch, int first,
@@ -216,8 +216,11 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
             throw InvalidInput("invalid cloth[" + std::to_string(k) + "].on_top_of: " + e.what());
         }
         if (contacts.empty())
-            throw InvalidInput("invalid cloth[" + std::to_string(k) + "].on_top_of: no yarn of this layer crosses a "
-                               "yarn of cloth[" + std::to_string(below) + "] within 2.5 radii (place it flat on the "
+            throw InvalidInput("invalid cloth[" + std::to_string(k) +
+                               "].on_top_of: no yarn of this layer crosses a "
+                               "yarn of cloth[" +
+                               std::to_string(below) +
+                               "] within 2.5 radii (place it flat on the "
                                "layer below, shifted by half a spacing)");
         if (c.layer_parallel_contact)
             for (const LayerContact& contact : contacts)

@@ -47,7 +47,7 @@ inline const Keys& output()           { static const Keys k{"csv", "csv_every", 
 
 /// One object of the scene format and the keys it accepts.
 struct SceneObjectKeys {
-    std::string object;                ///< where it sits, e.g. "solver.eil" or "colliders[] (box)"
+    std::string object;  ///< where it sits, e.g. "solver.eil" or "colliders[] (box)"
     const std::vector<std::string>* keys;
 };
 

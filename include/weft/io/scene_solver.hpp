@@ -35,7 +35,10 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         },
         s.preconditioner);
     s.linear = o.get_or(
-        "linear", [](const json& v, const std::string& p) { return read_choice(v, p, {"pcg", "cholmod"}, "linear solver"); },
+        "linear",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"pcg", "cholmod"}, "linear solver");
+        },
         s.linear);
     s.stiffness_approximation = o.get_or(
         "stiffness_approximation",
@@ -61,17 +64,16 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         s.eil_given = true;
         s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
         if (!(s.eil_safety_factor < 1))
-            fail(e.path("safety_factor"), "must be < 1 (a fraction of the rest segment length), got " +
-                                              format_number(s.eil_safety_factor));
+            fail(e.path("safety_factor"),
+                 "must be < 1 (a fraction of the rest segment length), got " + format_number(s.eil_safety_factor));
         s.eil_contact_factor = e.get_or("contact_factor", read_positive, s.eil_contact_factor);
         s.eil_lookahead = e.get_or("lookahead", read_bool, s.eil_lookahead);
         s.eil_min_segment_factor = e.get_or("min_segment_factor", read_positive, s.eil_min_segment_factor);
         if (!(s.eil_min_segment_factor < 1))
-            fail(e.path("min_segment_factor"), "must be < 1 (a fraction of the safety distance), got " +
-                                                   format_number(s.eil_min_segment_factor));
+            fail(e.path("min_segment_factor"),
+                 "must be < 1 (a fraction of the safety distance), got " + format_number(s.eil_min_segment_factor));
         s.eil_reset_arc_length = e.get_or("reset_arc_length", read_bool, s.eil_reset_arc_length);
-        s.eil_remove_pulling_contacts =
-            e.get_or("remove_pulling_contacts", read_bool, s.eil_remove_pulling_contacts);
+        s.eil_remove_pulling_contacts = e.get_or("remove_pulling_contacts", read_bool, s.eil_remove_pulling_contacts);
         s.eil_pull_threshold = e.get_or("pull_threshold", read_non_negative, s.eil_pull_threshold);
         if (!(s.eil_pull_threshold < 1))
             fail(e.path("pull_threshold"), "must be < 1 (a fraction of the forces a contact balances), got " +

@@ -60,12 +60,18 @@ inline std::vector<int> node_set(const std::vector<Vec3<double>>& x, int a, int 
         const bool top = v >= hi[1] - tol[1], bottom = v <= lo[1] + tol[1];
         const bool left = u <= lo[0] + tol[0], right = u >= hi[0] - tol[0];
         bool in = false;
-        if (name == "top-edge") in = top;
-        else if (name == "bottom-edge") in = bottom;
-        else if (name == "left-edge") in = left;
-        else if (name == "right-edge") in = right;
-        else if (name == "corners") in = (top || bottom) && (left || right);
-        else throw InvalidInput("unknown node set \"" + name + "\"");
+        if (name == "top-edge")
+            in = top;
+        else if (name == "bottom-edge")
+            in = bottom;
+        else if (name == "left-edge")
+            in = left;
+        else if (name == "right-edge")
+            in = right;
+        else if (name == "corners")
+            in = (top || bottom) && (left || right);
+        else
+            throw InvalidInput("unknown node set \"" + name + "\"");
         if (in) out.push_back(i);
     }
     return out;
@@ -142,8 +148,9 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
     out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
     int a = 0, b = 1;  // in-plane axes for node sets
     if (t.mesh.empty()) {
-        out.mesh = make_triangle_grid(t.resolution[0], t.resolution[1], t.size[0], t.size[1],
-                                      t.diagonals == "regular" ? DiagonalPattern::regular : DiagonalPattern::alternating);
+        out.mesh =
+            make_triangle_grid(t.resolution[0], t.resolution[1], t.size[0], t.size[1],
+                               t.diagonals == "regular" ? DiagonalPattern::regular : DiagonalPattern::alternating);
         if (c.plane == "xz") {
             for (auto& p : out.mesh.positions) p = Vec3<double>(p(0), 0.0, p(1));
             b = 2;

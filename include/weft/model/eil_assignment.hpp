@@ -223,9 +223,17 @@ struct EilAssignment {
     /// The slot range of yarn y as the per-yarn routine sees it.
     EilYarnSlots<T> yarn_slots(int y)
     {
-        const EilYarnSlots<T> all{slot_count(),       node.data(),      arc_length.data(), fixed.data(),
-                                  order.data(),       sorted_node.data(), eil.data(),      eol_before.data(),
-                                  eol_after.data(),   weight.data(),    arc_rate.empty() ? nullptr : arc_rate.data(),
+        const EilYarnSlots<T> all{slot_count(),
+                                  node.data(),
+                                  arc_length.data(),
+                                  fixed.data(),
+                                  order.data(),
+                                  sorted_node.data(),
+                                  eil.data(),
+                                  eol_before.data(),
+                                  eol_after.data(),
+                                  weight.data(),
+                                  arc_rate.empty() ? nullptr : arc_rate.data(),
                                   close.empty() ? nullptr : close.data()};
         return slot_range(all, yarn_begin[y], yarn_begin[y + 1]);
     }

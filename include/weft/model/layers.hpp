@@ -83,9 +83,9 @@ namespace weft {
 
 /// One inter-layer contact created by `add_contact_layer`.
 struct LayerContact {
-    int node;         ///< the new contact node
-    int top_yarn;     ///< index into model.yarns of the top patch's yarn through it
-    int bottom_yarn;  ///< index into model.yarns of the bottom patch's yarn through it
+    int node;            ///< the new contact node
+    int top_yarn;        ///< index into model.yarns of the top patch's yarn through it
+    int bottom_yarn;     ///< index into model.yarns of the bottom patch's yarn through it
     int top_coordinate;  ///< 3 (top warp: u is on the top yarn) or 4 (top weft: v is)
 };
 
@@ -185,8 +185,8 @@ void require_sorted_yarn(const YarnModel<T>& model, int y)
     for (std::size_t k = 0; k + 1 < nodes.size(); ++k)
         if (!(arc_length(model, nodes[k], c) < arc_length(model, nodes[k + 1], c))) {
             const std::string field = "yarns[" + std::to_string(y) + "][" + std::to_string(k + 1) + "]";
-            throw InvalidInput(detail::describe(field.c_str(), nodes[k + 1],
-                                                "yarn nodes must be listed in increasing arc length"));
+            throw InvalidInput(
+                detail::describe(field.c_str(), nodes[k + 1], "yarn nodes must be listed in increasing arc length"));
         }
 }
 
@@ -302,8 +302,8 @@ std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_n
                     const Vec3<double> pt = p0 + t * (p1 - p0), pb = q0 + s * (q1 - q0);
                     if ((pt - pb).norm() > pad) continue;
                     if (t < 1e-9 || s < 1e-9) {
-                        const std::string field = "contact between yarns " + std::to_string(ty) + " and " +
-                                                  std::to_string(by) + " at node";
+                        const std::string field =
+                            "contact between yarns " + std::to_string(ty) + " and " + std::to_string(by) + " at node";
                         throw InvalidInput(detail::describe(field.c_str(), t < 1e-9 ? tl[i] : bl[j],
                                                             "falls on an existing node of a yarn (zero-length "
                                                             "segment); shift the top patch in its plane, e.g. by "
@@ -356,7 +356,8 @@ std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_n
         model.anchors.push_back(T(u));
         model.anchors.push_back(T(v));
         model.over.push_back(static_cast<unsigned char>(f.contact.top_coordinate == 3 ? 1 : 0));
-        if (per_node_limits) model.friction_limit.push_back(model.material.friction_coefficient * model.material.normal_force);
+        if (per_node_limits)
+            model.friction_limit.push_back(model.material.friction_coefficient * model.material.normal_force);
         // A contact with another fabric: no parallel-yarn contact on its
         // segments (thesis Sec. 4.3.2, rule (a)), so it slides past crossings.
         model.external_contact.resize(static_cast<std::size_t>(n), 0);
@@ -517,8 +518,7 @@ void remove_contact_node(YarnModel<T>& model, int node)
 /// @throws InvalidInput for mismatched sizes, a node outside [0, node_count)
 ///         or a coordinate other than 3 or 4
 inline std::vector<LayerContactStencil> layer_contact_stencils(const std::vector<int>& nodes,
-                                                               const std::vector<int>& top_coordinates,
-                                                               int node_count,
+                                                               const std::vector<int>& top_coordinates, int node_count,
                                                                const std::vector<YarnSegment>& segments,
                                                                const std::vector<YarnBend>& bends)
 {
@@ -536,8 +536,8 @@ inline std::vector<LayerContactStencil> layer_contact_stencils(const std::vector
                 detail::describe("layer_contact_stencils top coordinate", top_coordinates[k], "must be 3 or 4"));
         contact_of[static_cast<std::size_t>(nodes[k])] = static_cast<int>(k);
         top_of[static_cast<std::size_t>(nodes[k])] = top_coordinates[k];
-        out[k] = {nodes[k],     top_coordinates[k], {-1, -1}, {-1, -1}, {-1, -1, -1}, {-1, -1, -1},
-                  {-1, -1},     {0, 0},             {-1, -1, -1, -1}};
+        out[k] = {nodes[k],     top_coordinates[k], {-1, -1}, {-1, -1},        {-1, -1, -1},
+                  {-1, -1, -1}, {-1, -1},           {0, 0},   {-1, -1, -1, -1}};
     }
     const auto put = [](int* slots, int count, int value) {
         for (int k = 0; k < count; ++k)

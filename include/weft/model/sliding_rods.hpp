@@ -48,8 +48,8 @@ struct SlidingRods {
 /// @param[in] extra_b_node  if > 0, an extra Lagrangian node on B at this
 ///            distance (m) from the contact along B (y = +extra_b_node), which
 ///            puts P_B closer than the safety distance to it on B
-inline SlidingRods make_sliding_rods(double speed_b, double speed_c, double prestretch = 1.0,
-                                     double extra_b_node = 0, const SlidingRodsParameters& parameters = {})
+inline SlidingRods make_sliding_rods(double speed_b, double speed_c, double prestretch = 1.0, double extra_b_node = 0,
+                                     const SlidingRodsParameters& parameters = {})
 {
     SlidingRods r;
     r.spacing = parameters.spacing;

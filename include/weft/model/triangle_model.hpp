@@ -25,10 +25,10 @@ namespace weft {
 
 template <typename T>
 struct TriangleModel {
-    std::vector<T> q;                      ///< 3 × #nodes positions
-    std::vector<T> v;                      ///< 3 × #nodes velocities
-    std::vector<unsigned char> free_dof;   ///< 3 × #nodes filter: 1 free, 0 prescribed
-    std::vector<T> mass;                   ///< #nodes lumped masses (kg)
+    std::vector<T> q;                     ///< 3 × #nodes positions
+    std::vector<T> v;                     ///< 3 × #nodes velocities
+    std::vector<unsigned char> free_dof;  ///< 3 × #nodes filter: 1 free, 0 prescribed
+    std::vector<T> mass;                  ///< #nodes lumped masses (kg)
     std::vector<TriangleElement<T>> triangles;
     std::vector<HingeElement<T>> hinges;
     TriangleMaterial<T> material;
@@ -38,7 +38,8 @@ struct TriangleModel {
     int node_count() const { return static_cast<int>(q.size() / triangle_node_dofs); }
     Vec3<T> position(int node) const
     {
-        return Vec3<T>(q[triangle_node_dofs * node], q[triangle_node_dofs * node + 1], q[triangle_node_dofs * node + 2]);
+        return Vec3<T>(q[triangle_node_dofs * node], q[triangle_node_dofs * node + 1],
+                       q[triangle_node_dofs * node + 2]);
     }
 };
 

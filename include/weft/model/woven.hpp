@@ -25,11 +25,11 @@ enum class WeavePattern { plain, twill };
 enum class ClothPlane { xy, xz };
 
 struct WovenPatch {
-    int nx = 2;                 ///< nodes along the first axis (= number of v-yarns)
-    int ny = 2;                 ///< nodes along the second axis (= number of u-yarns)
-    double spacing = 1e-3;      ///< rest distance between neighbouring crossings (m)
-    double radius = 2.5e-4;     ///< yarn radius (m)
-    double density = 130.0;     ///< yarn material density (kg/m³)
+    int nx = 2;              ///< nodes along the first axis (= number of v-yarns)
+    int ny = 2;              ///< nodes along the second axis (= number of u-yarns)
+    double spacing = 1e-3;   ///< rest distance between neighbouring crossings (m)
+    double radius = 2.5e-4;  ///< yarn radius (m)
+    double density = 130.0;  ///< yarn material density (kg/m³)
     std::array<double, 3> center{0, 0, 0};
     ClothPlane plane = ClothPlane::xy;
     WeavePattern pattern = WeavePattern::plain;

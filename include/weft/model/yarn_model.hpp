@@ -20,8 +20,8 @@ namespace weft {
 /// A whole yarn-level cloth (one or several patches).
 template <typename T>
 struct YarnModel {
-    std::vector<T> q;              ///< 5 × #nodes generalized positions
-    std::vector<T> v;              ///< 5 × #nodes generalized velocities
+    std::vector<T> q;                     ///< 5 × #nodes generalized positions
+    std::vector<T> v;                     ///< 5 × #nodes generalized velocities
     std::vector<unsigned char> free_dof;  ///< 5 × #nodes filter: 1 free, 0 fixed
     std::vector<YarnSegment> segments;
     std::vector<YarnBend> bends;
@@ -71,19 +71,18 @@ template <typename T>
 inline void validate_yarn_material(const YarnMaterial<T>& m)
 {
     require_positive("YarnMaterial linear_density (kg/m)", m.linear_density);
-    const std::pair<const char*, T> coefficients[] = {
-        {"YarnMaterial stretch_stiffness", m.stretch_stiffness},
-        {"YarnMaterial bending_stiffness", m.bending_stiffness},
-        {"YarnMaterial shear_stiffness", m.shear_stiffness},
-        {"YarnMaterial stretch_damping", m.stretch_damping},
-        {"YarnMaterial bending_damping", m.bending_damping},
-        {"YarnMaterial shear_damping", m.shear_damping},
-        {"YarnMaterial rayleigh_beta", m.rayleigh_beta},
-        {"YarnMaterial contact_stiffness", m.contact_stiffness},
-        {"YarnMaterial contact_min_distance", m.contact_min_distance},
-        {"YarnMaterial friction_coefficient", m.friction_coefficient},
-        {"YarnMaterial anchor_stiffness", m.anchor_stiffness},
-        {"YarnMaterial normal_force", m.normal_force}};
+    const std::pair<const char*, T> coefficients[] = {{"YarnMaterial stretch_stiffness", m.stretch_stiffness},
+                                                      {"YarnMaterial bending_stiffness", m.bending_stiffness},
+                                                      {"YarnMaterial shear_stiffness", m.shear_stiffness},
+                                                      {"YarnMaterial stretch_damping", m.stretch_damping},
+                                                      {"YarnMaterial bending_damping", m.bending_damping},
+                                                      {"YarnMaterial shear_damping", m.shear_damping},
+                                                      {"YarnMaterial rayleigh_beta", m.rayleigh_beta},
+                                                      {"YarnMaterial contact_stiffness", m.contact_stiffness},
+                                                      {"YarnMaterial contact_min_distance", m.contact_min_distance},
+                                                      {"YarnMaterial friction_coefficient", m.friction_coefficient},
+                                                      {"YarnMaterial anchor_stiffness", m.anchor_stiffness},
+                                                      {"YarnMaterial normal_force", m.normal_force}};
     for (const auto& [field, value] : coefficients) require_non_negative(field, value);
 }
 
@@ -91,8 +90,8 @@ inline void validate_yarn_material(const YarnMaterial<T>& m)
 /// `nodes[0..count)` (the yarn's nodes in arc-length order) that are not
 /// contacts with another fabric (external[n] != 0; an empty `external` means
 /// none), so a pair spans the external contacts between two crossings.
-inline void append_fabric_pairs(const int* nodes, int count, int coordinate,
-                                const std::vector<unsigned char>& external, std::vector<YarnParallelPair>& out)
+inline void append_fabric_pairs(const int* nodes, int count, int coordinate, const std::vector<unsigned char>& external,
+                                std::vector<YarnParallelPair>& out)
 {
     int last = -1;
     for (int k = 0; k < count; ++k) {

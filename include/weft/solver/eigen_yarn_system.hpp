@@ -18,10 +18,10 @@ namespace weft {
 
 template <typename T>
 struct EigenYarnSystem {
-    Eigen::SparseMatrix<T> a;           ///< A = M − h ∂f/∂v − h² ∂f/∂q, 5·#nodes square
+    Eigen::SparseMatrix<T> a;               ///< A = M − h ∂f/∂v − h² ∂f/∂q, 5·#nodes square
     Eigen::Matrix<T, Eigen::Dynamic, 1> b;  ///< h (f + h ∂f/∂q v)
     Eigen::Matrix<T, Eigen::Dynamic, 1> f;  ///< f(q, v)
-    Eigen::SparseMatrix<T> mass;        ///< consistent mass M
+    Eigen::SparseMatrix<T> mass;            ///< consistent mass M
     ElementEnergies<T> energy{T(0), T(0), T(0), T(0)};
 };
 
@@ -60,8 +60,8 @@ const T* friction_limits(const YarnModel<T>& model)
 {
     if (model.friction_limit.empty()) return nullptr;
     if (model.friction_limit.size() != static_cast<std::size_t>(model.node_count()))
-        throw InvalidInput(detail::describe("YarnModel friction_limit.size()", model.friction_limit.size(),
-                                            "must be 0 or #nodes"));
+        throw InvalidInput(
+            detail::describe("YarnModel friction_limit.size()", model.friction_limit.size(), "must be 0 or #nodes"));
     return model.friction_limit.data();
 }
 
@@ -83,8 +83,8 @@ EigenYarnSystem<T> assemble_yarn_system_eigen(const YarnModel<T>& model, const s
     // the segments where those pairs are the segments, else on its own pairs
     // (as the backend, yarn_stepper.hpp).
     const std::vector<YarnParallelPair> fabric = fabric_pairs(model);
-    const bool segment_parallel = model.yarns.empty() || !(model.material.contact_stiffness > T(0)) ||
-                                  pairs_are_segments(fabric, model.segments);
+    const bool segment_parallel =
+        model.yarns.empty() || !(model.material.contact_stiffness > T(0)) || pairs_are_segments(fabric, model.segments);
     for (const YarnSegment& seg : model.segments) {
         NodeBlocks<T, 2, B> blocks;
         blocks.set_zero();
@@ -135,8 +135,8 @@ EigenYarnSystem<T> assemble_yarn_system_eigen(const YarnModel<T>& model, const s
         NodeBlocks<T, 1, B> blocks;
         blocks.set_zero();
         evaluate_yarn_node<T>(q, v, model.free_dof.data(), model.anchors.data(), friction_limits(model), node,
-                              model.material,
-                              colliders.data(), static_cast<int>(colliders.size()), model.radius, h, blocks, e);
+                              model.material, colliders.data(), static_cast<int>(colliders.size()), model.radius, h,
+                              blocks, e);
         detail::add(sys.energy, e);
         const int nodes[1] = {node};
         detail::add_blocks(triplets, sys.b, sys.f, blocks, nodes);

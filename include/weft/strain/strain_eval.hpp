@@ -21,12 +21,18 @@ enum class StrainStatus : int {
 inline const char* to_string(StrainStatus s)
 {
     switch (s) {
-        case StrainStatus::ok: return "ok";
-        case StrainStatus::degenerate_segment: return "degenerate segment (zero length)";
-        case StrainStatus::degenerate_arc_length: return "degenerate arc length (delta s <= floor)";
-        case StrainStatus::parallel_segments: return "parallel segments (angle 0 or pi)";
-        case StrainStatus::obtuse_small_angle: return "small-angle strain used with a.b <= 0";
-        case StrainStatus::degenerate_triangle: return "degenerate triangle (height <= floor x edge length)";
+        case StrainStatus::ok:
+            return "ok";
+        case StrainStatus::degenerate_segment:
+            return "degenerate segment (zero length)";
+        case StrainStatus::degenerate_arc_length:
+            return "degenerate arc length (delta s <= floor)";
+        case StrainStatus::parallel_segments:
+            return "parallel segments (angle 0 or pi)";
+        case StrainStatus::obtuse_small_angle:
+            return "small-angle strain used with a.b <= 0";
+        case StrainStatus::degenerate_triangle:
+            return "degenerate triangle (height <= floor x edge length)";
     }
     return "unknown";
 }
