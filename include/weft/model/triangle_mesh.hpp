@@ -126,20 +126,14 @@ inline std::array<Vec2<double>, 3> flatten(const Vec3<double>& a, const Vec3<dou
 
 }  // namespace mesh_detail
 
-/// Loads `v`, `vt` and `f` records of an OBJ file (polygons are fan-
+/// Reads `v`, `vt` and `f` records of OBJ text from `in` (polygons are fan-
 /// triangulated; `vn`, groups, materials and other records are ignored).
+/// `path` names the text in errors.
 /// @param[in] uv_scale  metres per texture-coordinate unit (used when every face has `vt`)
-/// @throws InvalidInput naming the file, line and record for unreadable
-///         files (a directory included), malformed numbers, out-of-range
-///         indices or an empty mesh.
-inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0)
+/// @throws InvalidInput naming the source, line and record for malformed
+///         numbers, out-of-range indices, a read error or an empty mesh.
+inline TriangleMesh parse_obj_mesh(std::istream& in, const std::string& path, double uv_scale = 1.0)
 {
-    std::error_code ec;
-    // A directory opens as a stream on Linux but reads as empty: say so instead of "no faces".
-    if (std::filesystem::is_directory(path, ec))
-        throw InvalidInput("cannot open mesh file '" + path + "': is a directory, not a file");
-    std::ifstream in(path);
-    if (!in) throw InvalidInput("cannot open mesh file '" + path + "'");
     require_positive("uv_scale", uv_scale);
     TriangleMesh mesh;
     std::vector<Vec2<double>> texcoords;
@@ -203,6 +197,21 @@ inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0
         }
     }
     return mesh;
+}
+
+/// Loads an OBJ file (parse_obj_mesh).
+/// @throws InvalidInput naming the file, line and record for unreadable
+///         files (a directory included), malformed numbers, out-of-range
+///         indices or an empty mesh.
+inline TriangleMesh load_obj_mesh(const std::string& path, double uv_scale = 1.0)
+{
+    std::error_code ec;
+    // A directory opens as a stream on Linux but reads as empty: say so instead of "no faces".
+    if (std::filesystem::is_directory(path, ec))
+        throw InvalidInput("cannot open mesh file '" + path + "': is a directory, not a file");
+    std::ifstream in(path);
+    if (!in) throw InvalidInput("cannot open mesh file '" + path + "'");
+    return parse_obj_mesh(in, path, uv_scale);
 }
 
 /// Every interior edge shared by exactly two triangles, as a hinge
