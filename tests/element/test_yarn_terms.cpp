@@ -241,6 +241,48 @@ TEST_CASE("yarn terms: the consistent segment mass is the kinetic energy of the 
     CHECK(translation.dot(m * translation) == Approx(1e-4 * (q(7) - q(3))).epsilon(1e-12));
 }
 
+TEST_CASE("yarn terms: the derivative of the consistent mass's product matches finite differences",
+          "[element][yarn][fd]")
+{
+    // ∂(M(q) u)/∂q against central differences of segment_mass(q) u, on
+    // random segments (stretched and compressed, long and short) and on an
+    // edge case: a segment whose Δs is a tenth of its length.
+    weft_test::Random rng(12);
+    int checked = 0;
+    for (int trial = 0; trial < 21; ++trial) {
+        const double rho = rng.uniform(1e-5, 1e-3);
+        const double stretch = trial == 20 ? 10.0 : rng.uniform(0.7, 1.3);
+        const Vec8 q = random_segment(rng, rng.uniform(1e-4, 2e-3), stretch);
+        const Vec8 u = rng.vector<8>(-0.1, 0.1);
+        const Mat8 g = weft::segment_mass_derivative<double>(q, rho, u);
+        Mat8 fd;
+        for (int j = 0; j < 8; ++j) {
+            const double eps = 1e-7 * (q(7) - q(3));
+            Vec8 qp = q, qm = q;
+            qp(j) += eps;
+            qm(j) -= eps;
+            fd.col(j) = (weft::segment_mass<double>(qp, rho) * u - weft::segment_mass<double>(qm, rho) * u) / (2 * eps);
+        }
+        INFO("trial " << trial << "\nanalytic\n" << g << "\nfd\n" << fd);
+        REQUIRE(fd.norm() > 0);
+        CHECK((g - fd).norm() <= 1e-6 * fd.norm());
+        ++checked;
+    }
+    REQUIRE(checked == 21);
+    // A translation of the whole segment leaves M unchanged: G e = 0 for
+    // e = (t, 0, t, 0), and G does not depend on where the segment lies.
+    const Vec8 q = random_segment(rng, 1e-3, 1.1);
+    const Vec8 u = rng.vector<8>(-0.1, 0.1);
+    const Mat8 g = weft::segment_mass_derivative<double>(q, 1e-4, u);
+    Vec8 translation;
+    translation << 0.3, -0.2, 0.5, 0, 0.3, -0.2, 0.5, 0;
+    CHECK((g * translation).norm() <= 1e-12 * g.norm());
+    Vec8 shifted = q;
+    shifted.segment<3>(0) += Vec3(1, 2, 3);
+    shifted.segment<3>(4) += Vec3(1, 2, 3);
+    CHECK((weft::segment_mass_derivative<double>(shifted, 1e-4, u) - g).norm() <= 1e-9 * g.norm());
+}
+
 TEST_CASE("collider: the penalty's 3-D Jacobian is the derivative of its force, less the curvature it drops",
           "[element][collider][fd]")
 {

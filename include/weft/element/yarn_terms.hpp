@@ -19,7 +19,9 @@ namespace weft {
 /// Consistent mass of one yarn segment over (x₀, s₀, x₁, s₁). A material point
 /// at parameter t moves with (1−t)(ẋ₀ − w ṡ₀) + t(ẋ₁ − w ṡ₁), w = Δx/Δs, so
 /// M = ρΔs/6 · [[2J, J], [J, 2J]], J = [[I₃, −w], [−wᵀ, wᵀw]] (DESIGN.md).
-/// The dependence of M on q (the ∇T and Ṁq̇ terms of 2017 Eq. 1) is neglected.
+/// The dependence of M on q (the ∇T and Ṁq̇ terms of 2017 Eq. 1) is neglected
+/// in the forces; full Newton's matrix takes its product's derivative
+/// (segment_mass_derivative).
 /// @param[in] linear_density  mass per unit arc length ρ (kg/m)
 template <typename T>
 WEFT_HD inline Mat<T, 8, 8> segment_mass(const Vec<T, 8>& q, T linear_density)
@@ -38,6 +40,42 @@ WEFT_HD inline Mat<T, 8, 8> segment_mass(const Vec<T, 8>& q, T linear_density)
     m.template block<4, 4>(0, 4) = c * j;
     m.template block<4, 4>(4, 0) = c * j;
     return m;
+}
+
+/// ∂(M(q) u)/∂q for a fixed u: how the consistent mass's product with u
+/// changes with the segment's configuration (8 × 8, not symmetric). Full
+/// Newton's residual carries −M(q) (v − v_n) with q = q_n + h v, so its exact
+/// v-Jacobian has −M − h ∂(M(q) u)/∂q at u = v − v_n; without that term A is
+/// not the Jacobian where crossings slide fast through their yarns.
+/// With a = 2u₀ + u₁, b = u₀ + 2u₁ (u = [u₀, u₁], 4 each), M u = ρ/6 [F(a); F(b)],
+/// F(z) = [Δs z_x − Δx z_s; −Δx·z_x + |Δx|² z_s / Δs].
+template <typename T>
+WEFT_HD inline Mat<T, 8, 8> segment_mass_derivative(const Vec<T, 8>& q, T linear_density, const Vec<T, 8>& u)
+{
+    const T ds = q(7) - q(3);
+    const Vec3<T> dx = q.template segment<3>(4) - q.template segment<3>(0);
+    const T c = linear_density / T(6);
+    const Vec<T, 4> a = T(2) * u.template segment<4>(0) + u.template segment<4>(4);
+    const Vec<T, 4> b = u.template segment<4>(0) + T(2) * u.template segment<4>(4);
+    Mat<T, 8, 8> g = Mat<T, 8, 8>::Zero();
+    for (int half = 0; half < 2; ++half) {
+        const Vec<T, 4>& z = half == 0 ? a : b;
+        const Vec3<T> zx = z.template segment<3>(0);
+        const T zs = z(3);
+        // ∂F/∂Δx (4 × 3) and ∂F/∂Δs (4)
+        Mat<T, 4, 3> d_dx = Mat<T, 4, 3>::Zero();
+        d_dx.template block<3, 3>(0, 0) = -zs * Mat3<T>::Identity();
+        d_dx.template block<1, 3>(3, 0) = (-zx + (T(2) * zs / ds) * dx).transpose();
+        Vec<T, 4> d_ds;
+        d_ds.template segment<3>(0) = zx;
+        d_ds(3) = -zs * dx.squaredNorm() / (ds * ds);
+        // Δx = x₁ − x₀, Δs = s₁ − s₀
+        g.template block<4, 3>(4 * half, 0) = -c * d_dx;
+        g.template block<4, 1>(4 * half, 3) = -c * d_ds;
+        g.template block<4, 3>(4 * half, 4) = c * d_dx;
+        g.template block<4, 1>(4 * half, 7) = c * d_ds;
+    }
+    return g;
 }
 
 /// Gravity on a segment: V = −ρ Δs g·(x₀ + x₁)/2. It depends on s through
