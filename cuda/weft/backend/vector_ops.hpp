@@ -95,10 +95,6 @@ void require_same_size(const char* what, const thrust::device_vector<T>& a, cons
     }
 }
 
-}  // namespace vector_detail
-
-namespace vector_detail {
-
 /// The reduction of one fixed chunk of terms, in index order.
 template <class Iterator, class Transform, typename T, class Op>
 struct ChunkReduce {
@@ -114,6 +110,15 @@ struct ChunkReduce {
         T sum = transform(first[begin]);
         for (std::size_t i = begin + 1; i < end; ++i) sum = op(sum, transform(first[i]));
         return sum;
+    }
+};
+
+/// The identity transform, for `fixed_order_reduce`.
+struct Identity {
+    template <typename U>
+    WEFT_HD U operator()(const U& u) const
+    {
+        return u;
     }
 };
 
@@ -152,20 +157,11 @@ T fixed_order_transform_reduce(Iterator first, std::size_t n, Transform transfor
 #endif
 }
 
-/// The identity transform, for `fixed_order_reduce`.
-struct Identity {
-    template <typename U>
-    WEFT_HD U operator()(const U& u) const
-    {
-        return u;
-    }
-};
-
 /// op(init, Σ first[i]) in the fixed order of `fixed_order_transform_reduce`.
 template <class Iterator, typename T, class Op>
 T fixed_order_reduce(Iterator first, std::size_t n, T init, Op op)
 {
-    return fixed_order_transform_reduce(first, n, Identity{}, init, op);
+    return fixed_order_transform_reduce(first, n, vector_detail::Identity{}, init, op);
 }
 
 /// aᵀb.

@@ -62,22 +62,22 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
         e.allow_only(scene_keys::eil());
         s.eil = e.get_or("enabled", read_bool, true);
         s.eil_given = true;
+        // Fractions below 1: the message says what each is a fraction of.
+        const auto require_below_one = [&](const char* key, double value, const char* fraction_of) {
+            if (!(value < 1))
+                fail(e.path(key),
+                     std::string("must be < 1 (a fraction of ") + fraction_of + "), got " + format_number(value));
+        };
         s.eil_safety_factor = e.get_or("safety_factor", read_positive, s.eil_safety_factor);
-        if (!(s.eil_safety_factor < 1))
-            fail(e.path("safety_factor"),
-                 "must be < 1 (a fraction of the rest segment length), got " + format_number(s.eil_safety_factor));
+        require_below_one("safety_factor", s.eil_safety_factor, "the rest segment length");
         s.eil_contact_factor = e.get_or("contact_factor", read_positive, s.eil_contact_factor);
         s.eil_lookahead = e.get_or("lookahead", read_bool, s.eil_lookahead);
         s.eil_min_segment_factor = e.get_or("min_segment_factor", read_positive, s.eil_min_segment_factor);
-        if (!(s.eil_min_segment_factor < 1))
-            fail(e.path("min_segment_factor"),
-                 "must be < 1 (a fraction of the safety distance), got " + format_number(s.eil_min_segment_factor));
+        require_below_one("min_segment_factor", s.eil_min_segment_factor, "the safety distance");
         s.eil_reset_arc_length = e.get_or("reset_arc_length", read_bool, s.eil_reset_arc_length);
         s.eil_remove_pulling_contacts = e.get_or("remove_pulling_contacts", read_bool, s.eil_remove_pulling_contacts);
         s.eil_pull_threshold = e.get_or("pull_threshold", read_non_negative, s.eil_pull_threshold);
-        if (!(s.eil_pull_threshold < 1))
-            fail(e.path("pull_threshold"), "must be < 1 (a fraction of the forces a contact balances), got " +
-                                               format_number(s.eil_pull_threshold));
+        require_below_one("pull_threshold", s.eil_pull_threshold, "the forces a contact balances");
     }
     if (s.min_time_step > time_step)
         fail(o.path("min_time_step"),
