@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages weft needs (only those missing).
 set -euo pipefail
-packages=(cmake g++ make ninja-build libeigen3-dev catch2 nlohmann-json3-dev gnuplot-nox libsuitesparse-dev clang-format)
+packages=(cmake g++ make ninja-build libeigen3-dev catch2 nlohmann-json3-dev gnuplot-nox libsuitesparse-dev clang-format
+          python3-vtk9 python3-numpy)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -2,6 +2,7 @@
 // relative paths, --duration, reported failures.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -67,6 +68,30 @@ std::vector<double> fields(const std::string& line)
     std::stringstream ss(line);
     for (std::string cell; std::getline(ss, cell, ',');) out.push_back(std::stod(cell));
     return out;
+}
+
+/// The values of the point scalar `name` of a legacy VTK frame.
+std::vector<double> vtk_scalars(const fs::path& path, const std::string& name)
+{
+    const std::vector<std::string> lines = lines_of(path);
+    std::size_t points = 0;
+    for (std::size_t k = 0; k < lines.size(); ++k) {
+        if (lines[k].rfind("POINT_DATA ", 0) == 0) points = std::stoul(lines[k].substr(11));
+        if (lines[k] == "SCALARS " + name + " double 1") {
+            REQUIRE(k + 1 + points < lines.size());
+            REQUIRE(lines[k + 1] == "LOOKUP_TABLE default");
+            std::vector<double> out;
+            for (std::size_t i = 0; i < points; ++i) out.push_back(std::stod(lines[k + 2 + i]));
+            return out;
+        }
+    }
+    FAIL("no point scalar " << name << " in " << path);
+    return {};
+}
+
+std::size_t count_of(const std::vector<double>& values, double value)
+{
+    return static_cast<std::size_t>(std::count(values.begin(), values.end(), value));
 }
 
 /// The repository root (this file is tests/examples/test_weft_run.cpp).
@@ -412,6 +437,56 @@ TEST_CASE("weft-run: tablecloth.json stacks two layers with contact nodes and ru
     CHECK(csv[0].substr(csv[0].size() - 20) == ",eil_nodes,max_speed");
     const std::vector<double> last = fields(csv.back());
     CHECK(last[1] > 0);  // the overhang starts to fall
+}
+
+TEST_CASE("weft-run: yarn frames tell the cloths, contacts and EIL nodes apart", "[examples][weft-run][layers][eil]")
+{
+    // tablecloth.json writes frames every 10 steps (legacy VTK, readable
+    // here); 60 ms, so that EIL nodes appear (the first at t ≈ 0.05 s).
+    const fs::path dir = fresh_dir("tablecloth_frames");
+    std::string scene = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
+    const std::string frames_key = R"("frames": "tablecloth_frames", "every": 20, "formats": ["vtk", "vtp", "obj"])";
+    REQUIRE(scene.find(frames_key) != std::string::npos);
+    scene.replace(scene.find(frames_key), frames_key.size(),
+                  R"("frames": "frames", "every": 10, "formats": ["vtk", "vtp"])");
+    const RunOutput run = run_quietly(write_scene(dir, scene), dir, 0.07);
+    INFO(run.log << run.summary.error);
+    REQUIRE(run.summary.ok);
+    const fs::path frames = dir / "frames";
+    // Every node lies on one warp yarn. The 18 top wefts cross the 38 bottom
+    // warps: those contacts are on bottom (cloth 0) warps; the 39 top warps
+    // cross 18 bottom wefts: contacts on top (cloth 1) warps.
+    const std::vector<double> cloth = vtk_scalars(frames / "frame_00000_warp.vtk", "cloth");
+    REQUIRE(cloth.size() == 1600 + 1521 + 39 * 18 + 18 * 38);
+    CHECK(count_of(cloth, 0) == 1600 + 18 * 38);
+    CHECK(count_of(cloth, 1) == 1521 + 39 * 18);
+    const std::vector<double> kind = vtk_scalars(frames / "frame_00000_warp.vtk", "node_kind");
+    CHECK(count_of(kind, 2) == 39 * 18 + 18 * 38);  // every contact, no EIL node at t = 0
+    CHECK(count_of(kind, 0) == 1600 + 1521);
+    // The EIL (yarn, node) pairs of a frame are the CSV's eil_nodes of its
+    // step where the step took one attempt.
+    const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
+    int compared = 0, with_eil = 0;
+    for (int f = 1; f <= 7; ++f) {
+        const std::vector<double> row = fields(csv[std::size_t(10 * f)]);
+        if (row[7] != 1) continue;  // substeps
+        char stem[32];
+        std::snprintf(stem, sizeof stem, "frame_%05d", f);
+        std::size_t eil = 0;
+        for (const char* set : {"warp", "weft"}) {
+            const std::vector<double> k = vtk_scalars(frames / (std::string(stem) + "_" + set + ".vtk"), "node_kind");
+            eil += count_of(k, 1) + count_of(k, 3);
+        }
+        CHECK(eil == static_cast<std::size_t>(row[9]));
+        ++compared;
+        with_eil += eil > 0 ? 1 : 0;
+    }
+    CHECK(compared >= 4);
+    CHECK(with_eil >= 1);
+    // The binary .vtp frames carry the same arrays.
+    const std::string vtp = text_of(frames / "frame_00007_warp.vtp");
+    for (const char* name : {"arc_length", "cloth", "node_kind"})
+        CHECK(vtp.find(std::string("Name=\"") + name + "\" format=\"appended\"") != std::string::npos);
 }
 
 TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL nodes; without EIL the run fails",

@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 using Catch::Matchers::Contains;
@@ -291,35 +292,116 @@ TEST_CASE("vtk: legacy polydata has the right counts and reads back exactly", "[
     CHECK_FALSE(in >> token);  // nothing after the data
 }
 
+/// A .vtp file as the tests read it: the XML (with a binary file's appended
+/// block cut out) and the appended bytes after the '_' marker.
+struct VtpFile {
+    XmlElement root;
+    std::string appended;
+
+    /// A DataArray's values: its text (ascii), or its block in the appended
+    /// data (a UInt64 byte count, then 8-byte values) at its offset.
+    template <typename T>
+    std::vector<T> values(const XmlElement& array) const
+    {
+        if (array.attributes.at("format") == "ascii") return numbers_in<T>(array.text);
+        REQUIRE(array.attributes.at("format") == "appended");
+        const std::size_t at = std::stoul(array.attributes.at("offset"));
+        REQUIRE(at + 8 <= appended.size());
+        const std::uint64_t size = read_u64(appended, at);
+        REQUIRE(size % 8 == 0);
+        REQUIRE(at + 8 + size <= appended.size());
+        std::vector<T> out(size / 8);
+        for (std::size_t i = 0; i < out.size(); ++i) {
+            const std::uint64_t word = read_u64(appended, at + 8 + 8 * i);
+            if constexpr (std::is_floating_point_v<T>)
+                std::memcpy(&out[i], &word, 8);
+            else
+                out[i] = static_cast<T>(static_cast<std::int64_t>(word));
+        }
+        return out;
+    }
+};
+
+VtpFile read_vtp(const fs::path& path)
+{
+    std::string text = read_file(path);
+    VtpFile f;
+    const std::string open = "<AppendedData encoding=\"raw\">";
+    const std::size_t block = text.find(open);
+    if (block != std::string::npos) {
+        const std::size_t marker = text.find('_', block + open.size());
+        REQUIRE(marker != std::string::npos);
+        const std::string close = "\n  </AppendedData>\n</VTKFile>\n";
+        REQUIRE(text.size() >= marker + 1 + close.size());
+        REQUIRE(text.compare(text.size() - close.size(), close.size(), close) == 0);
+        f.appended = text.substr(marker + 1, text.size() - close.size() - marker - 1);
+        text = text.substr(0, block) + "</VTKFile>\n";
+    }
+    f.root = XmlReader(text).document();
+    return f;
+}
+
 TEST_CASE("vtp: XML polydata is well formed with matching counts and offsets", "[io][frames][vtp]")
 {
     TempDir dir;
     const Curves c;
-    const fs::path path = dir.path / "frame.vtp";
-    weft::write_vtp_polylines(path, c.points, c.polylines, c.scalars);
+    int encodings = 0;
+    for (const auto encoding : {weft::VtpEncoding::binary, weft::VtpEncoding::ascii}) {
+        const fs::path path = dir.path / "frame.vtp";
+        if (encoding == weft::VtpEncoding::binary)
+            weft::write_vtp_polylines(path, c.points, c.polylines, c.scalars);  // binary is the default
+        else
+            weft::write_vtp_polylines(path, c.points, c.polylines, c.scalars, encoding);
+        const VtpFile f = read_vtp(path);
+        CHECK(f.appended.empty() == (encoding == weft::VtpEncoding::ascii));
+        const XmlElement& root = f.root;
+        CHECK(root.name == "VTKFile");
+        CHECK(root.attributes.at("type") == "PolyData");
+        CHECK(root.attributes.at("header_type") == "UInt64");
+        const XmlElement& piece = root.child("PolyData").child("Piece");
+        CHECK(piece.attributes.at("NumberOfPoints") == "5");
+        CHECK(piece.attributes.at("NumberOfLines") == "2");
 
-    const XmlElement root = parse_xml_file(path);
-    CHECK(root.name == "VTKFile");
-    CHECK(root.attributes.at("type") == "PolyData");
-    const XmlElement& piece = root.child("PolyData").child("Piece");
-    CHECK(piece.attributes.at("NumberOfPoints") == "5");
-    CHECK(piece.attributes.at("NumberOfLines") == "2");
+        const auto coordinates = f.values<double>(piece.child("Points").child("DataArray"));
+        REQUIRE(coordinates.size() == 15);
+        for (std::size_t i = 0; i < 5; ++i)
+            for (int k = 0; k < 3; ++k) CHECK(coordinates[3 * i + k] == c.points[i][k]);
 
-    const auto coordinates = numbers_in<double>(piece.child("Points").child("DataArray").text);
-    REQUIRE(coordinates.size() == 15);
-    for (std::size_t i = 0; i < 5; ++i)
-        for (int k = 0; k < 3; ++k) CHECK(coordinates[3 * i + k] == c.points[i][k]);
+        const auto arrays = piece.child("Lines").find_all("DataArray");
+        REQUIRE(arrays.size() == 2);
+        CHECK(arrays[0]->attributes.at("Name") == "connectivity");
+        CHECK(f.values<long>(*arrays[0]) == std::vector<long>{0, 1, 2, 3, 4});
+        CHECK(arrays[1]->attributes.at("Name") == "offsets");
+        CHECK(f.values<long>(*arrays[1]) == std::vector<long>{3, 5});
 
-    const auto arrays = piece.child("Lines").find_all("DataArray");
+        const XmlElement& scalars = piece.child("PointData").child("DataArray");
+        CHECK(scalars.attributes.at("Name") == "arc_length");
+        CHECK(f.values<double>(scalars) == c.scalars[0].values);
+        ++encodings;
+    }
+    CHECK(encodings == 2);
+}
+
+TEST_CASE("vtp: binary triangle frames hold the faces and exact coordinates", "[io][frames][vtp]")
+{
+    TempDir dir;
+    const weft::CurvePoints points{{0, 0, 0}, {1, 0, 0}, {0, 1, 0}, {1.0 / 3.0, 1, 1e-300}};
+    const weft::CurveIndices faces{{0, 1, 2}, {1, 3, 2}};
+    const fs::path path = dir.path / "mesh.vtp";
+    weft::write_vtp_triangles(path, points, faces, {{"cloth", {0, 0, 1, 1}}});
+    const VtpFile f = read_vtp(path);
+    const XmlElement& piece = f.root.child("PolyData").child("Piece");
+    CHECK(piece.attributes.at("NumberOfPolys") == "2");
+    CHECK(piece.attributes.at("NumberOfLines") == "0");
+    const auto xyz = f.values<double>(piece.child("Points").child("DataArray"));
+    REQUIRE(xyz.size() == 12);
+    for (std::size_t i = 0; i < 4; ++i)
+        for (int k = 0; k < 3; ++k) CHECK(xyz[3 * i + k] == points[i][k]);
+    const auto arrays = piece.child("Polys").find_all("DataArray");
     REQUIRE(arrays.size() == 2);
-    CHECK(arrays[0]->attributes.at("Name") == "connectivity");
-    CHECK(numbers_in<long>(arrays[0]->text) == std::vector<long>{0, 1, 2, 3, 4});
-    CHECK(arrays[1]->attributes.at("Name") == "offsets");
-    CHECK(numbers_in<long>(arrays[1]->text) == std::vector<long>{3, 5});
-
-    const XmlElement& scalars = piece.child("PointData").child("DataArray");
-    CHECK(scalars.attributes.at("Name") == "arc_length");
-    CHECK(numbers_in<double>(scalars.text) == c.scalars[0].values);
+    CHECK(f.values<long>(*arrays[0]) == std::vector<long>{0, 1, 2, 1, 3, 2});
+    CHECK(f.values<long>(*arrays[1]) == std::vector<long>{3, 6});
+    CHECK(f.values<double>(piece.child("PointData").child("DataArray")) == std::vector<double>{0, 0, 1, 1});
 }
 
 TEST_CASE("obj: one v record per point and one l record per polyline, 1-based", "[io][frames][obj]")
@@ -364,13 +446,12 @@ TEST_CASE("bcc: header bytes and sizes are exact", "[io][frames][bcc]")
     REQUIRE(bytes.size() == 64 + (4 + 3 * 12) + (4 + 2 * 12));
     CHECK(bytes.substr(0, 3) == "BCC");
     CHECK(static_cast<unsigned char>(bytes[3]) == 0x44);
-    CHECK(bytes.substr(4, 2) == "C0");
-    CHECK(static_cast<int>(bytes[6]) == 3);  // dimensions
-    CHECK(static_cast<int>(bytes[7]) == 2);  // up: z (the default)
-    CHECK(read_u64(bytes, 8) == 2);          // curves
-    CHECK(read_u64(bytes, 16) == 5);         // points
-    CHECK(bytes.substr(24, 16) == "weft yarn curves");
-    CHECK(bytes.substr(40, 24) == std::string(24, '\0'));
+    CHECK(bytes.substr(4, 2) == "PL");                     // polylines: the nodes are the curve's vertices
+    CHECK(static_cast<int>(bytes[6]) == 3);                // dimensions
+    CHECK(static_cast<int>(bytes[7]) == 2);                // up: z (the default)
+    CHECK(read_u64(bytes, 8) == 2);                        // curves
+    CHECK(read_u64(bytes, 16) == 5);                       // points
+    CHECK(bytes.substr(24, 40) == std::string(40, '\0'));  // file info zeroed
 
     std::size_t at = 64;
     for (const auto& line : c.polylines) {
@@ -380,6 +461,118 @@ TEST_CASE("bcc: header bytes and sizes are exact", "[io][frames][bcc]")
             for (int k = 0; k < 3; ++k, at += 4) CHECK(read_f32(bytes, at) == static_cast<float>(c.points[i][k]));
     }
     CHECK(at == bytes.size());
+}
+
+TEST_CASE("bcc: Catmull-Rom curves get reflected end points and pass through every node", "[io][frames][bcc]")
+{
+    TempDir dir;
+    const Curves c;
+    const fs::path path = dir.path / "cr.bcc";
+    weft::write_bcc(path, c.points, c.polylines, {}, 2, weft::BccCurveType::catmull_rom);
+    const std::string bytes = read_file(path);
+    CHECK(bytes.substr(4, 2) == "C0");
+    CHECK(read_u64(bytes, 16) == 5 + 2 * 2);
+    REQUIRE(bytes.size() == 64 + (4 + 5 * 12) + (4 + 4 * 12));
+    REQUIRE(read_i32(bytes, 64) == 5);
+    // First handle 2 p0 - p1, last 2 p2 - p1 of the first curve.
+    for (int k = 0; k < 3; ++k) {
+        CHECK(read_f32(bytes, 68 + 4 * k) == static_cast<float>(2 * c.points[0][k] - c.points[1][k]));
+        CHECK(read_f32(bytes, 68 + 48 + 4 * k) == static_cast<float>(2 * c.points[2][k] - c.points[1][k]));
+    }
+    // A uniform Catmull-Rom segment between control points 1 and 2 at
+    // parameter 0 is control point 1: the curve starts at the first node.
+    const weft::BccCurves back = weft::read_bcc(path);
+    CHECK(back.type == weft::BccCurveType::catmull_rom);
+    REQUIRE(back.curves.size() == 2);
+    REQUIRE(back.curves[0].size() == 3);
+    REQUIRE(back.curves[1].size() == 2);
+    for (std::size_t j = 0; j < c.polylines.size(); ++j)
+        for (std::size_t i = 0; i < c.polylines[j].size(); ++i)
+            for (int k = 0; k < 3; ++k)
+                CHECK(back.curves[j][i][k] == static_cast<float>(c.points[std::size_t(c.polylines[j][i])][k]));
+    // Closed curves pass through their control points: no handles.
+    weft::write_bcc(path, c.points, {{0, 1, 2}, {3, 4}}, {true, false}, 1, weft::BccCurveType::catmull_rom);
+    const weft::BccCurves mixed = weft::read_bcc(path);
+    CHECK(read_i32(read_file(path), 64) == -3);
+    CHECK(mixed.up_dimension == 1);
+    CHECK(mixed.closed == std::vector<bool>{true, false});
+    CHECK(mixed.curves[0].size() == 3);
+    CHECK(mixed.curves[1].size() == 2);
+}
+
+TEST_CASE("bcc: what is written reads back (round trip)", "[io][frames][bcc]")
+{
+    TempDir dir;
+    std::mt19937 rng(7);
+    std::uniform_real_distribution<double> coord(-2, 2);
+    weft::CurvePoints points(200);
+    for (auto& p : points)
+        for (double& x : p) x = coord(rng);
+    weft::CurveIndices lines;
+    std::vector<bool> closed;
+    for (int c = 0, at = 0; c < 12; ++c) {
+        const int n = 3 + c % 5;
+        lines.emplace_back();
+        for (int i = 0; i < n; ++i) lines.back().push_back((at + 7 * i) % 200);
+        at += n;
+        closed.push_back(c % 4 == 1);
+    }
+    std::size_t checked = 0;
+    for (const auto type : {weft::BccCurveType::polyline, weft::BccCurveType::catmull_rom}) {
+        const fs::path path = dir.path / "round.bcc";
+        weft::write_bcc(path, points, lines, closed, 2, type);
+        const weft::BccCurves back = weft::read_bcc(path);
+        CHECK(back.type == type);
+        CHECK(back.up_dimension == 2);
+        CHECK(back.closed == closed);
+        REQUIRE(back.curves.size() == lines.size());
+        for (std::size_t c = 0; c < lines.size(); ++c) {
+            REQUIRE(back.curves[c].size() == lines[c].size());
+            for (std::size_t i = 0; i < lines[c].size(); ++i)
+                for (int k = 0; k < 3; ++k, ++checked)
+                    CHECK(back.curves[c][i][k] == static_cast<float>(points[std::size_t(lines[c][i])][k]));
+        }
+    }
+    CHECK(checked == 2 * 3 * 57);  // 57 points on the 12 curves
+}
+
+TEST_CASE("bcc: the reader refuses malformed files with a message", "[io][frames][bcc]")
+{
+    TempDir dir;
+    const Curves c;
+    const fs::path good = dir.path / "good.bcc";
+    weft::write_bcc(good, c.points, c.polylines);
+    const std::string bytes = read_file(good);
+    const fs::path bad = dir.path / "bad.bcc";
+    const auto refused = [&](std::string content, const std::string& message) {
+        std::ofstream(bad, std::ios::binary) << content;
+        CHECK_THROWS_WITH(weft::read_bcc(bad), Contains(message) && Contains(bad.string()));
+    };
+    refused(bytes.substr(0, 40), "not a BCC file");
+    refused("XCC" + bytes.substr(3), "not a BCC file");
+    std::string t = bytes;
+    t[3] = 0x48;
+    refused(t, "4-byte");
+    t = bytes;
+    t[4] = 'B';
+    t[5] = 'Z';
+    refused(t, "curve type \"BZ\"");
+    t = bytes;
+    t[6] = 2;
+    refused(t, "dimensions 2");
+    refused(bytes.substr(0, bytes.size() - 5), "more than the file holds");
+    refused(bytes + "xx", "2 bytes after the last curve");
+    t = bytes;
+    t[16] = 4;  // 4 points in the header, 5 in the curves
+    refused(t, "the header counts 4 points, the curves hold 5");
+    t = bytes;
+    t[15] = 1;  // 2^56 + 2 curves
+    refused(t, "do not fit the file");
+    t = bytes;
+    const float nan = std::numeric_limits<float>::quiet_NaN();
+    std::memcpy(&t[68], &nan, 4);
+    refused(t, "curve 0 point 0 is not finite");
+    CHECK_THROWS_AS(weft::read_bcc(dir.path / "missing.bcc"), std::runtime_error);
 }
 
 TEST_CASE("bcc: closed curves have negative counts and the up dimension is a parameter", "[io][frames][bcc]")

@@ -169,6 +169,7 @@ TEST_CASE("scene: omitted optional keys take the documented defaults", "[io][sce
     CHECK(s.output.every == 1);
     CHECK(s.output.csv_every == 1);
     CHECK(s.output.formats == std::vector<std::string>{"vtk", "vtp", "obj"});
+    CHECK(s.output.vtp_encoding == "binary");
 }
 
 TEST_CASE("scene: collider stiffness defaults to 1000 x the stiffest cloth segment", "[io][scene][defaults]")
@@ -203,7 +204,8 @@ TEST_CASE("scene: optional keys that are given override the defaults", "[io][sce
     c["contact"] = json::parse(R"({"stiffness": 3, "min_distance": 0.001})");
     c["moving_pins"] = json::parse(R"([{"nodes": ["left-edge", 3], "velocity": [0.1, 0, 0]}])");
     c["initial_velocity"] = json::parse(R"({"linear": [1, 0, 0], "angular": [0, 0, 6.28]})");
-    j["output"] = json::parse(R"({"csv": "e.csv", "csv_every": 5, "frames": "out", "formats": ["vtp", "bcc", "obj"]})");
+    j["output"] = json::parse(
+        R"({"csv": "e.csv", "csv_every": 5, "frames": "out", "formats": ["vtp", "bcc", "obj"], "vtp_encoding": "ascii"})");
 
     const weft::SceneDescription s = weft::parse_scene(j);
     CHECK(s.name == "drop");
@@ -228,6 +230,11 @@ TEST_CASE("scene: optional keys that are given override the defaults", "[io][sce
     CHECK(d.initial_velocity.angular == std::array<double, 3>{0, 0, 6.28});
     CHECK(s.output.csv_every == 5);
     CHECK(s.output.formats == std::vector<std::string>{"vtp", "bcc", "obj"});
+    CHECK(s.output.vtp_encoding == "ascii");
+    j["output"]["vtp_encoding"] = "base64";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("output.vtp_encoding") && Catch::Contains("base64"));
+    j["output"] = json::parse(R"({"vtp_encoding": "ascii"})");
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("output.vtp_encoding") && Catch::Contains("frames"));
 }
 
 TEST_CASE("scene: solver.line_search_cuts is read, defaults to 8, and bad values are named", "[io][scene][newton]")
@@ -847,9 +854,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 26 objects, 162 keys (with repeats across objects, e.g. "type").
+    // 26 objects, 163 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 26);
-    REQUIRE(checked == 162);
+    REQUIRE(checked == 163);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

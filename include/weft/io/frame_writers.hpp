@@ -18,12 +18,14 @@
 ///   point scalars). ParaView opens numbered files as a series, but a .pvd
 ///   collection cannot list legacy files (ParaView's collection reader only
 ///   instantiates XML readers), hence:
-/// - write_vtp_polylines: the same data as VTK XML PolyData (.vtp, ASCII);
+/// - write_vtp_polylines: the same data as VTK XML PolyData (.vtp), binary
+///   (appended raw data) or ASCII;
 /// - PvdWriter: a ParaView .pvd time collection of .vtp (or other XML) files;
 /// - write_obj_polylines: Wavefront OBJ `v` + `l` records;
-/// - write_bcc: Cem Yuksel's binary curve collection (BCC) of the yarn-model
-///   data sets: 64-byte header, then per curve an int32 point count (negative
-///   = closed curve) and float32 xyz per point, all little-endian;
+/// - write_bcc / read_bcc: Cem Yuksel's binary curve collection (BCC) of the
+///   yarn-model data sets: 64-byte header, then per curve an int32 point count
+///   (negative = closed curve) and float32 xyz per point, all little-endian;
+///   polylines ("PL") by default;
 /// - CsvWriter: a time series, one row of doubles per call, flushed per row.
 
 #include <array>
@@ -36,6 +38,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <limits>
 #include <locale>
 #include <sstream>
@@ -219,6 +222,12 @@ inline void put_f32(std::string& bytes, float f)
 
 }  // namespace io_detail
 
+/// How a VTK XML file (.vtp) stores its arrays.
+enum class VtpEncoding {
+    binary,  ///< raw little-endian bytes in an appended block (64-bit block sizes), as ParaView writes them
+    ascii,   ///< text inside each DataArray, every double exact (17 significant digits at most)
+};
+
 namespace io_detail {
 
 /// Polydata cells: open polylines or polygons (triangles of a cloth mesh).
@@ -259,57 +268,107 @@ inline void write_vtk_cells(const std::filesystem::path& path, const CurvePoints
     io_detail::finish_writing(out, path);
 }
 
+/// A VTK XML data array, written inline as text or into the appended block.
+struct VtpArrays {
+    VtpEncoding encoding;
+    std::string appended;  ///< raw appended data: per array a UInt64 byte count, then the bytes
+
+    void put_f64(double x)
+    {
+        std::uint64_t v;
+        std::memcpy(&v, &x, 8);
+        put_u64(appended, v);
+    }
+
+    /// Writes one DataArray element; `attributes` without the format.
+    template <typename Values, typename Put>
+    void write(std::ostream& out, const std::string& attributes, const Values& values, std::size_t count, Put put)
+    {
+        out << "        <DataArray " << attributes;
+        if (encoding == VtpEncoding::binary) {
+            out << " format=\"appended\" offset=\"" << appended.size() << "\"/>\n";
+            put_u64(appended, 0);  // the byte count, set below
+            const std::size_t start = appended.size();
+            for (std::size_t i = 0; i < count; ++i) put(values, i, *this, nullptr);
+            const std::uint64_t size = appended.size() - start;
+            for (int b = 0; b < 8; ++b)
+                appended[start - 8 + std::size_t(b)] = static_cast<char>((size >> (8 * b)) & 0xffu);
+            return;
+        }
+        out << " format=\"ascii\">\n";
+        for (std::size_t i = 0; i < count; ++i) put(values, i, *this, &out);
+        out << "        </DataArray>\n";
+    }
+};
+
 inline void write_vtp_cells(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& polylines,
-                            const std::vector<PointScalars>& point_scalars, CellKind kind)
+                            const std::vector<PointScalars>& point_scalars, CellKind kind, VtpEncoding encoding)
 {
     check_curves(path, points, polylines);
     io_detail::check_scalars(path, point_scalars, points.size());
-    std::ofstream out = io_detail::open_for_writing(path);
+    std::ofstream out = io_detail::open_for_writing(path, std::ios::binary);
+    // Version 1.0 with 64-bit block headers in the appended data.
     out << "<?xml version=\"1.0\"?>\n"
-        << "<VTKFile type=\"PolyData\" version=\"0.1\" byte_order=\"LittleEndian\">\n"
+        << "<VTKFile type=\"PolyData\" version=\"1.0\" byte_order=\"LittleEndian\" header_type=\"UInt64\">\n"
         << "  <PolyData>\n"
         << "    <Piece NumberOfPoints=\"" << points.size() << "\" NumberOfVerts=\"0\" NumberOfLines=\""
         << (kind == CellKind::lines ? polylines.size() : 0) << "\" NumberOfStrips=\"0\" NumberOfPolys=\""
         << (kind == CellKind::polygons ? polylines.size() : 0) << "\">\n";
     const char* cells = kind == CellKind::lines ? "Lines" : "Polys";
+    VtpArrays arrays{encoding, {}};
+    const auto put_double = [](const std::vector<double>& values, std::size_t i, VtpArrays& a, std::ostream* text) {
+        if (!text) return a.put_f64(values[i]);
+        *text << "          ";
+        put_number(*text, values[i]);
+        *text << '\n';
+    };
     if (!point_scalars.empty()) {
         out << "      <PointData Scalars=\"" << point_scalars.front().name << "\">\n";
-        for (const PointScalars& field : point_scalars) {
-            out << "        <DataArray type=\"Float64\" Name=\"" << field.name << "\" format=\"ascii\">\n";
-            for (const double v : field.values) {
-                out << "          ";
-                io_detail::put_number(out, v);
-                out << '\n';
-            }
-            out << "        </DataArray>\n";
-        }
+        for (const PointScalars& field : point_scalars)
+            arrays.write(out, "type=\"Float64\" Name=\"" + field.name + "\"", field.values, field.values.size(),
+                         put_double);
         out << "      </PointData>\n";
     }
-    out << "      <Points>\n"
-        << "        <DataArray type=\"Float64\" NumberOfComponents=\"3\" format=\"ascii\">\n";
-    for (const auto& p : points) {
-        out << "          ";
-        io_detail::put_point(out, p);
-        out << '\n';
-    }
-    out << "        </DataArray>\n"
-        << "      </Points>\n"
-        << "      <" << cells << ">\n"
-        << "        <DataArray type=\"Int64\" Name=\"connectivity\" format=\"ascii\">\n";
-    for (const auto& line : polylines) {
-        out << "         ";
-        for (const Index i : line) out << ' ' << i;
-        out << '\n';
-    }
-    out << "        </DataArray>\n"
-        << "        <DataArray type=\"Int64\" Name=\"offsets\" format=\"ascii\">\n";
-    std::size_t offset = 0;
-    for (const auto& line : polylines) out << "          " << (offset += line.size()) << '\n';
-    out << "        </DataArray>\n"
-        << "      </" << cells << ">\n"
+    out << "      <Points>\n";
+    arrays.write(out, "type=\"Float64\" NumberOfComponents=\"3\"", points, points.size(),
+                 [](const CurvePoints& p, std::size_t i, VtpArrays& a, std::ostream* text) {
+                     if (!text) {
+                         for (int k = 0; k < 3; ++k) a.put_f64(p[i][k]);
+                         return;
+                     }
+                     *text << "          ";
+                     put_point(*text, p[i]);
+                     *text << '\n';
+                 });
+    out << "      </Points>\n"
+        << "      <" << cells << ">\n";
+    arrays.write(out, "type=\"Int64\" Name=\"connectivity\"", polylines, polylines.size(),
+                 [](const CurveIndices& lines, std::size_t c, VtpArrays& a, std::ostream* text) {
+                     if (!text) {
+                         for (const Index i : lines[c]) put_u64(a.appended, static_cast<std::uint64_t>(i));
+                         return;
+                     }
+                     *text << "         ";
+                     for (const Index i : lines[c]) *text << ' ' << i;
+                     *text << '\n';
+                 });
+    std::vector<std::uint64_t> offsets(polylines.size());
+    std::uint64_t offset = 0;
+    for (std::size_t c = 0; c < polylines.size(); ++c) offsets[c] = offset += polylines[c].size();
+    arrays.write(out, "type=\"Int64\" Name=\"offsets\"", offsets, offsets.size(),
+                 [](const std::vector<std::uint64_t>& o, std::size_t c, VtpArrays& a, std::ostream* text) {
+                     if (!text) return put_u64(a.appended, o[c]);
+                     *text << "          " << o[c] << '\n';
+                 });
+    out << "      </" << cells << ">\n"
         << "    </Piece>\n"
-        << "  </PolyData>\n"
-        << "</VTKFile>\n";
+        << "  </PolyData>\n";
+    if (encoding == VtpEncoding::binary) {
+        out << "  <AppendedData encoding=\"raw\">\n   _";
+        out.write(arrays.appended.data(), static_cast<std::streamsize>(arrays.appended.size()));
+        out << "\n  </AppendedData>\n";
+    }
+    out << "</VTKFile>\n";
     io_detail::finish_writing(out, path);
 }
 
@@ -343,12 +402,14 @@ inline void write_vtk_polylines(const std::filesystem::path& path, const CurvePo
     io_detail::write_vtk_cells(path, points, polylines, point_scalars, io_detail::CellKind::lines);
 }
 
-/// Writes VTK XML PolyData (.vtp, ASCII, version 0.1): the same content as
-/// write_vtk_polylines, in the format a .pvd collection can list.
+/// Writes VTK XML PolyData (.vtp, version 1.0): the same content as
+/// write_vtk_polylines, in the format a .pvd collection can list; binary
+/// (appended raw data, what ParaView writes) unless `encoding` says ascii.
 inline void write_vtp_polylines(const std::filesystem::path& path, const CurvePoints& points,
-                                const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars = {})
+                                const CurveIndices& polylines, const std::vector<PointScalars>& point_scalars = {},
+                                VtpEncoding encoding = VtpEncoding::binary)
 {
-    io_detail::write_vtp_cells(path, points, polylines, point_scalars, io_detail::CellKind::lines);
+    io_detail::write_vtp_cells(path, points, polylines, point_scalars, io_detail::CellKind::lines, encoding);
 }
 
 /// Writes Wavefront OBJ: one `v x y z` per point, one `l i j k ...` per
@@ -367,68 +428,200 @@ inline void write_vtk_triangles(const std::filesystem::path& path, const CurvePo
     io_detail::write_vtk_cells(path, points, faces, point_scalars, io_detail::CellKind::polygons);
 }
 inline void write_vtp_triangles(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& faces,
-                                const std::vector<PointScalars>& point_scalars = {})
+                                const std::vector<PointScalars>& point_scalars = {},
+                                VtpEncoding encoding = VtpEncoding::binary)
 {
-    io_detail::write_vtp_cells(path, points, faces, point_scalars, io_detail::CellKind::polygons);
+    io_detail::write_vtp_cells(path, points, faces, point_scalars, io_detail::CellKind::polygons, encoding);
 }
 inline void write_obj_triangles(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& faces)
 {
     io_detail::write_obj_cells(path, points, faces, io_detail::CellKind::polygons);
 }
 
+/// The curve type of a BCC file (bytes 4–5 of its header).
+enum class BccCurveType {
+    polyline,     ///< "PL": the points are the curve's vertices, joined by straight segments
+    catmull_rom,  ///< "C0": uniform Catmull–Rom control points
+};
+
 /// Writes a BCC (binary curve collection, Cem Yuksel's yarn-model format).
 /// Header (64 bytes, little-endian): "BCC", 0x44 (4-byte ints and floats),
-/// "C0" (uniform Catmull-Rom: the points are control points the curve passes
-/// through), dimensions 3, up dimension, uint64 curve count, uint64 total
-/// point count, 40 bytes of file info (zero-padded text). Then per curve an
-/// int32 point count, negative for a closed curve, and float32 x y z per point.
+/// the curve type ("PL" or "C0"), dimensions 3, up dimension, uint64 curve
+/// count, uint64 total point count, 40 bytes of file info (all zero). Then
+/// per curve an int32 point count, negative for a closed curve, and float32
+/// x y z per point.
+///
+/// Polylines ("PL", the default) store the yarn nodes as they are. A uniform
+/// Catmull–Rom curve passes through its control points except the first and
+/// the last of an open curve, which readers take as end-tangent handles; with
+/// `catmull_rom` every open curve therefore gets the reflected end points
+/// 2p₀ − p₁ and 2pₙ₋₁ − pₙ₋₂ added, so that it runs through every node
+/// (closed curves are written as they are).
 /// @param closed        per polyline, whether it is a closed loop; empty = all open
 ///                      (closed loops need at least 3 points)
 /// @param up_dimension  0 = x, 1 = y, 2 = z is "up" for viewers; weft's scenes
 ///                      use gravity along −z, hence 2
 inline void write_bcc(const std::filesystem::path& path, const CurvePoints& points, const CurveIndices& polylines,
-                      const std::vector<bool>& closed = {}, int up_dimension = 2)
+                      const std::vector<bool>& closed = {}, int up_dimension = 2,
+                      BccCurveType type = BccCurveType::polyline)
 {
     io_detail::check_curves(path, points, polylines, closed);
     if (up_dimension < 0 || up_dimension > 2)
         throw InvalidInput(io_detail::quoted(path) + ": BCC up dimension must be 0, 1 or 2, got " +
                            std::to_string(up_dimension));
+    const auto is_closed = [&](std::size_t c) { return !closed.empty() && closed[c]; };
+    const bool handles = type == BccCurveType::catmull_rom;
     for (std::size_t i = 0; i < points.size(); ++i)
         for (int k = 0; k < 3; ++k)
-            if (std::abs(points[i][k]) > double(FLT_MAX))
+            // The reflected handles reach twice a coordinate's magnitude.
+            if (std::abs(points[i][k]) > (handles ? 0.5 : 1.0) * double(FLT_MAX))
                 throw InvalidInput(io_detail::quoted(path) + ": point " + std::to_string(i) +
                                    " does not fit a 32-bit float");
 
     std::uint64_t point_count = 0;
-    for (const auto& line : polylines) {
-        if (line.size() > std::size_t(std::numeric_limits<std::int32_t>::max()))
+    for (std::size_t c = 0; c < polylines.size(); ++c) {
+        const std::size_t stored = polylines[c].size() + (handles && !is_closed(c) ? 2 : 0);
+        if (stored > std::size_t(std::numeric_limits<std::int32_t>::max()))
             throw InvalidInput(io_detail::quoted(path) + ": a polyline has more points than BCC can store");
-        point_count += line.size();
+        point_count += stored;
     }
 
     std::string bytes;
     bytes.reserve(64 + 4 * polylines.size() + 12 * point_count);
     bytes += "BCC";
     bytes.push_back(static_cast<char>(0x44));
-    bytes += "C0";
+    bytes += handles ? "C0" : "PL";
     bytes.push_back(static_cast<char>(3));
     bytes.push_back(static_cast<char>(up_dimension));
     io_detail::put_u64(bytes, polylines.size());
     io_detail::put_u64(bytes, point_count);
-    std::string info = "weft yarn curves";
-    info.resize(40, '\0');
-    bytes += info;
+    bytes.append(40, '\0');
+    const auto put_point = [&](const std::array<double, 3>& p) {
+        for (int k = 0; k < 3; ++k) io_detail::put_f32(bytes, static_cast<float>(p[k]));
+    };
+    const auto reflect = [&](Index end, Index next) {
+        std::array<double, 3> r;
+        for (int k = 0; k < 3; ++k) r[k] = 2 * points[std::size_t(end)][k] - points[std::size_t(next)][k];
+        return r;
+    };
     for (std::size_t c = 0; c < polylines.size(); ++c) {
-        const auto count = static_cast<std::int32_t>(polylines[c].size());
-        const std::int32_t signed_count = (!closed.empty() && closed[c]) ? -count : count;
-        io_detail::put_u32(bytes, static_cast<std::uint32_t>(signed_count));
-        for (const Index i : polylines[c])
-            for (int k = 0; k < 3; ++k) io_detail::put_f32(bytes, static_cast<float>(points[std::size_t(i)][k]));
+        const std::vector<Index>& line = polylines[c];
+        const bool add_handles = handles && !is_closed(c);
+        const auto count = static_cast<std::int32_t>(line.size() + (add_handles ? 2 : 0));
+        io_detail::put_u32(bytes, static_cast<std::uint32_t>(is_closed(c) ? -count : count));
+        if (add_handles) put_point(reflect(line[0], line[1]));
+        for (const Index i : line) put_point(points[std::size_t(i)]);
+        if (add_handles) put_point(reflect(line[line.size() - 1], line[line.size() - 2]));
     }
 
     std::ofstream out = io_detail::open_for_writing(path, std::ios::binary);
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     io_detail::finish_writing(out, path);
+}
+
+/// The curves of a BCC file as `read_bcc` returns them.
+struct BccCurves {
+    BccCurveType type = BccCurveType::polyline;
+    int up_dimension = 2;
+    /// Per curve, the points it passes through: for "PL" the stored points;
+    /// for an open "C0" curve the stored points without the first and the
+    /// last (its end handles).
+    std::vector<std::vector<std::array<float, 3>>> curves;
+    std::vector<bool> closed;  ///< per curve
+};
+
+/// Parses the bytes of a BCC file of 3-dimensional "PL" or "C0" curves with
+/// 4-byte ints and floats (what write_bcc writes, and the yarn-model data
+/// sets); `name` (e.g. the quoted file name) starts every message.
+/// @throws InvalidInput naming the file and what is wrong (another format or
+///         curve type, counts that do not match the file's size, a truncated
+///         file, non-finite coordinates)
+inline BccCurves parse_bcc(const std::string& bytes, const std::string& name)
+{
+    const std::string where = name + ": ";
+    const auto u8 = [&](std::size_t at) { return static_cast<std::uint64_t>(static_cast<unsigned char>(bytes[at])); };
+    const auto u32 = [&](std::size_t at) {
+        std::uint32_t v = 0;
+        for (int b = 0; b < 4; ++b) v |= static_cast<std::uint32_t>(u8(at + b)) << (8 * b);
+        return v;
+    };
+    const auto u64 = [&](std::size_t at) {
+        std::uint64_t v = 0;
+        for (int b = 0; b < 8; ++b) v |= u8(at + b) << (8 * b);
+        return v;
+    };
+    if (bytes.size() < 64 || bytes.compare(0, 3, "BCC") != 0)
+        throw InvalidInput(where + "not a BCC file (no 64-byte header starting with \"BCC\")");
+    if (u8(3) != 0x44) throw InvalidInput(where + "BCC with other than 4-byte ints and floats is not supported");
+    BccCurves result;
+    const std::string type = bytes.substr(4, 2);
+    if (type == "PL")
+        result.type = BccCurveType::polyline;
+    else if (type == "C0")
+        result.type = BccCurveType::catmull_rom;
+    else
+        throw InvalidInput(where + "curve type \"" + type + "\" is not supported (only \"PL\" and \"C0\")");
+    if (u8(6) != 3) throw InvalidInput(where + "dimensions " + std::to_string(u8(6)) + ", only 3 is supported");
+    if (u8(7) > 2) throw InvalidInput(where + "up dimension " + std::to_string(u8(7)) + " is not 0, 1 or 2");
+    result.up_dimension = static_cast<int>(u8(7));
+    const std::uint64_t curve_count = u64(8);
+    const std::uint64_t point_count = u64(16);
+    // Each curve takes at least 4 bytes, each point 12: counts beyond the
+    // file's size are refused before anything is allocated.
+    if (curve_count > (bytes.size() - 64) / 4 || point_count > (bytes.size() - 64) / 12)
+        throw InvalidInput(where + "header counts " + std::to_string(curve_count) + " curves, " +
+                           std::to_string(point_count) + " points do not fit the file's " +
+                           std::to_string(bytes.size()) + " bytes");
+    result.curves.reserve(curve_count);
+    result.closed.reserve(curve_count);
+    std::size_t at = 64;
+    std::uint64_t points_read = 0;
+    for (std::uint64_t c = 0; c < curve_count; ++c) {
+        if (bytes.size() - at < 4) throw InvalidInput(where + "truncated at curve " + std::to_string(c));
+        const auto count = static_cast<std::int32_t>(u32(at));
+        at += 4;
+        const bool closed = count < 0;
+        const std::uint64_t n = closed ? std::uint64_t(-std::int64_t(count)) : std::uint64_t(count);
+        if (n > (bytes.size() - at) / 12)
+            throw InvalidInput(where + "curve " + std::to_string(c) + " has " + std::to_string(n) +
+                               " points, more than the file holds");
+        const bool handles = result.type == BccCurveType::catmull_rom && !closed;
+        if (n < (handles ? 4u : closed ? 3u : 2u))
+            throw InvalidInput(where + "curve " + std::to_string(c) + " has " + std::to_string(n) + " points");
+        std::vector<std::array<float, 3>> curve(n);
+        for (std::uint64_t i = 0; i < n; ++i)
+            for (int k = 0; k < 3; ++k, at += 4) {
+                const std::uint32_t word = u32(at);
+                float f;
+                std::memcpy(&f, &word, 4);
+                if (!std::isfinite(f))
+                    throw InvalidInput(where + "curve " + std::to_string(c) + " point " + std::to_string(i) +
+                                       " is not finite");
+                curve[i][k] = f;
+            }
+        points_read += n;
+        if (handles) curve = std::vector<std::array<float, 3>>(curve.begin() + 1, curve.end() - 1);
+        result.curves.push_back(std::move(curve));
+        result.closed.push_back(closed);
+    }
+    if (points_read != point_count)
+        throw InvalidInput(where + "the header counts " + std::to_string(point_count) + " points, the curves hold " +
+                           std::to_string(points_read));
+    if (at != bytes.size())
+        throw InvalidInput(where + std::to_string(bytes.size() - at) + " bytes after the last curve");
+    return result;
+}
+
+/// Reads a BCC file (parse_bcc).
+/// @throws InvalidInput as parse_bcc, naming the file; std::runtime_error if
+///         it cannot be read
+inline BccCurves read_bcc(const std::filesystem::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    if (!in) throw std::runtime_error(io_detail::quoted(path) + ": cannot open for reading");
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (in.bad()) throw std::runtime_error(io_detail::quoted(path) + ": read failed");
+    return parse_bcc(bytes, io_detail::quoted(path));
 }
 
 /// A ParaView .pvd collection: (time, data file) pairs. The file is rewritten

@@ -162,6 +162,7 @@ struct OutputDescription {
     std::string frames;                                     ///< frame directory; empty = none
     int every = 1;                                          ///< a frame every this many steps
     std::vector<std::string> formats{"vtk", "vtp", "obj"};  ///< "vtk" | "vtp" | "obj" | "bcc"
+    std::string vtp_encoding = "binary";                    ///< "binary" | "ascii": how .vtp frames store their arrays
 };
 
 /// A whole scene, every default resolved (no "auto" sentinels left).

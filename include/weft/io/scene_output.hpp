@@ -39,8 +39,14 @@ inline OutputDescription parse_output(const json& j, const std::string& path)
             out.formats.push_back(format);
         }
     }
+    out.vtp_encoding = o.get_or(
+        "vtp_encoding",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"binary", "ascii"}, "VTK XML encoding");
+        },
+        out.vtp_encoding);
     if (out.frames.empty()) {
-        for (const char* key : {"every", "formats"})
+        for (const char* key : {"every", "formats", "vtp_encoding"})
             if (o.has(key)) fail(o.path(key), "given, but output.frames (the directory for frames) is not set");
     }
     if (out.csv.empty() && o.has("csv_every"))
