@@ -11,7 +11,7 @@ execute_process(COMMAND ${CLANG_FORMAT} --version OUTPUT_VARIABLE version OUTPUT
 file(GLOB_RECURSE sources
   ${ROOT}/include/*.hpp ${ROOT}/cuda/*.hpp ${ROOT}/src/*.cpp ${ROOT}/tests/*.hpp ${ROOT}/tests/*.cpp
   ${ROOT}/tests/*.cu ${ROOT}/examples/*.hpp ${ROOT}/examples/*.cpp ${ROOT}/examples/*.cu
-  ${ROOT}/benchmarks/*.hpp ${ROOT}/benchmarks/*.cpp ${ROOT}/benchmarks/*.cu)
+  ${ROOT}/benchmarks/*.hpp ${ROOT}/benchmarks/*.cpp ${ROOT}/benchmarks/*.cu ${ROOT}/python/*.cpp)
 list(FILTER sources EXCLUDE REGEX "/tests/consumer/project/build")
 list(LENGTH sources count)
 if(count LESS 100)

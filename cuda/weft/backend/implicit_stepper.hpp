@@ -551,14 +551,40 @@ public:
     const MultilevelPreconditioner<T, B>& multilevel() const { return m_multilevel; }
 
     /// Overwrite the velocities (e.g. a rigid initial velocity set on the host).
+    /// @throws InvalidInput for a wrong size or a non-finite value (naming its index)
     void set_velocities(const std::vector<T>& v)
     {
-        if (v.size() != m_v.size()) {
-            const std::string per_node = "must be " + std::to_string(B) + " x #nodes";
-            throw InvalidInput(detail::describe("set_velocities v.size()", v.size(), per_node.c_str()));
-        }
+        require_state("set_velocities", "v", v);
         m_v.assign(v.begin(), v.end());
         m_energies_valid = false;
+    }
+
+    /// Overwrite the generalized positions (x, and for yarns the arc
+    /// lengths), e.g. a state read back from a frame or set from Python. The
+    /// next step starts from them; its first solve is not warm-started.
+    /// @throws InvalidInput for a wrong size or a non-finite value (naming its index)
+    void set_positions(const std::vector<T>& q)
+    {
+        require_state("set_positions", "q", q);
+        m_q.assign(q.begin(), q.end());
+        m_guess_step = T(0);
+        m_energies_valid = false;
+    }
+
+    /// Checks a host state vector of B values per node, all finite.
+    void require_state(const char* function, const char* name, const std::vector<T>& x) const
+    {
+        const std::string what = std::string(function) + " " + name;
+        if (x.size() != m_q.size()) {
+            const std::string per_node = "must be " + std::to_string(B) + " x #nodes = " + std::to_string(m_q.size());
+            throw InvalidInput(detail::describe((what + ".size()").c_str(), x.size(), per_node.c_str()));
+        }
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            using std::isfinite;
+            if (!isfinite(x[i]))
+                throw InvalidInput("invalid " + what + "[" + std::to_string(i) + "] (node " + std::to_string(i / B) +
+                                   ", component " + std::to_string(i % B) + "): not finite");
+        }
     }
 
     /// Moves pinned nodes along a path given by the caller, one step at a

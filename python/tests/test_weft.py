@@ -1,0 +1,264 @@
+"""Tests of the Python module weft (ctest python.pytest; docs/python.md).
+
+Environment (set by ctest): PYTHONPATH holds the built module, WEFT_RUN is
+the weft-run executable, WEFT_SOURCE_DIR the repository root.
+"""
+import json
+import os
+import subprocess
+
+import numpy as np
+import pytest
+
+import weft
+
+SOURCE = os.environ.get("WEFT_SOURCE_DIR", os.path.join(os.path.dirname(__file__), "..", ".."))
+SCENES = os.path.join(SOURCE, "tests", "examples", "scenes")
+SHIPPED = os.path.join(SOURCE, "examples", "scenes")
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f)
+
+
+def vtk_points_and_scalar(path, scalar=None):
+    """POINTS (and one point scalar) of a legacy VTK frame written by weft-run."""
+    with open(path) as f:
+        lines = f.read().split("\n")
+    start = next(k for k, line in enumerate(lines) if line.startswith("POINTS "))
+    n = int(lines[start].split()[1])
+    points = np.array([[float(x) for x in lines[start + 1 + i].split()] for i in range(n)])
+    values = None
+    if scalar is not None:
+        k = lines.index("SCALARS %s double 1" % scalar)
+        values = np.array([float(lines[k + 2 + i]) for i in range(n)])
+    return points, values
+
+
+def run_weft_run(scene, tmp_path, every):
+    """weft-run on `scene` (a dict) with legacy VTK frames every `every` steps."""
+    scene = dict(scene)
+    scene["output"] = {"frames": "frames", "every": every, "formats": ["vtk"]}
+    path = tmp_path / "scene.json"
+    path.write_text(json.dumps(scene))
+    subprocess.run([os.environ["WEFT_RUN"], str(path), "--output-dir", str(tmp_path), "--quiet"], check=True)
+    return tmp_path / "frames"
+
+
+@pytest.mark.skipif("WEFT_RUN" not in os.environ, reason="needs weft-run (WEFT_RUN)")
+@pytest.mark.parametrize("name", ["determinism_yarn", "determinism_triangle"])
+def test_same_bits_as_weft_run(tmp_path, name):
+    scene = load(os.path.join(SCENES, name + ".json"))
+    frames = run_weft_run(scene, tmp_path, 10)
+    scene.pop("output")
+    sim = weft.Simulation(scene)
+    compared = 0
+    for frame in range(int(round(scene["duration"] / scene["time_step"])) // 10 + 1):
+        if frame > 0:
+            sim.run(until=10 * frame * scene["time_step"])
+        assert sim.steps == 10 * frame
+        if sim.kind == "yarn":
+            x, u = vtk_points_and_scalar(frames / ("frame_%05d_warp.vtk" % frame), "arc_length")
+            assert np.array_equal(sim.arc_lengths[:, 0], u)
+        else:
+            x, _ = vtk_points_and_scalar(frames / ("frame_%05d_cloth.vtk" % frame))
+        assert np.array_equal(sim.positions, x), "frame %d differs from weft-run's" % frame
+        compared += 1
+    assert compared >= 3
+
+
+def test_scene_file_and_dict_agree():
+    path = os.path.join(SHIPPED, "hang.json")
+    a = weft.Simulation(path)
+    b = weft.Simulation(load(path))
+    assert a.kind == b.kind == "yarn"
+    assert a.node_count == 400
+    for _ in range(3):
+        ra, rb = a.step(), b.step()
+        assert ra == {**rb, "ok": True}
+    assert np.array_equal(a.positions, b.positions)
+    assert a.steps == 3 and a.time == pytest.approx(0.003)
+    e = a.energies()
+    assert set(e) == {"kinetic", "elastic", "gravity", "dissipation_potential"}
+    assert e["kinetic"] > 0 and e["gravity"] < 0
+
+
+def test_run_calls_back_every_k_steps():
+    sim = weft.Simulation(os.path.join(SHIPPED, "hang.json"))
+    seen = []
+    taken = sim.run(until=0.012, callback=lambda s: seen.append(s.steps), every=4)
+    assert taken == 12
+    assert seen == [4, 8, 12]
+    with pytest.raises(ValueError, match="every"):
+        sim.run(until=0.02, every=0)
+
+
+def test_pinned_node_follows_its_target():
+    sim = weft.Simulation(os.path.join(SHIPPED, "hang.json"))
+    x0 = sim.positions
+    sim.step()
+    pinned = np.flatnonzero(np.all(sim.positions == x0, axis=1))
+    assert len(pinned) == 20  # the top edge of the 20 x 20 patch
+    node = int(pinned[0])
+    target = x0[node] + np.array([1e-3, 0, 5e-4])
+    sim.set_pin_targets([node], target.reshape(1, 3))
+    sim.step()
+    assert np.allclose(sim.positions[node], target, rtol=0, atol=1e-12)
+    # Along a path of 20 steps to 1 mm further in x, the nearest free node
+    # follows (against the same run with the pin held still).
+    free_nodes = np.flatnonzero(~np.isin(np.arange(sim.node_count), pinned))
+    near = int(free_nodes[np.argmin(np.linalg.norm(x0[free_nodes] - x0[node], axis=1))])
+    still = weft.Simulation(os.path.join(SHIPPED, "hang.json"))
+    still.run(until=2 * still.time_step)
+    start = sim.positions[node].copy()
+    for k in range(1, 21):
+        sim.set_pin_targets([node], (start + [5e-5 * k, 0, 0]).reshape(1, 3))
+        sim.step()
+        still.step()
+    assert np.allclose(sim.positions[node], start + [1e-3, 0, 0], rtol=0, atol=1e-12)
+    assert sim.positions[near][0] - still.positions[near][0] > 1e-5
+    free = int(free_nodes[0])
+    with pytest.raises(ValueError, match="set_pin_targets"):
+        sim.set_pin_targets([free], target.reshape(1, 3))
+    with pytest.raises(ValueError, match="targets"):
+        sim.set_pin_targets([node], target)
+
+
+def test_state_round_trip_and_bad_state():
+    sim = weft.Simulation(os.path.join(SHIPPED, "hang.json"))
+    x = sim.positions
+    x[5] += [1e-4, 0, 0]
+    sim.positions = x
+    assert np.array_equal(sim.positions, x)
+    v = np.zeros((sim.node_count, 3))
+    v[7] = [0.01, 0.02, 0.03]
+    sim.velocities = v
+    assert np.array_equal(sim.velocities, v)
+    s = sim.arc_lengths
+    sim.arc_lengths = s
+    assert np.array_equal(sim.arc_lengths, s)
+    assert sim.eil.dtype == np.uint8 and sim.eil.shape == (sim.node_count, 2)
+    bad = x.copy()
+    bad[3, 1] = np.nan
+    with pytest.raises(ValueError, match="not finite"):
+        sim.positions = bad
+    with pytest.raises(ValueError, match=r"shape \(400, 3\)"):
+        sim.velocities = np.zeros((3, 3))
+    assert np.array_equal(sim.positions, x)  # unchanged by the refused calls
+
+
+def test_triangle_scene_has_no_arc_lengths():
+    sim = weft.Simulation(os.path.join(SCENES, "determinism_triangle.json"))
+    assert sim.kind == "triangle"
+    with pytest.raises(ValueError, match="triangle"):
+        sim.arc_lengths
+
+
+def test_bad_scene_dict_names_the_key():
+    scene = load(os.path.join(SHIPPED, "hang.json"))
+    scene["time_step"] = -1
+    with pytest.raises(ValueError, match="time_step"):
+        weft.Simulation(scene)
+    scene = load(os.path.join(SHIPPED, "hang.json"))
+    scene["cloth"][0]["stiffnes"] = {}
+    with pytest.raises(ValueError, match="stiffnes"):
+        weft.Simulation(scene)
+    with pytest.raises(ValueError, match="duration"):
+        weft.Simulation({"time_step": 0.001})
+    with pytest.raises(ValueError, match="no such file"):
+        weft.Simulation(os.path.join(SHIPPED, "no_such_scene.json"))
+
+
+def test_failed_step_raises_and_keeps_the_state():
+    scene = load(os.path.join(SHIPPED, "hang.json"))
+    scene["solver"] = {"newton_iterations": 1, "pcg_max_iterations": 2, "adaptive_time_step": False}
+    sim = weft.Simulation(scene)
+    x = sim.positions
+    with pytest.raises(weft.StepError, match="step 1"):
+        sim.step()
+    assert sim.steps == 0
+    assert np.array_equal(sim.positions, x)
+
+
+def test_write_frame(tmp_path):
+    sim = weft.Simulation(os.path.join(SHIPPED, "hang.json"), output_dir=str(tmp_path))
+    assert sim.write_frame("frames") == 0
+    sim.step()
+    assert sim.write_frame("frames") == 1
+    for name in ("frame_00001_warp.vtk", "frame_00001_weft.vtp", "frame_00001_warp.obj", "warp.pvd"):
+        assert (tmp_path / "frames" / name).stat().st_size > 0
+    x, u = vtk_points_and_scalar(tmp_path / "frames" / "frame_00001_warp.vtk", "arc_length")
+    assert np.array_equal(x, sim.positions)
+    assert np.array_equal(u, sim.arc_lengths[:, 0])
+
+
+def central_difference(f, x, eps):
+    g = np.zeros((np.size(f(x)), x.size))
+    for i in range(x.size):
+        d = np.zeros_like(x)
+        d[i] = eps
+        g[:, i] = (np.atleast_1d(f(x + d)) - np.atleast_1d(f(x - d))) / (2 * eps)
+    return g
+
+
+def test_yarn_segment_matches_its_derivatives():
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(5):
+        q = np.concatenate([rng.normal(0, 1e-3, 3), [0.0], rng.normal(0, 1e-3, 3), [1e-3 * (1 + rng.random())]])
+        v = rng.normal(0, 1e-2, 8)
+        k, kd = 2.0, 3e-3
+        d = weft.yarn_segment(q, v, k, kd)
+        dx, ds = q[4:7] - q[0:3], q[7] - q[3]
+        assert d["strain"] == pytest.approx(np.linalg.norm(dx) / ds - 1, rel=1e-12)
+        assert d["size"] == pytest.approx(ds, rel=1e-14)
+        assert d["strain_rate"] == pytest.approx(d["strain_gradient"] @ v, rel=1e-12)
+        energy = lambda x: weft.yarn_segment(x, v, k, kd)["energy"]
+        force = lambda x: weft.yarn_segment(x, v, k, kd)["elastic_force"]
+        potential = lambda w: weft.yarn_segment(q, w, k, kd)["dissipation_potential"]
+        damping = lambda w: weft.yarn_segment(q, w, k, kd)["dissipative_force"]
+        assert np.allclose(d["elastic_force"], -central_difference(energy, q, 1e-8)[0], rtol=1e-5, atol=1e-9)
+        assert np.allclose(d["elastic_force_jacobian"], central_difference(force, q, 1e-8), rtol=1e-4, atol=1e-3)
+        assert np.allclose(d["dissipative_force"], -central_difference(potential, v, 1e-6)[0], rtol=1e-5, atol=1e-12)
+        assert np.allclose(d["dissipative_force_jacobian_velocities"], central_difference(damping, v, 1e-6),
+                           rtol=1e-5, atol=1e-9)
+        checked += 4
+    assert checked == 20
+
+
+def test_triangle_membrane_matches_its_derivatives():
+    rng = np.random.default_rng(5)
+    rest = np.array([[0.0, 0.0], [0.01, 0.0], [0.0, 0.01]])
+    checked = 0
+    for _ in range(5):
+        x = np.array([0, 0, 0, 0.01, 0, 0, 0, 0.01, 0.0]) + rng.normal(0, 1e-3, 9)
+        v = rng.normal(0, 1e-2, 9)
+        lam, mu, lam_d, mu_d = 20.0, 10.0, 0.02, 0.01
+        d = weft.triangle_membrane(rest, x, v, lam, mu, lam_d, mu_d)
+        assert d["area"] == pytest.approx(5e-5, rel=1e-14)
+        energy = lambda y: weft.triangle_membrane(rest, y, v, lam, mu, lam_d, mu_d)["energy"]
+        force = lambda y: weft.triangle_membrane(rest, y, v, lam, mu, lam_d, mu_d)["elastic_force"]
+        potential = lambda w: weft.triangle_membrane(rest, x, w, lam, mu, lam_d, mu_d)["dissipation_potential"]
+        assert np.allclose(d["elastic_force"], -central_difference(energy, x, 1e-7)[0], rtol=1e-5, atol=1e-10)
+        assert np.allclose(d["elastic_force_jacobian"], central_difference(force, x, 1e-7), rtol=1e-4, atol=1e-6)
+        assert np.allclose(d["dissipative_force"], -central_difference(potential, v, 1e-6)[0], rtol=1e-5,
+                           atol=1e-12)
+        assert np.allclose(d["strain_rate"], d["strain_gradient"].T @ v, rtol=1e-12, atol=1e-15)
+        checked += 4
+    assert checked == 20
+    # A rigid rotation of the rest triangle: no strain, no force.
+    c, s = np.cos(0.7), np.sin(0.7)
+    rotated = np.concatenate([[c * p[0], s * p[0], p[1]] for p in rest])
+    d = weft.triangle_membrane(rest, rotated, np.zeros(9), lam, mu)
+    assert np.allclose(d["strain"], 0, atol=1e-15)
+    assert np.allclose(d["elastic_force"], 0, atol=1e-15)
+
+
+def test_example_script_runs(tmp_path):
+    script = os.path.join(SOURCE, "examples", "python", "swing_comparison.py")
+    out = subprocess.run([os.sys.executable, script, "--duration", "0.05", "--out", str(tmp_path)], check=True,
+                         capture_output=True, text=True).stdout
+    lines = [line for line in out.split("\n") if "peak kinetic energy" in line]
+    assert len(lines) == 3
+    assert "= 1.000 x" in lines[0]
