@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <iostream>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -21,6 +22,9 @@
 #include <weft/backend/pcg.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
+#include <weft/core/version.hpp>
+
+#include "../examples/cli_common.hpp"
 
 #if THRUST_DEVICE_SYSTEM != THRUST_DEVICE_SYSTEM_CUDA
 #include <omp.h>
@@ -200,62 +204,28 @@ inline double elapsed_ms(std::chrono::steady_clock::time_point start)
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// Walks the command line one option at a time:
-/// `for (Arguments args(argc, argv); args.next();) { ... args.option() ... args.value() ... }`.
-class Arguments {
-public:
-    Arguments(int argc, char** argv) : m_argc(argc), m_argv(argv) {}
+/// --help and --version (cli_common.hpp): prints and returns true.
+inline bool print_help_or_version(examples::CommandLine command, const std::string& help)
+{
+    if (command == examples::CommandLine::help) std::cout << help;
+    if (command == examples::CommandLine::version) std::cout << "weft " << WEFT_VERSION_STRING << "\n";
+    return command != examples::CommandLine::run;
+}
 
-    /// Moves to the next option; false once none is left.
-    bool next()
-    {
-        if (++m_index >= m_argc) return false;
-        m_option = m_argv[m_index];
-        return true;
-    }
-
-    /// The current option, e.g. "--steps".
-    const std::string& option() const { return m_option; }
-
-    /// Consumes and returns the current option's value.
-    /// @throws InvalidInput "invalid <option>: missing value" at the end of the line.
-    std::string value()
-    {
-        if (m_index + 1 >= m_argc) throw InvalidInput("invalid " + m_option + ": missing value");
-        return m_argv[++m_index];
-    }
-
-    /// @throws InvalidInput naming the current option as unknown.
-    [[noreturn]] void reject() const { throw InvalidInput("invalid option \"" + m_option + "\""); }
-
-private:
-    int m_argc;
-    char** m_argv;
-    int m_index = 0;
-    std::string m_option;
-};
-
-/// A comma-separated list of sizes ("--sizes 50,100"), each an integer >= 2
-/// (read by atoi); an empty list is returned as such.
+/// A comma-separated list of sizes ("--sizes 50,100"), each an integer >= 2;
+/// an empty list is returned as such.
 inline std::vector<int> parse_sizes(const std::string& list)
 {
     std::vector<int> sizes;
     std::stringstream ss(list);
     for (std::string item; std::getline(ss, item, ',');) {
-        const int n = std::atoi(item.c_str());
-        if (n < 2) throw InvalidInput("invalid --sizes entry \"" + item + "\": need an integer >= 2");
-        sizes.push_back(n);
+        char* end = nullptr;
+        const long n = std::strtol(item.c_str(), &end, 10);
+        if (item.empty() || *end != '\0' || n < 2 || n > 1000000)
+            throw InvalidInput("invalid --sizes entry \"" + item + "\": need an integer in [2, 1000000]");
+        sizes.push_back(static_cast<int>(n));
     }
     return sizes;
-}
-
-/// An integer option value (read by atoi) of at least `min`.
-/// @throws InvalidInput "invalid <option>: need >= <min>".
-inline int parse_at_least(const std::string& option, const std::string& text, int min)
-{
-    const int n = std::atoi(text.c_str());
-    if (n < min) throw InvalidInput("invalid " + option + ": need >= " + std::to_string(min));
-    return n;
 }
 
 /// The PCG preconditioner named by --preconditioner (`allowed`: the names the

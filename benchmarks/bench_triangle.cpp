@@ -54,41 +54,39 @@ struct Options {
     int spmv_repeats = 20;
     bool cholmod = weft::cholmod_available();
     std::string preconditioner = "block-jacobi";
+    weft::examples::CommandLine command = weft::examples::CommandLine::run;
+    std::string help;  ///< --help's text
 };
 
+/// The command line (CLI11; --help lists every option with its default).
 Options parse(int argc, char** argv)
 {
     Options o;
-    for (weft::bench::Arguments args(argc, argv); args.next();) {
-        const std::string& a = args.option();
-        if (a == "--sizes") {
-            o.sizes = weft::bench::parse_sizes(args.value());
-            if (o.sizes.empty()) throw weft::InvalidInput("invalid --sizes: need at least one size");
-        } else if (a == "--steps") {
-            o.steps = weft::bench::parse_at_least(a, args.value(), 1);
-        } else if (a == "--warmup") {
-            o.warmup = weft::bench::parse_at_least(a, args.value(), 0);
-        } else if (a == "--dt") {
-            o.dt = std::atof(args.value().c_str());
-            if (!(o.dt > 0)) throw weft::InvalidInput("invalid --dt: need a time step > 0 (s)");
-        } else if (a == "--damping") {
-            o.damping = args.value();
-            if (o.damping != "strain-rate" && o.damping != "rayleigh" && o.damping != "none")
-                throw weft::InvalidInput("invalid --damping \"" + o.damping +
-                                         "\": expected strain-rate, rayleigh or none");
-        } else if (a == "--preconditioner") {
-            o.preconditioner = args.value();
-            weft::bench::parse_preconditioner(o.preconditioner, {"block-jacobi", "multilevel"});
-        } else if (a == "--table") {
-            o.table = true;
-        } else if (a == "--no-cholmod") {
-            o.cholmod = false;
-        } else if (a == "--spmv-repeats") {
-            o.spmv_repeats = weft::bench::parse_at_least(a, args.value(), 0);
-        } else {
-            args.reject();
-        }
-    }
+    std::string sizes = "100,300";
+    CLI::App app("bench_triangle", "bench_triangle");
+    weft::examples::setup_app(app);
+    app.description(
+        "A hanging StVK sheet (1 m, two top corners pinned) at several resolutions: ms per step, PCG "
+        "iterations, against CHOLMOD; prints JSON or a Markdown table (benchmarks/RESULTS.md).");
+    app.add_option("--sizes", sizes, "grid vertices per side, comma-separated, each >= 2")->type_name("N,N,...");
+    app.add_option("--steps", o.steps, "timed steps per size")->check(CLI::Range(1, 1 << 30))->type_name("N");
+    app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1 << 30))->type_name("N");
+    app.add_option("--dt", o.dt, "time step (s)")->check(weft::examples::positive_number())->type_name("H");
+    app.add_option("--damping", o.damping, "damping model")
+        ->check(CLI::IsMember({"strain-rate", "rayleigh", "none"}))
+        ->type_name("MODEL");
+    app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
+        ->check(CLI::IsMember({"block-jacobi", "multilevel"}))
+        ->type_name("NAME");
+    app.add_flag("--table", o.table, "a Markdown table instead of JSON");
+    app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
+    app.add_option("--spmv-repeats", o.spmv_repeats, "repeats of the timed SpMV (0: none)")
+        ->check(CLI::Range(0, 1 << 30))
+        ->type_name("N");
+    o.command = weft::examples::parse_command_line(app, argc, argv);
+    if (o.command == weft::examples::CommandLine::help) o.help = app.help();
+    o.sizes = weft::bench::parse_sizes(sizes);
+    if (o.sizes.empty()) throw weft::InvalidInput("invalid --sizes: need at least one size");
     return o;
 }
 
@@ -208,6 +206,7 @@ int main(int argc, char** argv)
 {
     try {
         const Options opt = parse(argc, argv);
+        if (weft::bench::print_help_or_version(opt.command, opt.help)) return 0;
         weft::require_device();
         const int threads = weft::bench::backend_threads();
         std::ostringstream out;

@@ -52,36 +52,39 @@ struct Options {
     std::string preconditioner = "block-jacobi";
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
+    weft::examples::CommandLine command = weft::examples::CommandLine::run;
+    std::string help;  ///< --help's text
 };
 
+/// The command line (CLI11; --help lists every option with its default).
 Options parse(int argc, char** argv)
 {
     Options o;
-    for (weft::bench::Arguments args(argc, argv); args.next();) {
-        const std::string& a = args.option();
-        if (a == "--sizes") {
-            o.sizes = weft::bench::parse_sizes(args.value());
-        } else if (a == "--steps") {
-            o.steps = weft::bench::parse_at_least(a, args.value(), 1);
-        } else if (a == "--warmup") {
-            o.warmup = weft::bench::parse_at_least(a, args.value(), 0);
-        } else if (a == "--no-eigen") {
-            o.eigen = false;
-        } else if (a == "--no-cholmod") {
-            o.cholmod = false;
-        } else if (a == "--scene") {
-            o.scene = args.value();
-        } else if (a == "--preconditioner") {
-            o.preconditioner = args.value();
-            weft::bench::parse_preconditioner(o.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
-        } else if (a == "--pcg-max-iterations") {
-            o.pcg_max_iterations = weft::bench::parse_at_least(a, args.value(), 1);
-        } else if (a == "--spmv-repeats") {
-            o.spmv_repeats = weft::bench::parse_at_least(a, args.value(), 0);
-        } else {
-            args.reject();
-        }
-    }
+    std::string sizes = "50,100,200";
+    CLI::App app("bench_yarn", "bench_yarn");
+    weft::examples::setup_app(app);
+    app.description(
+        "The yarn sphere drop (2017 Fig. 4) at several resolutions: ms per step, PCG iterations, "
+        "against Eigen's CG and CHOLMOD; prints JSON (benchmarks/RESULTS.md).");
+    app.add_option("--sizes", sizes, "crossings per side, comma-separated, each >= 2")->type_name("N,N,...");
+    app.add_option("--steps", o.steps, "timed steps per size")->check(CLI::Range(1, 1 << 30))->type_name("N");
+    app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1 << 30))->type_name("N");
+    app.add_flag("--no-eigen{false}", o.eigen, "skip Eigen's CG on the same system");
+    app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
+    app.add_option("--scene", o.scene, "the scene whose cloth is resized")->type_name("FILE");
+    app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
+        ->check(CLI::IsMember({"block-jacobi", "yarn-lines", "multilevel"}))
+        ->type_name("NAME");
+    app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
+        ->check(CLI::Range(1, 1 << 30))
+        ->default_str("the scene's")
+        ->type_name("N");
+    app.add_option("--spmv-repeats", o.spmv_repeats, "repeats of the timed SpMV (0: none)")
+        ->check(CLI::Range(0, 1 << 30))
+        ->type_name("N");
+    o.command = weft::examples::parse_command_line(app, argc, argv);
+    if (o.command == weft::examples::CommandLine::help) o.help = app.help();
+    o.sizes = weft::bench::parse_sizes(sizes);
     return o;
 }
 
@@ -125,6 +128,7 @@ int main(int argc, char** argv)
 {
     try {
         const Options opt = parse(argc, argv);
+        if (weft::bench::print_help_or_version(opt.command, opt.help)) return 0;
         weft::require_device();
         const weft::SceneDescription base = weft::load_scene(opt.scene);
         const int threads = weft::bench::backend_threads();

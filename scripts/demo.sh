@@ -4,7 +4,10 @@
 #     strain-rate damping and Rayleigh damping through weft-run, kinetic energy
 #     plotted to out/compare_swing/swing_kinetic_energy.png, frames (VTK/PVD/OBJ)
 #     of each run under out/compare_swing/<model>/;
-#  2. the rotating spring of 2018 Sec. 3.6, out/rotating_spring.{csv,png}.
+#  2. the rotating spring of 2018 Sec. 3.6, out/rotating_spring.{csv,png};
+#  3. pictures of the cloth (scripts/render.sh, POV-Ray): the yarn sphere drop
+#     (2017 Fig. 4) after 0.25 s, the two stacked tablecloths after 0.3 s and
+#     the StVK sheet of stvk_swing.json after 0.6 s, out/render_*.png.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-demo}"
@@ -15,4 +18,10 @@ mkdir -p "$root/out"
 WEFT_BUILD="$build" bash "$root/scripts/compare_damping.sh" "$root/examples/scenes/swing.json" --out "$root/out/compare_swing"
 "$build/examples/rotating_spring/rotating_spring" --damping strain-rate --beta 0.05 --csv "$root/out/rotating_spring.csv"
 "$build/examples/rotating_spring/rotating_spring" --plot "$root/out/rotating_spring.png"
-echo "wrote $root/out/compare_swing/ and $root/out/rotating_spring.{csv,png}"
+for run in "sphere_drop 0.25" "tablecloth 0.3" "stvk_swing 0.6"; do
+  read -r scene duration <<< "$run"
+  "$build/examples/weft_run/weft-run" "$root/examples/scenes/$scene.json" --duration "$duration" \
+    --output-dir "$root/out/$scene" --quiet
+  bash "$root/scripts/render.sh" "$root/out/$scene/${scene}_frames" "$root/out/render_$scene.png"
+done
+echo "wrote $root/out/compare_swing/, $root/out/rotating_spring.{csv,png} and $root/out/render_*.png"

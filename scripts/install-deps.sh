@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages weft needs (only those missing).
 set -euo pipefail
 packages=(cmake g++ make ninja-build libeigen3-dev catch2 nlohmann-json3-dev gnuplot-nox libsuitesparse-dev clang-format
-          python3-vtk9 python3-numpy python3-dev pybind11-dev python3-pytest)
+          libcli11-dev python3-vtk9 python3-numpy python3-dev pybind11-dev python3-pytest povray)
 missing=()
 for p in "${packages[@]}"; do
   dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")

@@ -1,7 +1,7 @@
 // damping_ratio: fits y = c + A e^{−ζ ω_n τ} cos(ω_n √(1−ζ²) τ + φ) to one
 // column of a CSV file (2017 Sec. 6.2, Eq. 24) and prints the fit as JSON.
 //
-//   damping_ratio --csv FILE --column NAME [--time-column time] [--start T]
+//   damping_ratio --csv FILE --column NAME [--time-column time] [--start T] (--help: all options)
 //
 // Exit codes: 0 success, 1 unreadable file / bad data / no oscillation,
 // 2 invalid command line.
@@ -20,6 +20,8 @@
 #include <weft/core/error.hpp>
 #include <weft/solver/damping_ratio_fit.hpp>
 
+#include "../cli_common.hpp"
+
 namespace {
 
 struct Options {
@@ -27,58 +29,24 @@ struct Options {
     std::string column;
     std::string time_column = "time";
     std::optional<double> start_time;
-    bool help = false;
 };
 
-const char* usage =
-    "usage: damping_ratio --csv FILE --column NAME [--time-column time] [--start T]\n"
-    "  Fits y = c + A exp(-zeta omega_n tau) cos(omega_n sqrt(1 - zeta^2) tau + phi), tau = t - t0,\n"
-    "  to column NAME of FILE against its time column (2017 Sec. 6.2, Eq. 24) and prints\n"
-    "  {\"zeta\": ..., \"omega_n\": ..., ...} on stdout.\n"
-    "  --csv FILE          CSV file with a header line\n"
-    "  --column NAME       column to fit\n"
-    "  --time-column NAME  time column (default: time)\n"
-    "  --start T           ignore samples before T; t0 = T (default: t0 = first time)\n"
-    "  --help              print this message\n";
-
-/// Command-line errors (exit code 2).
-struct UsageError : std::runtime_error {
-    using std::runtime_error::runtime_error;
-};
-
-Options parse_options(const std::vector<std::string>& args)
+/// The command line (CLI11); --help lists the options with their defaults.
+void setup(CLI::App& app, Options& o, std::string& start)
 {
-    Options o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& flag = args[i];
-        if (flag == "--help" || flag == "-h") {
-            o.help = true;
-            continue;
-        }
-        if (flag != "--csv" && flag != "--column" && flag != "--time-column" && flag != "--start") {
-            throw UsageError("unknown option '" + flag + "' (see --help)");
-        }
-        if (i + 1 >= args.size()) throw UsageError("missing value for " + flag);
-        const std::string& value = args[++i];
-        if (value.empty()) throw UsageError("invalid " + flag + " = '': empty value");
-        if (flag == "--csv") {
-            o.csv_path = value;
-        } else if (flag == "--column") {
-            o.column = value;
-        } else if (flag == "--time-column") {
-            o.time_column = value;
-        } else {
-            char* end = nullptr;
-            const double t = std::strtod(value.c_str(), &end);
-            if (end == value.c_str() || *end != '\0')
-                throw UsageError("invalid --start = '" + value + "': not a number");
-            if (!std::isfinite(t)) throw UsageError("invalid --start = '" + value + "': must be a finite number");
-            o.start_time = t;
-        }
-    }
-    if (!o.help && o.csv_path.empty()) throw UsageError("missing required option --csv");
-    if (!o.help && o.column.empty()) throw UsageError("missing required option --column");
-    return o;
+    weft::examples::setup_app(app);
+    app.description(
+        "Fits y = c + A exp(-zeta omega_n tau) cos(omega_n sqrt(1 - zeta^2) tau + phi), tau = t - t0, to column "
+        "NAME of FILE against its time column (2017 Sec. 6.2, Eq. 24) and prints {\"zeta\": ..., \"omega_n\": "
+        "..., ...} on stdout.");
+    // Required (checked after parsing, so that an unknown option is named first).
+    app.add_option("--csv", o.csv_path, "CSV file with a header line (required)")->type_name("FILE");
+    app.add_option("--column", o.column, "column to fit (required)")->type_name("NAME");
+    app.add_option("--time-column", o.time_column, "time column")->type_name("NAME");
+    app.add_option("--start", start, "ignore samples before T; t0 = T")
+        ->check(weft::examples::finite_number())
+        ->default_str("t0 = the first time")
+        ->type_name("T");
 }
 
 std::string trim(const std::string& s)
@@ -148,15 +116,28 @@ void read_columns(const Options& o, std::vector<double>& time, std::vector<doubl
 int main(int argc, char** argv)
 {
     Options options;
+    std::string start;
+    CLI::App app("damping_ratio", "damping_ratio");
+    setup(app, options, start);
     try {
-        options = parse_options(std::vector<std::string>(argv + 1, argv + argc));
-    } catch (const UsageError& e) {
+        switch (weft::examples::parse_command_line(app, argc, argv)) {
+            case weft::examples::CommandLine::help:
+                std::cout << app.help();
+                return 0;
+            case weft::examples::CommandLine::version:
+                std::cout << "weft " << WEFT_VERSION_STRING << "\n";
+                return 0;
+            case weft::examples::CommandLine::run:
+                break;
+        }
+        if (options.csv_path.empty()) throw weft::InvalidInput("missing required option --csv");
+        if (options.column.empty()) throw weft::InvalidInput("missing required option --column");
+        for (const std::string* value : {&options.csv_path, &options.column, &options.time_column})
+            if (value->empty()) throw weft::InvalidInput("invalid command line: an empty file or column name");
+        if (!start.empty()) options.start_time = std::stod(start);
+    } catch (const weft::InvalidInput& e) {
         std::cerr << "damping_ratio: " << e.what() << "\nrun 'damping_ratio --help' for the options\n";
         return 2;
-    }
-    if (options.help) {
-        std::cout << usage;
-        return 0;
     }
     try {
         std::vector<double> time, values;

@@ -26,11 +26,14 @@
 #include <iomanip>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <weft/core/error.hpp>
 #include <weft/model/layers.hpp>
 #include <weft/model/woven.hpp>
+
+#include "../cli_common.hpp"
 
 namespace weft::examples {
 
@@ -45,6 +48,7 @@ struct InclineOptions {
     int newton_iterations = 1;  ///< 1: the one-step scheme; > 1: full Newton (to 1e-4)
     bool quiet = false;
     bool help = false;
+    bool version = false;  ///< --version
 };
 
 struct InclineSample {
@@ -70,66 +74,53 @@ struct InclineRun {
     bool slid() const { return slide_distance > 1e-4; }
 };
 
+/// friction_incline's command line (CLI11), bound to `o`.
+inline void setup_incline_app(CLI::App& app, InclineOptions& o)
+{
+    setup_app(app);
+    app.description(
+        "The friction-incline validation of thesis Fig. 4.3: a small woven patch on a fixed one, "
+        "tilted; it sticks below atan(mu) and slides above. Exit status: 0 done, 1 bad arguments or "
+        "output, 2 a step failed.");
+    app.add_option("--angle", o.angle_degrees, "incline angle in degrees, 0 <= DEG < 90")->type_name("DEG");
+    app.add_option("--friction", o.friction, "Coulomb coefficient between the layers, >= 0")->type_name("MU");
+    app.add_option("--duration", o.duration, "simulated time (s), > 0")->type_name("T");
+    app.add_option("--csv", o.csv, "write time,slide_distance,kinetic_energy per step")
+        ->type_name("FILE")
+        ->default_str("none");
+    app.add_option("--size", o.top_nodes, "top patch N x N nodes, >= 2")->type_name("N");
+    app.add_option("--bottom", o.bottom_nodes, "fixed patch N x N nodes, >= size + 2")->type_name("N");
+    app.add_option("--dt", o.time_step, "time step (s), > 0")->type_name("H");
+    app.add_option("--newton", o.newton_iterations,
+                   "Newton iterations per step, >= 1 (1: the one-step scheme; > 1: full Newton to a relative "
+                   "residual of 1e-4)")
+        ->type_name("N");
+    app.add_flag("--quiet", o.quiet, "no summary line");
+}
+
 inline std::string incline_usage()
 {
-    return "usage: friction_incline --angle DEG --friction MU --duration T --csv FILE\n"
-           "                        [--size N] [--bottom N] [--dt H] [--newton N] [--quiet]\n"
-           "  --angle DEG     incline angle in degrees, 0 <= DEG < 90 (default 30)\n"
-           "  --friction MU   Coulomb coefficient between the layers, >= 0 (default 1)\n"
-           "  --duration T    simulated time in s, > 0 (default 0.5)\n"
-           "  --csv FILE      write time,slide_distance,kinetic_energy per step\n"
-           "  --size N        top patch N x N nodes, >= 2 (default 8)\n"
-           "  --bottom N      fixed patch N x N nodes, >= size + 2 (default 12)\n"
-           "  --dt H          time step in s, > 0 (default 0.001)\n"
-           "  --newton N      Newton iterations per step, >= 1 (default 1, the one-step\n"
-           "                  scheme; > 1: full Newton to a relative residual of 1e-4)\n"
-           "  --quiet         no summary line\n";
+    InclineOptions o;
+    CLI::App app("friction_incline", "friction_incline");
+    setup_incline_app(app, o);
+    return app.help();
 }
 
 /// @throws InvalidInput naming the offending option
 inline InclineOptions parse_incline_arguments(int argc, const char* const* argv)
 {
     InclineOptions o;
-    const auto number = [&](int& i, const std::string& name) {
-        if (i + 1 >= argc) throw InvalidInput("option " + name + " needs a value");
-        const std::string text = argv[++i];
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !std::isfinite(value))
-            throw InvalidInput("option " + name + ": '" + text + "' is not a finite number");
-        return value;
-    };
-    const auto integer = [&](int& i, const std::string& name) {
-        const double value = number(i, name);
-        if (value != std::floor(value)) throw InvalidInput("option " + name + " must be an integer");
-        return static_cast<int>(value);
-    };
-    for (int i = 1; i < argc; ++i) {
-        const std::string a = argv[i];
-        if (a == "--angle")
-            o.angle_degrees = number(i, a);
-        else if (a == "--friction")
-            o.friction = number(i, a);
-        else if (a == "--duration")
-            o.duration = number(i, a);
-        else if (a == "--csv") {
-            if (i + 1 >= argc) throw InvalidInput("option --csv needs a value");
-            o.csv = argv[++i];
-        } else if (a == "--size")
-            o.top_nodes = integer(i, a);
-        else if (a == "--bottom")
-            o.bottom_nodes = integer(i, a);
-        else if (a == "--dt")
-            o.time_step = number(i, a);
-        else if (a == "--newton")
-            o.newton_iterations = integer(i, a);
-        else if (a == "--quiet")
-            o.quiet = true;
-        else if (a == "--help" || a == "-h")
-            o.help = true;
-        else
-            throw InvalidInput("unknown option '" + a + "'");
-    }
+    CLI::App app("friction_incline", "friction_incline");
+    setup_incline_app(app, o);
+    const CommandLine what = parse_command_line(app, argc, argv);
+    o.help = what == CommandLine::help;
+    o.version = what == CommandLine::version;
+    if (o.help || o.version) return o;
+    for (const auto& [name, value] : {std::pair<const char*, double>{"--angle", o.angle_degrees},
+                                      {"--friction", o.friction},
+                                      {"--duration", o.duration},
+                                      {"--dt", o.time_step}})
+        if (!std::isfinite(value)) throw InvalidInput(detail::describe(name, value, "must be a finite number"));
     if (!(o.angle_degrees >= 0 && o.angle_degrees < 90))
         throw InvalidInput(detail::describe("--angle", o.angle_degrees, "must be in [0, 90)"));
     if (!(o.friction >= 0)) throw InvalidInput(detail::describe("--friction", o.friction, "must be >= 0"));

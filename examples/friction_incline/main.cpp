@@ -15,6 +15,10 @@ int main(int argc, char** argv)
             std::cout << incline_usage();
             return 0;
         }
+        if (options.version) {
+            std::cout << "weft " << WEFT_VERSION_STRING << "\n";
+            return 0;
+        }
         const InclineRun run = run_friction_incline(options);
         if (!options.csv.empty()) write_incline_csv(run, options.csv);
         if (!options.quiet) std::cout << incline_summary(options, run) << "\n";
@@ -24,7 +28,7 @@ int main(int argc, char** argv)
         }
         return 0;
     } catch (const weft::InvalidInput& e) {
-        std::cerr << "friction_incline: " << e.what() << "\n" << incline_usage();
+        std::cerr << "friction_incline: " << e.what() << "\nrun 'friction_incline --help' for the options\n";
         return 1;
     } catch (const std::exception& e) {
         std::cerr << "friction_incline: " << e.what() << "\n";

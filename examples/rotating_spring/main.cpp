@@ -174,6 +174,10 @@ int main(int argc, char** argv)
         std::cout << weft::examples::rotating_spring_usage();
         return 0;
     }
+    if (options.version) {
+        std::cout << "weft " << WEFT_VERSION_STRING << "\n";
+        return 0;
+    }
 
     if (options.integrator == DenseIntegrator::symplectic_euler &&
         options.dt >= weft::examples::symplectic_euler_stable_dt(options.spring)) {

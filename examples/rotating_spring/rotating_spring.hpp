@@ -30,6 +30,8 @@
 #include <weft/solver/dense_integrators.hpp>
 #include <weft/strain/stretch.hpp>
 
+#include "../cli_common.hpp"
+
 namespace weft::examples {
 
 /// "invalid FIELD = VALUE: REQUIREMENT", the message style of core/error.hpp.
@@ -254,31 +256,8 @@ struct RotatingSpringOptions {
     std::string csv_path;   ///< empty: no CSV
     std::string plot_path;  ///< empty: no plot
     bool help = false;
+    bool version = false;  ///< --version
 };
-
-inline std::string rotating_spring_usage()
-{
-    return "usage: rotating_spring [options]\n"
-           "  A mass on a spring in a plane, one end fixed at the origin (2018 Sec. 3.6, Fig. 2).\n"
-           "  --rest-length L         spring rest length (default 2)\n"
-           "  --stiffness K           elastic stiffness k_e, V = 1/2 L k_e eps^2 (default 100)\n"
-           "  --mass M                mass of the moving end (default 1)\n"
-           "  --tangential-speed V    initial speed perpendicular to the spring (default 20)\n"
-           "  --initial-strain E0     initial strain of the spring, > -1 (default 0)\n"
-           "  --damping none|strain-rate|rayleigh\n"
-           "                          strain-rate: k_d = beta k_e (2018 Eq. 12); rayleigh: f = -beta K v\n"
-           "                          (default none)\n"
-           "  --beta B                damping coefficient beta >= 0, seconds (default 0.1)\n"
-           "  --integrator symplectic-euler|newmark|backward-euler\n"
-           "                          newmark and backward-euler use a full Newton solve\n"
-           "                          (default symplectic-euler)\n"
-           "  --dt H                  time step > 0 (default 0.01)\n"
-           "  --duration T            simulated time > 0 (default 10)\n"
-           "  --csv FILE              write time,kinetic_energy,elastic_energy,radius per step\n"
-           "  --plot FILE.png         plot kinetic energy for no damping, strain-rate and Rayleigh\n"
-           "                          damping at beta = 0.01, 0.05, 0.1 (needs gnuplot)\n"
-           "  --help                  print this message\n";
-}
 
 namespace cli {
 
@@ -295,78 +274,112 @@ inline double parse_number(const std::string& flag, const std::string& text)
     return value;
 }
 
+/// The options as given (text), checked after CLI11 has matched them.
+struct RotatingSpringText {
+    std::string rest_length, stiffness, mass, tangential_speed, initial_strain, damping, beta, integrator, dt, duration,
+        csv, plot;
+};
+
+/// The command line (CLI11) with its defaults shown by --help.
+inline void setup_app(CLI::App& app, RotatingSpringText& t)
+{
+    examples::setup_app(app);
+    app.description("A mass on a spring in a plane, one end fixed at the origin (2018 Sec. 3.6, Fig. 2).");
+    const auto option = [&](const char* name, std::string& value, const char* help, const char* fallback,
+                            const char* type) {
+        app.add_option(name, value, help)->default_str(fallback)->type_name(type);
+    };
+    option("--rest-length", t.rest_length, "spring rest length (m), > 0", "2", "L");
+    option("--stiffness", t.stiffness, "elastic stiffness k_e, V = 1/2 L k_e eps^2, > 0", "100", "K");
+    option("--mass", t.mass, "mass of the moving end (kg), > 0", "1", "M");
+    option("--tangential-speed", t.tangential_speed, "initial speed perpendicular to the spring (m/s)", "20", "V");
+    option("--initial-strain", t.initial_strain, "initial strain of the spring, > -1", "0", "E0");
+    option("--damping", t.damping,
+           "none | strain-rate | rayleigh; strain-rate: k_d = beta k_e (2018 Eq. 12), rayleigh: f = -beta K v", "none",
+           "MODEL");
+    option("--beta", t.beta, "damping coefficient beta (s), >= 0", "0.1", "B");
+    option("--integrator", t.integrator,
+           "symplectic-euler | newmark | backward-euler (the last two with a full Newton solve)", "symplectic-euler",
+           "NAME");
+    option("--dt", t.dt, "time step (s), > 0", "0.01", "H");
+    option("--duration", t.duration, "simulated time (s), > 0", "10", "T");
+    option("--csv", t.csv, "write time,kinetic_energy,elastic_energy,radius per step", "none", "FILE");
+    option("--plot", t.plot,
+           "plot kinetic energy for no damping, strain-rate and Rayleigh damping at beta = 0.01, 0.05, 0.1 "
+           "(needs gnuplot)",
+           "none", "FILE.png");
+}
+
 }  // namespace cli
 
-/// Parses the arguments after the program name.
+inline std::string rotating_spring_usage()
+{
+    cli::RotatingSpringText t;
+    CLI::App app("rotating_spring", "rotating_spring");
+    cli::setup_app(app, t);
+    return app.help();
+}
+
+/// Parses the arguments after the program name (CLI11).
 /// @throws InvalidInput naming the flag and the value: unknown flag, missing
 ///         value, non-numeric value, unknown enum value, or a value out of range
 inline RotatingSpringOptions parse_rotating_spring_options(const std::vector<std::string>& args)
 {
     RotatingSpringOptions o;
-    for (std::size_t i = 0; i < args.size(); ++i) {
-        const std::string& flag = args[i];
-        if (flag == "--help" || flag == "-h") {
-            o.help = true;
-            continue;
-        }
-        auto value = [&]() -> const std::string& {
-            if (i + 1 >= args.size()) throw InvalidInput("missing value for " + flag);
-            return args[++i];
-        };
-        auto number = [&]() { return cli::parse_number(flag, value()); };
-        if (flag == "--rest-length") {
-            o.spring.rest_length = require_positive("--rest-length", number());
-        } else if (flag == "--stiffness") {
-            o.spring.stiffness = require_positive("--stiffness", number());
-        } else if (flag == "--mass") {
-            o.spring.mass = require_positive("--mass", number());
-        } else if (flag == "--tangential-speed") {
-            o.spring.tangential_speed = number();
-        } else if (flag == "--initial-strain") {
-            o.spring.initial_strain = number();
-            if (!(o.spring.initial_strain > -1.0)) {
-                throw InvalidInput(invalid_value("--initial-strain", o.spring.initial_strain, "must be > -1"));
-            }
-        } else if (flag == "--damping") {
-            const std::string& v = value();
-            if (v == "none") {
-                o.spring.damping = SpringDamping::none;
-            } else if (v == "strain-rate") {
-                o.spring.damping = SpringDamping::strain_rate;
-            } else if (v == "rayleigh") {
-                o.spring.damping = SpringDamping::rayleigh;
-            } else {
-                throw InvalidInput("invalid --damping = '" + v + "': expected none, strain-rate or rayleigh");
-            }
-        } else if (flag == "--beta") {
-            o.spring.beta = require_non_negative("--beta", number());
-        } else if (flag == "--integrator") {
-            const std::string& v = value();
-            if (v == "symplectic-euler") {
-                o.integrator = DenseIntegrator::symplectic_euler;
-            } else if (v == "newmark") {
-                o.integrator = DenseIntegrator::newmark;
-            } else if (v == "backward-euler") {
-                o.integrator = DenseIntegrator::backward_euler;
-            } else {
-                throw InvalidInput("invalid --integrator = '" + v +
-                                   "': expected symplectic-euler, newmark or backward-euler");
-            }
-        } else if (flag == "--dt") {
-            o.dt = require_positive("--dt", number());
-        } else if (flag == "--duration") {
-            o.duration = require_positive("--duration", number());
-        } else if (flag == "--csv") {
-            o.csv_path = value();
-            if (o.csv_path.empty()) throw InvalidInput("invalid --csv = '': empty file name");
-        } else if (flag == "--plot") {
-            o.plot_path = value();
-            if (o.plot_path.empty()) throw InvalidInput("invalid --plot = '': empty file name");
-        } else {
-            throw InvalidInput("unknown option '" + flag + "' (see --help)");
-        }
+    cli::RotatingSpringText t;
+    CLI::App app("rotating_spring", "rotating_spring");
+    cli::setup_app(app, t);
+    std::vector<const char*> argv{"rotating_spring"};
+    for (const std::string& a : args) argv.push_back(a.c_str());
+    const CommandLine what = parse_command_line(app, static_cast<int>(argv.size()), argv.data());
+    o.help = what == CommandLine::help;
+    o.version = what == CommandLine::version;
+    if (o.help || o.version) return o;
+    const auto given = [&](const char* flag) { return app.count(flag) > 0; };
+    const auto number = [&](const char* flag, const std::string& text) { return cli::parse_number(flag, text); };
+    if (given("--rest-length"))
+        o.spring.rest_length = require_positive("--rest-length", number("--rest-length", t.rest_length));
+    if (given("--stiffness")) o.spring.stiffness = require_positive("--stiffness", number("--stiffness", t.stiffness));
+    if (given("--mass")) o.spring.mass = require_positive("--mass", number("--mass", t.mass));
+    if (given("--tangential-speed")) o.spring.tangential_speed = number("--tangential-speed", t.tangential_speed);
+    if (given("--initial-strain")) {
+        o.spring.initial_strain = number("--initial-strain", t.initial_strain);
+        if (!(o.spring.initial_strain > -1.0))
+            throw InvalidInput(invalid_value("--initial-strain", o.spring.initial_strain, "must be > -1"));
     }
-    if (!o.help && !(std::round(o.duration / o.dt) <= 1e8)) {
+    if (given("--damping")) {
+        if (t.damping == "none")
+            o.spring.damping = SpringDamping::none;
+        else if (t.damping == "strain-rate")
+            o.spring.damping = SpringDamping::strain_rate;
+        else if (t.damping == "rayleigh")
+            o.spring.damping = SpringDamping::rayleigh;
+        else
+            throw InvalidInput("invalid --damping = '" + t.damping + "': expected none, strain-rate or rayleigh");
+    }
+    if (given("--beta")) o.spring.beta = require_non_negative("--beta", number("--beta", t.beta));
+    if (given("--integrator")) {
+        if (t.integrator == "symplectic-euler")
+            o.integrator = DenseIntegrator::symplectic_euler;
+        else if (t.integrator == "newmark")
+            o.integrator = DenseIntegrator::newmark;
+        else if (t.integrator == "backward-euler")
+            o.integrator = DenseIntegrator::backward_euler;
+        else
+            throw InvalidInput("invalid --integrator = '" + t.integrator +
+                               "': expected symplectic-euler, newmark or backward-euler");
+    }
+    if (given("--dt")) o.dt = require_positive("--dt", number("--dt", t.dt));
+    if (given("--duration")) o.duration = require_positive("--duration", number("--duration", t.duration));
+    if (given("--csv")) {
+        o.csv_path = t.csv;
+        if (o.csv_path.empty()) throw InvalidInput("invalid --csv = '': empty file name");
+    }
+    if (given("--plot")) {
+        o.plot_path = t.plot;
+        if (o.plot_path.empty()) throw InvalidInput("invalid --plot = '': empty file name");
+    }
+    if (!(std::round(o.duration / o.dt) <= 1e8)) {
         throw InvalidInput(invalid_value("--duration / --dt", o.duration / o.dt, "must be at most 1e8 steps"));
     }
     return o;

@@ -18,11 +18,15 @@ int main(int argc, char** argv)
             std::cout << run_usage();
             return 0;
         }
+        if (args.version) {
+            std::cout << "weft " << WEFT_VERSION_STRING << "\n";
+            return 0;
+        }
         weft::require_device();  // weft-run-cuda: "no CUDA device found (...)" rather than a Thrust error
         const RunSummary summary = run_scene(args, std::cerr);
         return summary.ok ? 0 : 2;
     } catch (const weft::InvalidInput& e) {
-        std::cerr << "weft-run: " << e.what() << "\n" << run_usage();
+        std::cerr << "weft-run: " << e.what() << "\nrun 'weft-run --help' for the options\n";
         return 1;
     } catch (const std::exception& e) {
         std::cerr << "weft-run: " << e.what() << "\n";

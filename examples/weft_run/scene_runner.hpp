@@ -14,6 +14,8 @@
 
 #include <weft/core/error.hpp>
 
+#include "../cli_common.hpp"
+
 namespace weft::examples {
 
 struct RunArguments {
@@ -23,63 +25,55 @@ struct RunArguments {
     bool quiet = false;                      ///< no progress line, no summary
     std::string damping;                     ///< non-empty: override every cloth's damping.model
     double beta = -1;                        ///< with --damping rayleigh: β
-    bool help = false;
+    bool help = false;                       ///< --help: print run_usage() and exit
+    bool version = false;                    ///< --version: print the version and exit
 };
 
-inline const char* run_usage()
+/// weft-run's command line (CLI11), bound to `a`.
+inline void setup_run_app(CLI::App& app, RunArguments& a)
 {
-    return "usage: weft-run SCENE.json [--duration T] [--output-dir DIR] [--quiet]\n"
-           "                [--damping none|strain-rate|rayleigh] [--beta B]\n"
-           "  --duration T      simulated time (s), overrides the scene's \"duration\"\n"
-           "  --output-dir DIR  where relative output paths of the scene resolve (default: .)\n"
-           "  --quiet           no progress line and no summary\n"
-           "  --damping MODEL   override the damping model of every cloth (per-mode k_d stay as in\n"
-           "                    the scene; 'none' switches damping off)\n"
-           "  --beta B          Rayleigh beta (s) used with --damping rayleigh\n";
+    setup_app(app);
+    app.description(
+        "Runs a yarn-level or triangle cloth scene (docs/scenes.md). Exit status: 0 done, 1 bad "
+        "arguments or scene, 2 a step failed.");
+    app.add_option("scene", a.scene, "the scene file (JSON)")->type_name("SCENE.json");
+    app.add_option("--duration", a.duration, "simulated time (s); default: the scene's \"duration\"")
+        ->check(positive_number())
+        ->type_name("T")
+        ->default_str("scene");
+    app.add_option("--output-dir", a.output_dir, "where relative output paths of the scene resolve")->type_name("DIR");
+    app.add_flag("--quiet", a.quiet, "no progress line and no summary");
+    app.add_option("--damping", a.damping,
+                   "override the damping model of every cloth (per-mode k_d stay as in the scene; none switches "
+                   "damping off)")
+        ->check(CLI::IsMember({"none", "strain-rate", "rayleigh"}))
+        ->type_name("MODEL")
+        ->default_str("scene");
+    app.add_option("--beta", a.beta, "Rayleigh beta (s), with --damping rayleigh")
+        ->check(positive_number())
+        ->type_name("B")
+        ->default_str("none");
+}
+
+inline std::string run_usage()
+{
+    RunArguments a;
+    CLI::App app("weft-run", "weft-run");
+    setup_run_app(app, a);
+    return app.help();
 }
 
 /// @throws InvalidInput naming the option and the value
 inline RunArguments parse_run_arguments(int argc, const char* const* argv)
 {
     RunArguments a;
-    const auto number = [&](int& i, const std::string& name) {
-        if (i + 1 >= argc) throw InvalidInput("invalid " + name + ": missing value");
-        const std::string text = argv[++i];
-        char* end = nullptr;
-        const double value = std::strtod(text.c_str(), &end);
-        if (text.empty() || *end != '\0' || !std::isfinite(value) || !(value > 0))
-            throw InvalidInput("invalid " + name + " \"" + text + "\": expected a positive number");
-        return value;
-    };
-    bool have_scene = false;
-    for (int i = 1; i < argc; ++i) {
-        const std::string arg = argv[i];
-        if (arg == "--help" || arg == "-h") {
-            a.help = true;
-        } else if (arg == "--duration") {
-            a.duration = number(i, "--duration");
-        } else if (arg == "--output-dir") {
-            if (i + 1 >= argc) throw InvalidInput("invalid --output-dir: missing value");
-            a.output_dir = argv[++i];
-        } else if (arg == "--quiet") {
-            a.quiet = true;
-        } else if (arg == "--damping") {
-            if (i + 1 >= argc) throw InvalidInput("invalid --damping: missing value");
-            a.damping = argv[++i];
-            if (a.damping != "none" && a.damping != "strain-rate" && a.damping != "rayleigh")
-                throw InvalidInput("invalid --damping \"" + a.damping + "\": expected none, strain-rate or rayleigh");
-        } else if (arg == "--beta") {
-            a.beta = number(i, "--beta");
-        } else if (!arg.empty() && arg[0] == '-') {
-            throw InvalidInput("invalid option \"" + arg + "\"");
-        } else if (!have_scene) {
-            a.scene = arg;
-            have_scene = true;
-        } else {
-            throw InvalidInput("invalid argument \"" + arg + "\": only one scene file is taken");
-        }
-    }
-    if (!have_scene && !a.help) throw InvalidInput("invalid command line: missing SCENE.json");
+    CLI::App app("weft-run", "weft-run");
+    setup_run_app(app, a);
+    const CommandLine what = parse_command_line(app, argc, argv);
+    a.help = what == CommandLine::help;
+    a.version = what == CommandLine::version;
+    if (a.help || a.version) return a;
+    if (a.scene.empty()) throw InvalidInput("invalid command line: missing SCENE.json");
     if (a.damping == "rayleigh" && !(a.beta > 0)) throw InvalidInput("invalid --damping rayleigh: needs --beta B");
     if (a.beta > 0 && a.damping != "rayleigh") throw InvalidInput("invalid --beta: only used with --damping rayleigh");
     return a;

@@ -34,7 +34,7 @@ execute_process(COMMAND ${CMAKE_COMMAND} -S ${project_dir} -B ${WORK_DIR}/consum
 execute_process(COMMAND ${CMAKE_COMMAND} --build ${WORK_DIR}/consumer-build --parallel 2 COMMAND_ERROR_IS_FATAL ANY)
 execute_process(COMMAND ${WORK_DIR}/consumer-build/consumer RESULT_VARIABLE rc OUTPUT_VARIABLE out)
 message("${out}")
-if(NOT rc EQUAL 0 OR NOT out MATCHES "stretch strain 0.5")
+if(NOT rc EQUAL 0 OR NOT out MATCHES "stretch strain 0.5" OR NOT out MATCHES "scene time step 0.002, 1 cloth")
   message(FATAL_ERROR "consumer program failed (rc=${rc})")
 endif()
 # The backend through weft::omp: a dot product, and (find_package) a woven

@@ -48,7 +48,9 @@ TEST_CASE("friction_incline: the command line", "[examples][friction_incline]")
     CHECK_THROWS_WITH(parse({"--duration", "0"}), Catch::Contains("--duration"));
     CHECK_THROWS_WITH(parse({"--csv"}), Catch::Contains("--csv"));
     CHECK_THROWS_WITH(parse({"--size", "8", "--bottom", "9"}), Catch::Contains("--bottom"));
-    CHECK_THROWS_WITH(parse({"--speed", "1"}), Catch::Contains("unknown option '--speed'"));
+    CHECK_THROWS_WITH(parse({"--speed", "1"}), Catch::Contains("--speed"));
+    CHECK(parse({"--version"}).version);
+    CHECK_THAT(weft::examples::incline_usage(), Catch::Contains("--angle") && Catch::Contains("30"));
 }
 
 TEST_CASE("friction_incline: CSV and summary of a sticking and a sliding run", "[examples][friction_incline]")

@@ -278,6 +278,8 @@ TEST_CASE("rotating spring: the command line parser reads every option", "[examp
     CHECK(defaults.integrator == DenseIntegrator::symplectic_euler);
     CHECK(defaults.spring.damping == SpringDamping::none);
     CHECK(weft::examples::parse_rotating_spring_options({"--help"}).help);
+    CHECK(weft::examples::parse_rotating_spring_options({"--version"}).version);
+    CHECK_THAT(weft::examples::rotating_spring_usage(), Catch::Contains("--dt") && Catch::Contains("0.01"));
     CHECK(weft::examples::parse_rotating_spring_options({"--damping", "strain-rate"}).spring.damping ==
           SpringDamping::strain_rate);
     CHECK(weft::examples::parse_rotating_spring_options({"--integrator", "newmark"}).integrator ==
@@ -302,9 +304,9 @@ TEST_CASE("rotating spring: the command line parser rejects bad input naming fla
         {{"--duration", "-5"}, {"--duration", "-5"}},
         {{"--beta", "-0.1"}, {"--beta", "-0.1"}},
         {{"--initial-strain", "-1"}, {"--initial-strain", "-1", "> -1"}},
-        {{"--frobnicate", "3"}, {"unknown option", "--frobnicate"}},
-        {{"--dt"}, {"missing value", "--dt"}},
-        {{"--damping"}, {"missing value", "--damping"}},
+        {{"--frobnicate", "3"}, {"--frobnicate"}},
+        {{"--dt"}, {"--dt"}},
+        {{"--damping"}, {"--damping"}},
         {{"--stiffness", "abc"}, {"--stiffness", "'abc'", "not a number"}},
         {{"--stiffness", "100x"}, {"--stiffness", "'100x'", "not a number"}},
         {{"--mass", ""}, {"--mass", "''", "not a number"}},
