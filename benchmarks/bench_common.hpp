@@ -204,6 +204,19 @@ inline double elapsed_ms(std::chrono::steady_clock::time_point start)
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
+/// The options every benchmark takes: --sizes (into `sizes`, parsed by
+/// parse_sizes), --steps, --warmup, --spmv-repeats.
+inline void add_common_options(CLI::App& app, std::string& sizes, const char* what, int& steps, int& warmup,
+                               int& spmv_repeats)
+{
+    app.add_option("--sizes", sizes, std::string(what) + " per side, comma-separated, each >= 2")->type_name("N,N,...");
+    app.add_option("--steps", steps, "timed steps per size")->check(CLI::Range(1, 1 << 30))->type_name("N");
+    app.add_option("--warmup", warmup, "untimed steps first")->check(CLI::Range(0, 1 << 30))->type_name("N");
+    app.add_option("--spmv-repeats", spmv_repeats, "repeats of the timed SpMV (0: none)")
+        ->check(CLI::Range(0, 1 << 30))
+        ->type_name("N");
+}
+
 /// --help and --version (cli_common.hpp): prints and returns true.
 inline bool print_help_or_version(examples::CommandLine command, const std::string& help)
 {

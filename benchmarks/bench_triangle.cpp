@@ -68,9 +68,7 @@ Options parse(int argc, char** argv)
     app.description(
         "A hanging StVK sheet (1 m, two top corners pinned) at several resolutions: ms per step, PCG "
         "iterations, against CHOLMOD; prints JSON or a Markdown table (benchmarks/RESULTS.md).");
-    app.add_option("--sizes", sizes, "grid vertices per side, comma-separated, each >= 2")->type_name("N,N,...");
-    app.add_option("--steps", o.steps, "timed steps per size")->check(CLI::Range(1, 1 << 30))->type_name("N");
-    app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1 << 30))->type_name("N");
+    weft::bench::add_common_options(app, sizes, "grid vertices", o.steps, o.warmup, o.spmv_repeats);
     app.add_option("--dt", o.dt, "time step (s)")->check(weft::examples::positive_number())->type_name("H");
     app.add_option("--damping", o.damping, "damping model")
         ->check(CLI::IsMember({"strain-rate", "rayleigh", "none"}))
@@ -80,9 +78,6 @@ Options parse(int argc, char** argv)
         ->type_name("NAME");
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
-    app.add_option("--spmv-repeats", o.spmv_repeats, "repeats of the timed SpMV (0: none)")
-        ->check(CLI::Range(0, 1 << 30))
-        ->type_name("N");
     o.command = weft::examples::parse_command_line(app, argc, argv);
     if (o.command == weft::examples::CommandLine::help) o.help = app.help();
     o.sizes = weft::bench::parse_sizes(sizes);

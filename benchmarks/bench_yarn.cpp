@@ -66,9 +66,7 @@ Options parse(int argc, char** argv)
     app.description(
         "The yarn sphere drop (2017 Fig. 4) at several resolutions: ms per step, PCG iterations, "
         "against Eigen's CG and CHOLMOD; prints JSON (benchmarks/RESULTS.md).");
-    app.add_option("--sizes", sizes, "crossings per side, comma-separated, each >= 2")->type_name("N,N,...");
-    app.add_option("--steps", o.steps, "timed steps per size")->check(CLI::Range(1, 1 << 30))->type_name("N");
-    app.add_option("--warmup", o.warmup, "untimed steps first")->check(CLI::Range(0, 1 << 30))->type_name("N");
+    weft::bench::add_common_options(app, sizes, "crossings", o.steps, o.warmup, o.spmv_repeats);
     app.add_flag("--no-eigen{false}", o.eigen, "skip Eigen's CG on the same system");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
     app.add_option("--scene", o.scene, "the scene whose cloth is resized")->type_name("FILE");
@@ -78,9 +76,6 @@ Options parse(int argc, char** argv)
     app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
         ->check(CLI::Range(1, 1 << 30))
         ->default_str("the scene's")
-        ->type_name("N");
-    app.add_option("--spmv-repeats", o.spmv_repeats, "repeats of the timed SpMV (0: none)")
-        ->check(CLI::Range(0, 1 << 30))
         ->type_name("N");
     o.command = weft::examples::parse_command_line(app, argc, argv);
     if (o.command == weft::examples::CommandLine::help) o.help = app.help();

@@ -49,6 +49,17 @@ inline CommandLine parse_command_line(CLI::App& app, int argc, const char* const
     return CommandLine::run;
 }
 
+/// parse_command_line for option structs with `help` and `version` flags:
+/// sets them and returns true when the program is to run.
+template <class Options>
+bool parse_options(CLI::App& app, int argc, const char* const* argv, Options& o)
+{
+    const CommandLine what = parse_command_line(app, argc, argv);
+    o.help = what == CommandLine::help;
+    o.version = what == CommandLine::version;
+    return what == CommandLine::run;
+}
+
 /// A finite number > 0 (CLI11's message names the option and the value).
 inline CLI::Validator positive_number()
 {

@@ -19,6 +19,7 @@
 #include <weft/backend/triangle_stepper.hpp>
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/core/error.hpp>
+#include <weft/core/version.hpp>
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/io/scene.hpp>
@@ -30,10 +31,6 @@
 #include <weft/strain/stretch.hpp>
 
 #include "../examples/weft_run/frame_output.hpp"
-
-#ifndef WEFT_VERSION
-#define WEFT_VERSION "unknown"
-#endif
 
 namespace py = pybind11;
 
@@ -361,7 +358,7 @@ py::dict triangle_membrane(const Array& rest_uv, const Array& x, const Array& v,
 PYBIND11_MODULE(weft, m)
 {
     m.doc() = "weft: yarn-level and triangle cloth with strain-rate damping (docs/python.md)";
-    m.attr("__version__") = WEFT_VERSION;
+    m.attr("__version__") = WEFT_VERSION_STRING;
     py::register_exception<weft::InvalidInput>(m, "InvalidInput", PyExc_ValueError);
     py::register_exception<StepError>(m, "StepError", PyExc_RuntimeError);
 

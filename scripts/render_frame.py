@@ -147,6 +147,7 @@ def main():
     parser.add_argument("--radius", type=float, default=0.0, help="yarn radius (m); 0: 0.3 x the median segment")
     parser.add_argument("--width", type=int, default=800)
     parser.add_argument("--height", type=int, default=600)
+    parser.add_argument("--scene", default="", help="the scene file: its colliders are drawn in grey")
     args = parser.parse_args()
     number, files = frame_files(args.frames, args.frame)
 
@@ -196,6 +197,44 @@ def main():
             objects.append("union {\n  %s\n  %s\n}" % ("\n  ".join(parts), texture))
         objects.insert(0, "#declare R = %.7g;" % radius)
 
+    # The scene's colliders, in grey; the camera frames the cloth only (a
+    # plane is POV-Ray's infinite plane).
+    if args.scene:
+        import json
+
+        with open(args.scene) as f:
+            colliders = json.load(f).get("colliders", [])
+        grey = "texture { pigment { rgb <0.78, 0.78, 0.80> } finish { diffuse 0.7 specular 0.05 } }"
+        for c in colliders:
+            if c["type"] == "sphere":
+                objects.append("sphere { %s, %.7g %s }" % (vec(c["center"]), c["radius"], grey))
+            elif c["type"] == "box":
+                h = [x / 2 for x in c["size"]]
+                lo_c = [c["center"][k] - h[k] for k in range(3)]
+                hi_c = [c["center"][k] + h[k] for k in range(3)]
+                r = min(c.get("rounding", 0.0), min(h))
+                if r > 0:
+                    inner_lo = [x + r for x in lo_c]
+                    inner_hi = [x - r for x in hi_c]
+                    objects.append("union { box { %s, %s } box { %s, %s } box { %s, %s } %s }" % (
+                        vec([lo_c[0], inner_lo[1], inner_lo[2]]), vec([hi_c[0], inner_hi[1], inner_hi[2]]),
+                        vec([inner_lo[0], lo_c[1], inner_lo[2]]), vec([inner_hi[0], hi_c[1], inner_hi[2]]),
+                        vec([inner_lo[0], inner_lo[1], lo_c[2]]), vec([inner_hi[0], inner_hi[1], hi_c[2]]), grey))
+                    corners = [[(inner_lo, inner_hi)[b >> k & 1][k] for k in range(3)] for b in range(8)]
+                    objects += ["sphere { %s, %.7g %s }" % (vec(p), r, grey) for p in corners]
+                    for a in range(8):
+                        for k in range(3):
+                            b = a | (1 << k)
+                            if b != a:
+                                objects.append("cylinder { %s, %s, %.7g %s }" % (vec(corners[a]), vec(corners[b]), r,
+                                                                                 grey))
+                else:
+                    objects.append("box { %s, %s %s }" % (vec(lo_c), vec(hi_c), grey))
+            elif c["type"] == "plane":
+                n = c["normal"]
+                objects.append("plane { %s, %.7g %s }" % (vec(n), sum(n[k] * c["point"][k] for k in range(3)) /
+                                                          math.sqrt(sum(x * x for x in n)), grey))
+
     lo = [min(p[k] for p in all_points) for k in range(3)]
     hi = [max(p[k] for p in all_points) for k in range(3)]
     centre = [(lo[k] + hi[k]) / 2 for k in range(3)]
@@ -203,7 +242,7 @@ def main():
     # From the front (−y), above (+z) and a little to the side, at 45°
     # elevation; far enough that the bounding box's sphere fits a 40° view.
     half_diagonal = max(0.5 * math.sqrt(sum((hi[k] - lo[k]) ** 2 for k in range(3))), 1e-6)
-    distance = 1.05 * half_diagonal / math.sin(math.radians(20))
+    distance = 1.2 * half_diagonal / math.sin(math.radians(20))
     direction = (0.35, -0.75, 0.75)
     norm = math.sqrt(sum(d * d for d in direction))
     eye = [centre[k] + distance * direction[k] / norm for k in range(3)]

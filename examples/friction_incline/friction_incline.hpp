@@ -112,10 +112,7 @@ inline InclineOptions parse_incline_arguments(int argc, const char* const* argv)
     InclineOptions o;
     CLI::App app("friction_incline", "friction_incline");
     setup_incline_app(app, o);
-    const CommandLine what = parse_command_line(app, argc, argv);
-    o.help = what == CommandLine::help;
-    o.version = what == CommandLine::version;
-    if (o.help || o.version) return o;
+    if (!parse_options(app, argc, argv, o)) return o;
     for (const auto& [name, value] : {std::pair<const char*, double>{"--angle", o.angle_degrees},
                                       {"--friction", o.friction},
                                       {"--duration", o.duration},

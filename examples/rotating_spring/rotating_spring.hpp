@@ -331,10 +331,7 @@ inline RotatingSpringOptions parse_rotating_spring_options(const std::vector<std
     cli::setup_app(app, t);
     std::vector<const char*> argv{"rotating_spring"};
     for (const std::string& a : args) argv.push_back(a.c_str());
-    const CommandLine what = parse_command_line(app, static_cast<int>(argv.size()), argv.data());
-    o.help = what == CommandLine::help;
-    o.version = what == CommandLine::version;
-    if (o.help || o.version) return o;
+    if (!parse_options(app, static_cast<int>(argv.size()), argv.data(), o)) return o;
     const auto given = [&](const char* flag) { return app.count(flag) > 0; };
     const auto number = [&](const char* flag, const std::string& text) { return cli::parse_number(flag, text); };
     if (given("--rest-length"))

@@ -69,10 +69,7 @@ inline RunArguments parse_run_arguments(int argc, const char* const* argv)
     RunArguments a;
     CLI::App app("weft-run", "weft-run");
     setup_run_app(app, a);
-    const CommandLine what = parse_command_line(app, argc, argv);
-    a.help = what == CommandLine::help;
-    a.version = what == CommandLine::version;
-    if (a.help || a.version) return a;
+    if (!parse_options(app, argc, argv, a)) return a;
     if (a.scene.empty()) throw InvalidInput("invalid command line: missing SCENE.json");
     if (a.damping == "rayleigh" && !(a.beta > 0)) throw InvalidInput("invalid --damping rayleigh: needs --beta B");
     if (a.beta > 0 && a.damping != "rayleigh") throw InvalidInput("invalid --beta: only used with --damping rayleigh");

@@ -13,6 +13,7 @@
 #include <weft/core/math.hpp>
 #include <weft/core/psd.hpp>
 #include <weft/core/types.hpp>
+#include <weft/core/version.hpp>
 
 #include <weft/strain/bending.hpp>
 #include <weft/strain/dihedral.hpp>

@@ -28,9 +28,15 @@ scene = json.load(open(sys.argv[1]))
 scene["duration"] = 10 * scene["time_step"]
 scene["output"] = {"frames": "frames", "every": 10, "formats": [sys.argv[3]]}
 json.dump(scene, open(sys.argv[2], "w"))
+# For the picture only: one collider of each kind, well below the cloth.
+scene["colliders"] = [{"type": "sphere", "center": [0, 0, -0.1], "radius": 0.01},
+                      {"type": "box", "center": [0.03, 0, -0.1], "size": [0.02, 0.02, 0.01], "rounding": 0.002},
+                      {"type": "plane", "point": [0, 0, -0.2], "normal": [0, 0, 1]}]
+json.dump(scene, open(sys.argv[2].replace("scene.json", "render_scene.json"), "w"))
 PY
     OMP_NUM_THREADS=1 "$run" "$dir/scene.json" --output-dir "$dir" --quiet || { echo "FAILED: weft-run $scene"; exit 1; }
-    if ! bash "$src/scripts/render.sh" "$dir/frames" "$dir/frame.png" --width 160 --height 120; then
+    if ! bash "$src/scripts/render.sh" "$dir/frames" "$dir/frame.png" --width 160 --height 120 \
+         --scene "$dir/render_scene.json"; then
       echo "FAILED: render.sh on $scene ($format)"
       status=1
       continue
