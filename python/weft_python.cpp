@@ -20,6 +20,7 @@
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/core/error.hpp>
 #include <weft/core/version.hpp>
+#include <weft/element/bending_element.hpp>
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/io/scene.hpp>
@@ -28,6 +29,7 @@
 #include <weft/potential/quadratic.hpp>
 #include <weft/potential/stvk.hpp>
 #include <weft/strain/green_strain.hpp>
+#include <weft/strain/shear.hpp>
 #include <weft/strain/stretch.hpp>
 
 #include "../examples/weft_run/frame_output.hpp"
@@ -304,25 +306,64 @@ private:
     std::map<std::string, std::unique_ptr<weft::examples::TriangleFrameOutput>> m_triangle_frames;
 };
 
+/// What every strain-based element reports: size, energy, dissipation
+/// potential, forces and their exact Jacobians (elastic in q, dissipative in v).
+template <int N, int M, class Density>
+py::dict strain_element(const weft::StrainEval<double, N, M>& e, const Density& elastic, const Density& dissipative)
+{
+    py::dict d;
+    d["size"] = e.size;
+    d["energy"] = weft::elastic_energy(e, elastic);
+    d["elastic_force"] = eigen_vector<N>(weft::elastic_force(e, elastic));
+    d["elastic_force_jacobian"] = eigen_array<N, N>(weft::elastic_force_jacobian(e, elastic));
+    d["dissipation_potential"] = weft::dissipation_potential(e, dissipative);
+    d["dissipative_force"] = eigen_vector<N>(weft::dissipative_force(e, dissipative));
+    d["dissipative_force_jacobian_velocities"] =
+        eigen_array<N, N>(weft::dissipative_force_jacobian(e, dissipative, weft::DiffWrt::velocities));
+    return d;
+}
+
 /// The yarn segment's stretch (2017 Eq. 12–14) with a quadratic density
 /// k_e ε²/2 and dissipation k_d ε̇²/2 per unit Ω.
 py::dict yarn_segment(const Array& q, const Array& v, double stiffness, double damping)
 {
     const auto e = weft::stretch_strain<double>(vector_of<8>(q, "q"), vector_of<8>(v, "v"));
-    const weft::QuadraticDensity<double, 1> elastic{stiffness};
-    const weft::QuadraticDensity<double, 1> dissipative{damping};
-    py::dict d;
+    py::dict d =
+        strain_element(e, weft::QuadraticDensity<double, 1>{stiffness}, weft::QuadraticDensity<double, 1>{damping});
     d["strain"] = e.strain(0);
     d["strain_gradient"] = eigen_vector<8>(e.gradient.col(0));
     d["strain_rate"] = e.rate(0);
-    d["size"] = e.size;
-    d["energy"] = weft::elastic_energy(e, elastic);
-    d["elastic_force"] = eigen_vector<8>(weft::elastic_force(e, elastic));
-    d["elastic_force_jacobian"] = eigen_array<8, 8>(weft::elastic_force_jacobian(e, elastic));
-    d["dissipation_potential"] = weft::dissipation_potential(e, dissipative);
-    d["dissipative_force"] = eigen_vector<8>(weft::dissipative_force(e, dissipative));
-    d["dissipative_force_jacobian_velocities"] =
-        eigen_array<8, 8>(weft::dissipative_force_jacobian(e, dissipative, weft::DiffWrt::velocities));
+    return d;
+}
+
+/// The shear of a crossing (2017 Eq. 22–23), q = [x0, s0, x1, s1, x2, s2].
+py::dict yarn_shear(const Array& q, const Array& v, double rest_spacing, double stiffness, double damping)
+{
+    const auto e = weft::shear_strain<double>(vector_of<12>(q, "q"), vector_of<12>(v, "v"), rest_spacing);
+    py::dict d =
+        strain_element(e, weft::QuadraticDensity<double, 1>{stiffness}, weft::QuadraticDensity<double, 1>{damping});
+    d["strain"] = e.strain(0);
+    d["strain_gradient"] = eigen_vector<12>(e.gradient.col(0));
+    d["strain_rate"] = e.rate(0);
+    return d;
+}
+
+/// The blended bending element (2017 Sec. 5.2), q = [x_prev, s_prev, x0, s0,
+/// x_next, s_next], quadratic in the bending strain with stiffness k_b and
+/// damping k_d; exact (unprojected) Jacobians.
+py::dict yarn_bend(const Array& q, const Array& v, double stiffness, double damping)
+{
+    const auto r = weft::evaluate_bending<double>(vector_of<12>(q, "q"), vector_of<12>(v, "v"),
+                                                  weft::quadratic_bending_densities<double>(stiffness, damping),
+                                                  weft::PsdProjection::off);
+    py::dict d;
+    d["angle"] = r.angle;
+    d["energy"] = r.energy;
+    d["elastic_force"] = eigen_vector<12>(r.elastic_force);
+    d["elastic_force_jacobian"] = eigen_array<12, 12>(r.elastic_force_jacobian);
+    d["dissipation_potential"] = r.dissipation_potential;
+    d["dissipative_force"] = eigen_vector<12>(r.dissipative_force);
+    d["dissipative_force_jacobian_velocities"] = eigen_array<12, 12>(r.dissipative_force_jacobian_velocities);
     return d;
 }
 
@@ -336,20 +377,11 @@ py::dict triangle_membrane(const Array& rest_uv, const Array& x, const Array& v,
         weft::make_triangle_rest<double>({rest_uv.at(0, 0), rest_uv.at(0, 1)}, {rest_uv.at(1, 0), rest_uv.at(1, 1)},
                                          {rest_uv.at(2, 0), rest_uv.at(2, 1)});
     const auto e = weft::green_strain<double>(rest, vector_of<9>(x, "x"), vector_of<9>(v, "v"));
-    const weft::StVKDensity<double> elastic{lambda, mu};
-    const weft::StVKDensity<double> dissipative{lambda_d, mu_d};
-    py::dict d;
+    py::dict d = strain_element(e, weft::StVKDensity<double>{lambda, mu}, weft::StVKDensity<double>{lambda_d, mu_d});
     d["strain"] = eigen_vector<3>(e.strain);
     d["strain_gradient"] = eigen_array<9, 3>(e.gradient);
     d["strain_rate"] = eigen_vector<3>(e.rate);
     d["area"] = e.size;
-    d["energy"] = weft::elastic_energy(e, elastic);
-    d["elastic_force"] = eigen_vector<9>(weft::elastic_force(e, elastic));
-    d["elastic_force_jacobian"] = eigen_array<9, 9>(weft::elastic_force_jacobian(e, elastic));
-    d["dissipation_potential"] = weft::dissipation_potential(e, dissipative);
-    d["dissipative_force"] = eigen_vector<9>(weft::dissipative_force(e, dissipative));
-    d["dissipative_force_jacobian_velocities"] =
-        eigen_array<9, 9>(weft::dissipative_force_jacobian(e, dissipative, weft::DiffWrt::velocities));
     return d;
 }
 
@@ -390,6 +422,13 @@ PYBIND11_MODULE(weft, m)
 
     m.def("yarn_segment", &yarn_segment, py::arg("q"), py::arg("v"), py::arg("stiffness"), py::arg("damping") = 0.0,
           "stretch of a segment q = [x0, s0, x1, s1]: strain, forces and Jacobians (2017 Eq. 12-14)");
+    m.def(
+        "yarn_shear", &yarn_shear, py::arg("q"), py::arg("v"), py::arg("rest_spacing"), py::arg("stiffness"),
+        py::arg("damping") = 0.0,
+        "shear at a crossing, q = [x0, s0, x1, s1, x2, s2]: strain phi - pi/2, forces and Jacobians (2017 Eq. 22-23)");
+    m.def("yarn_bend", &yarn_bend, py::arg("q"), py::arg("v"), py::arg("stiffness"), py::arg("damping") = 0.0,
+          "blended bending element, q = [x_prev, s_prev, x0, s0, x_next, s_next]: angle, forces and exact "
+          "Jacobians (2017 Sec. 5.2)");
     m.def("triangle_membrane", &triangle_membrane, py::arg("rest_uv"), py::arg("x"), py::arg("v"), py::arg("lam"),
           py::arg("mu"), py::arg("lam_d") = 0.0, py::arg("mu_d") = 0.0,
           "Green strain and StVK membrane of a triangle: strain, forces and Jacobians (2018 Sec. 4)");

@@ -227,6 +227,62 @@ def test_yarn_segment_matches_its_derivatives():
     assert checked == 20
 
 
+def check_element(evaluate, q, v, eps_q, eps_v, atol_jacobian):
+    """An element's forces are the negative gradients of its energy and
+    dissipation potential, and its Jacobians the derivatives of its forces
+    (central differences); returns the number of checks."""
+    d = evaluate(q, v)
+    energy = lambda x: evaluate(x, v)["energy"]
+    force = lambda x: evaluate(x, v)["elastic_force"]
+    potential = lambda w: evaluate(q, w)["dissipation_potential"]
+    damping = lambda w: evaluate(q, w)["dissipative_force"]
+    scale = np.abs(d["elastic_force"]).max()
+    assert np.allclose(d["elastic_force"], -central_difference(energy, q, eps_q)[0], rtol=1e-5, atol=1e-6 * scale)
+    assert np.allclose(d["elastic_force_jacobian"], central_difference(force, q, eps_q), rtol=1e-4,
+                       atol=atol_jacobian)
+    scale = np.abs(d["dissipative_force"]).max()
+    assert np.allclose(d["dissipative_force"], -central_difference(potential, v, eps_v)[0], rtol=1e-5,
+                       atol=1e-6 * scale)
+    assert np.allclose(d["dissipative_force_jacobian_velocities"], central_difference(damping, v, eps_v), rtol=1e-5,
+                       atol=1e-6 * np.abs(d["dissipative_force_jacobian_velocities"]).max())
+    return 4
+
+
+def yarn_triple(rng, bend):
+    """Three nodes along x about 1 mm apart with arc lengths, bent by `bend` (m) in z."""
+    q = np.zeros(12)
+    for k in range(3):
+        q[4 * k:4 * k + 3] = [1e-3 * (k - 1), 0.0, bend if k == 1 else 0.0]
+        q[4 * k + 3] = 1e-3 * (k - 1)
+    q += np.concatenate([np.append(rng.normal(0, 5e-5, 3), rng.normal(0, 2e-5)) for _ in range(3)])
+    return q
+
+
+def test_yarn_bend_and_shear_match_their_derivatives():
+    rng = np.random.default_rng(11)
+    checked = 0
+    for bend in (1e-4, 3e-4, -2e-4):
+        q = yarn_triple(rng, bend)
+        v = rng.normal(0, 1e-2, 12)
+        d = weft.yarn_bend(q, v, 2e-12, 1e-14)
+        assert d["angle"] > 0
+        checked += check_element(lambda x, w: weft.yarn_bend(x, w, 2e-12, 1e-14), q, v, 1e-8, 1e-6,
+                                 1e-4 * np.abs(d["elastic_force_jacobian"]).max())
+    # Shear: the node of the crossing (x1) and its neighbours on the other
+    # yarn, x0 before and x2 along y, at an angle off 90 degrees.
+    for skew in (0.0, 0.1, -0.2):
+        q = np.array([1e-3, 0, 0, 0, 0, 0, 0, 0, 1e-3 * np.sin(skew), 1e-3 * np.cos(skew), 0, 0.0])
+        q += rng.normal(0, 3e-5, 12)
+        v = rng.normal(0, 1e-2, 12)
+        d = weft.yarn_shear(q, v, 1e-3, 1e-4, 1e-7)
+        assert d["strain_rate"] == pytest.approx(d["strain_gradient"] @ v, rel=1e-10, abs=1e-12)
+        checked += check_element(lambda x, w: weft.yarn_shear(x, w, 1e-3, 1e-4, 1e-7), q, v, 1e-9, 1e-6,
+                                 1e-4 * np.abs(d["elastic_force_jacobian"]).max())
+    assert checked == 24
+    with pytest.raises(ValueError, match="12 values"):
+        weft.yarn_bend(np.zeros(8), np.zeros(12), 1.0)
+
+
 def test_triangle_membrane_matches_its_derivatives():
     rng = np.random.default_rng(5)
     rest = np.array([[0.0, 0.0], [0.01, 0.0], [0.0, 0.01]])
