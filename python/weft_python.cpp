@@ -323,29 +323,31 @@ py::dict strain_element(const weft::StrainEval<double, N, M>& e, const Density& 
     return d;
 }
 
-/// The yarn segment's stretch (2017 Eq. 12–14) with a quadratic density
-/// k_e ε²/2 and dissipation k_d ε̇²/2 per unit Ω.
-py::dict yarn_segment(const Array& q, const Array& v, double stiffness, double damping)
+/// A strain-based yarn element with one strain (stretch, shear) and the
+/// quadratic densities k_e ε²/2, k_d ε̇²/2 per unit Ω.
+template <int N>
+py::dict scalar_strain_element(const weft::StrainEval<double, N, 1>& e, double stiffness, double damping)
 {
-    const auto e = weft::stretch_strain<double>(vector_of<8>(q, "q"), vector_of<8>(v, "v"));
     py::dict d =
         strain_element(e, weft::QuadraticDensity<double, 1>{stiffness}, weft::QuadraticDensity<double, 1>{damping});
     d["strain"] = e.strain(0);
-    d["strain_gradient"] = eigen_vector<8>(e.gradient.col(0));
+    d["strain_gradient"] = eigen_vector<N>(e.gradient.col(0));
     d["strain_rate"] = e.rate(0);
     return d;
+}
+
+/// The yarn segment's stretch (2017 Eq. 12–14), q = [x0, s0, x1, s1].
+py::dict yarn_segment(const Array& q, const Array& v, double stiffness, double damping)
+{
+    return scalar_strain_element(weft::stretch_strain<double>(vector_of<8>(q, "q"), vector_of<8>(v, "v")), stiffness,
+                                 damping);
 }
 
 /// The shear of a crossing (2017 Eq. 22–23), q = [x0, s0, x1, s1, x2, s2].
 py::dict yarn_shear(const Array& q, const Array& v, double rest_spacing, double stiffness, double damping)
 {
-    const auto e = weft::shear_strain<double>(vector_of<12>(q, "q"), vector_of<12>(v, "v"), rest_spacing);
-    py::dict d =
-        strain_element(e, weft::QuadraticDensity<double, 1>{stiffness}, weft::QuadraticDensity<double, 1>{damping});
-    d["strain"] = e.strain(0);
-    d["strain_gradient"] = eigen_vector<12>(e.gradient.col(0));
-    d["strain_rate"] = e.rate(0);
-    return d;
+    return scalar_strain_element(weft::shear_strain<double>(vector_of<12>(q, "q"), vector_of<12>(v, "v"), rest_spacing),
+                                 stiffness, damping);
 }
 
 /// The blended bending element (2017 Sec. 5.2), q = [x_prev, s_prev, x0, s0,
