@@ -5,7 +5,9 @@
 #   scripts/gpu_check.sh [--build DIR] [--out DIR] [PART...]
 #
 # PART (default: tests compare bench):
-#   tests    every CUDA test (DIR/tests/test_*_cuda), each against its host reference
+#   tests    every CUDA test (DIR/tests/test_*_cuda): the device harnesses, each
+#            against its host reference, and the backend tests built from
+#            their own sources for the GPU (WEFT_CUDA_BACKEND_TESTS)
 #   compare  weft-run and weft-run-cuda on every shipped scene for 100 steps
 #            (scripts/compare_backends.sh): energies, PCG iterations, ms/step
 #   bench    bench_yarn_cuda at 200², 400², 700², 1000² crossings and
@@ -28,7 +30,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,23p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
     *) parts+=("$1"); shift ;;
   esac
 done

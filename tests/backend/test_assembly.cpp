@@ -8,12 +8,11 @@
 #include <utility>
 #include <vector>
 
-#include <omp.h>
-
 #include <weft/backend/assembly.hpp>
 
 #include "backend/block_system.hpp"
 #include "support/random.hpp"
+#include "support/threads.hpp"
 
 using weft::AssemblyMap;
 using weft::BsrMatrix;
@@ -127,13 +126,13 @@ std::pair<std::vector<double>, std::vector<double>> assemble_with_threads(int th
                                                                           const std::vector<double>& matrix_buffer,
                                                                           const std::vector<double>& vector_buffer)
 {
-    const int previous = omp_get_max_threads();
-    omp_set_num_threads(threads);
+    const int previous = weft_test::max_threads();
+    weft_test::set_threads(threads);
     BsrMatrix<double, B> a;
     thrust::device_vector<double> f;
     weft::assemble_matrix(map, to_device(matrix_buffer), a);
     weft::assemble_vector(map, to_device(vector_buffer), f);
-    omp_set_num_threads(previous);
+    weft_test::set_threads(previous);
     return {weft::to_host(a.values()), weft::to_host(f)};
 }
 

@@ -10,12 +10,11 @@
 #include <utility>
 #include <vector>
 
-#include <omp.h>
-
 #include <weft/backend/yarn_stepper.hpp>
 
 #include "support/random.hpp"
 #include "support/sliding_rods.hpp"
+#include "support/threads.hpp"
 #include "support/yarn_patches.hpp"
 
 using weft::YarnModel;
@@ -325,15 +324,15 @@ TEST_CASE("eil stepper: assembly with EIL springs is bit-identical for 1 and 2 t
         const std::size_t springs = stepper.eil_springs().size(), pairs = stepper.eil_pair_springs().size();
         CHECK(springs == (stop == 60 ? 2u : 0u));
         CHECK(pairs == (stop == 60 ? 0u : 1u));
-        const int saved = omp_get_max_threads();
+        const int saved = weft_test::max_threads();
         std::vector<double> values[2], rhs[2];
         for (int t = 0; t < 2; ++t) {
-            omp_set_num_threads(t + 1);
+            weft_test::set_threads(t + 1);
             stepper.assemble(h);
             values[t] = weft::to_host(stepper.matrix().values());
             rhs[t] = weft::to_host(stepper.rhs());
         }
-        omp_set_num_threads(saved);
+        weft_test::set_threads(saved);
         REQUIRE(!values[0].empty());
         CHECK(std::memcmp(values[0].data(), values[1].data(), values[0].size() * sizeof(double)) == 0);
         CHECK(std::memcmp(rhs[0].data(), rhs[1].data(), rhs[0].size() * sizeof(double)) == 0);

@@ -7,7 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
 #include <Eigen/Dense>
 #include <Eigen/SparseCholesky>
 
@@ -19,6 +18,7 @@
 
 #include "backend/block_system.hpp"
 #include "support/random.hpp"
+#include "support/threads.hpp"
 
 using weft::BsrMatrix;
 using weft::Index;
@@ -379,14 +379,14 @@ TEST_CASE("line preconditioner: results are bit-identical for 1 and 2 OpenMP thr
     const LineSet lines = weft::yarn_line_set(problem.model);
     const thrust::device_vector<double> b = to_device(problem.system.b);
     const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
-    const int previous = omp_get_max_threads();
+    const int previous = weft_test::max_threads();
     int compared = 0;
     for (auto preconditioner : {PcgPreconditioner::yarn_lines, PcgPreconditioner::yarn_lines_symmetric}) {
         std::vector<std::vector<double>> solutions;
         std::vector<std::vector<double>> applied;
         std::vector<PcgResult<double>> results;
         for (int threads : {1, 2}) {
-            omp_set_num_threads(threads);
+            weft_test::set_threads(threads);
             PcgOptions<double> options;
             options.tolerance = 1e-10;
             options.max_iterations = 20000;
@@ -400,7 +400,7 @@ TEST_CASE("line preconditioner: results are bit-identical for 1 and 2 OpenMP thr
             // One application on the filtered right-hand side (factors of the solve above).
             thrust::device_vector<double> r(b.size());
             thrust::transform(b.begin(), b.end(), free_dofs.begin(), r.begin(),
-                              [](double value, std::uint8_t is_free) { return is_free ? value : 0.0; });
+                              [] WEFT_HD(double value, std::uint8_t is_free) { return is_free ? value : 0.0; });
             thrust::device_vector<double> z(b.size(), 0.0);
             if (preconditioner == PcgPreconditioner::yarn_lines) {
                 weft::apply_lines_additive(lines, workspace.line_factors, r, z);
@@ -409,7 +409,7 @@ TEST_CASE("line preconditioner: results are bit-identical for 1 and 2 OpenMP thr
             }
             applied.push_back(weft::to_host(z));
         }
-        omp_set_num_threads(previous);
+        weft_test::set_threads(previous);
         REQUIRE(results[0].converged);
         CHECK(results[0].iterations == results[1].iterations);
         CHECK(results[0].relative_residual == results[1].relative_residual);

@@ -10,14 +10,13 @@
 #include <string>
 #include <vector>
 
-#include <omp.h>
-
 #include <weft/backend/scene_options.hpp>
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/solver/eigen_yarn_system.hpp>
 
 #include "support/random.hpp"
 #include "support/solver_comparison.hpp"
+#include "support/threads.hpp"
 #include "support/yarn_patches.hpp"
 
 using weft::Collider;
@@ -435,10 +434,10 @@ TEST_CASE("yarn stepper: assembly is bit-identical for 1 and 2 threads; steps ag
     std::vector<Collider<double>> colliders;
     const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
     const Vec3 g(0, 0, -9.81);
-    const int saved = omp_get_max_threads();
+    const int saved = weft_test::max_threads();
     std::vector<double> values[2], rhs[2], q[2];
     for (int t = 0; t < 2; ++t) {
-        omp_set_num_threads(t + 1);
+        weft_test::set_threads(t + 1);
         YarnStepper<double> stepper(model, colliders, g);
         stepper.assemble(1e-3);
         values[t] = weft::to_host(stepper.matrix().values());
@@ -446,7 +445,7 @@ TEST_CASE("yarn stepper: assembly is bit-identical for 1 and 2 threads; steps ag
         for (int k = 0; k < 5; ++k) REQUIRE(stepper.step(1e-3).ok);
         q[t] = weft::to_host(stepper.positions());
     }
-    omp_set_num_threads(saved);
+    weft_test::set_threads(saved);
     REQUIRE(!values[0].empty());
     CHECK(std::memcmp(values[0].data(), values[1].data(), values[0].size() * sizeof(double)) == 0);
     CHECK(std::memcmp(rhs[0].data(), rhs[1].data(), rhs[0].size() * sizeof(double)) == 0);
