@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <vector>
@@ -338,4 +339,87 @@ TEST_CASE("multilevel: bad sizes and options are rejected by name", "[backend][m
     thrust::device_vector<double> x(static_cast<std::size_t>(3 * problem.nodes), 0.0);
     CHECK_THROWS_WITH(weft::solve_filtered_pcg(problem.a, x, free_dofs, x, workspace, options),
                       Catch::Contains("PcgOptions custom"));
+}
+
+TEST_CASE("multilevel setup algebra: SPD inverse and sparse product against their definitions",
+          "[backend][multilevel][setup]")
+{
+    using weft::multilevel_detail::HostMatrix;
+    Random rng(97);
+    int checks = 0;
+    for (const std::size_t n : {std::size_t(1), std::size_t(5), std::size_t(8), std::size_t(37)}) {
+        // A = Mᵀ M + n I: SPD, with entries of both signs.
+        std::vector<double> m(n * n), a(n * n, 0.0), inverse;
+        for (double& value : m) value = rng.uniform(-1, 1);
+        for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+                for (std::size_t k = 0; k < n; ++k) a[i * n + j] += m[k * n + i] * m[k * n + j];
+            }
+            a[i * n + i] += static_cast<double>(n);
+        }
+        REQUIRE(weft::multilevel_detail::spd_inverse(a, n, inverse));
+        double worst = 0.0;
+        for (std::size_t i = 0; i < n; ++i) {
+            for (std::size_t j = 0; j < n; ++j) {
+                double product = 0.0;
+                for (std::size_t k = 0; k < n; ++k) product += a[i * n + k] * inverse[k * n + j];
+                worst = std::max(worst, std::abs(product - (i == j ? 1.0 : 0.0)));
+                CHECK(inverse[i * n + j] == inverse[j * n + i]);
+            }
+        }
+        CHECK(worst <= 1e-13);
+        // Indefinite (one negative pivot) and non-finite: refused.
+        std::vector<double> indefinite = a;
+        indefinite[(n - 1) * n + (n - 1)] = -1.0;
+        CHECK_FALSE(weft::multilevel_detail::spd_inverse(indefinite, n, inverse));
+        std::vector<double> nan = a;
+        nan[0] = std::nan("");
+        CHECK_FALSE(weft::multilevel_detail::spd_inverse(nan, n, inverse));
+        checks += 3;
+    }
+    // C = A B on random sparse patterns (rows of A without entries, repeated
+    // columns in the products) against the sums written out densely.
+    const Index rows = 23, inner = 17, cols = 11;
+    std::vector<Eigen::Triplet<double, Index>> ta, tb;
+    for (Index r = 0; r < rows; ++r) {
+        if (r % 7 == 3) continue;  // empty rows
+        for (Index c = 0; c < inner; ++c) {
+            if (rng.uniform(0, 1) < 0.25) ta.emplace_back(r, c, rng.uniform(-2, 2));
+        }
+    }
+    for (Index r = 0; r < inner; ++r) {
+        for (Index c = 0; c < cols; ++c) {
+            if (rng.uniform(0, 1) < 0.3) tb.emplace_back(r, c, rng.uniform(-2, 2));
+        }
+    }
+    HostMatrix<double> a(rows, inner), b(inner, cols);
+    a.setFromTriplets(ta.begin(), ta.end());
+    b.setFromTriplets(tb.begin(), tb.end());
+    const HostMatrix<double> c = weft::multilevel_detail::sparse_product(a, b);
+    REQUIRE(c.rows() == rows);
+    REQUIRE(c.cols() == cols);
+    REQUIRE(c.nonZeros() > 0);
+    int compared = 0;
+    for (Index r = 0; r < rows; ++r) {
+        Index previous = -1;
+        for (HostMatrix<double>::InnerIterator it(c, r); it; ++it) {
+            CHECK(it.col() > previous);  // sorted, no duplicates
+            previous = it.col();
+        }
+        for (Index col = 0; col < cols; ++col) {
+            double expected = 0.0;
+            bool structural = false;
+            for (Index k = 0; k < inner; ++k) {
+                if (a.coeff(r, k) != 0.0 && b.coeff(k, col) != 0.0) {
+                    expected += a.coeff(r, k) * b.coeff(k, col);
+                    structural = true;
+                }
+            }
+            CHECK(c.coeff(r, col) == Approx(expected).margin(1e-14));
+            if (!structural) CHECK(c.coeff(r, col) == 0.0);
+            ++compared;
+        }
+    }
+    REQUIRE(compared == rows * cols);
+    REQUIRE(checks == 12);
 }

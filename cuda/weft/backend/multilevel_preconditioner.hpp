@@ -132,6 +132,55 @@ namespace multilevel_detail {
 template <typename T>
 using HostMatrix = Eigen::SparseMatrix<T, Eigen::RowMajor, Index>;
 
+// Host algebra of the setup, written out rather than taken from Eigen's
+// dense LLT and sparse product: Eigen marks those __host__ __device__ and
+// they call host-only code, so nvcc warns (20014, "calling a __host__
+// function from a __host__ __device__ function") in every CUDA program that
+// includes this header. Those warnings carry no source position, so a
+// `#pragma nv_diag_suppress` cannot scope them (tried: around the include,
+// around the use, at the end of the file); only a command-line suppression
+// could, and it would hide the same warning in the user's own code.
+
+/// The inverse of the symmetric positive definite dense matrix `a` (n × n,
+/// row-major in `a`), by Cholesky factorization a = L Lᵀ: A⁻¹ = L⁻ᵀ L⁻¹.
+/// @return false when `a` is not positive definite (a pivot ≤ 0 or not finite)
+template <typename T>
+bool spd_inverse(const std::vector<T>& a, std::size_t n, std::vector<T>& inverse)
+{
+    using std::sqrt;
+    std::vector<T> l(n * n, T(0));  // L, row-major
+    for (std::size_t j = 0; j < n; ++j) {
+        for (std::size_t i = j; i < n; ++i) {
+            T sum = a[i * n + j];
+            for (std::size_t k = 0; k < j; ++k) sum -= l[i * n + k] * l[j * n + k];
+            if (i == j) {
+                if (!(sum > T(0)) || !std::isfinite(static_cast<double>(sum))) return false;
+                l[j * n + j] = sqrt(sum);
+            } else {
+                l[i * n + j] = sum / l[j * n + j];
+            }
+        }
+    }
+    std::vector<T> w(n * n, T(0));  // W = L⁻¹ (lower triangular), row by row
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j <= i; ++j) {
+            T sum = i == j ? T(1) : T(0);
+            for (std::size_t k = j; k < i; ++k) sum -= l[i * n + k] * w[k * n + j];
+            w[i * n + j] = sum / l[i * n + i];
+        }
+    }
+    inverse.assign(n * n, T(0));  // A⁻¹ = Wᵀ W, symmetric by construction
+    for (std::size_t i = 0; i < n; ++i) {
+        for (std::size_t j = 0; j <= i; ++j) {
+            T sum = T(0);
+            for (std::size_t k = i; k < n; ++k) sum += w[k * n + i] * w[k * n + j];
+            inverse[i * n + j] = sum;
+            inverse[j * n + i] = sum;
+        }
+    }
+    return true;
+}
+
 /// Dense DoFs × K near-null-space rows, row-major.
 template <typename T>
 struct NearNull {
@@ -338,41 +387,87 @@ HostMatrix<T> tentative_prolongator(const NearNull<T>& fine, int bs, const std::
     return p;
 }
 
+/// C = A B of two row-major host matrices: row by row with a dense
+/// accumulator (Gustavson), each row's columns sorted; entries that cancel
+/// stay stored, as in Eigen's product (see spd_inverse for why not Eigen's).
+template <typename T>
+HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
+{
+    std::vector<Index> row_ptr(static_cast<std::size_t>(a.rows()) + 1, 0);
+    std::vector<Index> col_idx;
+    std::vector<T> values;
+    std::vector<T> accumulator(static_cast<std::size_t>(b.cols()), T(0));
+    std::vector<Index> marker(static_cast<std::size_t>(b.cols()), Index(-1));
+    std::vector<Index> row_cols;
+    for (Index r = 0; r < a.rows(); ++r) {
+        row_cols.clear();
+        for (typename HostMatrix<T>::InnerIterator ia(a, r); ia; ++ia) {
+            const T value = ia.value();
+            for (typename HostMatrix<T>::InnerIterator ib(b, ia.col()); ib; ++ib) {
+                const std::size_t c = static_cast<std::size_t>(ib.col());
+                if (marker[c] != r) {
+                    marker[c] = r;
+                    accumulator[c] = T(0);
+                    row_cols.push_back(ib.col());
+                }
+                accumulator[c] += value * ib.value();
+            }
+        }
+        std::sort(row_cols.begin(), row_cols.end());
+        for (const Index c : row_cols) {
+            col_idx.push_back(c);
+            values.push_back(accumulator[static_cast<std::size_t>(c)]);
+        }
+        row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Index>(col_idx.size());
+    }
+    HostMatrix<T> c(a.rows(), b.cols());
+    c.resizeNonZeros(static_cast<Index>(values.size()));
+    std::copy(row_ptr.begin(), row_ptr.end(), c.outerIndexPtr());
+    std::copy(col_idx.begin(), col_idx.end(), c.innerIndexPtr());
+    std::copy(values.begin(), values.end(), c.valuePtr());
+    return c;
+}
+
 /// The block-diagonal inverse of Â (bs × bs blocks), restricted to the DoFs
 /// with a positive diagonal (inactive DoFs get zero rows and columns). A block
 /// that is not positive definite falls back to the inverse of its diagonal.
 template <typename T>
 HostMatrix<T> block_diagonal_inverse(const HostMatrix<T>& a, int bs)
 {
-    using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
     const Index nodes = static_cast<Index>(a.rows() / bs);
+    const std::size_t size = static_cast<std::size_t>(bs);
     std::vector<Eigen::Triplet<T, Index>> triplets;
-    triplets.reserve(static_cast<std::size_t>(a.rows()) * bs);
-    Dense block(bs, bs);
+    triplets.reserve(static_cast<std::size_t>(a.rows()) * size);
+    std::vector<T> block(size * size), sub, inverse;
     for (Index i = 0; i < nodes; ++i) {
-        block.setZero();
+        std::fill(block.begin(), block.end(), T(0));
         for (int r = 0; r < bs; ++r) {
             for (typename HostMatrix<T>::InnerIterator it(a, bs * i + r); it; ++it) {
-                if (it.col() / bs == i) block(r, it.col() - bs * i) = it.value();
+                if (it.col() / bs == i) block[static_cast<std::size_t>(r) * size + (it.col() - bs * i)] = it.value();
             }
         }
-        std::vector<int> alive;
-        for (int r = 0; r < bs; ++r) {
-            if (block(r, r) > T(0)) alive.push_back(r);
+        std::vector<std::size_t> alive;
+        for (std::size_t r = 0; r < size; ++r) {
+            if (block[r * size + r] > T(0)) alive.push_back(r);
         }
-        const int n = static_cast<int>(alive.size());
-        Dense sub(n, n);
-        for (int r = 0; r < n; ++r) {
-            for (int c = 0; c < n; ++c) sub(r, c) = block(alive[r], alive[c]);
+        const std::size_t n = alive.size();
+        sub.resize(n * n);
+        for (std::size_t r = 0; r < n; ++r) {
+            for (std::size_t c = 0; c < n; ++c) sub[r * n + c] = block[alive[r] * size + alive[c]];
         }
-        Eigen::LLT<Dense> llt(sub);
-        if (llt.info() == Eigen::Success) {
-            const Dense inverse = llt.solve(Dense::Identity(n, n));
-            for (int r = 0; r < n; ++r) {
-                for (int c = 0; c < n; ++c) triplets.emplace_back(bs * i + alive[r], bs * i + alive[c], inverse(r, c));
+        const Index base = bs * i;
+        if (spd_inverse(sub, n, inverse)) {
+            for (std::size_t r = 0; r < n; ++r) {
+                for (std::size_t c = 0; c < n; ++c) {
+                    triplets.emplace_back(base + static_cast<Index>(alive[r]), base + static_cast<Index>(alive[c]),
+                                          inverse[r * n + c]);
+                }
             }
         } else {
-            for (int r = 0; r < n; ++r) triplets.emplace_back(bs * i + alive[r], bs * i + alive[r], T(1) / sub(r, r));
+            for (std::size_t r = 0; r < n; ++r) {
+                const Index dof = base + static_cast<Index>(alive[r]);
+                triplets.emplace_back(dof, dof, T(1) / sub[r * n + r]);
+            }
         }
     }
     HostMatrix<T> result(a.rows(), a.cols());
@@ -853,12 +948,12 @@ private:
             const HostMatrix<T> inverse_diagonal = block_diagonal_inverse(level_matrix, bs);
             const T lambda = largest_eigenvalue(inverse_diagonal, level_matrix, m_options.power_iterations);
             const T omega = T(4) / (T(3) * lambda);
-            const HostMatrix<T> jacobi = inverse_diagonal * level_matrix;
-            HostMatrix<T> prolongator = tentative - omega * HostMatrix<T>(jacobi * tentative);
+            const HostMatrix<T> jacobi = sparse_product(inverse_diagonal, level_matrix);
+            HostMatrix<T> prolongator = tentative - omega * sparse_product(jacobi, tentative);
             prolongator.prune(T(0), std::numeric_limits<T>::epsilon());
             HostMatrix<T> restriction = prolongator.transpose();
-            const HostMatrix<T> product = level_matrix * prolongator;
-            HostMatrix<T> coarse = restriction * product;
+            const HostMatrix<T> product = sparse_product(level_matrix, prolongator);
+            HostMatrix<T> coarse = sparse_product(restriction, product);
             // Coarse DoFs left inactive by a dependent near-null column: identity, filtered out.
             std::vector<std::uint8_t> coarse_free(static_cast<std::size_t>(coarse.rows()), 0);
             T largest = T(0);
@@ -899,7 +994,6 @@ private:
     /// elsewhere), stored as a dense CSR matrix.
     bool invert_coarsest(const multilevel_detail::HostMatrix<T>& a, const std::vector<std::uint8_t>& free)
     {
-        using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
         std::vector<Index> alive;
         for (Index r = 0; r < a.rows(); ++r) {
             if (free[static_cast<std::size_t>(r)]) alive.push_back(r);
@@ -907,18 +1001,16 @@ private:
         const Index n = static_cast<Index>(alive.size());
         std::vector<Index> position(static_cast<std::size_t>(a.rows()), Index(-1));
         for (Index i = 0; i < n; ++i) position[static_cast<std::size_t>(alive[static_cast<std::size_t>(i)])] = i;
-        Dense dense = Dense::Zero(n, n);
+        const std::size_t size = static_cast<std::size_t>(n);
+        std::vector<T> dense(size * size, T(0)), inverse;
         for (Index r = 0; r < a.rows(); ++r) {
             if (position[static_cast<std::size_t>(r)] < 0) continue;
             for (typename multilevel_detail::HostMatrix<T>::InnerIterator it(a, r); it; ++it) {
                 const Index c = position[static_cast<std::size_t>(it.col())];
-                if (c >= 0) dense(position[static_cast<std::size_t>(r)], c) = it.value();
+                if (c >= 0) dense[static_cast<std::size_t>(position[static_cast<std::size_t>(r)]) * size + c] = it.value();
             }
         }
-        Eigen::LLT<Dense> llt(dense);
-        if (llt.info() != Eigen::Success) return false;
-        Dense inverse = llt.solve(Dense::Identity(n, n));
-        inverse = T(0.5) * (inverse + inverse.transpose()).eval();
+        if (!multilevel_detail::spd_inverse(dense, size, inverse)) return false;
         std::vector<Index> row_ptr(static_cast<std::size_t>(a.rows()) + 1, 0);
         std::vector<Index> col_idx;
         std::vector<T> values;
@@ -929,7 +1021,7 @@ private:
             if (i >= 0) {
                 for (Index j = 0; j < n; ++j) {
                     col_idx.push_back(alive[static_cast<std::size_t>(j)]);
-                    values.push_back(inverse(i, j));
+                    values.push_back(inverse[static_cast<std::size_t>(i) * size + j]);
                 }
             }
             row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Index>(col_idx.size());
