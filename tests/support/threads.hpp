@@ -6,7 +6,8 @@
 /// its work is split: set_threads does nothing, so a test that repeats the
 /// same work "on 1, 2 and 4 threads" repeats it on the one device, and its
 /// bit-for-bit comparisons check that runs repeat (the property the backend
-/// promises there, docs/design notes on determinism).
+/// promises there: docs/scenes.md, "The same bits on any thread count and
+/// machine").
 #include <thrust/device_vector.h>
 
 #if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_OMP
