@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer harnesses of weft's file readers (tests/fuzz/: scene
 # JSON with the models built from it, tabulated material JSON, OBJ meshes,
-# BCC curve files)
+# BCC curve files, checkpoint files)
 # with clang, AddressSanitizer and UndefinedBehaviorSanitizer, and runs each
 # for a while on a copy of its seed corpus (the shipped files). A crash, a
 # sanitizer report, an exception other than weft::InvalidInput, a timeout or
@@ -9,7 +9,7 @@
 # directory (crash-*, timeout-*, oom-*).
 #
 # Usage: bash scripts/fuzz.sh [--seconds N] [build-dir]   (default 60 s; the
-# four harnesses run at the same time, each for N seconds)
+# five harnesses run at the same time, each for N seconds)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 seconds=60
@@ -29,7 +29,7 @@ cmake "${generator[@]}" -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_
   -DCMAKE_CXX_FLAGS_DEBUG= -DWEFT_BUILD_FUZZERS=ON -DWEFT_BUILD_TESTS=OFF -DWEFT_BUILD_EXAMPLES=OFF \
   -DWEFT_BUILD_BENCHMARKS=OFF -DWEFT_ENABLE_CUDA=OFF -DWEFT_PRECOMPILED=OFF > "$build/configure.log" 2>&1 ||
   { cat "$build/configure.log"; exit 1; }
-cmake --build "$build" -j "$(nproc)" --target fuzz_scene fuzz_material fuzz_obj fuzz_bcc
+cmake --build "$build" -j "$(nproc)" --target fuzz_scene fuzz_material fuzz_obj fuzz_bcc fuzz_checkpoint
 status=0
 # Runs fuzz_NAME on a fresh copy of its seeds for $seconds; the three run
 # side by side (libFuzzer workers are single-threaded).
@@ -61,12 +61,15 @@ scenes=("$root"/examples/scenes/*.json "$root"/tests/examples/scenes/*.json)
 materials=("$root"/examples/materials/*.json)
 meshes=("$root"/tests/fuzz/corpus/obj/*.obj)
 curves=("$root"/tests/fuzz/corpus/bcc/*.bcc)
+checkpoints=("$root"/tests/fuzz/corpus/checkpoint/*.checkpoint)
 run scene "${scenes[@]}" & scene_pid=$!
 run material "${materials[@]}" & material_pid=$!
 run obj "${meshes[@]}" & obj_pid=$!
 run bcc "${curves[@]}" & bcc_pid=$!
+run checkpoint "${checkpoints[@]}" & checkpoint_pid=$!
 code=0; wait $scene_pid || code=$?; report scene $code ${#scenes[@]}
 code=0; wait $material_pid || code=$?; report material $code ${#materials[@]}
 code=0; wait $obj_pid || code=$?; report obj $code ${#meshes[@]}
 code=0; wait $bcc_pid || code=$?; report bcc $code ${#curves[@]}
+code=0; wait $checkpoint_pid || code=$?; report checkpoint $code ${#checkpoints[@]}
 exit $status

@@ -98,6 +98,19 @@ public:
     /// runs on a new topology; the removed nodes are on no yarn).
     void set_yarns(const YarnModel<double>& model) { m_sets = yarn_sets(model, m_ranges); }
 
+    /// Lists a frame that an earlier run wrote in the .pvd series again
+    /// (weft-run --resume), without writing its files.
+    void register_frame(int frame, double time)
+    {
+        char stem[32];
+        std::snprintf(stem, sizeof stem, "frame_%05d", frame);
+        for (const char* set : {"warp", "weft"}) {
+            const bool warp = std::string(set) == "warp";
+            if ((warp ? m_sets.warp : m_sets.weft).empty() || !has("vtp")) continue;
+            m_pvd.at(set)->add_frame(time, std::string(stem) + "_" + set + ".vtp");
+        }
+    }
+
     void write(int frame, double time, const YarnStepper<double>& stepper)
     {
         const std::vector<double> q = to_host(stepper.positions());
@@ -173,6 +186,15 @@ public:
         for (const auto& t : mesh.triangles) m_faces.push_back({t[0], t[1], t[2]});
         std::filesystem::create_directories(m_dir);
         if (has("vtp")) m_pvd = std::make_unique<PvdWriter>(m_dir / "cloth.pvd");
+    }
+
+    /// Lists a frame that an earlier run wrote in cloth.pvd again (weft-run
+    /// --resume), without writing its files.
+    void register_frame(int frame, double time)
+    {
+        char stem[40];
+        std::snprintf(stem, sizeof stem, "frame_%05d_cloth", frame);
+        if (has("vtp")) m_pvd->add_frame(time, std::string(stem) + ".vtp");
     }
 
     void write(int frame, double time, const TriangleStepper<double>& stepper)

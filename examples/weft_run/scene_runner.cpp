@@ -7,16 +7,20 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <memory>
 #include <sstream>
+#include <type_traits>
 #include <vector>
 
 #include <weft/backend/scene_options.hpp>
 #include <weft/backend/triangle_stepper.hpp>
 #include <weft/backend/yarn_stepper.hpp>
+#include <weft/io/checkpoint.hpp>
 #include <weft/io/frame_writers.hpp>
 #include <weft/io/progress.hpp>
 #include <weft/io/scene.hpp>
@@ -70,14 +74,110 @@ inline std::filesystem::path resolve(const std::filesystem::path& dir, const std
     return p.is_absolute() ? p : dir / p;
 }
 
+/// Set by SIGINT/SIGTERM while a run writes checkpoints: the loop writes one
+/// after the step in progress and stops.
+volatile std::sig_atomic_t interrupt_requested = 0;
+extern "C" inline void request_interrupt(int)
+{
+    interrupt_requested = 1;
+}
+
+/// What a checkpoint is checked against: the scene file's bytes and the
+/// command-line options that change the physics.
+inline std::uint64_t run_fingerprint(const RunArguments& args)
+{
+    std::uint64_t hash = file_fingerprint(args.scene);
+    const std::string options = "damping=" + args.damping + ";beta=" + std::to_string(args.beta);
+    return checkpoint_detail::fnv1a(reinterpret_cast<const unsigned char*>(options.data()), options.size(), hash);
+}
+
+/// The summary's counters, saved with a checkpoint so that a resumed run's
+/// summary is the uninterrupted run's.
+template <class Archive>
+void summary_fields(Archive&& a, RunSummary& s)
+{
+    a("run.steps", s.steps);
+    a("run.simulated_time", s.simulated_time);
+    a("run.pcg_iterations", s.pcg_iterations);
+    a("run.newton_iterations", s.newton_iterations);
+    a("run.substeps", s.substeps);
+    a("run.frames", s.frames);
+    a("run.peak_eil_nodes", s.peak_eil_nodes);
+    a("run.peak_speed", s.peak_speed);
+    a("run.detached_contacts", s.detached_contacts);
+    a("run.pulled_contacts", s.pulled_contacts);
+    a("run.retries", s.retries);
+    a("run.halved_steps", s.halved_steps);
+    a("run.line_search_cuts", s.line_search_cuts);
+    a("run.line_search_expansions", s.line_search_expansions);
+    a("run.projected_solves", s.projected_solves);
+    a("run.multilevel_builds", s.multilevel_builds);
+    a("run.feasibility_limits", s.feasibility_limits);
+}
+
+/// After a resume, frames draw the topology the stepper runs on.
+inline void resume_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper)
+{
+    if (frames) frames->set_yarns(stepper.topology());
+}
+template <class Frames, class Stepper>
+void resume_topology(const Frames&, const Stepper&)
+{
+}
+
 }  // namespace runner_detail
 
 /// The time loop shared by both models: steps, CSV rows, frames, progress, summary.
 template <class Stepper, class Frames>
-RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Stepper& stepper,
+RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, const char* kind, Stepper& stepper,
                     std::unique_ptr<Frames>& frames, int nodes, std::ostream& log)
 {
     using namespace runner_detail;
+    RunSummary summary;
+    summary.nodes = nodes;
+    std::vector<double> frame_times;  // of the frames written so far (the .pvd series)
+    std::uint64_t csv_rows = 0;
+    long first_step = 1;
+    const std::uint64_t fingerprint = args.resume.empty() && args.checkpoint_every <= 0 ? 0 : run_fingerprint(args);
+    if (!args.resume.empty()) {
+        const CheckpointReader in(args.resume);
+        const std::uint64_t saved = in.get_value<std::uint64_t>("run.fingerprint");
+        if (saved != fingerprint)
+            in.fail("was written for scene \"" + in.get_string("run.scene") +
+                    "\" with its options, and this run's scene file or options differ (" + args.scene.string() +
+                    "): a checkpoint continues only the run it was written by");
+        if (in.get_string("run.kind") != kind)
+            in.fail("holds a " + in.get_string("run.kind") + " run; this scene is a " + kind + " scene");
+        if (in.get_value<double>("run.time_step") != scene.time_step)
+            in.fail("was written with time_step " + std::to_string(in.get_value<double>("run.time_step")) +
+                    " s; this scene has " + std::to_string(scene.time_step) + " s");
+        summary_fields(
+            [&](const char* name, auto& field) { field = in.get_value<std::decay_t<decltype(field)>>(name); }, summary);
+        frame_times = in.get<double>("run.frame_times");
+        csv_rows = in.get_value<std::uint64_t>("run.csv_rows");
+        stepper.load_state(in);
+        summary.resumed_from = summary.steps;
+        first_step = summary.steps + 1;
+    }
+    const std::filesystem::path checkpoint_path =
+        !args.checkpoint.empty() ? args.checkpoint : args.output_dir / (args.scene.stem().string() + ".checkpoint");
+    const auto write_checkpoint = [&]() {
+        CheckpointWriter out;
+        out.put_value("run.fingerprint", fingerprint);
+        out.put_string("run.scene", args.scene.string());
+        out.put_string("run.kind", kind);
+        out.put_value("run.time_step", scene.time_step);
+        summary_fields([&](const char* name, auto& field) { out.put_value(name, field); }, summary);
+        out.put("run.frame_times", frame_times);
+        out.put_value("run.csv_rows", csv_rows);
+        stepper.save_state(out);
+        out.write(checkpoint_path);
+    };
+    if (args.checkpoint_every > 0) {
+        interrupt_requested = 0;
+        std::signal(SIGINT, request_interrupt);
+        std::signal(SIGTERM, request_interrupt);
+    }
     std::unique_ptr<CsvWriter> csv;
     if (!scene.output.csv.empty()) {
         std::vector<std::string> columns{
@@ -86,10 +186,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             "ms_per_step"};
         if (scene.solver.eil) columns.push_back("eil_nodes");  // EIL (yarn, node) pairs of the step
         columns.push_back("max_speed");                        // the step's largest |v| of a DoF (m/s)
-        csv = std::make_unique<CsvWriter>(resolve(args.output_dir, scene.output.csv), columns);
+        const std::filesystem::path path = resolve(args.output_dir, scene.output.csv);
+        csv = args.resume.empty() ? std::make_unique<CsvWriter>(path, columns)
+                                  : std::make_unique<CsvWriter>(path, columns, static_cast<std::size_t>(csv_rows));
     }
-    RunSummary summary;
-    summary.nodes = nodes;
     const long steps = std::max(1L, std::lround(scene.duration / scene.time_step));
     ProgressOptions progress_options;
     progress_options.terminal = stderr_is_terminal();
@@ -98,8 +198,15 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         progress = std::make_unique<ProgressReporter>(std::cerr, steps * scene.time_step, progress_options);
 
     const double start = steady_clock_seconds();
-    if (frames) frames->write(summary.frames++, 0.0, stepper);
-    for (long step = 1; step <= steps; ++step) {
+    if (!args.resume.empty()) {
+        resume_topology(frames, stepper);
+        if (frames)
+            for (std::size_t f = 0; f < frame_times.size(); ++f) frames->register_frame(int(f), frame_times[f]);
+    } else if (frames) {
+        frames->write(summary.frames++, 0.0, stepper);
+        frame_times.push_back(0.0);
+    }
+    for (long step = first_step; step <= steps; ++step) {
         const auto r = stepper.step(scene.time_step);
         const double time = step * scene.time_step;
         if (!r.ok) {
@@ -146,17 +253,41 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             if (scene.solver.eil) row.push_back(double(eil_nodes_of(r)));
             row.push_back(r.max_speed);
             csv->write_row(row);
+            csv_rows = csv->row_count();
         }
-        if (frames && step % scene.output.every == 0) frames->write(summary.frames++, time, stepper);
+        if (frames && step % scene.output.every == 0) {
+            frames->write(summary.frames++, time, stepper);
+            frame_times.push_back(time);
+        }
         if (progress) progress->update(step, time, r.newton_iterations, r.pcg_iterations);
+        if (args.checkpoint_every > 0 && (step % args.checkpoint_every == 0 || interrupt_requested)) {
+            write_checkpoint();
+            if (interrupt_requested) {
+                summary.interrupted = true;
+                if (progress)
+                    progress->message("interrupted at step " + std::to_string(step) + ": checkpoint written to " +
+                                      checkpoint_path.string());
+                break;
+            }
+        }
+    }
+    if (args.checkpoint_every > 0) {
+        std::signal(SIGINT, SIG_DFL);
+        std::signal(SIGTERM, SIG_DFL);
     }
     if (progress) progress->finish();
     summary.wall_seconds = steady_clock_seconds() - start;
+    if (summary.interrupted)
+        log << "weft-run: interrupted after step " << summary.steps << "; checkpoint written to "
+            << checkpoint_path.string() << " (continue with --resume " << checkpoint_path.string() << ")\n";
     if (!args.quiet || !summary.ok) {
         if (!summary.ok) log << "weft-run: " << summary.error << "\n";
         log << "weft-run: " << summary.steps << " steps of " << scene.time_step << " s, " << summary.nodes << " nodes, "
             << summary.wall_seconds << " s wall ("
-            << (summary.steps > 0 ? 1e3 * summary.wall_seconds / summary.steps : 0.0) << " ms/step), "
+            << (summary.steps > summary.resumed_from
+                    ? 1e3 * summary.wall_seconds / double(summary.steps - summary.resumed_from)
+                    : 0.0)
+            << " ms/step" << (summary.resumed_from > 0 ? " since the resume" : "") << "), "
             << (summary.steps > 0 ? double(summary.pcg_iterations) / summary.steps : 0.0) << " PCG iterations/step, "
             << summary.frames << " frames, " << summary.halved_steps << " steps halved, "
             << (summary.steps > 0 ? double(summary.newton_iterations) / summary.steps : 0.0)
@@ -210,14 +341,14 @@ RunSummary run_scene(const RunArguments& args, std::ostream& log)
         if (!scene.output.frames.empty())
             frames = std::make_unique<TriangleFrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output,
                                                            built.mesh);
-        return run_loop(scene, args, stepper, frames, built.model.node_count(), log);
+        return run_loop(scene, args, "triangle", stepper, frames, built.model.node_count(), log);
     }
     YarnScene<double> built = build_yarn_scene<double>(scene);
     YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil_options<double>(scene));
     std::unique_ptr<FrameOutput> frames;
     if (!scene.output.frames.empty())
         frames = std::make_unique<FrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output, built);
-    return run_loop(scene, args, stepper, frames, built.model.node_count(), log);
+    return run_loop(scene, args, "yarn", stepper, frames, built.model.node_count(), log);
 }
 
 }  // namespace weft::examples

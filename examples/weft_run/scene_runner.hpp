@@ -25,6 +25,9 @@ struct RunArguments {
     bool quiet = false;                      ///< no progress line, no summary
     std::string damping;                     ///< non-empty: override every cloth's damping.model
     double beta = -1;                        ///< with --damping rayleigh: β
+    long checkpoint_every = 0;               ///< > 0: write a checkpoint every so many steps and on SIGINT/SIGTERM
+    std::filesystem::path checkpoint;        ///< the checkpoint file (default: OUTPUT_DIR/SCENE_STEM.checkpoint)
+    std::filesystem::path resume;            ///< non-empty: continue the run saved in this checkpoint
     bool help = false;                       ///< --help: print run_usage() and exit
     bool version = false;                    ///< --version: print the version and exit
 };
@@ -35,7 +38,7 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
     setup_app(app);
     app.description(
         "Runs a yarn-level or triangle cloth scene (docs/scenes.md). Exit status: 0 done, 1 bad "
-        "arguments or scene, 2 a step failed.");
+        "arguments or scene, 2 a step failed, 3 interrupted by SIGINT/SIGTERM after writing a checkpoint.");
     app.add_option("scene", a.scene, "the scene file (JSON)")->type_name("SCENE.json");
     app.add_option("--duration", a.duration, "simulated time (s); default: the scene's \"duration\"")
         ->check(positive_number())
@@ -53,6 +56,19 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
         ->check(positive_number())
         ->type_name("B")
         ->default_str("none");
+    app.add_option("--checkpoint-every", a.checkpoint_every,
+                   "write a checkpoint (the complete state) every N steps, and on SIGINT or SIGTERM before "
+                   "stopping")
+        ->check(CLI::PositiveNumber)
+        ->type_name("N")
+        ->default_str("none");
+    app.add_option("--checkpoint", a.checkpoint, "the checkpoint file")
+        ->type_name("FILE")
+        ->default_str("OUTPUT_DIR/SCENE.checkpoint");
+    app.add_option("--resume", a.resume,
+                   "continue the run saved in FILE (same scene, same options): the CSV rows and frames that follow "
+                   "are those of an uninterrupted run")
+        ->type_name("FILE");
 }
 
 inline std::string run_usage()
@@ -73,6 +89,8 @@ inline RunArguments parse_run_arguments(int argc, const char* const* argv)
     if (a.scene.empty()) throw InvalidInput("invalid command line: missing SCENE.json");
     if (a.damping == "rayleigh" && !(a.beta > 0)) throw InvalidInput("invalid --damping rayleigh: needs --beta B");
     if (a.beta > 0 && a.damping != "rayleigh") throw InvalidInput("invalid --beta: only used with --damping rayleigh");
+    if (!a.checkpoint.empty() && a.checkpoint_every <= 0)
+        throw InvalidInput("invalid --checkpoint: only used with --checkpoint-every N");
     return a;
 }
 
@@ -98,6 +116,8 @@ struct RunSummary {
     long multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner
     long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
     bool ok = true;
+    bool interrupted = false;  ///< stopped by SIGINT/SIGTERM after writing a checkpoint
+    long resumed_from = 0;     ///< the step the run was resumed after (0: from the start)
     std::string error;
 };
 

@@ -276,6 +276,26 @@ std::vector<unsigned char> external_contact_flags(const YarnModel<T>& model)
 }
 
 /// EIL tracking of a yarn model (see the file comment).
+/// The members of a YarnModel for checkpoints (state_archive.hpp); the
+/// material and radius stay those of the scene.
+template <class Model, class Archive>
+void yarn_model_state_fields(Model& m, Archive& a)
+{
+    a("q", m.q);
+    a("v", m.v);
+    a("free_dof", m.free_dof);
+    a("segments", m.segments);
+    a("bends", m.bends);
+    a("shears", m.shears);
+    a("yarns", m.yarns);
+    a("yarn_coordinate", m.yarn_coordinate);
+    a("anchors", m.anchors);
+    a("over", m.over);
+    a("friction_limit", m.friction_limit);
+    a("external_contact", m.external_contact);
+    a("layer_friction", m.layer_friction);
+}
+
 template <typename T>
 class EilTracker {
     static constexpr int B = yarn_node_dofs;
@@ -458,6 +478,71 @@ public:
             }
         }
         return flagged;
+    }
+
+    /// Every member that later updates depend on, for checkpoints
+    /// (state_archive.hpp): the topology after removals, the slot layout,
+    /// the last assignment and lists, the filter and the hysteresis of the
+    /// list rebuilds. `self` is this tracker (const to save).
+    template <class Self, class Archive>
+    static void state_fields(Self& self, Archive& a)
+    {
+        a("count", self.m_count);
+        a("detached", self.m_detached);
+        a("resets", self.m_resets);
+        a("external", self.m_external);
+        Archive topology = a.nested("topology");
+        yarn_model_state_fields(self.m_topology, topology);
+        a("slot_of", self.m_slot_of);
+        Archive assignment = a.nested("assignment");
+        auto& e = self.m_assignment;
+        assignment("yarn_begin", e.yarn_begin);
+        assignment("coordinate", e.coordinate);
+        assignment("node", e.node);
+        assignment("arc_length", e.arc_length);
+        assignment("fixed", e.fixed);
+        assignment("arc_rate", e.arc_rate);
+        assignment("close", e.close);
+        assignment("order", e.order);
+        assignment("sorted_node", e.sorted_node);
+        assignment("eil", e.eil);
+        assignment("eol_before", e.eol_before);
+        assignment("eol_after", e.eol_after);
+        assignment("weight", e.weight);
+        assignment("node_eil", e.node_eil);
+        assignment("summary", e.summary);
+        a("lists.segments", self.m_lists.segments);
+        a("lists.bends", self.m_lists.bends);
+        a("lists.springs", self.m_lists.springs);
+        a("lists.pairs", self.m_lists.pairs);
+        a("lists.fabric", self.m_lists.fabric);
+        a("pairs_device", self.m_pairs_device);
+        a("yarn_begin_device", self.m_yarn_begin_device);
+        a("slot_node_device", self.m_slot_node_device);
+        a("slot_coordinate_device", self.m_slot_coordinate_device);
+        a("order_device", self.m_order_device);
+        a("sorted_device", self.m_sorted_device);
+        a("before_device", self.m_before_device);
+        a("after_device", self.m_after_device);
+        a("arc_device", self.m_arc_device);
+        a("rate_device", self.m_rate_device);
+        a("weight_device", self.m_weight_device);
+        a("fixed_device", self.m_fixed_device);
+        a("close_device", self.m_close_device);
+        a("eil_device", self.m_eil_device);
+        a("summary_device", self.m_summary_device);
+        a("base_free_device", self.m_base_free_device);
+        a("node_yarns_device", self.m_node_yarns_device);
+        a("previous_sorted", self.m_previous_sorted);
+        a("previous_eil", self.m_previous_eil);
+        a("layout_fresh", self.m_layout_fresh);
+        a("close_dirty", self.m_close_dirty);
+        a("close_set", self.m_close_set);
+        a("base_free", self.m_base_free);
+        a("free_now", self.m_free_now);
+        a("node_yarns", self.m_node_yarns);
+        a("previous_pairs", self.m_previous_pairs);
+        a("was_eil", self.m_was_eil);
     }
 
 private:

@@ -571,20 +571,59 @@ public:
         m_energies_valid = false;
     }
 
-    /// Checks a host state vector of B values per node, all finite.
-    void require_state(const char* function, const char* name, const std::vector<T>& x) const
+    /// Writes the stepper's complete state, everything the next steps depend
+    /// on, as named blocks "stepper.*" of a checkpoint (`Writer`: e.g.
+    /// CheckpointWriter, weft/io/checkpoint.hpp): positions, velocities, the
+    /// filter, the last step size, the warm start of the next solve, and the
+    /// model's own state (Derived::save_extra_state). Loaded into a stepper
+    /// built from the same model and options, the next steps give the same
+    /// bits as this stepper's would, except with the multilevel
+    /// preconditioner, whose hierarchy is rebuilt on the first solve.
+    template <class Writer>
+    void save_state(Writer& out) const
     {
-        const std::string what = std::string(function) + " " + name;
-        if (x.size() != m_q.size()) {
-            const std::string per_node = "must be " + std::to_string(B) + " x #nodes = " + std::to_string(m_q.size());
-            throw InvalidInput(detail::describe((what + ".size()").c_str(), x.size(), per_node.c_str()));
-        }
-        for (std::size_t i = 0; i < x.size(); ++i) {
-            using std::isfinite;
-            if (!isfinite(x[i]))
-                throw InvalidInput("invalid " + what + "[" + std::to_string(i) + "] (node " + std::to_string(i / B) +
-                                   ", component " + std::to_string(i % B) + "): not finite");
-        }
+        out.put_value("stepper.block_size", static_cast<std::int32_t>(B));
+        out.put_value("stepper.nodes", static_cast<std::int64_t>(m_nodes));
+        out.put("stepper.q", to_host(m_q));
+        out.put("stepper.v", to_host(m_v));
+        out.put("stepper.free", to_host(m_free));
+        out.put("stepper.guess", to_host(m_guess));
+        out.put_value("stepper.guess_step", m_guess_step);
+        out.put_value("stepper.last_h", m_last_h);
+        out.put_value("stepper.step_fraction", m_step_fraction);
+        self().save_extra_state(out);
+    }
+
+    /// Restores a state written by save_state (`Reader`: e.g.
+    /// CheckpointReader, with get/get_value/fail).
+    /// @throws InvalidInput (through `in.fail`) when the state belongs to a
+    ///         model of another block size or node count, or a block is missing
+    template <class Reader>
+    void load_state(const Reader& in)
+    {
+        const std::int32_t block = in.template get_value<std::int32_t>("stepper.block_size");
+        const std::int64_t nodes = in.template get_value<std::int64_t>("stepper.nodes");
+        if (block != B || nodes != static_cast<std::int64_t>(m_nodes))
+            in.fail("holds a model of " + std::to_string(nodes) + " nodes with " + std::to_string(block) +
+                    " DoFs each; this scene has " + std::to_string(m_nodes) + " nodes with " + std::to_string(B));
+        const long long dofs = static_cast<long long>(m_q.size());
+        const std::vector<T> q = in.template get<T>("stepper.q", dofs);
+        const std::vector<T> v = in.template get<T>("stepper.v", dofs);
+        const std::vector<std::uint8_t> free = in.template get<std::uint8_t>("stepper.free", dofs);
+        const std::vector<T> guess = in.template get<T>("stepper.guess");
+        if (!guess.empty() && guess.size() != m_q.size())
+            in.fail("block \"stepper.guess\" has " + std::to_string(guess.size()) + " values, expected 0 or " +
+                    std::to_string(m_q.size()));
+        m_q.assign(q.begin(), q.end());
+        m_v.assign(v.begin(), v.end());
+        m_free.assign(free.begin(), free.end());
+        m_guess.assign(guess.begin(), guess.end());
+        m_guess_step = in.template get_value<T>("stepper.guess_step");
+        m_last_h = in.template get_value<T>("stepper.last_h");
+        m_step_fraction = in.template get_value<T>("stepper.step_fraction");
+        m_energies_valid = false;
+        m_first_iteration_ready = false;
+        self().load_extra_state(in);
     }
 
     /// Moves pinned nodes along a path given by the caller, one step at a
@@ -776,6 +815,14 @@ protected:
 
     // Hooks with empty defaults.
     void after_step() {}
+    template <class Writer>
+    void save_extra_state(Writer&) const
+    {
+    }
+    template <class Reader>
+    void load_extra_state(const Reader&)
+    {
+    }
     void save_extra() {}
     void restore_extra() {}
     PcgOptions<T> pcg_options() const { return m_options.pcg; }
@@ -788,6 +835,22 @@ protected:
     T m_last_h = T(0);
 
 private:
+    /// Checks a host state vector of B values per node, all finite.
+    void require_state(const char* function, const char* name, const std::vector<T>& x) const
+    {
+        const std::string what = std::string(function) + " " + name;
+        if (x.size() != m_q.size()) {
+            const std::string per_node = "must be " + std::to_string(B) + " x #nodes = " + std::to_string(m_q.size());
+            throw InvalidInput(detail::describe((what + ".size()").c_str(), x.size(), per_node.c_str()));
+        }
+        for (std::size_t i = 0; i < x.size(); ++i) {
+            using std::isfinite;
+            if (!isfinite(x[i]))
+                throw InvalidInput("invalid " + what + "[" + std::to_string(i) + "] (node " + std::to_string(i / B) +
+                                   ", component " + std::to_string(i % B) + "): not finite");
+        }
+    }
+
     Derived& self() { return static_cast<Derived&>(*this); }
     const Derived& self() const { return static_cast<const Derived&>(*this); }
 

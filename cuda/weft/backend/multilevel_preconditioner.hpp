@@ -1007,7 +1007,8 @@ private:
             if (position[static_cast<std::size_t>(r)] < 0) continue;
             for (typename multilevel_detail::HostMatrix<T>::InnerIterator it(a, r); it; ++it) {
                 const Index c = position[static_cast<std::size_t>(it.col())];
-                if (c >= 0) dense[static_cast<std::size_t>(position[static_cast<std::size_t>(r)]) * size + c] = it.value();
+                if (c >= 0)
+                    dense[static_cast<std::size_t>(position[static_cast<std::size_t>(r)]) * size + c] = it.value();
             }
         }
         if (!multilevel_detail::spd_inverse(dense, size, inverse)) return false;

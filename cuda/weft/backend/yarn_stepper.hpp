@@ -59,6 +59,7 @@
 #include <weft/backend/eil_tracker.hpp>
 #include <weft/backend/implicit_stepper.hpp>
 #include <weft/backend/line_preconditioner.hpp>
+#include <weft/backend/state_archive.hpp>
 #include <weft/core/error.hpp>
 #include <weft/element/eil_elements.hpp>
 #include <weft/element/eil_terms.hpp>
@@ -817,6 +818,54 @@ private:
                                                              friction_limit(), m_material});
     }
     const T* friction_limit() const { return m_friction_limit.empty() ? nullptr : this->raw(m_friction_limit); }
+
+    /// The yarn state of a checkpoint (ImplicitStepper::save_state): the
+    /// friction anchors and limits, the contacts between layers, and the EIL
+    /// tracker's state, from which the element lists are rebuilt on loading.
+    template <class Self, class Archive>
+    static void state_fields(Self& self, Archive& a)
+    {
+        a("anchors", self.m_anchors);
+        a("friction_limit", self.m_friction_limit);
+        a("contact_nodes", self.m_contact_nodes);
+        a("contact_top", self.m_contact_top);
+        a("layer_mu", self.m_layer_mu);
+        a("exchange_force", self.m_exchange_force);
+        a("exchange_scale", self.m_exchange_scale);
+        a("normal_force", self.m_normal_force);
+        a("contact_state", self.m_contact_state);
+        a("pulled", self.m_pulled);
+        a("external_contact", self.m_external_contact);
+        a("retry", self.m_retry);
+        a("assembly_builds", self.m_assembly_builds);
+        Archive tracker = a.nested("eil");
+        EilTracker<T>::state_fields(self.m_tracker, tracker);
+    }
+    template <class Writer>
+    void save_extra_state(Writer& out) const
+    {
+        StateSaver<Writer> a(out, "yarn.");
+        state_fields(*this, a);
+    }
+    template <class Reader>
+    void load_extra_state(const Reader& in)
+    {
+        StateLoader<Reader> a(in, "yarn.");
+        state_fields(*this, a);
+        if (m_tracker.enabled()) {
+            // The element lists, stencils, yarn lines and assembly of the
+            // loaded topology, as `follow` makes them after a change.
+            const int builds = m_assembly_builds;
+            const EilElementLists& l = m_tracker.lists();
+            rebuild_elements(l.segments, l.bends, l.springs, l.pairs, l.fabric);
+            m_assembly_builds = builds;
+            m_lines = yarn_line_set(m_tracker.topology());
+        }
+        m_anchors_saved = m_anchors;
+        m_anchors_step = m_anchors;
+        this->invalidate_evaluation();
+    }
+
     void save_extra() { m_anchors_saved = m_anchors; }
     void restore_extra() { m_anchors = m_anchors_saved; }
 

@@ -724,6 +724,38 @@ public:
         flush();
     }
 
+    /// Continues the CSV that an earlier run wrote at `path` (weft-run's
+    /// --resume): its header must name `columns`; its first `keep_rows` rows
+    /// stay and any later ones are dropped, and rows are appended after them.
+    /// @throws InvalidInput naming the file when it is missing, has another
+    ///         header or fewer than `keep_rows` rows
+    CsvWriter(std::filesystem::path path, std::vector<std::string> columns, std::size_t keep_rows)
+        : m_path(std::move(path)), m_columns(std::move(columns))
+    {
+        const std::string where = io_detail::quoted(m_path) + ": ";
+        std::ifstream in(m_path, std::ios::binary);
+        if (!in) throw InvalidInput(where + "cannot be read, so the run cannot continue its CSV");
+        std::string header, line;
+        std::getline(in, header);
+        std::string expected;
+        for (std::size_t c = 0; c < m_columns.size(); ++c) expected += (c ? "," : "") + m_columns[c];
+        if (header != expected)
+            throw InvalidInput(where + "its header \"" + header + "\" is not this run's \"" + expected + "\"");
+        std::size_t rows = 0;
+        while (rows < keep_rows && std::getline(in, line)) ++rows;
+        if (rows < keep_rows)
+            throw InvalidInput(where + "has " + std::to_string(rows) + " rows; the run continues after row " +
+                               std::to_string(keep_rows));
+        const std::streamoff keep = in.tellg();
+        in.close();
+        std::error_code ec;
+        std::filesystem::resize_file(m_path, static_cast<std::uintmax_t>(keep), ec);
+        if (ec) throw std::runtime_error(where + "cannot drop the rows after row " + std::to_string(keep_rows));
+        m_out.open(m_path, std::ios::binary | std::ios::app);
+        if (!m_out) throw std::runtime_error(where + "cannot be opened for appending");
+        m_rows = keep_rows;
+    }
+
     /// Appends one row; `values` has one entry per column. Nothing is written
     /// if any value is rejected.
     void write_row(const std::vector<double>& values)

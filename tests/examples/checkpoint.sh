@@ -1,0 +1,131 @@
+#!/usr/bin/env bash
+# ctest examples.weft_run.checkpoint: a run interrupted and resumed from its
+# checkpoint writes what an uninterrupted run writes.
+#
+#   checkpoint.sh WEFT_RUN SOURCE_DIR WORK_DIR
+#
+# 1. Each scene (a yarn patch with friction and EIL tracking; sliding_rods,
+#    whose rods slide through their contact with EIL nodes; a triangle sheet
+#    under full Newton) runs N steps in one go, and N/2 steps with
+#    --checkpoint-every, then --resume to N: the CSVs (every column but the
+#    wall time ms_per_step) and every frame file (.vtk, .vtp, .pvd, .obj,
+#    .bcc) must be byte-identical.
+# 2. SIGTERM during a run: exit status 3, a checkpoint of the step it stopped
+#    after, and the run resumed from it to the end equals the uninterrupted run.
+# 3. Refused checkpoints name why: another scene, truncated, corrupted,
+#    another version, not a checkpoint.
+set -u
+run=$1 src=$2 work=$3
+rm -rf "$work"
+mkdir -p "$work"
+export OMP_NUM_THREADS=1
+status=0
+compared=0
+fail() {
+  echo "FAILED: $*"
+  status=1
+}
+strip_time() {
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; ++i) if ($i == "ms_per_step") skip = i }
+           { out = ""; sep = ""; for (i = 1; i <= NF; ++i) if (i != skip) { out = out sep $i; sep = "," } print out }' "$1"
+}
+# same_output DIR_A DIR_B: CSVs without the wall time and every other file, byte for byte.
+same_output() {
+  local a=$1 b=$2 files=0
+  for f in $(cd "$a" && find . -type f ! -name '*.checkpoint' | sort); do
+    if [ ! -f "$b/$f" ]; then
+      fail "$b/$f missing"
+      continue
+    fi
+    case $f in
+      *.csv) cmp -s <(strip_time "$a/$f") <(strip_time "$b/$f") || fail "$f differs ($a, $b)" ;;
+      *) cmp -s "$a/$f" "$b/$f" || fail "$f differs ($a, $b)" ;;
+    esac
+    files=$((files + 1))
+  done
+  [ "$files" -gt 3 ] || fail "only $files files compared in $a"
+  compared=$((compared + files))
+}
+# A scene with every frame format and frames every 5 steps.
+variant() {
+  python3 - "$1" "$2" <<'PY' || exit 1
+import json, sys
+scene = json.load(open(sys.argv[1]))
+formats = ["vtk", "vtp", "obj"] + (["bcc"] if scene["cloth"][0].get("type", "woven") != "triangle" else [])
+scene["output"] = {"csv": "run.csv", "frames": "frames", "every": 5, "formats": formats}
+json.dump(scene, open(sys.argv[2], "w"))
+PY
+}
+
+for scene in "$src/tests/examples/scenes/determinism_yarn.json" "$src/examples/scenes/sliding_rods.json" \
+             "$src/tests/examples/scenes/determinism_triangle.json"; do
+  name=$(basename "$scene" .json)
+  dir="$work/$name"
+  mkdir -p "$dir/full" "$dir/part"
+  variant "$scene" "$dir/scene.json"
+  h=$(python3 -c "import json; print(json.load(open('$dir/scene.json'))['time_step'])")
+  steps=40
+  [ "$name" = sliding_rods ] && steps=140  # its rods meet and EIL nodes exist around step 60
+  full=$(python3 -c "print($steps * $h)")
+  half=$(python3 -c "print($steps // 2 * $h)")
+  "$run" "$dir/scene.json" --output-dir "$dir/full" --duration "$full" --quiet || fail "$name: uninterrupted run"
+  "$run" "$dir/scene.json" --output-dir "$dir/part" --duration "$half" --checkpoint-every $((steps / 4)) --quiet \
+    || fail "$name: first half"
+  [ -f "$dir/part/scene.checkpoint" ] || fail "$name: no checkpoint written"
+  "$run" "$dir/scene.json" --output-dir "$dir/part" --duration "$full" --resume "$dir/part/scene.checkpoint" --quiet \
+    || fail "$name: resumed run"
+  same_output "$dir/full" "$dir/part"
+done
+
+# SIGTERM: the yarn patch for 10 s of simulated time, stopped after about a second.
+dir="$work/sigterm"
+mkdir -p "$dir/run"
+cp "$work/determinism_yarn/scene.json" "$dir/scene.json"
+"$run" "$dir/scene.json" --output-dir "$dir/run" --duration 10 --checkpoint-every 100000 --quiet &
+pid=$!
+sleep 1.5
+kill -TERM $pid
+wait $pid
+code=$?
+if [ $code -ne 3 ]; then
+  fail "SIGTERM: exit status $code, expected 3"
+elif [ ! -f "$dir/run/scene.checkpoint" ]; then
+  fail "SIGTERM: no checkpoint"
+else
+  rows=$(($(wc -l < "$dir/run/run.csv") - 1))
+  end=$(python3 -c "print(($rows + 5) * 0.001)")
+  mkdir -p "$dir/full"
+  "$run" "$dir/scene.json" --output-dir "$dir/full" --duration "$end" --quiet || fail "SIGTERM: uninterrupted run"
+  "$run" "$dir/scene.json" --output-dir "$dir/run" --duration "$end" --resume "$dir/run/scene.checkpoint" --quiet \
+    || fail "SIGTERM: resumed run"
+  echo "SIGTERM after step $rows: exit status 3, resumed to step $((rows + 5))"
+  same_output "$dir/full" "$dir/run"
+fi
+
+# Refusals, each naming its reason.
+good="$work/determinism_yarn/part/scene.checkpoint"
+refused=0
+expect_refusal() {  # SCENE CHECKPOINT TEXT
+  local out
+  out=$("$run" "$1" --output-dir "$work/refused" --resume "$2" --quiet 2>&1)
+  local code=$?
+  if [ $code -ne 1 ] || ! printf '%s' "$out" | grep -q "$3"; then
+    fail "resume with $2: exit $code, expected 1 and '$3'; got: $out"
+  fi
+  refused=$((refused + 1))
+}
+mkdir -p "$work/refused"
+expect_refusal "$work/sliding_rods/scene.json" "$good" "continues only the run it was written by"
+head -c -13 "$good" > "$work/refused/truncated.checkpoint"
+expect_refusal "$work/determinism_yarn/scene.json" "$work/refused/truncated.checkpoint" "is truncated"
+cp "$good" "$work/refused/corrupted.checkpoint"
+printf '\x55' | dd of="$work/refused/corrupted.checkpoint" bs=1 seek=200 conv=notrunc status=none
+expect_refusal "$work/determinism_yarn/scene.json" "$work/refused/corrupted.checkpoint" "is corrupted"
+cp "$good" "$work/refused/version.checkpoint"
+printf '\x09' | dd of="$work/refused/version.checkpoint" bs=1 seek=8 conv=notrunc status=none
+expect_refusal "$work/determinism_yarn/scene.json" "$work/refused/version.checkpoint" "checkpoint version 9"
+expect_refusal "$work/determinism_yarn/scene.json" "$work/determinism_yarn/scene.json" "is not a weft checkpoint"
+
+echo "compared $compared files; $refused checkpoints refused"
+[ "$compared" -gt 0 ] && [ "$refused" -eq 5 ] || fail "checks did not run"
+exit $status
