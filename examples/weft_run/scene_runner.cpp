@@ -129,7 +129,7 @@ void resume_topology(const Frames&, const Stepper&)
 
 /// The time loop shared by both models: steps, CSV rows, frames, progress, summary.
 template <class Stepper, class Frames>
-RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, const char* kind, Stepper& stepper,
+RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Stepper& stepper,
                     std::unique_ptr<Frames>& frames, int nodes, std::ostream& log)
 {
     using namespace runner_detail;
@@ -146,11 +146,6 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, con
             in.fail("was written for scene \"" + in.get_string("run.scene") +
                     "\" with its options, and this run's scene file or options differ (" + args.scene.string() +
                     "): a checkpoint continues only the run it was written by");
-        if (in.get_string("run.kind") != kind)
-            in.fail("holds a " + in.get_string("run.kind") + " run; this scene is a " + kind + " scene");
-        if (in.get_value<double>("run.time_step") != scene.time_step)
-            in.fail("was written with time_step " + std::to_string(in.get_value<double>("run.time_step")) +
-                    " s; this scene has " + std::to_string(scene.time_step) + " s");
         summary_fields(
             [&](const char* name, auto& field) { field = in.get_value<std::decay_t<decltype(field)>>(name); }, summary);
         frame_times = in.get<double>("run.frame_times");
@@ -165,8 +160,6 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, con
         CheckpointWriter out;
         out.put_value("run.fingerprint", fingerprint);
         out.put_string("run.scene", args.scene.string());
-        out.put_string("run.kind", kind);
-        out.put_value("run.time_step", scene.time_step);
         summary_fields([&](const char* name, auto& field) { out.put_value(name, field); }, summary);
         out.put("run.frame_times", frame_times);
         out.put_value("run.csv_rows", csv_rows);
@@ -341,14 +334,14 @@ RunSummary run_scene(const RunArguments& args, std::ostream& log)
         if (!scene.output.frames.empty())
             frames = std::make_unique<TriangleFrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output,
                                                            built.mesh);
-        return run_loop(scene, args, "triangle", stepper, frames, built.model.node_count(), log);
+        return run_loop(scene, args, stepper, frames, built.model.node_count(), log);
     }
     YarnScene<double> built = build_yarn_scene<double>(scene);
     YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options, eil_options<double>(scene));
     std::unique_ptr<FrameOutput> frames;
     if (!scene.output.frames.empty())
         frames = std::make_unique<FrameOutput>(resolve(args.output_dir, scene.output.frames), scene.output, built);
-    return run_loop(scene, args, "yarn", stepper, frames, built.model.node_count(), log);
+    return run_loop(scene, args, stepper, frames, built.model.node_count(), log);
 }
 
 }  // namespace weft::examples
