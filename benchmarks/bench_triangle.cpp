@@ -6,13 +6,14 @@
 //
 // Material (a light cloth, 1 mm thick, 200 kg/m³): λh = 2000 N/m,
 // μh = 1000 N/m (E ≈ 2.7 MPa, ν = 1/3), ρh = 0.2 kg/m², hinge bending
-// k = 1e-4 N·m; strain-rate damping matched to Rayleigh β = 0.15 s through
-// 2018 Eq. (12): λ_d = βλ, μ_d = βμ, and k_d = βk on the hinges. Alternating
-// diagonals (no preferred shear direction).
+// k = 1e-4 N·m (or, with --bending plate, plate bending with D = 1e-4 N·m, ν = 0); strain-rate damping matched to
+// Rayleigh β = 0.15 s through 2018 Eq. (12): λ_d = βλ, μ_d = βμ, and k_d = βk on the hinges. Alternating diagonals (no
+// preferred shear direction).
 //
 //   bench_triangle [--sizes 100,300] [--steps N] [--warmup W] [--dt SECONDS]
 //                  [--damping strain-rate|rayleigh|none] [--table] [--spmv-repeats R]
 //                  [--no-cholmod] [--preconditioner block-jacobi|multilevel]
+//                  [--bending dihedral|plate]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
 // with --table one Markdown row per size (the columns of benchmarks/RESULTS.md).
@@ -50,6 +51,7 @@ struct Options {
     int warmup = 3;
     double dt = 2e-3;
     std::string damping = "strain-rate";
+    std::string bending = "dihedral";
     bool table = false;
     int spmv_repeats = 20;
     bool cholmod = weft::cholmod_available();
@@ -73,6 +75,11 @@ Options parse(int argc, char** argv)
     app.add_option("--damping", o.damping, "damping model")
         ->check(CLI::IsMember({"strain-rate", "rayleigh", "none"}))
         ->type_name("MODEL");
+    app.add_option("--bending", o.bending,
+                   "bending model (dihedral: the hinges of the figures in benchmarks/RESULTS.md; plate: the "
+                   "library's default, Kirchhoff plate bending on curvature stencils)")
+        ->check(CLI::IsMember({"dihedral", "plate"}))
+        ->type_name("MODEL");
     app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
         ->check(CLI::IsMember({"block-jacobi", "multilevel"}))
         ->type_name("NAME");
@@ -85,7 +92,7 @@ Options parse(int argc, char** argv)
     return o;
 }
 
-weft::TriangleMaterial<double> cloth_material(const std::string& damping)
+weft::TriangleMaterial<double> cloth_material(const std::string& damping, const std::string& bending_model)
 {
     const double thickness = 1e-3;        // m
     const double lambda = 2e6, mu = 1e6;  // Pa
@@ -96,6 +103,7 @@ weft::TriangleMaterial<double> cloth_material(const std::string& damping)
     m.membrane = weft::MembraneModel::stvk;
     m.stvk = weft::StVKDensity<double>{lambda * thickness, mu * thickness};
     m.areal_density = density * thickness;
+    m.bending = bending_model == "plate" ? weft::BendingModel::plate : weft::BendingModel::dihedral;
     m.bending_stiffness = bending;
     if (damping == "strain-rate") {
         m.damping = weft::TriangleDamping::strain_rate;
@@ -131,7 +139,8 @@ SizeResult run_size(int n, const Options& opt)
     const auto setup_start = clock::now();
     const double side = 1.0;
     const weft::TriangleMesh mesh = weft::make_triangle_grid(n, n, side, side, weft::DiagonalPattern::alternating);
-    weft::TriangleModel<double> model = weft::build_triangle_model<double>(mesh, cloth_material(opt.damping));
+    weft::TriangleModel<double> model =
+        weft::build_triangle_model<double>(mesh, cloth_material(opt.damping, opt.bending));
     // The grid lies in the xy-plane; gravity along −y hangs it in its own plane
     // from the two top corners, vertices (0, n−1) and (n−1, n−1).
     for (const int corner : {(n - 1) * n, n * n - 1})
@@ -211,9 +220,9 @@ int main(int argc, char** argv)
         } else {
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
-                << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"damping\": \"" << opt.damping
-                << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup
-                << ",\n  \"results\": [";
+                << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"bending\": \"" << opt.bending
+                << "\",\n  \"damping\": \"" << opt.damping << "\",\n  \"dt\": " << opt.dt
+                << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         }
         bool first = true;
         for (const int n : opt.sizes) {

@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 #include <vector>
@@ -482,7 +484,9 @@ TEST_CASE("triangle stepper: a step beyond max_speed fails, is undone, and names
           "[backend][triangle][max-speed]")
 {
     // A free, unstressed sheet in free fall: after a step of h every node
-    // moves at g h (0.0981 m/s for h = 10 ms), whatever the substeps.
+    // moves at g h (0.0981 m/s for h = 10 ms), whatever the substeps (to
+    // the linear solve's tolerance, set tight below: the bending stiffness
+    // in A keeps PCG from reaching the uniform solution in one iteration).
     const TriangleModel<double> model = grid_model(4, TriangleDamping::strain_rate);
     const double g = 9.81, h = 1e-2;
     const Vec3 gravity(0, 0, -g);
@@ -492,6 +496,7 @@ TEST_CASE("triangle stepper: a step beyond max_speed fails, is undone, and names
     int checks = 0;
     {
         weft::StepperOptions<double> options;
+        options.pcg.tolerance = 1e-10;
         options.max_speed = 0.6 * g * h;
         TriangleStepper<double> stepper(model, {}, gravity, options);
         const weft::BackendStepReport r = stepper.step(h);
@@ -516,6 +521,7 @@ TEST_CASE("triangle stepper: a step beyond max_speed fails, is undone, and names
     {
         // With the bound above g h the same step is ok.
         weft::StepperOptions<double> options;
+        options.pcg.tolerance = 1e-10;
         options.max_speed = 1.05 * g * h;
         TriangleStepper<double> stepper(model, {}, gravity, options);
         const weft::BackendStepReport r = stepper.step(h);
@@ -532,6 +538,7 @@ TEST_CASE("triangle stepper: a step beyond max_speed fails, is undone, and names
         // Halving is tried when allowed: the first half step (g h / 2) passes,
         // the second cannot (it ends at g h again, at every depth).
         weft::StepperOptions<double> options;
+        options.pcg.tolerance = 1e-10;
         options.max_speed = 0.6 * g * h;
         options.max_halvings = 3;
         TriangleStepper<double> stepper(model, {}, gravity, options);
@@ -737,4 +744,143 @@ TEST_CASE("triangle stepper: full Newton converges on a sheet sliding to a stop 
     // Stopped by t = v0/(μ g) ≈ 0.17 s, at rest at 0.24 s.
     const VectorX v = host(stepper.velocities());
     CHECK(v.cwiseAbs().maxCoeff() < 1e-3);
+}
+
+namespace {
+
+/// A cantilever: an nx × ny grid of spacing Δ along x from −Δ to L, both
+/// columns at x ≤ 0 held (a clamp at x = 0), loaded by its weight q = ρh g.
+/// Runs backward Euler with large steps (which damps every mode) to the
+/// static state and returns the mean deflection of the tip column and of its
+/// middle third across the width.
+struct CantileverResult {
+    double tip_mean, tip_middle;
+    int steps;
+};
+
+CantileverResult cantilever(double length, double width, int columns_per_length, double rigidity, double poisson)
+{
+    const double spacing = length / columns_per_length;
+    const int nx = columns_per_length + 2;
+    const int ny = static_cast<int>(std::lround(width / spacing)) + 1;
+    const weft::TriangleMesh mesh = weft::make_triangle_grid(nx, ny, length + spacing, width);
+    TriangleMaterial<double> material;
+    material.stvk = weft::StVKDensity<double>{0.0, 5e3};  // a stiff membrane; it does not enter the small deflection
+    material.areal_density = 1.0;                         // q = 9.81 N/m²
+    material.bending_stiffness = rigidity;
+    material.bending_poisson = poisson;
+    TriangleModel<double> model = weft::build_triangle_model<double>(mesh, material);
+    const double clamp_x = -0.5 * (length + spacing) + spacing;
+    for (int i = 0; i < model.node_count(); ++i)
+        if (model.q[3 * i] < clamp_x + 1e-9)
+            for (int k = 0; k < 3; ++k) model.free_dof[3 * i + k] = 0;
+    weft::StepperOptions<double> options;
+    options.pcg.tolerance = 1e-10;
+    options.pcg.max_iterations = 20000;
+    if (weft::cholmod_available()) options.linear = weft::LinearSolver::cholmod;
+    TriangleStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options);
+    CantileverResult out{0, 0, 0};
+    for (; out.steps < 400; ++out.steps) {
+        const weft::BackendStepReport r = stepper.step(0.02);
+        INFO("step " << out.steps << ": " << r.message);
+        REQUIRE(r.ok);
+        if (out.steps > 20 && host(stepper.velocities()).lpNorm<Eigen::Infinity>() < 1e-9) break;
+    }
+    const VectorX q = host(stepper.positions());
+    int tip = 0, middle = 0;
+    const double tip_x = 0.5 * (length + spacing);
+    for (int i = 0; i < model.node_count(); ++i) {
+        if (model.q[3 * i] < tip_x - 1e-9) continue;
+        out.tip_mean -= q(3 * i + 2);
+        ++tip;
+        if (std::abs(model.q[3 * i + 1]) <= width / 6 + 1e-9) {
+            out.tip_middle -= q(3 * i + 2);
+            ++middle;
+        }
+    }
+    REQUIRE(tip == ny);
+    REQUIRE(middle > 0);
+    out.tip_mean /= tip;
+    out.tip_middle /= middle;
+    return out;
+}
+
+}  // namespace
+
+TEST_CASE("triangle stepper: a clamped strip sags by q L^4 / 8 D under its weight (plate bending)",
+          "[backend][triangle][plate][cantilever]")
+{
+    // L = 0.1 m, D = 0.0125 N·m, q = 9.81 N/m²: δ = q L⁴ / 8 D = 0.981 mm (1 % of L, small deflection).
+    const double length = 0.1, rigidity = 0.0125, q = 9.81;
+    const double expected = q * std::pow(length, 4) / (8 * rigidity);
+    const CantileverResult coarse = cantilever(length, 0.02, 20, rigidity, 0.0);
+    const CantileverResult fine = cantilever(length, 0.02, 40, rigidity, 0.0);
+    INFO("tip deflection " << coarse.tip_mean << " (20 columns, " << coarse.steps << " steps), " << fine.tip_mean
+                           << " (40 columns, " << fine.steps << " steps); beam theory " << expected);
+    CHECK(std::abs(fine.tip_mean / expected - 1) < 0.10);
+    CHECK(std::abs(fine.tip_mean / expected - 1) < std::abs(coarse.tip_mean / expected - 1));
+    // A wide plate with ν = 0.3 bends cylindrically in its middle, with the plate's D = E h³ / 12 (1 − ν²).
+    const CantileverResult wide = cantilever(length, 0.4, 20, rigidity, 0.3);
+    INFO("wide plate, nu = 0.3: middle tip deflection " << wide.tip_middle << " (" << wide.steps << " steps)");
+    CHECK(std::abs(wide.tip_middle / expected - 1) < 0.10);
+}
+
+namespace {
+
+/// A 60° section of a cylinder of radius 0.2 m and length 0.3 m, as an OBJ
+/// without texture coordinates (each triangle flattened from its 3D shape).
+weft::TriangleMesh cylinder_section_obj()
+{
+    std::ostringstream obj;
+    const int na = 13, nl = 9;
+    for (int j = 0; j < nl; ++j)
+        for (int i = 0; i < na; ++i) {
+            const double a = (i - (na - 1) / 2.0) / (na - 1) * (3.14159265358979 / 3);
+            obj << "v " << 0.2 * std::sin(a) << " " << 0.3 * j / (nl - 1) << " " << 0.2 * (1 - std::cos(a)) << "\n";
+        }
+    for (int j = 0; j + 1 < nl; ++j)
+        for (int i = 0; i + 1 < na; ++i) {
+            const int a = j * na + i + 1, b = a + 1, c = a + na, d = c + 1;
+            obj << "f " << a << " " << b << " " << d << "\nf " << a << " " << d << " " << c << "\n";
+        }
+    std::istringstream in(obj.str());
+    return weft::parse_obj_mesh(in, "cylinder_section.obj");
+}
+
+}  // namespace
+
+TEST_CASE("triangle stepper: a curved rest shape from a mesh stays at rest with no load, a flat one springs open",
+          "[backend][triangle][plate][rest-shape]")
+{
+    const weft::TriangleMesh mesh = cylinder_section_obj();
+    int checks = 0;
+    for (const auto bending : {weft::BendingModel::plate, weft::BendingModel::dihedral}) {
+        double moved[2] = {0, 0};
+        for (const auto rest : {weft::TriangleRestShape::mesh, weft::TriangleRestShape::flat}) {
+            TriangleMaterial<double> material = cloth_material(TriangleDamping::none);
+            material.bending = bending;
+            material.bending_stiffness = 1e-3;
+            const TriangleModel<double> model =
+                weft::build_triangle_model<double>(mesh, material, std::nullopt, {}, rest);
+            REQUIRE((bending == weft::BendingModel::plate ? model.plates.size() : model.hinges.size()) > 0);
+            TriangleStepper<double> stepper(model, {}, Vec3(0, 0, 0));
+            stepper.assemble(1e-3);
+            const double force = host(stepper.force()).lpNorm<Eigen::Infinity>();
+            for (int s = 0; s < 20; ++s) REQUIRE(stepper.step(2e-3).ok);
+            const VectorX q0 = Eigen::Map<const VectorX>(model.q.data(), static_cast<Eigen::Index>(model.q.size()));
+            moved[rest == weft::TriangleRestShape::flat] = (host(stepper.positions()) - q0).lpNorm<Eigen::Infinity>();
+            INFO((bending == weft::BendingModel::plate ? "plate" : "dihedral")
+                 << (rest == weft::TriangleRestShape::mesh ? ", mesh rest" : ", flat rest") << ": force " << force
+                 << " N, moved " << moved[rest == weft::TriangleRestShape::flat] << " m");
+            if (rest == weft::TriangleRestShape::mesh) {
+                CHECK(force < 1e-9);
+                CHECK(moved[0] < 1e-9);
+            } else {
+                CHECK(force > 1e-4);
+            }
+            ++checks;
+        }
+        CHECK(moved[1] > 1e-4);
+    }
+    REQUIRE(checks == 4);
 }

@@ -351,9 +351,15 @@ TEST_CASE("weft-run: a triangle scene with a mesh file and a tabulated material"
       "cloth": [{ "type": "triangle", "mesh": "square.obj",
           "material": {"model": "tabulated", "file": ")" +
                                    material.string() + R"(", "thickness": 0.001, "density": 200, "bending": 1e-5},
+          "bending": {"model": "dihedral"},
           "damping": {"model": "strain-rate", "lambda": 10, "mu": 10, "bending": 1e-6},
           "pins": [0, 1] }],
       "output": {"csv": "energy.csv"} })";
+    // Five vertices are too few for plate bending's stencils: refused with the way out named.
+    std::string plate = scene_text;
+    plate.replace(plate.find(R"("bending": {"model": "dihedral"},)"), 33, "");
+    CHECK_THAT(run_error_of(write_scene(dir, plate), dir),
+               Catch::Contains("plate bending needs six vertices") && Catch::Contains("\"dihedral\""));
     const RunOutput run = run_quietly(write_scene(dir, scene_text), dir);
     const RunSummary& summary = run.summary;
     INFO(run.log << summary.error);

@@ -821,6 +821,35 @@ TEST_CASE("scene: EIL solver options, sliding-rods and triangle entries", "[io][
     tri["cloth"][0]["material"]["lambda"] = 1e5;
     tri["cloth"][0]["material"]["youngs"] = 1;
     CHECK_THAT(error_of(tri), Contains("cloth[0].material.youngs"));
+    tri["cloth"][0]["material"].erase("youngs");
+
+    // Bending: plate by default, ν the one D was derived with; the dihedral model, the stiffness given once.
+    CHECK(d.bending_model == "plate");
+    CHECK(d.bending_poisson == Approx(nu));
+    CHECK(d.rest_shape == "flat");
+    tri["cloth"][0]["bending"] = json::parse(R"({"model": "dihedral", "stiffness": 2e-3})");
+    tri["cloth"][0]["rest_shape"] = "mesh";
+    const weft::SceneDescription dihedral = weft::parse_scene(tri);
+    CHECK(dihedral.cloth[0].triangle.bending_model == "dihedral");
+    CHECK(dihedral.cloth[0].triangle.bending == 2e-3);
+    CHECK(dihedral.cloth[0].triangle.rest_shape == "mesh");
+    tri["cloth"][0]["bending"] = json::parse(R"({"model": "plate", "poisson": 0.45})");
+    CHECK(weft::parse_scene(tri).cloth[0].triangle.bending_poisson == 0.45);
+    tri["cloth"][0]["bending"] = json::parse(R"({"model": "shells"})");
+    CHECK_THAT(error_of(tri), Contains("cloth[0].bending.model") && Contains("shells"));
+    tri["cloth"][0]["bending"] = json::parse(R"({"poisson": 1.0})");
+    CHECK_THAT(error_of(tri), Contains("cloth[0].bending.poisson: must be in (-1, 1)") && Contains("got 1"));
+    tri["cloth"][0]["bending"] = json::parse(R"({"model": "dihedral", "poisson": 0.3})");
+    CHECK_THAT(error_of(tri), Contains("cloth[0].bending.poisson: applies to the \"plate\" bending model"));
+    tri["cloth"][0]["bending"] = json::parse(R"({"stiffness": 1e-3})");
+    tri["cloth"][0]["material"]["bending"] = 2e-3;
+    CHECK_THAT(error_of(tri), Contains("cloth[0].bending.stiffness: give the bending stiffness once"));
+    tri["cloth"][0]["material"].erase("bending");
+    tri["cloth"][0]["bending"] = json::parse(R"({"stiffnes": 1e-3})");
+    CHECK_THAT(error_of(tri), Contains("cloth[0].bending.stiffnes: unknown key"));
+    tri["cloth"][0].erase("bending");
+    tri["cloth"][0]["rest_shape"] = "curved";
+    CHECK_THAT(error_of(tri), Contains("cloth[0].rest_shape") && Contains("curved"));
 }
 
 TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "[io][scene][schema][docs]")
@@ -854,9 +883,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 26 objects, 163 keys (with repeats across objects, e.g. "type").
-    REQUIRE(weft::scene_schema().size() == 26);
-    REQUIRE(checked == 163);
+    // 27 objects, 168 keys (with repeats across objects, e.g. "type").
+    REQUIRE(weft::scene_schema().size() == 27);
+    REQUIRE(checked == 168);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

@@ -91,11 +91,14 @@ Eigen::Matrix<double, 12, 1> hinge_positions(const std::vector<Vec3>& positions,
     return q;
 }
 
-weft::TriangleMaterial<double> sheet_material()
+/// Dihedral hinges: these tests are about the mesh's hinges and masses, on
+/// grids down to 2 × 2 vertices, too small for plate bending's stencils.
+weft::TriangleMaterial<double> sheet_material(weft::BendingModel bending = weft::BendingModel::dihedral)
 {
     weft::TriangleMaterial<double> m;
     m.stvk = weft::StVKDensity<double>{2000.0, 1000.0};
     m.areal_density = 0.2;
+    m.bending = bending;
     m.bending_stiffness = 1e-4;
     return m;
 }
@@ -309,6 +312,35 @@ TEST_CASE("triangle grid: a flat sheet's hinges have zero dihedral angle and zer
         }
     }
     REQUIRE(checked == 2 * interior_edge_count(6, 5));
+}
+
+TEST_CASE("triangle grid: plate bending has one stencil per triangle, corners first, flat at rest",
+          "[model][triangle_mesh][plate]")
+{
+    int checked = 0;
+    for (const DiagonalPattern pattern : both_patterns) {
+        const TriangleMesh mesh = weft::make_triangle_grid(6, 5, 1.0, 0.7, pattern);
+        const weft::TriangleModel<double> model =
+            weft::build_triangle_model<double>(mesh, sheet_material(weft::BendingModel::plate));
+        REQUIRE(model.hinges.empty());
+        REQUIRE(model.plates.size() == mesh.triangles.size());
+        for (std::size_t t = 0; t < model.plates.size(); ++t) {
+            const weft::PlateElement<double>& p = model.plates[t];
+            for (int c = 0; c < 3; ++c) CHECK(p.nodes[c] == mesh.triangles[t][c]);
+            CHECK(p.rest.rest_area == Approx(model.triangles[t].rest.area).epsilon(1e-13));
+            Eigen::Matrix<double, 3 * weft::curvature_stencil_nodes, 1> q;
+            for (int k = 0; k < weft::curvature_stencil_nodes; ++k) {
+                CHECK(p.nodes[k] >= 0);
+                CHECK(p.nodes[k] < model.node_count());
+                q.segment<3>(3 * k) = mesh.positions[p.nodes[k]];
+            }
+            const auto e = weft::shell_curvature_first_order<double>(p.rest, q, decltype(q)::Zero().eval());
+            CHECK(e.status == weft::StrainStatus::ok);
+            CHECK(e.strain.norm() < 1e-12);
+            ++checked;
+        }
+    }
+    REQUIRE(checked == 2 * 2 * 5 * 4);
 }
 
 TEST_CASE("triangle grid: a domed sheet bends every hinge the same way", "[model][triangle_mesh][hinges][dihedral]")

@@ -1,9 +1,11 @@
 #pragma once
 /// @file triangle_stepper.hpp
 /// Backward Euler for triangle-mesh cloth on the Thrust backend (block size
-/// 3): membrane, hinge and node kernels (element/triangle_elements.hpp) on top
-/// of the shared Newton/PCG/halving driver of implicit_stepper.hpp.
-/// Contribution order: triangles (3×3 node blocks), hinges (4×4), nodes (1).
+/// 3): membrane, bending (plate triangle or hinge) and node kernels
+/// (element/triangle_elements.hpp) on top of the shared Newton/PCG/halving
+/// driver of implicit_stepper.hpp. Contribution order: triangles (3×3 node
+/// blocks), hinges (4×4), plate triangles (12×12), nodes (1); a model has hinges
+/// or plate triangles, not both.
 
 #include <vector>
 
@@ -59,6 +61,12 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const HingeEleme
                                      NodeBlocks<T, 4, B>& blocks, ElementEnergies<T>& e)
 {
     evaluate_triangle_hinge<T>(in.q, in.v, hinge, in.material, in.h, blocks, e, in.newton);
+}
+template <typename T>
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const PlateElement<T>& plate,
+                                     NodeBlocks<T, curvature_stencil_nodes, B>& blocks, ElementEnergies<T>& e)
+{
+    evaluate_triangle_plate<T>(in.q, in.v, plate, in.material, in.h, blocks, e, in.newton);
 }
 template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const TriangleNode& n, NodeBlocks<T, 1, B>& blocks,
@@ -125,14 +133,21 @@ private:
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t triangles = m_triangles.size();
         const std::size_t hinges = m_hinges.size();
+        const std::size_t plates = m_plates.size();
+        constexpr int P = curvature_stencil_nodes;
         thrust::for_each(thrust::device, first, first + static_cast<Index>(triangles),
                          ElementKernel<T, TriangleElement<T>, 3>{in, this->raw(m_triangles), 0, 0, 0});
         thrust::for_each(
             thrust::device, first, first + static_cast<Index>(hinges),
             ElementKernel<T, HingeElement<T>, 4>{in, this->raw(m_hinges), 9 * triangles, 3 * triangles, triangles});
-        thrust::for_each(thrust::device, first, first + this->m_nodes,
-                         ElementKernel<T, TriangleNode, 1>{in, this->raw(m_node_list), 9 * triangles + 16 * hinges,
-                                                           3 * triangles + 4 * hinges, triangles + hinges});
+        if (plates > 0)
+            thrust::for_each(thrust::device, first, first + static_cast<Index>(plates),
+                             ElementKernel<T, PlateElement<T>, P>{in, this->raw(m_plates), 9 * triangles + 16 * hinges,
+                                                                  3 * triangles + 4 * hinges, triangles + hinges});
+        thrust::for_each(
+            thrust::device, first, first + this->m_nodes,
+            ElementKernel<T, TriangleNode, 1>{in, this->raw(m_node_list), 9 * triangles + 16 * hinges + P * P * plates,
+                                              3 * triangles + 4 * hinges + P * plates, triangles + hinges + plates});
     }
 
     /// Full Newton: nodes resting on a collider keep their depth in the
@@ -152,6 +167,7 @@ private:
     thrust::device_vector<T> m_mass;
     thrust::device_vector<TriangleElement<T>> m_triangles;
     thrust::device_vector<HingeElement<T>> m_hinges;
+    thrust::device_vector<PlateElement<T>> m_plates;
     thrust::device_vector<triangle_stepper_detail::TriangleNode> m_node_list;
     thrust::device_vector<TabulatedMembraneDensity<T>> m_tabulated;
     thrust::device_vector<Collider<T>> m_colliders;
@@ -167,6 +183,7 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
     m_mass.assign(model.mass.begin(), model.mass.end());
     m_triangles.assign(model.triangles.begin(), model.triangles.end());
     m_hinges.assign(model.hinges.begin(), model.hinges.end());
+    m_plates.assign(model.plates.begin(), model.plates.end());
     for (const Collider<T>& c : colliders)
         require_valid_collider(c);  // the factories' checks, for colliders built by hand
     m_colliders.assign(colliders.begin(), colliders.end());
@@ -192,8 +209,10 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
     };
     for (const TriangleElement<T>& t : model.triangles) add_element(t.nodes, 3);
     for (const HingeElement<T>& h : model.hinges) add_element(h.nodes, 4);
+    for (const PlateElement<T>& p : model.plates) add_element(p.nodes, curvature_stencil_nodes);
     for (Index n = 0; n < node_total; ++n) add_element(&n, 1);
-    this->build_assembly(blocks, vectors, model.triangles.size() + model.hinges.size() + nodes.size());
+    this->build_assembly(blocks, vectors,
+                         model.triangles.size() + model.hinges.size() + model.plates.size() + nodes.size());
 }
 
 #if defined(WEFT_PRECOMPILED_STEPPERS) && THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_OMP

@@ -7,6 +7,9 @@
 ///    a tabulated GNATV density (2019 Sec. 3), with strain-rate dissipation
 ///    (StVK form in ε̇, 2018 Eq. 15–16) or Rayleigh damping f = −β K v as the
 ///    baseline;
+///  - plate triangle: Kirchhoff plate bending on the curvature of its
+///    stencil (strain/shell_curvature.hpp), with strain-rate dissipation of
+///    the same form (the default bending);
 ///  - hinge: discrete-shells dihedral bending (strain/dihedral.hpp) with its
 ///    own strain-rate dissipation ½ k_d ε̇²;
 ///  - node: lumped mass, gravity, penalty colliders.
@@ -19,9 +22,9 @@
 ///    Exact in tension; drops the destabilizing compression term.
 ///  - dissipation: ∂f_d/∂v exact (2018 Eq. 8), ∂f_d/∂q with the dissipative
 ///    stress clamped (2018 Eq. 9 and Sec. 4).
-///  - hinge: Gauss–Newton −∂f_e/∂q ≈ Ω k ∇ε ∇εᵀ (the dihedral angle's
-///    Hessian is indefinite even at rest, see dihedral_bending_element.hpp);
-///    ∂f_d/∂q omitted, ∂f_d/∂v exact.
+///  - hinge and plate triangle: Gauss–Newton −∂f_e/∂q ≈ Ω ∇ε C ∇εᵀ (the
+///    dihedral angle's and the curvature's Hessians are indefinite, see
+///    dihedral_bending_element.hpp); ∂f_d/∂q omitted, ∂f_d/∂v exact.
 ///
 /// The element math is not repeated here: the membrane and the hinge are the
 /// finite-difference-tested elements of membrane_element.hpp
@@ -36,11 +39,13 @@
 #include <weft/element/dissipation.hpp>
 #include <weft/element/implicit_system.hpp>
 #include <weft/element/membrane_element.hpp>
+#include <weft/element/plate_bending_element.hpp>
 #include <weft/element/rayleigh_damping.hpp>
 #include <weft/potential/quadratic.hpp>
 #include <weft/potential/stvk.hpp>
 #include <weft/strain/dihedral.hpp>
 #include <weft/strain/green_strain.hpp>
+#include <weft/strain/shell_curvature.hpp>
 
 namespace weft {
 
@@ -49,6 +54,10 @@ constexpr int triangle_node_dofs = 3;
 
 enum class MembraneModel { stvk, tabulated };
 enum class TriangleDamping { none, strain_rate, rayleigh };
+/// How a triangle mesh bends: Kirchhoff plate bending on curvature stencils
+/// (plate_bending_element.hpp, converges to plate theory) or discrete-shells
+/// dihedral hinges (dihedral_bending_element.hpp, the 2018 paper's model).
+enum class BendingModel { plate, dihedral };
 
 /// Per-model constants of triangle cloth (SI units, per unit rest area:
 /// 3D moduli are multiplied by the thickness when the model is built).
@@ -57,12 +66,15 @@ struct TriangleMaterial {
     MembraneModel membrane = MembraneModel::stvk;
     StVKDensity<T> stvk{T(0), T(0)};  ///< λh, μh (N/m), used when membrane == stvk
     T areal_density = T(0);           ///< ρh (kg/m²)
-    T bending_stiffness = T(0);       ///< k of the hinge energy ½ k (θ − θ̄)² |ē|²/Ā (N·m)
+    BendingModel bending = BendingModel::plate;
+    /// plate: D of ½ D [(tr ε)² − 2 (1 − ν) det ε]; dihedral: k of ½ k (θ − θ̄)² |ē|²/Ā (N·m)
+    T bending_stiffness = T(0);
+    T bending_poisson = T(0);  ///< ν of the plate's bending density (plate only)
     TriangleDamping damping = TriangleDamping::none;
     StVKDensity<T> membrane_damping{T(0), T(0)};  ///< λ_d h, μ_d h (N·s/m), 2018 Eq. 15
-    T bending_damping = T(0);                     ///< k_d of ½ k_d ε̇² on the hinge strain (N·m·s)
-    T rayleigh_beta = T(0);                       ///< β (s) of the Rayleigh baseline (membrane only)
-    T contact_offset = T(0);                      ///< distance kept from colliders (m)
+    T bending_damping = T(0);  ///< D_d of the plate's Ψ_d, or k_d of ½ k_d ε̇² on the hinge strain (N·m·s)
+    T rayleigh_beta = T(0);    ///< β (s) of the Rayleigh baseline (membrane only)
+    T contact_offset = T(0);   ///< distance kept from colliders (m)
 };
 
 /// One membrane triangle: node indices and rest state.
@@ -77,6 +89,14 @@ template <typename T>
 struct HingeElement {
     int nodes[4];
     HingeRest<T> rest;
+};
+
+/// One plate-bending triangle: its curvature stencil's nodes (corners
+/// first, model/curvature_stencils.hpp) and rest state.
+template <typename T>
+struct PlateElement {
+    int nodes[curvature_stencil_nodes];
+    ShellCurvatureRest<T> rest;
 };
 
 /// Read `Count` 3-DoF nodes into a stacked vector.
@@ -168,6 +188,32 @@ WEFT_HD inline void evaluate_triangle_hinge(const T* q, const T* v, const HingeE
         e, QuadraticDensity<T, 1>{mat.bending_stiffness}, QuadraticDensity<T, 1>{kd}, HingeStiffness::gauss_newton);
     energy = ElementEnergies<T>{T(0), b.elastic_energy, T(0), b.dissipation_potential};
     scatter_nodes<T, 4>(out, hinge.nodes, Mat<T, 12, 12>::Zero().eval(), b.force(), b.position_jacobian,
+                        b.velocity_jacobian, vl, h, newton);
+}
+
+/// Plate-bending triangle with strain-rate bending dissipation (not damped
+/// by the Rayleigh baseline, like the hinge): the element of
+/// plate_bending_element.hpp with the Gauss–Newton stiffness
+/// (`plate_bending_forces_gauss_newton`), which needs no strain Hessians.
+template <typename T>
+WEFT_HD inline void evaluate_triangle_plate(const T* q, const T* v, const PlateElement<T>& plate,
+                                            const TriangleMaterial<T>& mat, T h,
+                                            NodeBlocks<T, curvature_stencil_nodes, triangle_node_dofs>& out,
+                                            ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
+{
+    constexpr int K = curvature_stencil_nodes;
+    const Vec<T, 3 * K> ql = gather_nodes<T, K>(q, plate.nodes);
+    const Vec<T, 3 * K> vl = gather_nodes<T, K>(v, plate.nodes);
+    ShellCurvatureFirstOrder<T> e = shell_curvature_first_order(plate.rest, ql, vl);
+    if (newton.rate_start)
+        set_incremental_rate(
+            e, shell_curvature_first_order(plate.rest, gather_nodes<T, K>(newton.rate_start, plate.nodes), vl), h);
+    const T kd = mat.damping == TriangleDamping::strain_rate ? mat.bending_damping : T(0);
+    const PlateBendingForces<T> b =
+        plate_bending_forces_gauss_newton(e, plate_bending_density(mat.bending_stiffness, mat.bending_poisson),
+                                          plate_bending_density(kd, mat.bending_poisson));
+    energy = ElementEnergies<T>{T(0), b.elastic_energy, T(0), b.dissipation_potential};
+    scatter_nodes<T, K>(out, plate.nodes, Mat<T, 3 * K, 3 * K>::Zero().eval(), b.force(), b.position_jacobian,
                         b.velocity_jacobian, vl, h, newton);
 }
 

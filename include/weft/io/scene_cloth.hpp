@@ -294,10 +294,48 @@ inline ClothDescription parse_triangle(const Object& o)
         m.allow_only(scene_keys::material_tabulated(), context);
         t.material_file = m.get("file", read_non_empty_string);
         t.bending = 0;
-        if (!m.has("bending"))
-            fail(m.path("bending"), "is required for the tabulated model (no Lamé parameters to derive it from)");
     }
-    t.bending = m.get_or("bending", read_non_negative, t.bending);
+    // ν of the plate's bending density: the one D was derived with.
+    t.bending_poisson = 0;
+    if (t.material_model == "stvk" && t.young > 0)
+        t.bending_poisson = t.poisson;
+    else if (t.material_model == "stvk" && t.lambda + t.mu > 0)
+        t.bending_poisson = t.lambda / (2 * (t.lambda + t.mu));
+    if (o.has("bending")) {
+        const Object b(o.required("bending"), o.path("bending"));
+        b.allow_only(scene_keys::triangle_bending());
+        t.bending_model = b.get_or(
+            "model",
+            [](const json& v, const std::string& p) {
+                return read_choice(v, p, {"plate", "dihedral"}, "bending model");
+            },
+            t.bending_model);
+        if (b.has("stiffness")) {
+            if (m.has("bending"))
+                fail(b.path("stiffness"), "give the bending stiffness once: material.bending = " +
+                                              describe_value(m.required("bending")) + " is also set");
+            t.bending = b.get("stiffness", read_non_negative);
+        } else if (t.material_model == "tabulated" && !m.has("bending")) {
+            fail(b.path("stiffness"), "is required for the tabulated model (no Lamé parameters to derive it from)");
+        }
+        if (b.has("poisson")) {
+            if (t.bending_model != "plate")
+                fail(b.path("poisson"), "applies to the \"plate\" bending model, not to \"" + t.bending_model + "\"");
+            t.bending_poisson = b.get("poisson", read_number);
+            if (!(t.bending_poisson > -1 && t.bending_poisson < 1))
+                fail(b.path("poisson"), "must be in (-1, 1) (a positive definite bending density), got " +
+                                            format_number(t.bending_poisson));
+        }
+    } else if (t.material_model == "tabulated" && !m.has("bending")) {
+        fail(m.path("bending"), "is required for the tabulated model (no Lamé parameters to derive it from)");
+    }
+    if (m.has("bending")) t.bending = m.get("bending", read_non_negative);
+    t.rest_shape = o.get_or(
+        "rest_shape",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"flat", "mesh"}, "rest shape");
+        },
+        t.rest_shape);
     t.collision_offset = o.get_or("collision_offset", read_non_negative, t.thickness / 2);
 
     if (o.has("damping")) {

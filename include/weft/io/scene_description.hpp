@@ -96,7 +96,10 @@ struct TriangleClothDescription {
     std::string material_file;              ///< tabulated curves (JSON), relative to the scene file
     double thickness = 0;                   ///< h (m)
     double density = 0;                     ///< ρ (kg/m³)
-    double bending = 0;                     ///< hinge stiffness k (N m); the parser sets the default
+    double bending = 0;                     ///< plate D or hinge k (N m); the parser sets the default
+    std::string bending_model = "plate";    ///< "plate" | "dihedral" (cloth[].bending.model)
+    double bending_poisson = 0;             ///< ν of plate bending; the parser sets the default
+    std::string rest_shape = "flat";        ///< "flat" | "mesh": the shape in which bending is at rest
     double collision_offset = 0;            ///< distance kept from colliders (m); default thickness / 2
 };
 

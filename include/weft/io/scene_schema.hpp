@@ -26,7 +26,8 @@ inline const Keys& friction()         { static const Keys k{"coefficient", "norm
 inline const Keys& contact()          { static const Keys k{"stiffness", "min_distance"}; return k; }
 inline const Keys& moving_pins()      { static const Keys k{"nodes", "velocity"}; return k; }
 inline const Keys& initial_velocity() { static const Keys k{"linear", "angular"}; return k; }
-inline const Keys& triangle()         { static const Keys k{"type", "resolution", "size", "diagonals", "mesh", "uv_scale", "material", "damping", "center", "plane", "pins", "moving_pins", "initial_velocity", "collision_offset"}; return k; }
+inline const Keys& triangle()         { static const Keys k{"type", "resolution", "size", "diagonals", "mesh", "uv_scale", "material", "damping", "center", "plane", "pins", "moving_pins", "initial_velocity", "collision_offset", "bending", "rest_shape"}; return k; }
+inline const Keys& triangle_bending() { static const Keys k{"model", "stiffness", "poisson"}; return k; }
 inline const Keys& material()         { static const Keys k{"model", "lambda", "mu", "young", "poisson", "thickness", "density", "bending", "file"}; return k; }
 inline const Keys& material_young()   { static const Keys k{"model", "young", "poisson", "thickness", "density", "bending"}; return k; }
 inline const Keys& material_stvk()    { static const Keys k{"model", "lambda", "mu", "thickness", "density", "bending"}; return k; }
@@ -71,6 +72,7 @@ inline const std::vector<SceneObjectKeys>& scene_schema()
         {"cloth[].moving_pins[]", &moving_pins()},
         {"cloth[].initial_velocity", &initial_velocity()},
         {"cloth[] (triangle)", &triangle()},
+        {"cloth[].bending (triangle)", &triangle_bending()},
         {"cloth[].material (triangle)", &material()},
         {"cloth[].material (\"stvk\")", &material_stvk()},
         {"cloth[].material (\"stvk\", young and poisson)", &material_young()},

@@ -106,7 +106,9 @@ TriangleMaterial<T> triangle_material_of(const ClothDescription& c)
     m.membrane = t.material_model == "tabulated" ? MembraneModel::tabulated : MembraneModel::stvk;
     m.stvk = StVKDensity<T>{T(t.lambda * t.thickness), T(t.mu * t.thickness)};
     m.areal_density = T(t.density * t.thickness);
+    m.bending = t.bending_model == "dihedral" ? BendingModel::dihedral : BendingModel::plate;
     m.bending_stiffness = T(t.bending);
+    m.bending_poisson = T(t.bending_poisson);
     m.contact_offset = T(t.collision_offset);
     const std::string& model = c.damping.model;
     if (model == "strain-rate" || model == "rayleigh-analogy") {
@@ -191,7 +193,8 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
             throw InvalidInput("tabulated materials are loaded in double precision only");
         }
     }
-    out.model = build_triangle_model<T>(out.mesh, triangle_material_of<T>(c), tabulated);
+    out.model = build_triangle_model<T>(out.mesh, triangle_material_of<T>(c), tabulated, {},
+                                        t.rest_shape == "mesh" ? TriangleRestShape::mesh : TriangleRestShape::flat);
 
     // Rigid initial velocity about the centre, then pins (at rest) and moving pins.
     const Vec3<double> lin(c.initial_velocity.linear[0], c.initial_velocity.linear[1], c.initial_velocity.linear[2]);

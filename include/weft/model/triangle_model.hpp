@@ -1,14 +1,16 @@
 #pragma once
 /// @file triangle_model.hpp
 /// Triangle-mesh cloth as the steppers see it: 3-DoF nodes (x), membrane
-/// triangles with their rest states, hinges for dihedral bending, lumped
-/// masses, the DoF filter, and the material.
+/// triangles with their rest states, plate-bending triangles or hinges for
+/// dihedral bending, lumped masses, the DoF filter, and the material.
 ///
 /// Mass is lumped: each triangle gives a third of ρh·Ā to each corner, so M
 /// is diagonal (the usual choice for cloth; a consistent mass would couple
 /// neighbours without changing the damping behaviour studied here).
-/// Hinges rest flat (θ̄ = 0): cloth is woven flat, whatever shape the mesh
-/// is placed in; hinge edge lengths and areas come from the rest (u, v).
+/// Rest shape (`TriangleRestShape`): flat (b̄ = 0, θ̄ = 0: cloth is woven
+/// flat, whatever shape the mesh is placed in) or the mesh's own positions
+/// (b̄ and θ̄ measured on them, so a curved garment or shell stays as it is
+/// given). Lengths and areas always come from the rest (u, v).
 
 #include <algorithm>
 #include <cmath>
@@ -19,6 +21,7 @@
 
 #include <weft/core/error.hpp>
 #include <weft/element/triangle_elements.hpp>
+#include <weft/model/curvature_stencils.hpp>
 #include <weft/model/triangle_mesh.hpp>
 
 namespace weft {
@@ -30,7 +33,8 @@ struct TriangleModel {
     std::vector<unsigned char> free_dof;  ///< 3 × #nodes filter: 1 free, 0 prescribed
     std::vector<T> mass;                  ///< #nodes lumped masses (kg)
     std::vector<TriangleElement<T>> triangles;
-    std::vector<HingeElement<T>> hinges;
+    std::vector<HingeElement<T>> hinges;  ///< material.bending == dihedral
+    std::vector<PlateElement<T>> plates;  ///< material.bending == plate (one per triangle), with a stiffness or damping
     TriangleMaterial<T> material;
     /// The GNATV curves when material.membrane == MembraneModel::tabulated.
     std::optional<TabulatedMembraneDensity<T>> tabulated;
@@ -44,6 +48,12 @@ struct TriangleModel {
 };
 
 /// Validates a material; messages name the scene keys.
+/// The shape in which bending is at rest.
+enum class TriangleRestShape {
+    flat,  ///< b̄ = 0, θ̄ = 0 (cloth, woven flat)
+    mesh,  ///< the mesh's positions (TriangleMesh::positions)
+};
+
 template <typename T>
 inline void validate_triangle_material(const TriangleMaterial<T>& m, bool has_tabulated)
 {
@@ -56,6 +66,9 @@ inline void validate_triangle_material(const TriangleMaterial<T>& m, bool has_ta
     }
     require_positive("material.density x thickness", m.areal_density);
     require_non_negative("material.bending", m.bending_stiffness);
+    if (!(m.bending_poisson > T(-1) && m.bending_poisson < T(1)))
+        throw InvalidInput(detail::describe("bending.poisson", m.bending_poisson,
+                                            "must be in (-1, 1) (a positive definite plate bending density)"));
     require_finite("damping.lambda x thickness", m.membrane_damping.lambda);
     require_non_negative("damping.mu x thickness", m.membrane_damping.mu);
     require_non_negative("damping.lambda + mu", m.membrane_damping.lambda + m.membrane_damping.mu);
@@ -66,12 +79,16 @@ inline void validate_triangle_material(const TriangleMaterial<T>& m, bool has_ta
 
 /// Builds the model of a mesh placed at `positions` (3 × #vertices; the
 /// mesh's own positions when empty). Every vertex starts free and at rest.
+/// Plate bending builds one element per triangle (curvature_stencils.hpp) when
+/// it has a stiffness or a damping, none otherwise; dihedral bending one
+/// hinge per interior edge.
 /// @throws InvalidInput for degenerate rest triangles (naming the triangle),
 ///         indices out of range, or bad material values.
 template <typename T>
 inline TriangleModel<T> build_triangle_model(const TriangleMesh& mesh, const TriangleMaterial<T>& material,
                                              std::optional<TabulatedMembraneDensity<T>> tabulated = std::nullopt,
-                                             const std::vector<T>& positions = {})
+                                             const std::vector<T>& positions = {},
+                                             TriangleRestShape rest_shape = TriangleRestShape::flat)
 {
     validate_triangle_material(material, tabulated.has_value());
     const int n = mesh.vertex_count();
@@ -110,8 +127,31 @@ inline TriangleModel<T> build_triangle_model(const TriangleMesh& mesh, const Tri
         for (int c = 0; c < 3; ++c) model.mass[tri[c]] += material.areal_density * e.rest.area / T(3);
         model.triangles.push_back(e);
     }
-    // Triangle index of each (min, max) edge, to find a hinge's two areas.
+    // Also validates the topology (duplicate triangles, non-manifold edges) for both models.
     const std::vector<Hinge> hinges = mesh_hinges(mesh);
+    const auto rest_position = [&](int vertex) { return mesh.positions[vertex]; };
+    if (material.bending == BendingModel::plate) {
+        if (material.bending_stiffness == T(0) && material.bending_damping == T(0)) return model;
+        const std::vector<CurvatureStencil> stencils = mesh_curvature_stencils(mesh);
+        model.plates.reserve(stencils.size());
+        for (std::size_t t = 0; t < stencils.size(); ++t) {
+            PlateElement<T> e;
+            Vec<double, 3 * curvature_stencil_nodes> rest_q;
+            for (int k = 0; k < curvature_stencil_nodes; ++k) {
+                e.nodes[k] = stencils[t].nodes[k];
+                rest_q.segment<3>(3 * k) = rest_position(e.nodes[k]);
+            }
+            try {
+                e.rest = make_shell_curvature_rest<T>(stencils[t].coefficient, stencils[t].rest_area,
+                                                      rest_shape == TriangleRestShape::mesh ? &rest_q : nullptr);
+            } catch (const InvalidInput& error) {
+                throw InvalidInput("triangle " + std::to_string(t) + ": " + error.what());
+            }
+            model.plates.push_back(e);
+        }
+        return model;
+    }
+    // Triangle index of each (min, max) edge, to find a hinge's two areas.
     std::map<std::pair<int, int>, std::vector<int>> edge_triangles;
     for (int t = 0; t < mesh.triangle_count(); ++t) {
         const auto& tri = mesh.triangles[t];
@@ -131,7 +171,13 @@ inline TriangleModel<T> build_triangle_model(const TriangleMesh& mesh, const Tri
         }
         HingeElement<T> e;
         for (int c = 0; c < 4; ++c) e.nodes[c] = h.nodes[c];
-        e.rest = make_hinge_rest<T>(T(0), static_cast<T>((p2 - p1).norm()), static_cast<T>(areas[faces[0]]),
+        T rest_angle = T(0);
+        if (rest_shape == TriangleRestShape::mesh) {
+            Vec<double, 12> rest_q;
+            for (int c = 0; c < 4; ++c) rest_q.segment<3>(3 * c) = rest_position(h.nodes[c]);
+            rest_angle = static_cast<T>(dihedral_angle_derivatives<double>(rest_q).angle);
+        }
+        e.rest = make_hinge_rest<T>(rest_angle, static_cast<T>((p2 - p1).norm()), static_cast<T>(areas[faces[0]]),
                                     static_cast<T>(areas[faces[1]]));
         model.hinges.push_back(e);
     }
