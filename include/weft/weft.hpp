@@ -19,6 +19,7 @@
 #include <weft/strain/dihedral.hpp>
 #include <weft/strain/green_strain.hpp>
 #include <weft/strain/shear.hpp>
+#include <weft/strain/shell_curvature.hpp>
 #include <weft/strain/strain_eval.hpp>
 #include <weft/strain/stretch.hpp>
 
@@ -38,12 +39,14 @@
 #include <weft/element/jacobian_options.hpp>
 #include <weft/element/membrane_element.hpp>
 #include <weft/element/penalty.hpp>
+#include <weft/element/plate_bending_element.hpp>
 #include <weft/element/rayleigh_damping.hpp>
 #include <weft/element/stress_hessian.hpp>
 #include <weft/element/triangle_elements.hpp>
 #include <weft/element/yarn_elements.hpp>
 #include <weft/element/yarn_terms.hpp>
 
+#include <weft/model/curvature_stencils.hpp>
 #include <weft/model/eil_assignment.hpp>
 #include <weft/model/triangle_mesh.hpp>
 #include <weft/model/triangle_model.hpp>
