@@ -810,7 +810,7 @@ CantileverResult cantilever(double length, double width, int columns_per_length,
 TEST_CASE("triangle stepper: a clamped strip sags by q L^4 / 8 D under its weight (plate bending)",
           "[backend][triangle][plate][cantilever]")
 {
-    // L = 0.1 m, D = 0.0125 N·m, q = 9.81 N/m²: δ = q L⁴ / 8 D = 0.981 mm (1 % of L, small deflection).
+    // L = 0.1 m, D = 0.0125 N·m, q = 9.81 N/m²: δ = q L⁴ / 8 D = 9.81 mm (10 % of L).
     const double length = 0.1, rigidity = 0.0125, q = 9.81;
     const double expected = q * std::pow(length, 4) / (8 * rigidity);
     const CantileverResult coarse = cantilever(length, 0.02, 20, rigidity, 0.0);

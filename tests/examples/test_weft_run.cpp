@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include <weft/io/scene.hpp>
 
 #include "../../examples/weft_run/scene_runner.hpp"
@@ -553,6 +555,47 @@ TEST_CASE("weft-run: every shipped scene loads, builds and takes a step", "[exam
         ++scenes;
     }
     CHECK(scenes >= 11);
+}
+
+TEST_CASE("weft-run: cantilever.json settles at the beam-theory tip deflection q L^4 / 8 D",
+          "[examples][weft-run][triangle][plate]")
+{
+    const fs::path dir = fresh_dir("cantilever");
+    const RunOutput run = run_quietly(source_root() / "examples" / "scenes" / "cantilever.json", dir);
+    INFO(run.log << run.summary.error);
+    REQUIRE(run.summary.ok);
+    REQUIRE(run.summary.steps == 50);
+    const auto vertices = [&](int frame) {
+        std::vector<Eigen::Vector3d> v;
+        char name[64];
+        std::snprintf(name, sizeof name, "frame_%05d_cloth.obj", frame);
+        for (const std::string& line : lines_of(dir / "cantilever_frames" / name)) {
+            if (line.rfind("v ", 0) != 0) continue;
+            std::istringstream in(line.substr(2));
+            double x = 0, y = 0, z = 0;
+            in >> x >> y >> z;
+            v.emplace_back(x, y, z);
+        }
+        return v;
+    };
+    const auto start = vertices(0), before = vertices(4), end = vertices(5);
+    REQUIRE(start.size() == 378);
+    REQUIRE(end.size() == start.size());
+    double tip = 0, settled = 0;
+    int tip_count = 0;
+    for (std::size_t i = 0; i < start.size(); ++i) {
+        settled = std::max(settled, (end[i] - before[i]).norm());
+        if (start[i](0) < 0.1 - 1e-9) continue;
+        tip -= end[i](2) - start[i](2);
+        ++tip_count;
+    }
+    REQUIRE(tip_count == 9);
+    tip /= tip_count;
+    // D = E h³ / 12 = 0.0125 N·m, q = ρ h g = 9.81 N/m², L = 0.1 m: 9.81 mm (measured 9.91 mm).
+    const double expected = 9.81 * 1e-4 / (8 * 0.0125);
+    INFO("tip deflection " << tip << " m, q L^4 / 8 D = " << expected << " m; last frame moved " << settled << " m");
+    CHECK(std::abs(tip / expected - 1) < 0.05);
+    CHECK(settled < 1e-6);
 }
 
 TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between the layers runs to the end",
