@@ -7,9 +7,10 @@
 ///
 /// The estimate is a lower bound from measured peak resident memory per node
 /// (benchmarks/RESULTS.md, CPU threads): about 13 KB per yarn node (sphere
-/// drop at 400², yarn-line preconditioner) and 8 KB per triangle vertex
-/// (StVK sheet at 300²), of which it takes three quarters, so that no scene
-/// that runs is refused.
+/// drop at 400², yarn-line preconditioner), 8 KB per triangle vertex with
+/// dihedral bending (StVK sheet at 300²) and 30 KB with plate bending (its
+/// 12-vertex stencils; StVK sheet at 200²), of which it takes three
+/// quarters, so that no scene that runs is refused.
 
 #include <cstdint>
 #include <string>
@@ -25,13 +26,15 @@ namespace weft {
 
 /// Bytes per yarn node and per triangle vertex that a step needs at least.
 constexpr double yarn_node_bytes = 10e3;
-constexpr double triangle_vertex_bytes = 6e3;
+constexpr double triangle_vertex_bytes = 6e3;         ///< dihedral bending, or none
+constexpr double plate_triangle_vertex_bytes = 22e3;  ///< plate bending
 
 /// Nodes and bytes a scene needs at least (a mesh's vertex count is not
 /// known before the file is read, and counts as zero).
 struct MemoryEstimate {
     double yarn_nodes = 0;
     double triangle_vertices = 0;
+    double triangle_bytes = 0;  ///< the triangle vertices' share of `bytes`
     double bytes = 0;
 };
 
@@ -42,10 +45,13 @@ inline MemoryEstimate estimate_memory(const SceneDescription& scene)
         if (c.type == "woven") {
             e.yarn_nodes += double(c.yarns[0]) * double(c.yarns[1]);
         } else if (c.type == "triangle" && c.triangle.mesh.empty()) {
-            e.triangle_vertices += double(c.triangle.resolution[0]) * double(c.triangle.resolution[1]);
+            const double vertices = double(c.triangle.resolution[0]) * double(c.triangle.resolution[1]);
+            const bool plate = c.triangle.bending_model == "plate" && (c.triangle.bending > 0 || c.damping.bending > 0);
+            e.triangle_vertices += vertices;
+            e.triangle_bytes += vertices * (plate ? plate_triangle_vertex_bytes : triangle_vertex_bytes);
         }
     }
-    e.bytes = e.yarn_nodes * yarn_node_bytes + e.triangle_vertices * triangle_vertex_bytes;
+    e.bytes = e.yarn_nodes * yarn_node_bytes + e.triangle_bytes;
     return e;
 }
 
@@ -79,7 +85,9 @@ inline void require_fits_in_memory(const SceneDescription& scene, double availab
     throw InvalidInput("invalid cloth: the scene has " + nodes + ", which need at least " + gb(e.bytes) +
                        " of memory (" + std::to_string(static_cast<int>(yarn_node_bytes / 1e3)) +
                        " KB per yarn node, " + std::to_string(static_cast<int>(triangle_vertex_bytes / 1e3)) +
-                       " KB per triangle vertex), more than this machine's " + gb(available));
+                       " KB per triangle vertex, " +
+                       std::to_string(static_cast<int>(plate_triangle_vertex_bytes / 1e3)) +
+                       " KB with plate bending), more than this machine's " + gb(available));
 }
 
 }  // namespace weft
