@@ -936,9 +936,9 @@ TEST_CASE("scene memory: a scene larger than the machine is refused with the est
         "cloth": [{"type": "triangle", "resolution": [1000, 1000], "size": [1, 1],
                    "material": {"model": "stvk", "lambda": 1e5, "mu": 1e5, "thickness": 0.001, "density": 200}}]})");
     const weft::SceneDescription grid = weft::parse_scene(sheet);
-    // Plate bending (the default) needs 22 KB per vertex, dihedral hinges 6 KB.
+    // Plate bending (the default) needs 15 KB per vertex, dihedral hinges 6 KB.
     REQUIRE_THROWS_WITH(weft::require_fits_in_memory(grid, 1e9),
-                        Contains("1000000 triangle vertices, which need at least 22.0 GB"));
+                        Contains("1000000 triangle vertices, which need at least 15.0 GB"));
     sheet["cloth"][0]["bending"] = json::parse(R"({"model": "dihedral"})");
     REQUIRE_THROWS_WITH(weft::require_fits_in_memory(weft::parse_scene(sheet), 1e9),
                         Contains("1000000 triangle vertices, which need at least 6.0 GB"));

@@ -4,9 +4,11 @@
 /// 3): membrane, bending (plate triangle or hinge) and node kernels
 /// (element/triangle_elements.hpp) on top of the shared Newton/PCG/halving
 /// driver of implicit_stepper.hpp. Contribution order: triangles (3×3 node
-/// blocks), hinges (4×4), plate triangles (12×12), nodes (1); a model has hinges
-/// or plate triangles, not both.
+/// blocks), hinges (4×4), plate triangles (6×6, 8×8 and 12×12 by the
+/// stencil slots they use), nodes (1); a model has hinges or plate
+/// triangles, not both.
 
+#include <type_traits>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -62,9 +64,9 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const HingeEleme
 {
     evaluate_triangle_hinge<T>(in.q, in.v, hinge, in.material, in.h, blocks, e, in.newton);
 }
-template <typename T>
-WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const PlateElement<T>& plate,
-                                     NodeBlocks<T, curvature_stencil_nodes, B>& blocks, ElementEnergies<T>& e)
+template <typename T, int K>
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const PlateElement<T, K>& plate,
+                                     NodeBlocks<T, K, B>& blocks, ElementEnergies<T>& e)
 {
     evaluate_triangle_plate<T>(in.q, in.v, plate, in.material, in.h, blocks, e, in.newton);
 }
@@ -133,21 +135,28 @@ private:
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t triangles = m_triangles.size();
         const std::size_t hinges = m_hinges.size();
-        const std::size_t plates = m_plates.size();
-        constexpr int P = curvature_stencil_nodes;
         thrust::for_each(thrust::device, first, first + static_cast<Index>(triangles),
                          ElementKernel<T, TriangleElement<T>, 3>{in, this->raw(m_triangles), 0, 0, 0});
         thrust::for_each(
             thrust::device, first, first + static_cast<Index>(hinges),
             ElementKernel<T, HingeElement<T>, 4>{in, this->raw(m_hinges), 9 * triangles, 3 * triangles, triangles});
-        if (plates > 0)
-            thrust::for_each(thrust::device, first, first + static_cast<Index>(plates),
-                             ElementKernel<T, PlateElement<T>, P>{in, this->raw(m_plates), 9 * triangles + 16 * hinges,
-                                                                  3 * triangles + 4 * hinges, triangles + hinges});
-        thrust::for_each(
-            thrust::device, first, first + this->m_nodes,
-            ElementKernel<T, TriangleNode, 1>{in, this->raw(m_node_list), 9 * triangles + 16 * hinges + P * P * plates,
-                                              3 * triangles + 4 * hinges + P * plates, triangles + hinges + plates});
+        std::size_t blocks = 9 * triangles + 16 * hinges, vectors = 3 * triangles + 4 * hinges,
+                    elements = triangles + hinges;
+        const auto plates = [&](const auto& group) {
+            using Element = typename std::decay_t<decltype(group)>::value_type;
+            constexpr int K = std::extent<decltype(Element::nodes)>::value;
+            if (group.empty()) return;
+            thrust::for_each(thrust::device, first, first + static_cast<Index>(group.size()),
+                             ElementKernel<T, Element, K>{in, this->raw(group), blocks, vectors, elements});
+            blocks += K * K * group.size();
+            vectors += K * group.size();
+            elements += group.size();
+        };
+        plates(m_plates6);
+        plates(m_plates8);
+        plates(m_plates12);
+        thrust::for_each(thrust::device, first, first + this->m_nodes,
+                         ElementKernel<T, TriangleNode, 1>{in, this->raw(m_node_list), blocks, vectors, elements});
     }
 
     /// Full Newton: nodes resting on a collider keep their depth in the
@@ -167,7 +176,12 @@ private:
     thrust::device_vector<T> m_mass;
     thrust::device_vector<TriangleElement<T>> m_triangles;
     thrust::device_vector<HingeElement<T>> m_hinges;
-    thrust::device_vector<PlateElement<T>> m_plates;
+    // Plate triangles by the stencil slots they use (6: regular grids, 8:
+    // alternating ones, 12: the rest), so that the assembly writes K² blocks
+    // per triangle, not 144.
+    thrust::device_vector<PlateElement<T, 6>> m_plates6;
+    thrust::device_vector<PlateElement<T, 8>> m_plates8;
+    thrust::device_vector<PlateElement<T, curvature_stencil_nodes>> m_plates12;
     thrust::device_vector<triangle_stepper_detail::TriangleNode> m_node_list;
     thrust::device_vector<TabulatedMembraneDensity<T>> m_tabulated;
     thrust::device_vector<Collider<T>> m_colliders;
@@ -183,7 +197,21 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
     m_mass.assign(model.mass.begin(), model.mass.end());
     m_triangles.assign(model.triangles.begin(), model.triangles.end());
     m_hinges.assign(model.hinges.begin(), model.hinges.end());
-    m_plates.assign(model.plates.begin(), model.plates.end());
+    std::vector<PlateElement<T, 6>> plates6;
+    std::vector<PlateElement<T, 8>> plates8;
+    std::vector<PlateElement<T, curvature_stencil_nodes>> plates12;
+    for (const PlateElement<T>& p : model.plates) {
+        const int used = used_slots(p.rest);
+        if (used <= 6)
+            plates6.push_back(narrow_plate_element<6>(p));
+        else if (used <= 8)
+            plates8.push_back(narrow_plate_element<8>(p));
+        else
+            plates12.push_back(p);
+    }
+    m_plates6.assign(plates6.begin(), plates6.end());
+    m_plates8.assign(plates8.begin(), plates8.end());
+    m_plates12.assign(plates12.begin(), plates12.end());
     for (const Collider<T>& c : colliders)
         require_valid_collider(c);  // the factories' checks, for colliders built by hand
     m_colliders.assign(colliders.begin(), colliders.end());
@@ -209,7 +237,9 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
     };
     for (const TriangleElement<T>& t : model.triangles) add_element(t.nodes, 3);
     for (const HingeElement<T>& h : model.hinges) add_element(h.nodes, 4);
-    for (const PlateElement<T>& p : model.plates) add_element(p.nodes, curvature_stencil_nodes);
+    for (const auto& p : plates6) add_element(p.nodes, 6);
+    for (const auto& p : plates8) add_element(p.nodes, 8);
+    for (const auto& p : plates12) add_element(p.nodes, curvature_stencil_nodes);
     for (Index n = 0; n < node_total; ++n) add_element(&n, 1);
     this->build_assembly(blocks, vectors,
                          model.triangles.size() + model.hinges.size() + model.plates.size() + nodes.size());

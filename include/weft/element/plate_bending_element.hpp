@@ -40,9 +40,9 @@ WEFT_HD inline StVKDensity<T> plate_bending_density(T rigidity, T poisson)
 
 /// Everything an implicit integrator needs from one plate triangle, from a
 /// single strain evaluation.
-template <typename T>
+template <typename T, int K = curvature_stencil_nodes>
 struct PlateBendingForces {
-    static constexpr int N = 3 * curvature_stencil_nodes;
+    static constexpr int N = 3 * K;
     T elastic_energy;                ///< V
     T dissipation_potential;         ///< V_d
     Vec<T, N> elastic_force;         ///< f_e = −∇V
@@ -61,13 +61,14 @@ struct PlateBendingForces {
 /// `stiffness` (`HingeStiffness::gauss_newton`: Ω ∇ε C ∇εᵀ). The assembly
 /// kernels use `plate_bending_forces_gauss_newton`, which gives the same
 /// Gauss–Newton result from the first-order evaluation (tested).
-template <typename T>
-WEFT_HD inline PlateBendingForces<T> plate_bending_forces(const ShellCurvatureEval<T>& e, const StVKDensity<T>& elastic,
-                                                          const StVKDensity<T>& dissipative, HingeStiffness stiffness,
-                                                          StressClamp clamp = StressClamp::on)
+template <typename T, int N>
+WEFT_HD inline PlateBendingForces<T, N / 3> plate_bending_forces(const StrainEval<T, N, 3>& e,
+                                                                 const StVKDensity<T>& elastic,
+                                                                 const StVKDensity<T>& dissipative,
+                                                                 HingeStiffness stiffness,
+                                                                 StressClamp clamp = StressClamp::on)
 {
-    constexpr int N = PlateBendingForces<T>::N;
-    PlateBendingForces<T> out;
+    PlateBendingForces<T, N / 3> out;
     out.status = e.status;
     out.elastic_energy = elastic_energy(e, elastic);
     out.elastic_force = elastic_force(e, elastic);
@@ -99,12 +100,12 @@ WEFT_HD inline PlateBendingForces<T> plate_bending_forces(const ShellCurvatureEv
 /// evaluation, as the backend assembles them: V = Ω Ψ(ε), f_e = −Ω ∇ε S(ε)
 /// (2018 Eq. 5), −Ω ∇ε C ∇εᵀ, V_d = Ω Ψ_d(ε̇), f_d = −Ω ∇ε S_d(ε̇)
 /// (Eq. 7) and ∂f_d/∂v = −Ω ∇ε C_d ∇εᵀ (Eq. 8).
-template <typename T>
-WEFT_HD inline PlateBendingForces<T> plate_bending_forces_gauss_newton(const ShellCurvatureFirstOrder<T>& e,
-                                                                       const StVKDensity<T>& elastic,
-                                                                       const StVKDensity<T>& dissipative)
+template <typename T, int K>
+WEFT_HD inline PlateBendingForces<T, K> plate_bending_forces_gauss_newton(const ShellCurvatureFirstOrder<T, K>& e,
+                                                                          const StVKDensity<T>& elastic,
+                                                                          const StVKDensity<T>& dissipative)
 {
-    PlateBendingForces<T> out;
+    PlateBendingForces<T, K> out;
     out.status = e.status;
     out.elastic_energy = e.size * elastic.value(e.strain);
     out.elastic_force = -e.size * (e.gradient * elastic.stress(e.strain));

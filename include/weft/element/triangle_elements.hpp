@@ -92,12 +92,24 @@ struct HingeElement {
 };
 
 /// One plate-bending triangle: its curvature stencil's nodes (corners
-/// first, model/curvature_stencils.hpp) and rest state.
-template <typename T>
+/// first, model/curvature_stencils.hpp) and rest state, in K slots (the
+/// model keeps curvature_stencil_nodes; the stepper narrows each to the
+/// slots it uses, `narrow_plate_element`).
+template <typename T, int K = curvature_stencil_nodes>
 struct PlateElement {
-    int nodes[curvature_stencil_nodes];
-    ShellCurvatureRest<T> rest;
+    int nodes[K];
+    ShellCurvatureRest<T, K> rest;
 };
+
+/// The first K2 slots of a plate element whose later slots are unused.
+template <int K2, typename T, int K>
+inline PlateElement<T, K2> narrow_plate_element(const PlateElement<T, K>& plate)
+{
+    PlateElement<T, K2> out;
+    out.rest = narrow_shell_curvature_rest<K2>(plate.rest);
+    for (int i = 0; i < K2; ++i) out.nodes[i] = plate.nodes[i];
+    return out;
+}
 
 /// Read `Count` 3-DoF nodes into a stacked vector.
 template <typename T, int Count>
@@ -195,21 +207,20 @@ WEFT_HD inline void evaluate_triangle_hinge(const T* q, const T* v, const HingeE
 /// by the Rayleigh baseline, like the hinge): the element of
 /// plate_bending_element.hpp with the Gauss–Newton stiffness
 /// (`plate_bending_forces_gauss_newton`), which needs no strain Hessians.
-template <typename T>
-WEFT_HD inline void evaluate_triangle_plate(const T* q, const T* v, const PlateElement<T>& plate,
+template <typename T, int K>
+WEFT_HD inline void evaluate_triangle_plate(const T* q, const T* v, const PlateElement<T, K>& plate,
                                             const TriangleMaterial<T>& mat, T h,
-                                            NodeBlocks<T, curvature_stencil_nodes, triangle_node_dofs>& out,
-                                            ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
+                                            NodeBlocks<T, K, triangle_node_dofs>& out, ElementEnergies<T>& energy,
+                                            const NewtonInputs<T>& newton = {})
 {
-    constexpr int K = curvature_stencil_nodes;
     const Vec<T, 3 * K> ql = gather_nodes<T, K>(q, plate.nodes);
     const Vec<T, 3 * K> vl = gather_nodes<T, K>(v, plate.nodes);
-    ShellCurvatureFirstOrder<T> e = shell_curvature_first_order(plate.rest, ql, vl);
+    ShellCurvatureFirstOrder<T, K> e = shell_curvature_first_order(plate.rest, ql, vl);
     if (newton.rate_start)
         set_incremental_rate(
             e, shell_curvature_first_order(plate.rest, gather_nodes<T, K>(newton.rate_start, plate.nodes), vl), h);
     const T kd = mat.damping == TriangleDamping::strain_rate ? mat.bending_damping : T(0);
-    const PlateBendingForces<T> b =
+    const PlateBendingForces<T, K> b =
         plate_bending_forces_gauss_newton(e, plate_bending_density(mat.bending_stiffness, mat.bending_poisson),
                                           plate_bending_density(kd, mat.bending_poisson));
     energy = ElementEnergies<T>{T(0), b.elastic_energy, T(0), b.dissipation_potential};

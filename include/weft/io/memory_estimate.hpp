@@ -8,8 +8,8 @@
 /// The estimate is a lower bound from measured peak resident memory per node
 /// (benchmarks/RESULTS.md, CPU threads): about 13 KB per yarn node (sphere
 /// drop at 400², yarn-line preconditioner), 8 KB per triangle vertex with
-/// dihedral bending (StVK sheet at 300²) and 30 KB with plate bending (its
-/// 12-vertex stencils; StVK sheet at 200²), of which it takes three
+/// dihedral bending (StVK sheet at 300²) and 20 KB with plate bending (its
+/// stencils of up to 12 vertices; StVK sheet at 200²), of which it takes three
 /// quarters, so that no scene that runs is refused.
 
 #include <cstdint>
@@ -27,7 +27,7 @@ namespace weft {
 /// Bytes per yarn node and per triangle vertex that a step needs at least.
 constexpr double yarn_node_bytes = 10e3;
 constexpr double triangle_vertex_bytes = 6e3;         ///< dihedral bending, or none
-constexpr double plate_triangle_vertex_bytes = 22e3;  ///< plate bending
+constexpr double plate_triangle_vertex_bytes = 15e3;  ///< plate bending
 
 /// Nodes and bytes a scene needs at least (a mesh's vertex count is not
 /// known before the file is read, and counts as zero).

@@ -65,16 +65,20 @@ constexpr int curvature_stencil_nodes = 12;
 /// Vertices of a quadratic patch fit (the triangle's corners and three more).
 constexpr int curvature_patch_nodes = 6;
 
-template <typename T>
-using ShellCurvatureEval = StrainEval<T, 3 * curvature_stencil_nodes, 3>;
+template <typename T, int K = curvature_stencil_nodes>
+using ShellCurvatureEval = StrainEval<T, 3 * K, 3>;
 
-/// Rest state of one triangle's curvature. Plain data, usable in device
-/// code; build it on the host with `make_shell_curvature_rest`.
-template <typename T>
+/// Rest state of one triangle's curvature with K stencil slots. Plain data,
+/// usable in device code; build it on the host with
+/// `make_shell_curvature_rest` (K = curvature_stencil_nodes), and narrow it
+/// to fewer slots with `narrow_shell_curvature_rest` where the last ones are
+/// unused (the assembly then writes K² blocks instead of 144).
+template <typename T, int K = curvature_stencil_nodes>
 struct ShellCurvatureRest {
-    T coefficient[curvature_stencil_nodes][3];  ///< c_i^{ab}, (ab) = (11, 22, 12), in 1/m²; slots 0–2 the corners
-    T rest_curvature[3];                        ///< b̄ (1/m), Voigt (11, 22, 12)
-    T rest_area;                                ///< Ā of the triangle (m²), the element size Ω
+    static constexpr int slots = K;
+    T coefficient[K][3];  ///< c_i^{ab}, (ab) = (11, 22, 12), in 1/m²; slots 0–2 the corners
+    T rest_curvature[3];  ///< b̄ (1/m), Voigt (11, 22, 12)
+    T rest_area;          ///< Ā of the triangle (m²), the element size Ω
 };
 
 /// A quadratic through six points of the plane, u = Σ a_k m_k(s) in the
@@ -186,9 +190,8 @@ inline void quadratic_patch_gradient_weights(const QuadraticPatchFit& fit, const
 /// Second fundamental form b (Voigt 11, 22, 12) in the normal of the
 /// triangle of slots 0–2, from stacked positions; that triangle's doubled
 /// area |c| goes to `doubled_area`.
-template <typename T>
-WEFT_HD inline Vec3<T> stencil_second_fundamental_form(const T (&coefficient)[curvature_stencil_nodes][3],
-                                                       const Vec<T, 3 * curvature_stencil_nodes>& q,
+template <typename T, int K>
+WEFT_HD inline Vec3<T> stencil_second_fundamental_form(const T (&coefficient)[K][3], const Vec<T, 3 * K>& q,
                                                        T* doubled_area = nullptr)
 {
     const Vec3<T> x0 = q.template segment<3>(0);
@@ -198,7 +201,7 @@ WEFT_HD inline Vec3<T> stencil_second_fundamental_form(const T (&coefficient)[cu
     Vec3<T> b = Vec3<T>::Zero();
     if (!(r > T(0))) return b;
     const Vec3<T> n = c / r;
-    for (int i = 0; i < curvature_stencil_nodes; ++i)
+    for (int i = 0; i < K; ++i)
         for (int k = 0; k < 3; ++k) b(k) += coefficient[i][k] * n.dot(q.template segment<3>(3 * i));
     return b;
 }
@@ -223,7 +226,8 @@ inline ShellCurvatureRest<T> make_shell_curvature_rest(const double (&coefficien
     Vec3<double> curvature = Vec3<double>::Zero();
     if (rest_positions) {
         double doubled_area = 0;
-        curvature = stencil_second_fundamental_form<double>(coefficient, *rest_positions, &doubled_area);
+        curvature = stencil_second_fundamental_form<double, curvature_stencil_nodes>(coefficient, *rest_positions,
+                                                                                     &doubled_area);
         if (!(doubled_area > 0))
             throw InvalidInput("curvature stencil: degenerate rest triangle in the rest positions");
     }
@@ -253,13 +257,41 @@ inline ShellCurvatureRest<T> make_patch_curvature_rest(
     return make_shell_curvature_rest<T>(coefficient, 0.5 * std::abs(e1(0) * e2(1) - e1(1) * e2(0)), rest_positions);
 }
 
+/// The last slot in use plus one (at least 3, the corners).
+template <typename T, int K>
+inline int used_slots(const ShellCurvatureRest<T, K>& rest)
+{
+    int used = 3;
+    for (int i = 3; i < K; ++i)
+        for (int k = 0; k < 3; ++k)
+            if (rest.coefficient[i][k] != T(0)) used = i + 1;
+    return used;
+}
+
+/// The first K2 slots of a rest state whose later slots are unused.
+/// @throws InvalidInput when a dropped slot has a weight.
+template <int K2, typename T, int K>
+inline ShellCurvatureRest<T, K2> narrow_shell_curvature_rest(const ShellCurvatureRest<T, K>& rest)
+{
+    static_assert(K2 >= 3 && K2 <= K, "a narrowed stencil keeps the corners and has no more slots");
+    if (used_slots(rest) > K2)
+        throw InvalidInput("curvature stencil: " + std::to_string(used_slots(rest)) + " slots in use, more than the " +
+                           std::to_string(K2) + " asked for");
+    ShellCurvatureRest<T, K2> out;
+    for (int i = 0; i < K2; ++i)
+        for (int k = 0; k < 3; ++k) out.coefficient[i][k] = rest.coefficient[i][k];
+    for (int k = 0; k < 3; ++k) out.rest_curvature[k] = rest.rest_curvature[k];
+    out.rest_area = rest.rest_area;
+    return out;
+}
+
 /// ε = b(q) − b̄ with its gradient and rate ∇εᵀ v, and Ω = Ā: what
 /// energies, forces, the Gauss–Newton stiffness and ∂f_d/∂v need (no
-/// Hessians, so no 3 × 36² storage in the assembly kernels).
-template <typename T>
+/// Hessians, so no 3 × (3K)² storage in the assembly kernels).
+template <typename T, int K = curvature_stencil_nodes>
 struct ShellCurvatureFirstOrder {
     Vec3<T> strain;
-    Mat<T, 3 * curvature_stencil_nodes, 3> gradient;
+    Mat<T, 3 * K, 3> gradient;
     Vec3<T> rate;
     T size;
     StrainStatus status;
@@ -278,10 +310,9 @@ struct ShellCurvatureFrame {
     bool ok;
 };
 
-template <typename T>
-WEFT_HD inline ShellCurvatureFrame<T> shell_curvature_frame(const ShellCurvatureRest<T>& rest,
-                                                            const Vec<T, 3 * curvature_stencil_nodes>& q,
-                                                            T min_relative_height)
+template <typename T, int K>
+WEFT_HD inline ShellCurvatureFrame<T> shell_curvature_frame(const ShellCurvatureRest<T, K>& rest,
+                                                            const Vec<T, 3 * K>& q, T min_relative_height)
 {
     ShellCurvatureFrame<T> f;
     const Vec3<T> x0 = q.template segment<3>(0);
@@ -300,8 +331,7 @@ WEFT_HD inline ShellCurvatureFrame<T> shell_curvature_frame(const ShellCurvature
     f.dc[0] = -(f.dc[1] + f.dc[2]);
     for (int k = 0; k < 3; ++k) {
         f.w[k].setZero();
-        for (int i = 0; i < curvature_stencil_nodes; ++i)
-            f.w[k] += rest.coefficient[i][k] * q.template segment<3>(3 * i);
+        for (int i = 0; i < K; ++i) f.w[k] += rest.coefficient[i][k] * q.template segment<3>(3 * i);
     }
     return f;
 }
@@ -310,12 +340,12 @@ WEFT_HD inline ShellCurvatureFrame<T> shell_curvature_frame(const ShellCurvature
 
 /// ε = b − b̄, ∇ε, ε̇ = ∇εᵀ v and Ω (file comment). A degenerate triangle or
 /// a non-finite input gives status `degenerate_triangle` and zeros.
-template <typename T>
-WEFT_HD inline ShellCurvatureFirstOrder<T> shell_curvature_first_order(
-    const ShellCurvatureRest<T>& rest, const Vec<T, 3 * curvature_stencil_nodes>& q,
-    const Vec<T, 3 * curvature_stencil_nodes>& v, T min_relative_height = default_min_relative_hinge_height<T>())
+template <typename T, int K>
+WEFT_HD inline ShellCurvatureFirstOrder<T, K> shell_curvature_first_order(
+    const ShellCurvatureRest<T, K>& rest, const Vec<T, 3 * K>& q, const Vec<T, 3 * K>& v,
+    T min_relative_height = default_min_relative_hinge_height<T>())
 {
-    ShellCurvatureFirstOrder<T> e;
+    ShellCurvatureFirstOrder<T, K> e;
     e.strain.setZero();
     e.gradient.setZero();
     e.rate.setZero();
@@ -329,7 +359,7 @@ WEFT_HD inline ShellCurvatureFirstOrder<T> shell_curvature_first_order(
     for (int k = 0; k < 3; ++k) {
         e.strain(k) = f.n.dot(f.w[k]) - rest.rest_curvature[k];
         const Vec3<T> g = f.P * f.w[k] / f.r;
-        for (int i = 0; i < curvature_stencil_nodes; ++i) {
+        for (int i = 0; i < K; ++i) {
             Vec3<T> grad = rest.coefficient[i][k] * f.n;
             if (i < 3) grad += f.dc[i].transpose() * g;
             e.gradient.template block<3, 1>(3 * i, k) = grad;
@@ -341,14 +371,13 @@ WEFT_HD inline ShellCurvatureFirstOrder<T> shell_curvature_first_order(
 
 /// The full evaluation for the generic layers: shell_curvature_first_order
 /// plus the Hessians of ε (file comment).
-template <typename T>
-WEFT_HD inline ShellCurvatureEval<T> shell_curvature_strain(
-    const ShellCurvatureRest<T>& rest, const Vec<T, 3 * curvature_stencil_nodes>& q,
-    const Vec<T, 3 * curvature_stencil_nodes>& v, T min_relative_height = default_min_relative_hinge_height<T>())
+template <typename T, int K>
+WEFT_HD inline ShellCurvatureEval<T, K> shell_curvature_strain(
+    const ShellCurvatureRest<T, K>& rest, const Vec<T, 3 * K>& q, const Vec<T, 3 * K>& v,
+    T min_relative_height = default_min_relative_hinge_height<T>())
 {
-    constexpr int K = curvature_stencil_nodes;
-    const ShellCurvatureFirstOrder<T> first = shell_curvature_first_order(rest, q, v, min_relative_height);
-    ShellCurvatureEval<T> e;
+    const ShellCurvatureFirstOrder<T, K> first = shell_curvature_first_order(rest, q, v, min_relative_height);
+    ShellCurvatureEval<T, K> e;
     e.strain = first.strain;
     e.gradient = first.gradient;
     e.rate = first.rate;
