@@ -110,7 +110,33 @@ inline std::vector<CurvaturePatch> mesh_curvature_patches(const TriangleMesh& me
     std::vector<Vec2<double>> placed_point;
     for (int t = 0; t < m; ++t) {
         const auto& tri = mesh.triangles[t];
-        // Unfold the triangles around the corners into t's rest frame.
+        CurvaturePatch& patch = patches[static_cast<std::size_t>(t)];
+        for (int c = 0; c < 3; ++c) {
+            patch.nodes[c] = tri[c];
+            patch.rest[c] = mesh.rest_uv[t][c];
+        }
+        // The natural patch first: each neighbour's far vertex unfolded across its edge.
+        bool natural = true;
+        for (int c = 0; c < 3 && natural; ++c) {
+            const int a = tri[(c + 1) % 3], b = tri[(c + 2) % 3];
+            const auto faces = edge_faces.at(detail::edge_key(a, b));
+            const int f = faces[0] == t ? faces[1] : faces[0];
+            if (f < 0) {
+                natural = false;
+                break;
+            }
+            const auto& g = mesh.triangles[f];
+            const int far = g[0] != a && g[0] != b ? g[0] : (g[1] != a && g[1] != b ? g[1] : g[2]);
+            patch.nodes[3 + c] = far;
+            patch.rest[3 + c] = detail::unfold_point(patch.rest[(c + 1) % 3], patch.rest[(c + 2) % 3],
+                                                     rest_distance(f, far, a), rest_distance(f, far, b), patch.rest[c]);
+        }
+        QuadraticPatchFit fit;
+        if (natural && fit_quadratic_patch(patch.rest, fit)) {
+            patch.natural = true;
+            continue;
+        }
+        // Otherwise unfold all the triangles around the corners into t's rest frame.
         local_faces.clear();
         for (int c = 0; c < 3; ++c)
             for (const int f : vertex_faces[tri[c]])
@@ -122,7 +148,6 @@ inline std::vector<CurvaturePatch> mesh_curvature_patches(const TriangleMesh& me
             const auto it = std::find(placed_vertex.begin(), placed_vertex.end(), vertex);
             return it == placed_vertex.end() ? -1 : static_cast<int>(it - placed_vertex.begin());
         };
-        int across[3] = {-1, -1, -1};  // placed index of the vertex across the edge opposite corner c
         std::vector<char> done(local_faces.size(), 0);
         for (bool progress = true; progress;) {
             progress = false;
@@ -157,15 +182,9 @@ inline std::vector<CurvaturePatch> mesh_curvature_patches(const TriangleMesh& me
                                                             rest_distance(f, g[unknown], a),
                                                             rest_distance(f, g[unknown], b), placed_point[away]));
                 placed_vertex.push_back(g[unknown]);
-                if (other == t) across[corner_of(t, tri[away])] = static_cast<int>(placed_vertex.size()) - 1;
                 done[k] = 1;
                 progress = true;
             }
-        }
-        CurvaturePatch& patch = patches[static_cast<std::size_t>(t)];
-        for (int c = 0; c < 3; ++c) {
-            patch.nodes[c] = tri[c];
-            patch.rest[c] = placed_point[c];
         }
         const auto fill = [&](const int(&extra)[3]) {
             for (int k = 0; k < 3; ++k) {
@@ -173,14 +192,6 @@ inline std::vector<CurvaturePatch> mesh_curvature_patches(const TriangleMesh& me
                 patch.rest[3 + k] = placed_point[extra[k]];
             }
         };
-        QuadraticPatchFit fit;
-        if (across[0] >= 0 && across[1] >= 0 && across[2] >= 0) {
-            fill(across);
-            if (fit_quadratic_patch(patch.rest, fit)) {
-                patch.natural = true;
-                continue;
-            }
-        }
         // Best-conditioned triple among the placed vertices beyond the corners.
         const int count = static_cast<int>(placed_vertex.size());
         double best = -1;

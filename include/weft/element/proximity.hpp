@@ -1,0 +1,110 @@
+#pragma once
+/// @file proximity.hpp
+/// Closest points between the primitives of collision handling: segment–
+/// segment (yarn against yarn, and a triangle edge against another) and
+/// point–triangle. Exact for every configuration, including parallel and
+/// degenerate (zero-length) segments and degenerate triangles: each query
+/// minimizes a convex quadratic over its parameter domain, first in the
+/// interior, then on the domain's boundary, and returns the parameters of a
+/// closest pair (unique unless the primitives are parallel, where one of the
+/// minimizers is returned). Host and device.
+
+#include <weft/core/types.hpp>
+
+namespace weft {
+
+/// Closest points p = a₀ + s (a₁ − a₀) and q = b₀ + t (b₁ − b₀), s, t ∈ [0, 1].
+template <typename T>
+struct SegmentPairClosest {
+    T s, t;
+    T distance_squared;
+};
+
+namespace detail {
+
+template <typename T>
+WEFT_HD inline T clamp_unit(T x)
+{
+    return x < T(0) ? T(0) : (x > T(1) ? T(1) : x);
+}
+
+}  // namespace detail
+
+/// Closest points of segments [a₀, a₁] and [b₀, b₁]. The squared distance
+/// |d₀ + s u − t w|² (u = a₁ − a₀, w = b₁ − b₀, d₀ = a₀ − b₀) is a convex
+/// quadratic on the unit square: its minimum lies at the interior stationary
+/// point when that is inside and the segments are not parallel, otherwise on
+/// one of the four edges, each a clamped 1-D minimization.
+template <typename T>
+WEFT_HD inline SegmentPairClosest<T> closest_segment_segment(const Vec3<T>& a0, const Vec3<T>& a1, const Vec3<T>& b0,
+                                                             const Vec3<T>& b1)
+{
+    const Vec3<T> u = a1 - a0, w = b1 - b0, d0 = a0 - b0;
+    const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w), ud = u.dot(d0), wd = w.dot(d0);
+    const auto value = [&](T s, T t) { return (d0 + s * u - t * w).squaredNorm(); };
+    SegmentPairClosest<T> best{T(0), T(0), value(T(0), T(0))};
+    const auto consider = [&](T s, T t) {
+        const T v = value(s, t);
+        if (v < best.distance_squared) best = SegmentPairClosest<T>{s, t, v};
+    };
+    // Interior: ∂/∂s = uu s − uw t + ud = 0, ∂/∂t = −uw s + ww t − wd = 0.
+    const T det = uu * ww - uw * uw;
+    const T scale = uu * ww;
+    if (det > T(1e-14) * scale && scale > T(0)) {
+        const T s = (uw * wd - ww * ud) / det;
+        const T t = (uu * wd - uw * ud) / det;
+        if (s >= T(0) && s <= T(1) && t >= T(0) && t <= T(1)) consider(s, t);
+    }
+    // Edges s ∈ {0, 1} (minimize over t) and t ∈ {0, 1} (minimize over s).
+    for (int k = 0; k < 2; ++k) {
+        const T s = T(k);
+        consider(s, ww > T(0) ? detail::clamp_unit((wd + s * uw) / ww) : T(0));
+        const T t = T(k);
+        consider(uu > T(0) ? detail::clamp_unit((t * uw - ud) / uu) : T(0), t);
+    }
+    return best;
+}
+
+/// Closest point x₀ + u (x₁ − x₀) + v (x₂ − x₀), u, v ≥ 0, u + v ≤ 1, of a
+/// triangle to a point p.
+template <typename T>
+struct PointTriangleClosest {
+    T u, v;
+    T distance_squared;
+};
+
+/// Closest point of triangle (x₀, x₁, x₂) to p: the interior stationary
+/// point of the convex |x₀ − p + u e₁ + v e₂|² when it lies inside the
+/// triangle (and the triangle is not degenerate), otherwise the closest
+/// point on one of its three edges.
+template <typename T>
+WEFT_HD inline PointTriangleClosest<T> closest_point_triangle(const Vec3<T>& p, const Vec3<T>& x0, const Vec3<T>& x1,
+                                                              const Vec3<T>& x2)
+{
+    const Vec3<T> e1 = x1 - x0, e2 = x2 - x0, d = x0 - p;
+    const T a = e1.dot(e1), b = e1.dot(e2), c = e2.dot(e2), g1 = e1.dot(d), g2 = e2.dot(d);
+    const auto value = [&](T u, T v) { return (d + u * e1 + v * e2).squaredNorm(); };
+    PointTriangleClosest<T> best{T(0), T(0), value(T(0), T(0))};
+    const auto consider = [&](T u, T v) {
+        const T f = value(u, v);
+        if (f < best.distance_squared) best = PointTriangleClosest<T>{u, v, f};
+    };
+    const T det = a * c - b * b;
+    if (det > T(1e-14) * a * c && a * c > T(0)) {
+        const T u = (b * g2 - c * g1) / det;
+        const T v = (b * g1 - a * g2) / det;
+        if (u >= T(0) && v >= T(0) && u + v <= T(1)) consider(u, v);
+    }
+    // Edge v = 0 (x₀x₁), u = 0 (x₀x₂), u + v = 1 (x₁x₂: u = 1 − r, v = r).
+    consider(a > T(0) ? detail::clamp_unit(-g1 / a) : T(0), T(0));
+    consider(T(0), c > T(0) ? detail::clamp_unit(-g2 / c) : T(0));
+    {
+        const Vec3<T> e = x2 - x1, d1 = x1 - p;
+        const T ee = e.dot(e);
+        const T r = ee > T(0) ? detail::clamp_unit(-e.dot(d1) / ee) : T(0);
+        consider(T(1) - r, r);
+    }
+    return best;
+}
+
+}  // namespace weft

@@ -1,0 +1,145 @@
+// The sorted-grid broad phase (backend/broad_phase.hpp): exactly the pairs
+// of overlapping boxes that a brute-force O(n²) search finds, for random
+// segment and triangle soups and several cell sizes, sorted; bad input named.
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include <weft/backend/broad_phase.hpp>
+
+#include "support/random.hpp"
+
+using weft::Aabb;
+using weft::CandidatePair;
+using weft_test::Random;
+using Vec3 = Eigen::Vector3d;
+
+namespace {
+
+Aabb<double> bounds(std::initializer_list<Vec3> points, double margin)
+{
+    Aabb<double> b;
+    for (int k = 0; k < 3; ++k) {
+        b.lo[k] = std::numeric_limits<double>::infinity();
+        b.hi[k] = -std::numeric_limits<double>::infinity();
+    }
+    for (const Vec3& p : points)
+        for (int k = 0; k < 3; ++k) {
+            b.lo[k] = std::min(b.lo[k], p(k) - margin);
+            b.hi[k] = std::max(b.hi[k], p(k) + margin);
+        }
+    return b;
+}
+
+/// Random segments (two points) or triangles (three) of about `size` in a box of side `extent`.
+std::vector<Aabb<double>> soup(Random& rng, int count, int corners, double size, double extent, double margin)
+{
+    std::vector<Aabb<double>> boxes;
+    for (int i = 0; i < count; ++i) {
+        const Vec3 c = rng.vector<3>(-extent / 2, extent / 2);
+        const Vec3 p = c + size * rng.vector<3>(-1, 1), q = c + size * rng.vector<3>(-1, 1),
+                   r = c + size * rng.vector<3>(-1, 1);
+        boxes.push_back(corners == 2 ? bounds({p, q}, margin) : bounds({p, q, r}, margin));
+    }
+    return boxes;
+}
+
+std::vector<std::pair<int, int>> brute_force(const std::vector<Aabb<double>>& boxes)
+{
+    std::vector<std::pair<int, int>> pairs;
+    for (int a = 0; a < static_cast<int>(boxes.size()); ++a)
+        for (int b = a + 1; b < static_cast<int>(boxes.size()); ++b) {
+            bool overlap = true;
+            for (int k = 0; k < 3; ++k)
+                overlap = overlap && boxes[a].lo[k] <= boxes[b].hi[k] && boxes[b].lo[k] <= boxes[a].hi[k];
+            if (overlap) pairs.emplace_back(a, b);
+        }
+    return pairs;
+}
+
+std::vector<std::pair<int, int>> broad_phase(const std::vector<Aabb<double>>& boxes, double cell,
+                                             weft::BroadPhaseStats* stats = nullptr)
+{
+    const thrust::device_vector<Aabb<double>> device(boxes.begin(), boxes.end());
+    const thrust::device_vector<CandidatePair> found = weft::find_overlapping_pairs<double>(device, cell, stats);
+    const std::vector<CandidatePair> host = weft::to_host(found);
+    std::vector<std::pair<int, int>> pairs;
+    for (const CandidatePair& p : host) pairs.emplace_back(p.a, p.b);
+    return pairs;
+}
+
+}  // namespace
+
+TEST_CASE("broad phase: exactly the overlapping pairs of brute force, sorted, for any cell size",
+          "[backend][broad-phase]")
+{
+    Random rng(11);
+    int compared = 0;
+    long long pairs_seen = 0;
+    for (const int corners : {2, 3}) {
+        for (const double extent : {1.0, 4.0}) {
+            const std::vector<Aabb<double>> boxes = soup(rng, 600, corners, 0.05, extent, 0.01);
+            const auto expected = brute_force(boxes);
+            REQUIRE(!expected.empty());
+            for (const double cell : {0.02, 0.07, 0.3, 5.0}) {
+                INFO((corners == 2 ? "segments" : "triangles") << ", extent " << extent << ", cell " << cell);
+                weft::BroadPhaseStats stats;
+                const auto found = broad_phase(boxes, cell, &stats);
+                CHECK(found == expected);  // same pairs, same (sorted) order
+                CHECK(stats.pairs == static_cast<long long>(expected.size()));
+                CHECK(stats.candidates >= stats.pairs);
+                CHECK(stats.cell_entries >= static_cast<long long>(boxes.size()));
+                pairs_seen += static_cast<long long>(found.size());
+                ++compared;
+            }
+        }
+    }
+    REQUIRE(compared == 16);
+    REQUIRE(pairs_seen > 100);
+}
+
+TEST_CASE("broad phase: touching boxes, boxes on cell boundaries and negative coordinates", "[backend][broad-phase]")
+{
+    std::vector<Aabb<double>> boxes;
+    boxes.push_back(Aabb<double>{{0, 0, 0}, {1, 1, 1}});
+    boxes.push_back(Aabb<double>{{1, 1, 1}, {2, 2, 2}});              // touches box 0 at a corner
+    boxes.push_back(Aabb<double>{{-2, -2, -2}, {-1, -1, -1}});        // apart
+    boxes.push_back(Aabb<double>{{-1, -1, -1}, {0, 0, 0}});           // touches box 0 and box 2
+    boxes.push_back(Aabb<double>{{0.5, 0.5, 0.5}, {0.5, 0.5, 0.5}});  // a point inside box 0
+    for (const double cell : {0.5, 1.0, 3.0}) {
+        INFO("cell " << cell);
+        CHECK(broad_phase(boxes, cell) == brute_force(boxes));
+    }
+    CHECK(broad_phase(boxes, 1.0) == std::vector<std::pair<int, int>>{{0, 1}, {0, 3}, {0, 4}, {2, 3}});
+    CHECK(broad_phase(std::vector<Aabb<double>>{}, 1.0).empty());
+    CHECK(broad_phase(std::vector<Aabb<double>>(1, boxes[0]), 1.0).empty());
+}
+
+TEST_CASE("broad phase: bad input is refused, naming it", "[backend][broad-phase][errors]")
+{
+    const std::vector<Aabb<double>> ok{Aabb<double>{{0, 0, 0}, {1, 1, 1}}, Aabb<double>{{0, 0, 0}, {1, 1, 1}}};
+    const thrust::device_vector<Aabb<double>> device(ok.begin(), ok.end());
+    CHECK_THROWS_WITH(weft::find_overlapping_pairs<double>(device, 0.0), Catch::Contains("cell size"));
+    CHECK_THROWS_WITH(weft::find_overlapping_pairs<double>(device, std::nan("")), Catch::Contains("cell size"));
+    std::vector<Aabb<double>> bad = ok;
+    bad[1].hi[2] = -1;  // inverted
+    CHECK_THROWS_WITH(
+        weft::find_overlapping_pairs<double>(thrust::device_vector<Aabb<double>>(bad.begin(), bad.end()), 1.0),
+        Catch::Contains("box 1") && Catch::Contains("lo <= hi"));
+    bad = ok;
+    bad[0].lo[0] = std::nan("");
+    CHECK_THROWS_WITH(
+        weft::find_overlapping_pairs<double>(thrust::device_vector<Aabb<double>>(bad.begin(), bad.end()), 1.0),
+        Catch::Contains("box 0"));
+    CHECK_THROWS_WITH(weft::find_overlapping_pairs<double>(device, 1e-3, nullptr, 1000),
+                      Catch::Contains("cell entries") && Catch::Contains("far below"));
+    bad = ok;
+    bad[1].hi[0] = 1e12;
+    CHECK_THROWS_WITH(
+        weft::find_overlapping_pairs<double>(thrust::device_vector<Aabb<double>>(bad.begin(), bad.end()), 1.0),
+        Catch::Contains("cells from the origin"));
+}

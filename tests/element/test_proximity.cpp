@@ -1,0 +1,141 @@
+// Closest points of segment pairs and of a point and a triangle
+// (element/proximity.hpp) against a brute-force minimization of the
+// distance over the parameter domain, on random, parallel, crossing,
+// touching and degenerate configurations.
+
+#include <weft/element/proximity.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <limits>
+
+#include <catch2/catch.hpp>
+
+#include "support/random.hpp"
+
+using weft_test::Random;
+using Vec3 = Eigen::Vector3d;
+
+namespace {
+
+/// min f over the unit square (segments) or the unit triangle (u, v ≥ 0,
+/// u + v ≤ 1), f convex: a 101² grid, then cyclic golden-section line
+/// searches along both parameters within the domain, repeated until the
+/// value stops changing. Independent of the closed-form solution.
+double brute_minimum(const std::function<double(double, double)>& f, bool triangle)
+{
+    const auto inside = [&](double s, double t) {
+        return s >= 0 && t >= 0 && (triangle ? s + t <= 1 : (s <= 1 && t <= 1));
+    };
+    double best = std::numeric_limits<double>::infinity(), bs = 0, bt = 0;
+    const int n = 100;
+    for (int i = 0; i <= n; ++i)
+        for (int j = 0; j <= n; ++j) {
+            const double s = double(i) / n, t = double(j) / n;
+            if (!inside(s, t)) continue;
+            const double v = f(s, t);
+            if (v < best) best = v, bs = s, bt = t;
+        }
+    const auto golden = [&](const std::function<double(double)>& g, double lo, double hi) {
+        const double r = 0.5 * (std::sqrt(5.0) - 1);
+        double a = lo, b = hi;
+        for (int k = 0; k < 200; ++k) {
+            const double c = b - r * (b - a), d = a + r * (b - a);
+            if (g(c) < g(d))
+                b = d;
+            else
+                a = c;
+        }
+        return 0.5 * (a + b);
+    };
+    for (int sweep = 0; sweep < 200; ++sweep) {
+        const double before = best;
+        bs = golden([&](double s) { return f(s, bt); }, 0.0, triangle ? 1 - bt : 1.0);
+        bt = golden([&](double t) { return f(bs, t); }, 0.0, triangle ? 1 - bs : 1.0);
+        // Also along the hypotenuse direction for the triangle (s + t fixed).
+        if (triangle) {
+            const double sum = bs + bt;
+            bs = golden([&](double s) { return f(s, sum - s); }, 0.0, sum);
+            bt = sum - bs;
+        }
+        best = std::min(best, f(bs, bt));
+        if (before - best <= 1e-16 * (1 + best) && sweep > 3) break;
+    }
+    return best;
+}
+
+double segment_value(const Vec3& a0, const Vec3& a1, const Vec3& b0, const Vec3& b1, double s, double t)
+{
+    return ((a0 + s * (a1 - a0)) - (b0 + t * (b1 - b0))).squaredNorm();
+}
+
+}  // namespace
+
+TEST_CASE("proximity: segment-segment closest points against brute force", "[element][proximity]")
+{
+    Random rng(3);
+    int checks = 0;
+    const auto check = [&](const Vec3& a0, const Vec3& a1, const Vec3& b0, const Vec3& b1, const char* what) {
+        const auto c = weft::closest_segment_segment<double>(a0, a1, b0, b1);
+        INFO(what << ": s " << c.s << ", t " << c.t << ", d2 " << c.distance_squared);
+        REQUIRE(c.s >= 0);
+        REQUIRE(c.s <= 1);
+        REQUIRE(c.t >= 0);
+        REQUIRE(c.t <= 1);
+        // The parameters give the distance returned.
+        CHECK(segment_value(a0, a1, b0, b1, c.s, c.t) == Approx(c.distance_squared).margin(1e-15));
+        const double reference =
+            brute_minimum([&](double s, double t) { return segment_value(a0, a1, b0, b1, s, t); }, false);
+        CHECK(c.distance_squared <= reference + 1e-12 * (1 + reference));
+        CHECK(c.distance_squared == Approx(reference).margin(1e-12));
+        ++checks;
+    };
+    for (int k = 0; k < 60; ++k) {
+        const Vec3 a0 = rng.vector<3>(-1, 1), a1 = rng.vector<3>(-1, 1), b0 = rng.vector<3>(-1, 1),
+                   b1 = rng.vector<3>(-1, 1);
+        check(a0, a1, b0, b1, "random");
+    }
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    check(Vec3::Zero(), x, 0.5 * x + 0.3 * z - y, 0.5 * x + 0.3 * z + y, "crossing at a distance");
+    check(Vec3::Zero(), x, 0.5 * x - y, 0.5 * x + y, "crossing, touching");
+    check(Vec3::Zero(), x, 0.2 * y, x + 0.2 * y, "parallel, overlapping");
+    check(Vec3::Zero(), x, 1.5 * x + 0.2 * y, 2.5 * x + 0.2 * y, "parallel, disjoint");
+    check(Vec3::Zero(), x, 0.3 * x, 0.7 * x, "collinear, contained");
+    check(Vec3::Zero(), x, 2 * x, 3 * x, "collinear, apart");
+    check(Vec3::Zero(), x, x, x + y, "sharing an end point");
+    check(0.4 * x + 0.2 * z, 0.4 * x + 0.2 * z, Vec3::Zero(), x, "a point against a segment");
+    check(0.4 * y, 0.4 * y, x, x, "two points");
+    check(Vec3::Zero(), x, -0.3 * y + 2 * x, 0.3 * y + 2 * x, "end against interior");
+    REQUIRE(checks == 70);
+}
+
+TEST_CASE("proximity: point-triangle closest points against brute force", "[element][proximity]")
+{
+    Random rng(4);
+    int checks = 0;
+    const auto check = [&](const Vec3& p, const Vec3& x0, const Vec3& x1, const Vec3& x2, const char* what) {
+        const auto c = weft::closest_point_triangle<double>(p, x0, x1, x2);
+        INFO(what << ": u " << c.u << ", v " << c.v << ", d2 " << c.distance_squared);
+        REQUIRE(c.u >= 0);
+        REQUIRE(c.v >= 0);
+        REQUIRE(c.u + c.v <= 1 + 1e-15);
+        const auto value = [&](double u, double v) { return (x0 + u * (x1 - x0) + v * (x2 - x0) - p).squaredNorm(); };
+        CHECK(value(c.u, c.v) == Approx(c.distance_squared).margin(1e-15));
+        const double reference = brute_minimum(value, true);
+        CHECK(c.distance_squared <= reference + 1e-12 * (1 + reference));
+        CHECK(c.distance_squared == Approx(reference).margin(1e-12));
+        ++checks;
+    };
+    for (int k = 0; k < 60; ++k)
+        check(rng.vector<3>(-1, 1), rng.vector<3>(-1, 1), rng.vector<3>(-1, 1), rng.vector<3>(-1, 1), "random");
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    check(0.2 * x + 0.2 * y + 0.5 * z, Vec3::Zero(), x, y, "above the interior");
+    check(0.2 * x + 0.2 * y, Vec3::Zero(), x, y, "in the triangle");
+    check(-x - y + z, Vec3::Zero(), x, y, "beyond a corner");
+    check(0.5 * x - y, Vec3::Zero(), x, y, "beyond an edge");
+    check(x + y, Vec3::Zero(), x, y, "beyond the hypotenuse");
+    check(0.3 * z, Vec3::Zero(), x, 2 * x, "degenerate (collinear) triangle");
+    check(0.3 * z + y, x, x, x, "a triangle collapsed to a point");
+    REQUIRE(checks == 67);
+}
