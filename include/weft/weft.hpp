@@ -40,7 +40,9 @@
 #include <weft/element/membrane_element.hpp>
 #include <weft/element/penalty.hpp>
 #include <weft/element/plate_bending_element.hpp>
+#include <weft/element/proximity.hpp>
 #include <weft/element/rayleigh_damping.hpp>
+#include <weft/element/segment_contact.hpp>
 #include <weft/element/stress_hessian.hpp>
 #include <weft/element/triangle_elements.hpp>
 #include <weft/element/yarn_elements.hpp>

@@ -1,0 +1,117 @@
+#pragma once
+/// @file segment_contact.hpp
+/// Penalty contact between two yarn segments that come closer than the sum
+/// of their radii, r: with d the distance of the segments' closest points,
+///     V = ½ k (r − d)²   for d < r,   0 otherwise,
+/// (the thesis' stiff penalty for non-persistent contacts, Sec. 4.4), with
+/// its exact gradient and Hessian with respect to the four end points
+/// q = [a₀, a₁, b₀, b₁], and the Gauss–Newton Hessian k ∇d ∇dᵀ (PSD).
+/// A building block of collision handling (docs/collision.md); not yet
+/// assembled by the steppers.
+///
+/// Distance as a value function. d² = 2 D(q), D(q) = min_θ f(q, θ) with
+/// f = ½ |x|², x = a₀ + s (a₁ − a₀) − b₀ − t (b₁ − b₀), θ = (s, t) ∈ [0, 1]²
+/// (proximity.hpp). With the parameters that sit on a bound held there and
+/// the free ones stationary, the envelope theorem gives ∇D = ∂f/∂q = Jᵀ x
+/// (J = ∂x/∂q at fixed θ), and the implicit function theorem
+///     ∇²D = f_qq − f_qθ f_θθ⁻¹ f_θq   (free parameters only),
+/// with f_qq = JᵀJ, f_θθ = [[u·u, −u·w], [−u·w, w·w]] (u = a₁ − a₀,
+/// w = b₁ − b₀) and f_qθ the q-derivatives of ∂f/∂s = x·u and
+/// ∂f/∂t = −x·w. Then ∇d = ∇D/d and ∇²d = ∇²D/d − ∇D ∇Dᵀ/d³.
+/// Where the free parameters' f_θθ is singular (parallel segments, whose
+/// closest points are not unique), the Hessian holds the parameter s fixed
+/// too; the distance and gradient stay exact. At d = 0 (segments that
+/// intersect) the direction is undefined: everything is zero and the status
+/// says so.
+
+#include <weft/core/types.hpp>
+#include <weft/element/proximity.hpp>
+
+namespace weft {
+
+/// The contact of one segment pair. Plain data.
+template <typename T>
+struct SegmentContact {
+    T energy;                     ///< V
+    Vec<T, 12> force;             ///< −∇V
+    Mat<T, 12, 12> hessian;       ///< ∇²V (exact; indefinite in general)
+    Mat<T, 12, 12> gauss_newton;  ///< k ∇d ∇dᵀ (PSD), the stiffness for the system matrix
+    T distance;                   ///< d
+    T s, t;                       ///< closest parameters
+    bool active;                  ///< d < r
+    bool degenerate;              ///< d = 0: no direction, everything zero
+};
+
+/// The penalty contact of segments [a₀, a₁] and [b₀, b₁] (stacked in q) with
+/// stiffness k (N/m) and contact distance r (m).
+template <typename T>
+WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum)
+{
+    SegmentContact<T> out;
+    out.energy = T(0);
+    out.force.setZero();
+    out.hessian.setZero();
+    out.gauss_newton.setZero();
+    out.active = false;
+    out.degenerate = false;
+    const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
+                  b1 = q.template segment<3>(9);
+    const SegmentPairClosest<T> c = closest_segment_segment<T>(a0, a1, b0, b1);
+    out.s = c.s;
+    out.t = c.t;
+    using std::sqrt;
+    out.distance = sqrt(c.distance_squared);
+    if (!(out.distance < radius_sum)) return out;
+    out.active = true;
+    if (!(out.distance > T(0))) {
+        out.degenerate = true;
+        return out;
+    }
+    const T s = c.s, t = c.t, d = out.distance;
+    const Vec3<T> u = a1 - a0, w = b1 - b0;
+    const Vec3<T> x = a0 + s * u - b0 - t * w;
+    // J = ∂x/∂q at fixed θ: coefficients of a₀, a₁, b₀, b₁.
+    const T coefficient[4] = {T(1) - s, s, -(T(1) - t), -t};
+    Vec<T, 12> grad_D;
+    Mat<T, 12, 12> hess_D;
+    for (int i = 0; i < 4; ++i) {
+        grad_D.template segment<3>(3 * i) = coefficient[i] * x;
+        for (int j = 0; j < 4; ++j)
+            hess_D.template block<3, 3>(3 * i, 3 * j) = coefficient[i] * coefficient[j] * Mat3<T>::Identity();
+    }
+    // Free parameters: strictly inside (0, 1).
+    const bool s_free = s > T(0) && s < T(1);
+    const bool t_free = t > T(0) && t < T(1);
+    // f_qs = Jᵀu + [−x, x, 0, 0];  f_qt = −Jᵀw + [0, 0, x, −x].
+    Vec<T, 12> f_qs, f_qt;
+    for (int i = 0; i < 4; ++i) {
+        f_qs.template segment<3>(3 * i) = coefficient[i] * u;
+        f_qt.template segment<3>(3 * i) = -coefficient[i] * w;
+    }
+    f_qs.template segment<3>(0) -= x;
+    f_qs.template segment<3>(3) += x;
+    f_qt.template segment<3>(6) += x;
+    f_qt.template segment<3>(9) -= x;
+    const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
+    const T det = uu * ww - uw * uw;
+    if (s_free && t_free && det > T(1e-12) * uu * ww) {
+        // (f_θθ)⁻¹ = [[ww, uw], [uw, uu]] / det
+        hess_D -= (ww * f_qs * f_qs.transpose() + uw * (f_qs * f_qt.transpose() + f_qt * f_qs.transpose()) +
+                   uu * f_qt * f_qt.transpose()) /
+                  det;
+    } else if (t_free && ww > T(0)) {
+        hess_D -= f_qt * f_qt.transpose() / ww;
+    } else if (s_free && uu > T(0)) {
+        hess_D -= f_qs * f_qs.transpose() / uu;
+    }
+    const Vec<T, 12> grad_d = grad_D / d;
+    const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
+    const T gap = radius_sum - d;
+    out.energy = T(0.5) * stiffness * gap * gap;
+    out.force = stiffness * gap * grad_d;
+    out.gauss_newton = stiffness * grad_d * grad_d.transpose();
+    out.hessian = out.gauss_newton - stiffness * gap * hess_d;
+    return out;
+}
+
+}  // namespace weft

@@ -1,0 +1,113 @@
+// Segment–segment penalty contact (element/segment_contact.hpp): force and
+// exact Hessian against central differences of the energy and the force,
+// for crossing pairs (both closest parameters free), an end against an
+// interior (one clamped), end against end (both clamped) and random close
+// pairs; no force beyond the contact distance; momentum conserved; the
+// Gauss–Newton stiffness PSD.
+
+#include <weft/element/segment_contact.hpp>
+
+#include <Eigen/Eigenvalues>
+#include <cmath>
+
+#include "support/fd_check.hpp"
+#include "support/random.hpp"
+
+using weft_test::FdChecker;
+using weft_test::MatrixX;
+using weft_test::Random;
+using weft_test::VectorX;
+using Vec12 = Eigen::Matrix<double, 12, 1>;
+using Vec3 = Eigen::Vector3d;
+
+namespace {
+
+Vec12 stack(const Vec3& a0, const Vec3& a1, const Vec3& b0, const Vec3& b1)
+{
+    Vec12 q;
+    q << a0, a1, b0, b1;
+    return q;
+}
+
+}  // namespace
+
+TEST_CASE("segment contact: force and exact Hessian against finite differences", "[element][contact][fd]")
+{
+    Random rng(31);
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 1e-6;
+    const double k = 50, r = 0.5;
+    int configurations = 0;
+    const auto check = [&](const Vec12& q, const char* what, int free_expected) {
+        const auto c = weft::segment_contact<double>(q, k, r);
+        INFO(what << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
+        REQUIRE(c.active);
+        REQUIRE_FALSE(c.degenerate);
+        const int free = (c.s > 0 && c.s < 1) + (c.t > 0 && c.t < 1);
+        CHECK(free == free_expected);
+        checker.gradient([&](const VectorX& x) { return -weft::segment_contact<double>(Vec12(x), k, r).energy; },
+                         VectorX(q), VectorX(c.force), std::string("force = -grad V, ") + what);
+        checker.jacobian(
+            [&](const VectorX& x) { return VectorX(-weft::segment_contact<double>(Vec12(x), k, r).force); }, VectorX(q),
+            MatrixX(c.hessian), std::string("Hessian = grad grad V, ") + what);
+        checker.compare(MatrixX(c.hessian), MatrixX(c.hessian.transpose()), "Hessian symmetric");
+        // Momentum: forces sum to zero and exert no torque.
+        Vec3 sum = Vec3::Zero(), torque = Vec3::Zero();
+        for (int i = 0; i < 4; ++i) {
+            sum += c.force.segment<3>(3 * i);
+            torque += q.segment<3>(3 * i).cross(c.force.segment<3>(3 * i));
+        }
+        CHECK(sum.norm() < 1e-12 * (1 + c.force.norm()));
+        CHECK(torque.norm() < 1e-12 * (1 + c.force.norm()));
+        Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, 12, 12>> gn(c.gauss_newton);
+        CHECK(gn.eigenvalues().minCoeff() > -1e-12 * gn.eigenvalues().maxCoeff());
+        ++configurations;
+    };
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    check(stack(Vec3::Zero(), x, 0.4 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.6 * y + 0.35 * z), "crossing", 2);
+    check(stack(Vec3::Zero(), x, 0.3 * x + 0.2 * z + 0.05 * y, 0.2 * x + 1.0 * z), "end over an interior", 1);
+    check(stack(Vec3::Zero(), x, 1.2 * x + 0.1 * y, 2 * x + 0.5 * y + 0.2 * z), "end near end", 0);
+    for (int trial = 0; trial < 30; ++trial) {
+        // Random pairs placed so that they are closer than r.
+        const Vec3 a0 = rng.vector<3>(-1, 1), a1 = rng.vector<3>(-1, 1);
+        const Vec3 dir = rng.vector<3>(-1, 1).normalized();
+        const double s = rng.uniform(0.1, 0.9);
+        const Vec3 mid = a0 + s * (a1 - a0) + rng.uniform(0.05, 0.4) * (a1 - a0).cross(dir).normalized();
+        const Vec3 b0 = mid - rng.uniform(0.2, 1.0) * dir, b1 = mid + rng.uniform(0.2, 1.0) * dir;
+        const Vec12 q = stack(a0, a1, b0, b1);
+        const auto c = weft::segment_contact<double>(q, k, r);
+        if (!c.active || c.distance < 1e-3) continue;
+        // Stay away from the kinks where a closest parameter reaches a bound.
+        const double margin = 1e-4;
+        if ((c.s > 0 && c.s < margin) || (c.s < 1 && c.s > 1 - margin) || (c.t > 0 && c.t < margin) ||
+            (c.t < 1 && c.t > 1 - margin))
+            continue;
+        const int free = (c.s > 0 && c.s < 1) + (c.t > 0 && c.t < 1);
+        check(q, "random", free);
+    }
+    INFO("configurations " << configurations << ", comparisons " << checker.checks);
+    REQUIRE(configurations >= 20);
+    REQUIRE(checker.checks == 3 * configurations);
+}
+
+TEST_CASE("segment contact: nothing beyond the contact distance; intersecting segments are flagged",
+          "[element][contact]")
+{
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const auto apart = weft::segment_contact<double>(stack(Vec3::Zero(), x, 0.5 * x - y + z, 0.5 * x + y + z), 10, 0.5);
+    CHECK_FALSE(apart.active);
+    CHECK(apart.energy == 0);
+    CHECK(apart.force.norm() == 0);
+    CHECK(apart.distance == Approx(1.0));
+    // Energy continuous at d = r and ½ k (r − d)² inside.
+    const auto close =
+        weft::segment_contact<double>(stack(Vec3::Zero(), x, 0.5 * x - y + 0.3 * z, 0.5 * x + y + 0.3 * z), 10, 0.5);
+    CHECK(close.active);
+    CHECK(close.energy == Approx(0.5 * 10 * 0.2 * 0.2));
+    CHECK(close.force.segment<3>(0).z() < 0);  // pushes segment a down, away from b
+    const auto crossing = weft::segment_contact<double>(stack(Vec3::Zero(), x, 0.5 * x - y, 0.5 * x + y), 10, 0.5);
+    CHECK(crossing.active);
+    CHECK(crossing.degenerate);
+    CHECK(crossing.force.norm() == 0);
+}
