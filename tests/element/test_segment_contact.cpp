@@ -1,4 +1,5 @@
-// Segment–segment penalty contact (element/segment_contact.hpp): force and
+// Segment–segment and point–triangle penalty contact
+// (element/segment_contact.hpp): force and
 // exact Hessian against central differences of the energy and the force,
 // for crossing pairs (both closest parameters free), an end against an
 // interior (one clamped), end against end (both clamped) and random close
@@ -110,4 +111,61 @@ TEST_CASE("segment contact: nothing beyond the contact distance; intersecting se
     CHECK(crossing.active);
     CHECK(crossing.degenerate);
     CHECK(crossing.force.norm() == 0);
+}
+
+TEST_CASE("point-triangle contact: force and exact Hessian against finite differences", "[element][contact][fd]")
+{
+    Random rng(37);
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 1e-6;
+    const double k = 80, r = 0.4;
+    int configurations = 0;
+    const auto check = [&](const Vec12& q, const char* what, int free_expected) {
+        const auto c = weft::point_triangle_contact<double>(q, k, r);
+        INFO(what << ": d " << c.distance << ", u " << c.s << ", v " << c.t);
+        REQUIRE(c.active);
+        REQUIRE_FALSE(c.degenerate);
+        const bool on_v0 = c.t <= 0, on_u0 = c.s <= 0, on_hyp = c.s + c.t >= 1 - 1e-12;
+        const int bounds = int(on_v0) + int(on_u0) + int(on_hyp);
+        CHECK((bounds == 0 ? 2 : (bounds == 1 ? 1 : 0)) == free_expected);
+        checker.gradient([&](const VectorX& x) { return -weft::point_triangle_contact<double>(Vec12(x), k, r).energy; },
+                         VectorX(q), VectorX(c.force), std::string("force = -grad V, ") + what);
+        checker.jacobian(
+            [&](const VectorX& x) { return VectorX(-weft::point_triangle_contact<double>(Vec12(x), k, r).force); },
+            VectorX(q), MatrixX(c.hessian), std::string("Hessian = grad grad V, ") + what);
+        Vec3 sum = Vec3::Zero(), torque = Vec3::Zero();
+        for (int i = 0; i < 4; ++i) {
+            sum += c.force.segment<3>(3 * i);
+            torque += q.segment<3>(3 * i).cross(c.force.segment<3>(3 * i));
+        }
+        CHECK(sum.norm() < 1e-12 * (1 + c.force.norm()));
+        CHECK(torque.norm() < 1e-12 * (1 + c.force.norm()));
+        ++configurations;
+    };
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const Vec3 t0 = Vec3::Zero(), t1 = x + 0.1 * z, t2 = 0.2 * x + y;
+    check(stack(0.3 * x + 0.3 * y + 0.25 * z, t0, t1, t2), "above the face", 2);
+    check(stack(0.5 * x - 0.2 * y + 0.1 * z, t0, t1, t2), "beside the edge x0 x1", 1);
+    check(stack(-0.1 * x + 0.5 * y + 0.1 * z, t0, t1, t2), "beside the edge x0 x2", 1);
+    check(stack(0.8 * x + 0.7 * y + 0.1 * z, t0, t1, t2), "beside the edge x1 x2", 1);
+    check(stack(1.2 * x - 0.1 * y + 0.1 * z, t0, t1, t2), "beyond the corner x1", 0);
+    check(stack(-0.2 * x - 0.2 * y, t0, t1, t2), "beyond the corner x0", 0);
+    for (int trial = 0; trial < 40 && configurations < 26; ++trial) {
+        const Vec3 a = rng.vector<3>(-1, 1), b = rng.vector<3>(-1, 1), c3 = rng.vector<3>(-1, 1);
+        const double wu = rng.uniform(0.05, 0.6), wv = rng.uniform(0.05, 0.35);
+        const Vec3 n = (b - a).cross(c3 - a).normalized();
+        const Vec3 p = a + wu * (b - a) + wv * (c3 - a) + rng.uniform(0.05, 0.35) * n + 0.1 * rng.vector<3>(-1, 1);
+        const Vec12 q = stack(p, a, b, c3);
+        const auto c = weft::point_triangle_contact<double>(q, k, r);
+        if (!c.active || c.distance < 1e-3) continue;
+        const double m = 1e-4;  // away from the region boundaries (kinks)
+        if ((c.s > 0 && c.s < m) || (c.t > 0 && c.t < m) || (c.s + c.t > 1 - m && c.s + c.t < 1 - 1e-12)) continue;
+        const bool on_v0 = c.t <= 0, on_u0 = c.s <= 0, on_hyp = c.s + c.t >= 1 - 1e-12;
+        const int bounds = int(on_v0) + int(on_u0) + int(on_hyp);
+        check(q, "random", bounds == 0 ? 2 : (bounds == 1 ? 1 : 0));
+    }
+    INFO("configurations " << configurations);
+    REQUIRE(configurations >= 16);
+    REQUIRE(checker.checks == 2 * configurations);
 }

@@ -1,7 +1,9 @@
 #pragma once
 /// @file segment_contact.hpp
-/// Penalty contact between two yarn segments that come closer than the sum
-/// of their radii, r: with d the distance of the segments' closest points,
+/// Penalty contact between two yarn segments (or triangle edges) that come
+/// closer than the sum of their radii (or a cloth thickness), r, and between
+/// a point and a triangle (`point_triangle_contact`): with d the distance of
+/// the closest points,
 ///     V = ½ k (r − d)²   for d < r,   0 otherwise,
 /// (the thesis' stiff penalty for non-persistent contacts, Sec. 4.4), with
 /// its exact gradient and Hessian with respect to the four end points
@@ -103,6 +105,83 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
         hess_D -= f_qt * f_qt.transpose() / ww;
     } else if (s_free && uu > T(0)) {
         hess_D -= f_qs * f_qs.transpose() / uu;
+    }
+    const Vec<T, 12> grad_d = grad_D / d;
+    const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
+    const T gap = radius_sum - d;
+    out.energy = T(0.5) * stiffness * gap * gap;
+    out.force = stiffness * gap * grad_d;
+    out.gauss_newton = stiffness * grad_d * grad_d.transpose();
+    out.hessian = out.gauss_newton - stiffness * gap * hess_d;
+    return out;
+}
+
+/// The contact of a point and a triangle, q = [p, x₀, x₁, x₂]: the same
+/// penalty of the distance d from p to the triangle (closest point
+/// x₀ + u (x₁ − x₀) + v (x₂ − x₀), proximity.hpp), with the same value-
+/// function derivatives. The free directions of (u, v) are those of the
+/// face (both), of the edge the closest point lies on (one), or none at a
+/// corner. Fields as SegmentContact, with (s, t) = (u, v).
+template <typename T>
+WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T stiffness, T radius_sum)
+{
+    SegmentContact<T> out;
+    out.energy = T(0);
+    out.force.setZero();
+    out.hessian.setZero();
+    out.gauss_newton.setZero();
+    out.active = false;
+    out.degenerate = false;
+    const Vec3<T> p = q.template segment<3>(0), x0 = q.template segment<3>(3), x1 = q.template segment<3>(6),
+                  x2 = q.template segment<3>(9);
+    const PointTriangleClosest<T> c = closest_point_triangle<T>(p, x0, x1, x2);
+    out.s = c.u;
+    out.t = c.v;
+    using std::sqrt;
+    out.distance = sqrt(c.distance_squared);
+    if (!(out.distance < radius_sum)) return out;
+    out.active = true;
+    if (!(out.distance > T(0))) {
+        out.degenerate = true;
+        return out;
+    }
+    const T u = c.u, v = c.v, d = out.distance;
+    const Vec3<T> e1 = x1 - x0, e2 = x2 - x0;
+    const Vec3<T> x = x0 + u * e1 + v * e2 - p;
+    const T coefficient[4] = {T(-1), T(1) - u - v, u, v};
+    Vec<T, 12> grad_D;
+    Mat<T, 12, 12> hess_D;
+    for (int i = 0; i < 4; ++i) {
+        grad_D.template segment<3>(3 * i) = coefficient[i] * x;
+        for (int j = 0; j < 4; ++j)
+            hess_D.template block<3, 3>(3 * i, 3 * j) = coefficient[i] * coefficient[j] * Mat3<T>::Identity();
+    }
+    // f_qu = Jᵀe₁ + [0, −x, x, 0], f_qv = Jᵀe₂ + [0, −x, 0, x].
+    Vec<T, 12> f_qu, f_qv;
+    for (int i = 0; i < 4; ++i) {
+        f_qu.template segment<3>(3 * i) = coefficient[i] * e1;
+        f_qv.template segment<3>(3 * i) = coefficient[i] * e2;
+    }
+    f_qu.template segment<3>(3) -= x;
+    f_qu.template segment<3>(6) += x;
+    f_qv.template segment<3>(3) -= x;
+    f_qv.template segment<3>(9) += x;
+    const T a = e1.dot(e1), b = e1.dot(e2), cc = e2.dot(e2);
+    const T edge_tolerance = T(1e-12);
+    const bool on_v0 = !(v > T(0)), on_u0 = !(u > T(0)), on_hypotenuse = u + v >= T(1) - edge_tolerance;
+    const int bounds = int(on_v0) + int(on_u0) + int(on_hypotenuse);
+    const T det = a * cc - b * b;
+    if (bounds == 0 && det > T(1e-12) * a * cc) {
+        hess_D -= (cc * f_qu * f_qu.transpose() - b * (f_qu * f_qv.transpose() + f_qv * f_qu.transpose()) +
+                   a * f_qv * f_qv.transpose()) /
+                  det;
+    } else if (bounds == 1) {
+        // One free direction δ = (δu, δv) along the edge: f_qδ = δu f_qu + δv f_qv, f_δδ = δᵀ f_θθ δ.
+        const T du = on_u0 ? T(0) : (on_v0 ? T(1) : T(-1));
+        const T dv = on_u0 ? T(1) : (on_v0 ? T(0) : T(1));
+        const Vec<T, 12> f_qd = du * f_qu + dv * f_qv;
+        const T f_dd = du * du * a + T(2) * du * dv * b + dv * dv * cc;
+        if (f_dd > T(0)) hess_D -= f_qd * f_qd.transpose() / f_dd;
     }
     const Vec<T, 12> grad_d = grad_D / d;
     const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
