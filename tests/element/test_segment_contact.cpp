@@ -30,6 +30,18 @@ Vec12 stack(const Vec3& a0, const Vec3& a1, const Vec3& b0, const Vec3& b1)
     return q;
 }
 
+/// The forces on the four points sum to zero and exert no torque.
+void check_momentum(const Vec12& q, const Vec12& force)
+{
+    Vec3 sum = Vec3::Zero(), torque = Vec3::Zero();
+    for (int i = 0; i < 4; ++i) {
+        sum += force.segment<3>(3 * i);
+        torque += q.segment<3>(3 * i).cross(force.segment<3>(3 * i));
+    }
+    CHECK(sum.norm() < 1e-12 * (1 + force.norm()));
+    CHECK(torque.norm() < 1e-12 * (1 + force.norm()));
+}
+
 }  // namespace
 
 TEST_CASE("segment contact: force and exact Hessian against finite differences", "[element][contact][fd]")
@@ -53,14 +65,7 @@ TEST_CASE("segment contact: force and exact Hessian against finite differences",
             [&](const VectorX& x) { return VectorX(-weft::segment_contact<double>(Vec12(x), k, r).force); }, VectorX(q),
             MatrixX(c.hessian), std::string("Hessian = grad grad V, ") + what);
         checker.compare(MatrixX(c.hessian), MatrixX(c.hessian.transpose()), "Hessian symmetric");
-        // Momentum: forces sum to zero and exert no torque.
-        Vec3 sum = Vec3::Zero(), torque = Vec3::Zero();
-        for (int i = 0; i < 4; ++i) {
-            sum += c.force.segment<3>(3 * i);
-            torque += q.segment<3>(3 * i).cross(c.force.segment<3>(3 * i));
-        }
-        CHECK(sum.norm() < 1e-12 * (1 + c.force.norm()));
-        CHECK(torque.norm() < 1e-12 * (1 + c.force.norm()));
+        check_momentum(q, c.force);
         Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, 12, 12>> gn(c.gauss_newton);
         CHECK(gn.eigenvalues().minCoeff() > -1e-12 * gn.eigenvalues().maxCoeff());
         ++configurations;
@@ -134,13 +139,7 @@ TEST_CASE("point-triangle contact: force and exact Hessian against finite differ
         checker.jacobian(
             [&](const VectorX& x) { return VectorX(-weft::point_triangle_contact<double>(Vec12(x), k, r).force); },
             VectorX(q), MatrixX(c.hessian), std::string("Hessian = grad grad V, ") + what);
-        Vec3 sum = Vec3::Zero(), torque = Vec3::Zero();
-        for (int i = 0; i < 4; ++i) {
-            sum += c.force.segment<3>(3 * i);
-            torque += q.segment<3>(3 * i).cross(c.force.segment<3>(3 * i));
-        }
-        CHECK(sum.norm() < 1e-12 * (1 + c.force.norm()));
-        CHECK(torque.norm() < 1e-12 * (1 + c.force.norm()));
+        check_momentum(q, c.force);
         ++configurations;
     };
     const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);

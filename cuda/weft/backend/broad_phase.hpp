@@ -156,48 +156,71 @@ WEFT_HD inline bool reported_here(const Aabb<T>& a, const Aabb<T>& b, std::uint6
     return cell_key(corner[0], corner[1], corner[2]) == key;
 }
 
-/// The pairs a cell run [first, first + length) reports (reported_here).
+/// The cell runs and what a run reports (reported_here).
 template <typename T>
-struct RunPairs {
+struct CellRuns {
     const Aabb<T>* boxes;
     const std::uint64_t* keys;
     const int* owners;
     const std::int64_t* run_first;
     const std::int64_t* run_length;
     T inverse_cell;
-    WEFT_HD std::int64_t operator()(std::int64_t r) const
+
+    /// Calls emit(a, b) for every pair run r reports (a < b: owners ascend
+    /// within a run), in order, and returns how many.
+    template <class Emit>
+    WEFT_HD std::int64_t for_each_pair(std::int64_t r, Emit& emit) const
     {
         const std::int64_t first = run_first[r], n = run_length[r];
         std::int64_t count = 0;
         for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t j = i + 1; j < n; ++j)
-                count += reported_here(boxes[owners[first + i]], boxes[owners[first + j]], keys[first], inverse_cell);
+            for (std::int64_t j = i + 1; j < n; ++j) {
+                const int a = owners[first + i], b = owners[first + j];
+                if (!reported_here(boxes[a], boxes[b], keys[first], inverse_cell)) continue;
+                emit(a, b);
+                ++count;
+            }
         return count;
     }
 };
 
-/// Writes those pairs as keys a · n + b (a < b, owners ascend within a run).
+struct IgnorePair {
+    WEFT_HD void operator()(int, int) const {}
+};
+
+/// Packs pairs as a · n + b from a given position on.
+struct PackPair {
+    std::uint64_t* pairs;
+    std::uint64_t box_count;
+    std::int64_t at;
+    WEFT_HD void operator()(int a, int b)
+    {
+        pairs[at++] = static_cast<std::uint64_t>(a) * box_count + static_cast<std::uint64_t>(b);
+    }
+};
+
+/// The number of pairs run r reports.
+template <typename T>
+struct RunPairs {
+    CellRuns<T> runs;
+    WEFT_HD std::int64_t operator()(std::int64_t r) const
+    {
+        IgnorePair ignore;
+        return runs.for_each_pair(r, ignore);
+    }
+};
+
+/// Writes run r's pairs at its offset.
 template <typename T>
 struct WriteRunPairs {
-    const Aabb<T>* boxes;
-    const std::uint64_t* keys;
-    const int* owners;
-    const std::int64_t* run_first;
-    const std::int64_t* run_length;
-    T inverse_cell;
+    CellRuns<T> runs;
     const std::int64_t* pair_offsets;
     std::uint64_t box_count;
     std::uint64_t* pairs;
     WEFT_HD void operator()(std::int64_t r) const
     {
-        const std::int64_t first = run_first[r], n = run_length[r];
-        std::int64_t at = pair_offsets[r];
-        for (std::int64_t i = 0; i < n; ++i)
-            for (std::int64_t j = i + 1; j < n; ++j) {
-                const int a = owners[first + i], b = owners[first + j];
-                if (reported_here(boxes[a], boxes[b], keys[first], inverse_cell))
-                    pairs[at++] = static_cast<std::uint64_t>(a) * box_count + static_cast<std::uint64_t>(b);
-            }
+        PackPair pack{pairs, box_count, pair_offsets[r]};
+        runs.for_each_pair(r, pack);
     }
 };
 
@@ -333,18 +356,16 @@ thrust::device_vector<CandidatePair> find_overlapping_pairs(const thrust::device
                       RunLength{raw_pointer(run_first), runs, static_cast<std::int64_t>(entries)});
     local.candidates = thrust::transform_reduce(thrust::device, run_length.begin(), run_length.end(), PairsOfRun(),
                                                 std::int64_t(0), thrust::plus<std::int64_t>());
-    const RunPairs<T> counter{
+    const CellRuns<T> cell_runs{
         box, raw_pointer(keys), raw_pointer(owners), raw_pointer(run_first), raw_pointer(run_length), inverse_cell};
     thrust::device_vector<std::int64_t> pair_offsets(static_cast<std::size_t>(runs) + 1, 0);
-    thrust::transform(thrust::device, run, run + runs, pair_offsets.begin(), counter);
+    thrust::transform(thrust::device, run, run + runs, pair_offsets.begin(), RunPairs<T>{cell_runs});
     thrust::exclusive_scan(thrust::device, pair_offsets.begin(), pair_offsets.end(), pair_offsets.begin());
     const std::int64_t found = pair_offsets.back();
     thrust::device_vector<std::uint64_t> packed(static_cast<std::size_t>(found));
     const auto count = static_cast<std::uint64_t>(n);
-    thrust::for_each(
-        thrust::device, run, run + runs,
-        WriteRunPairs<T>{box, raw_pointer(keys), raw_pointer(owners), raw_pointer(run_first), raw_pointer(run_length),
-                         inverse_cell, raw_pointer(pair_offsets), count, raw_pointer(packed)});
+    thrust::for_each(thrust::device, run, run + runs,
+                     WriteRunPairs<T>{cell_runs, raw_pointer(pair_offsets), count, raw_pointer(packed)});
     thrust::sort(thrust::device, packed.begin(), packed.end());  // a radix sort on the packed keys
     pairs.resize(static_cast<std::size_t>(found));
     thrust::transform(thrust::device, packed.begin(), packed.end(), pairs.begin(), UnpackPair{count});

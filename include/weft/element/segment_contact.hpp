@@ -44,56 +44,90 @@ struct SegmentContact {
     bool degenerate;              ///< d = 0: no direction, everything zero
 };
 
-/// The penalty contact of segments [a₀, a₁] and [b₀, b₁] (stacked in q) with
-/// stiffness k (N/m) and contact distance r (m).
+namespace detail {
+
+/// Fills the closest parameters and the distance; true when the penalty
+/// acts and has a direction (0 < d < r), with everything else zero.
 template <typename T>
-WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum)
+WEFT_HD inline bool start_contact(SegmentContact<T>& out, T s, T t, T distance_squared, T radius_sum)
 {
-    SegmentContact<T> out;
+    using std::sqrt;
     out.energy = T(0);
     out.force.setZero();
     out.hessian.setZero();
     out.gauss_newton.setZero();
-    out.active = false;
-    out.degenerate = false;
-    const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
-                  b1 = q.template segment<3>(9);
-    const SegmentPairClosest<T> c = closest_segment_segment<T>(a0, a1, b0, b1);
-    out.s = c.s;
-    out.t = c.t;
-    using std::sqrt;
-    out.distance = sqrt(c.distance_squared);
-    if (!(out.distance < radius_sum)) return out;
-    out.active = true;
-    if (!(out.distance > T(0))) {
-        out.degenerate = true;
-        return out;
-    }
-    const T s = c.s, t = c.t, d = out.distance;
-    const Vec3<T> u = a1 - a0, w = b1 - b0;
-    const Vec3<T> x = a0 + s * u - b0 - t * w;
-    // J = ∂x/∂q at fixed θ: coefficients of a₀, a₁, b₀, b₁.
-    const T coefficient[4] = {T(1) - s, s, -(T(1) - t), -t};
-    Vec<T, 12> grad_D;
-    Mat<T, 12, 12> hess_D;
+    out.s = s;
+    out.t = t;
+    out.distance = sqrt(distance_squared);
+    out.active = out.distance < radius_sum;
+    out.degenerate = out.active && !(out.distance > T(0));
+    return out.active && !out.degenerate;
+}
+
+/// ∇D = Jᵀx and f_qq = JᵀJ, J = ∂x/∂q at fixed parameters, x = Σ_i c_i q_i.
+template <typename T>
+WEFT_HD inline void distance_value_base(const T (&coefficient)[4], const Vec3<T>& x, Vec<T, 12>& grad_D,
+                                        Mat<T, 12, 12>& hess_D)
+{
     for (int i = 0; i < 4; ++i) {
         grad_D.template segment<3>(3 * i) = coefficient[i] * x;
         for (int j = 0; j < 4; ++j)
             hess_D.template block<3, 3>(3 * i, 3 * j) = coefficient[i] * coefficient[j] * Mat3<T>::Identity();
     }
-    // Free parameters: strictly inside (0, 1).
+}
+
+/// ∂/∂q of x · e at fixed parameters, e = q_to − q_from: Jᵀe + x at `to` − x at `from`.
+template <typename T>
+WEFT_HD inline Vec<T, 12> parameter_cross_derivative(const T (&coefficient)[4], const Vec3<T>& e, const Vec3<T>& x,
+                                                     int from, int to)
+{
+    Vec<T, 12> out;
+    for (int i = 0; i < 4; ++i) out.template segment<3>(3 * i) = coefficient[i] * e;
+    out.template segment<3>(3 * from) -= x;
+    out.template segment<3>(3 * to) += x;
+    return out;
+}
+
+/// Energy, force and Hessians of ½ k (r − d)² from D = ½ d² and its derivatives.
+template <typename T>
+WEFT_HD inline void finish_contact(SegmentContact<T>& out, const Vec<T, 12>& grad_D, const Mat<T, 12, 12>& hess_D,
+                                   T stiffness, T radius_sum)
+{
+    const T d = out.distance;
+    const Vec<T, 12> grad_d = grad_D / d;
+    const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
+    const T gap = radius_sum - d;
+    out.energy = T(0.5) * stiffness * gap * gap;
+    out.force = stiffness * gap * grad_d;
+    out.gauss_newton = stiffness * grad_d * grad_d.transpose();
+    out.hessian = out.gauss_newton - stiffness * gap * hess_d;
+}
+
+}  // namespace detail
+
+/// The penalty contact of segments [a₀, a₁] and [b₀, b₁] (stacked in q) with
+/// stiffness k (N/m) and contact distance r (m).
+template <typename T>
+WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum)
+{
+    const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
+                  b1 = q.template segment<3>(9);
+    const SegmentPairClosest<T> c = closest_segment_segment<T>(a0, a1, b0, b1);
+    SegmentContact<T> out;
+    if (!detail::start_contact(out, c.s, c.t, c.distance_squared, radius_sum)) return out;
+    const T s = c.s, t = c.t;
+    const Vec3<T> u = a1 - a0, w = b1 - b0;
+    const Vec3<T> x = a0 + s * u - b0 - t * w;
+    // x = Σ c_i q_i at fixed (s, t): coefficients of a₀, a₁, b₀, b₁.
+    const T coefficient[4] = {T(1) - s, s, -(T(1) - t), -t};
+    Vec<T, 12> grad_D;
+    Mat<T, 12, 12> hess_D;
+    detail::distance_value_base(coefficient, x, grad_D, hess_D);
+    // ∂f/∂s = x·u, ∂f/∂t = −x·w.
+    const Vec<T, 12> f_qs = detail::parameter_cross_derivative(coefficient, u, x, 0, 1);
+    const Vec<T, 12> f_qt = -detail::parameter_cross_derivative(coefficient, w, x, 2, 3);
     const bool s_free = s > T(0) && s < T(1);
     const bool t_free = t > T(0) && t < T(1);
-    // f_qs = Jᵀu + [−x, x, 0, 0];  f_qt = −Jᵀw + [0, 0, x, −x].
-    Vec<T, 12> f_qs, f_qt;
-    for (int i = 0; i < 4; ++i) {
-        f_qs.template segment<3>(3 * i) = coefficient[i] * u;
-        f_qt.template segment<3>(3 * i) = -coefficient[i] * w;
-    }
-    f_qs.template segment<3>(0) -= x;
-    f_qs.template segment<3>(3) += x;
-    f_qt.template segment<3>(6) += x;
-    f_qt.template segment<3>(9) -= x;
     const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
     const T det = uu * ww - uw * uw;
     if (s_free && t_free && det > T(1e-12) * uu * ww) {
@@ -106,13 +140,7 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
     } else if (s_free && uu > T(0)) {
         hess_D -= f_qs * f_qs.transpose() / uu;
     }
-    const Vec<T, 12> grad_d = grad_D / d;
-    const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
-    const T gap = radius_sum - d;
-    out.energy = T(0.5) * stiffness * gap * gap;
-    out.force = stiffness * gap * grad_d;
-    out.gauss_newton = stiffness * grad_d * grad_d.transpose();
-    out.hessian = out.gauss_newton - stiffness * gap * hess_d;
+    detail::finish_contact(out, grad_D, hess_D, stiffness, radius_sum);
     return out;
 }
 
@@ -125,50 +153,23 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
 template <typename T>
 WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T stiffness, T radius_sum)
 {
-    SegmentContact<T> out;
-    out.energy = T(0);
-    out.force.setZero();
-    out.hessian.setZero();
-    out.gauss_newton.setZero();
-    out.active = false;
-    out.degenerate = false;
     const Vec3<T> p = q.template segment<3>(0), x0 = q.template segment<3>(3), x1 = q.template segment<3>(6),
                   x2 = q.template segment<3>(9);
     const PointTriangleClosest<T> c = closest_point_triangle<T>(p, x0, x1, x2);
-    out.s = c.u;
-    out.t = c.v;
-    using std::sqrt;
-    out.distance = sqrt(c.distance_squared);
-    if (!(out.distance < radius_sum)) return out;
-    out.active = true;
-    if (!(out.distance > T(0))) {
-        out.degenerate = true;
-        return out;
-    }
-    const T u = c.u, v = c.v, d = out.distance;
+    SegmentContact<T> out;
+    if (!detail::start_contact(out, c.u, c.v, c.distance_squared, radius_sum)) return out;
+    const T u = c.u, v = c.v;
     const Vec3<T> e1 = x1 - x0, e2 = x2 - x0;
     const Vec3<T> x = x0 + u * e1 + v * e2 - p;
     const T coefficient[4] = {T(-1), T(1) - u - v, u, v};
     Vec<T, 12> grad_D;
     Mat<T, 12, 12> hess_D;
-    for (int i = 0; i < 4; ++i) {
-        grad_D.template segment<3>(3 * i) = coefficient[i] * x;
-        for (int j = 0; j < 4; ++j)
-            hess_D.template block<3, 3>(3 * i, 3 * j) = coefficient[i] * coefficient[j] * Mat3<T>::Identity();
-    }
-    // f_qu = Jᵀe₁ + [0, −x, x, 0], f_qv = Jᵀe₂ + [0, −x, 0, x].
-    Vec<T, 12> f_qu, f_qv;
-    for (int i = 0; i < 4; ++i) {
-        f_qu.template segment<3>(3 * i) = coefficient[i] * e1;
-        f_qv.template segment<3>(3 * i) = coefficient[i] * e2;
-    }
-    f_qu.template segment<3>(3) -= x;
-    f_qu.template segment<3>(6) += x;
-    f_qv.template segment<3>(3) -= x;
-    f_qv.template segment<3>(9) += x;
+    detail::distance_value_base(coefficient, x, grad_D, hess_D);
+    // ∂f/∂u = x·e₁, ∂f/∂v = x·e₂.
+    const Vec<T, 12> f_qu = detail::parameter_cross_derivative(coefficient, e1, x, 1, 2);
+    const Vec<T, 12> f_qv = detail::parameter_cross_derivative(coefficient, e2, x, 1, 3);
     const T a = e1.dot(e1), b = e1.dot(e2), cc = e2.dot(e2);
-    const T edge_tolerance = T(1e-12);
-    const bool on_v0 = !(v > T(0)), on_u0 = !(u > T(0)), on_hypotenuse = u + v >= T(1) - edge_tolerance;
+    const bool on_v0 = !(v > T(0)), on_u0 = !(u > T(0)), on_hypotenuse = u + v >= T(1) - T(1e-12);
     const int bounds = int(on_v0) + int(on_u0) + int(on_hypotenuse);
     const T det = a * cc - b * b;
     if (bounds == 0 && det > T(1e-12) * a * cc) {
@@ -183,13 +184,7 @@ WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T s
         const T f_dd = du * du * a + T(2) * du * dv * b + dv * dv * cc;
         if (f_dd > T(0)) hess_D -= f_qd * f_qd.transpose() / f_dd;
     }
-    const Vec<T, 12> grad_d = grad_D / d;
-    const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
-    const T gap = radius_sum - d;
-    out.energy = T(0.5) * stiffness * gap * gap;
-    out.force = stiffness * gap * grad_d;
-    out.gauss_newton = stiffness * grad_d * grad_d.transpose();
-    out.hessian = out.gauss_newton - stiffness * gap * hess_d;
+    detail::finish_contact(out, grad_D, hess_D, stiffness, radius_sum);
     return out;
 }
 

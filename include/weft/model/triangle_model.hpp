@@ -47,13 +47,13 @@ struct TriangleModel {
     }
 };
 
-/// Validates a material; messages name the scene keys.
 /// The shape in which bending is at rest.
 enum class TriangleRestShape {
     flat,  ///< b̄ = 0, θ̄ = 0 (cloth, woven flat)
     mesh,  ///< the mesh's positions (TriangleMesh::positions)
 };
 
+/// Validates a material; messages name the scene keys.
 template <typename T>
 inline void validate_triangle_material(const TriangleMaterial<T>& m, bool has_tabulated)
 {
