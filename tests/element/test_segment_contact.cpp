@@ -168,3 +168,58 @@ TEST_CASE("point-triangle contact: force and exact Hessian against finite differ
     REQUIRE(configurations >= 16);
     REQUIRE(checker.checks == 2 * configurations);
 }
+
+TEST_CASE("contact friction: the v-gradient of its potential, exact Jacobian, tangential, no net force",
+          "[element][contact][friction][fd]")
+{
+    Random rng(41);
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 1e-6;
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const Vec12 q_segments = stack(Vec3::Zero(), x, 0.4 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.6 * y + 0.35 * z);
+    const Vec12 q_point = stack(0.3 * x + 0.3 * y + 0.25 * z, Vec3::Zero(), x + 0.1 * z, 0.2 * x + y);
+    int cases = 0;
+    for (const bool segments : {true, false}) {
+        const Vec12& q = segments ? q_segments : q_point;
+        const auto lagged =
+            segments ? weft::segment_contact<double>(q, 50.0, 0.5) : weft::point_triangle_contact<double>(q, 50.0, 0.5);
+        REQUIRE(lagged.active);
+        REQUIRE(lagged.normal_force == Approx(50.0 * (0.5 - lagged.distance)));
+        const double mu = 0.4, eps = 0.05;
+        // Slow (inside the mollifier) and fast slip, and a velocity with a normal part.
+        for (const double speed : {0.01, 0.3, 2.0}) {
+            const Vec12 v = speed * rng.vector<12>(-1, 1);
+            const auto f = weft::contact_friction<double>(lagged, v, mu, eps);
+            INFO((segments ? "segments" : "point-triangle") << ", speed " << speed);
+            checker.gradient(
+                [&](const VectorX& w) { return -weft::contact_friction<double>(lagged, Vec12(w), mu, eps).energy; },
+                VectorX(v), VectorX(f.force), "friction = -dD/dv");
+            checker.jacobian(
+                [&](const VectorX& w) {
+                    return VectorX(weft::contact_friction<double>(lagged, Vec12(w), mu, eps).force);
+                },
+                VectorX(v), MatrixX(f.df_dv), "df/dv");
+            checker.compare(MatrixX(f.df_dv), MatrixX(f.df_dv.transpose()), "df/dv symmetric");
+            Vec3 sum = Vec3::Zero(), relative = Vec3::Zero();
+            for (int i = 0; i < 4; ++i) {
+                sum += f.force.segment<3>(3 * i);
+                relative += lagged.coefficient[i] * v.segment<3>(3 * i);
+            }
+            CHECK(sum.norm() < 1e-12 * (1 + f.force.norm()));
+            // Tangential, opposing the slip, at most μλ on the first primitive's side.
+            const Vec3 on_first = f.force.segment<3>(0) / lagged.coefficient[0];
+            CHECK(std::abs(on_first.dot(lagged.normal)) < 1e-12 * (1 + on_first.norm()));
+            CHECK(on_first.dot(relative) <= 1e-15);
+            CHECK(on_first.norm() <= mu * lagged.normal_force * (1 + 1e-12));
+            ++cases;
+        }
+    }
+    REQUIRE(cases == 6);
+    REQUIRE(checker.checks == 18);
+    // No friction without contact or without a coefficient.
+    const auto apart = weft::segment_contact<double>(stack(Vec3::Zero(), x, 0.5 * x - y + z, 0.5 * x + y + z), 50, 0.5);
+    CHECK(weft::contact_friction<double>(apart, rng.vector<12>(-1, 1), 0.4, 0.05).force.norm() == 0);
+    const auto touching = weft::segment_contact<double>(q_segments, 50, 0.5);
+    CHECK(weft::contact_friction<double>(touching, rng.vector<12>(-1, 1), 0.0, 0.05).force.norm() == 0);
+}

@@ -27,6 +27,8 @@
 /// says so.
 
 #include <weft/core/types.hpp>
+#include <weft/element/collider.hpp>
+#include <weft/element/implicit_system.hpp>
 #include <weft/element/proximity.hpp>
 
 namespace weft {
@@ -40,6 +42,9 @@ struct SegmentContact {
     Mat<T, 12, 12> gauss_newton;  ///< k ∇d ∇dᵀ (PSD), the stiffness for the system matrix
     T distance;                   ///< d
     T s, t;                       ///< closest parameters
+    T coefficient[4];             ///< c_i of x = Σ c_i q_i, the closest points' difference, at fixed (s, t)
+    Vec3<T> normal;               ///< x / d, from the second primitive towards the first
+    T normal_force;               ///< λ = k (r − d), the penalty's force between the closest points
     bool active;                  ///< d < r
     bool degenerate;              ///< d = 0: no direction, everything zero
 };
@@ -58,6 +63,9 @@ WEFT_HD inline bool start_contact(SegmentContact<T>& out, T s, T t, T distance_s
     out.gauss_newton.setZero();
     out.s = s;
     out.t = t;
+    for (T& c : out.coefficient) c = T(0);
+    out.normal.setZero();
+    out.normal_force = T(0);
     out.distance = sqrt(distance_squared);
     out.active = out.distance < radius_sum;
     out.degenerate = out.active && !(out.distance > T(0));
@@ -88,15 +96,19 @@ WEFT_HD inline Vec<T, 12> parameter_cross_derivative(const T (&coefficient)[4], 
     return out;
 }
 
-/// Energy, force and Hessians of ½ k (r − d)² from D = ½ d² and its derivatives.
+/// Energy, force and Hessians of ½ k (r − d)² from D = ½ d² and its
+/// derivatives; the coefficients and the normal x/d for the friction.
 template <typename T>
-WEFT_HD inline void finish_contact(SegmentContact<T>& out, const Vec<T, 12>& grad_D, const Mat<T, 12, 12>& hess_D,
-                                   T stiffness, T radius_sum)
+WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient)[4], const Vec3<T>& x,
+                                   const Vec<T, 12>& grad_D, const Mat<T, 12, 12>& hess_D, T stiffness, T radius_sum)
 {
     const T d = out.distance;
+    for (int i = 0; i < 4; ++i) out.coefficient[i] = coefficient[i];
+    out.normal = x / d;
     const Vec<T, 12> grad_d = grad_D / d;
     const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
     const T gap = radius_sum - d;
+    out.normal_force = stiffness * gap;
     out.energy = T(0.5) * stiffness * gap * gap;
     out.force = stiffness * gap * grad_d;
     out.gauss_newton = stiffness * grad_d * grad_d.transpose();
@@ -140,7 +152,7 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
     } else if (s_free && uu > T(0)) {
         hess_D -= f_qs * f_qs.transpose() / uu;
     }
-    detail::finish_contact(out, grad_D, hess_D, stiffness, radius_sum);
+    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum);
     return out;
 }
 
@@ -184,7 +196,35 @@ WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T s
         const T f_dd = du * du * a + T(2) * du * dv * b + dv * dv * cc;
         if (f_dd > T(0)) hess_D -= f_qd * f_qd.transpose() / f_dd;
     }
-    detail::finish_contact(out, grad_D, hess_D, stiffness, radius_sum);
+    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum);
+    return out;
+}
+
+/// Coulomb friction of a contact as a potential (as the colliders' in full
+/// Newton, collider.hpp `lagged_friction`): with the contact's coefficients
+/// c_i, normal n and Coulomb limit μλ taken at the start of the step (from
+/// `lagged`, its SegmentContact there, λ = k (r − d)), the relative velocity of the closest points
+/// v_rel = Σ c_i v_i, its tangential part P v_rel (P = I − n nᵀ), and the
+/// mollified friction −μλ f₁(|P v_rel|) P v_rel/|P v_rel|, mapped to the
+/// four points by c_i. It is the v-gradient of μλ f₀(|P Σ c_i v_i|), so its
+/// ∂f/∂v is exact and symmetric, and since Σ c_i = 0 it exerts no net force.
+/// `energy` is the dissipation potential μλ f₀; df_dq is zero (lagged).
+template <typename T>
+WEFT_HD inline LocalTerms<T, 12> contact_friction(const SegmentContact<T>& lagged, const Vec<T, 12>& v, T friction,
+                                                  T slip_velocity)
+{
+    LocalTerms<T, 12> out = LocalTerms<T, 12>::zero();
+    if (!lagged.active || lagged.degenerate || !(friction > T(0))) return out;
+    const T limit = friction * lagged.normal_force;
+    Vec3<T> relative = Vec3<T>::Zero();
+    for (int i = 0; i < 4; ++i) relative += lagged.coefficient[i] * v.template segment<3>(3 * i);
+    const LocalTerms<T, 3> f = lagged_friction<T>(relative, lagged.normal, limit, slip_velocity);
+    out.energy = f.energy;
+    for (int i = 0; i < 4; ++i) {
+        out.force.template segment<3>(3 * i) = lagged.coefficient[i] * f.force;
+        for (int j = 0; j < 4; ++j)
+            out.df_dv.template block<3, 3>(3 * i, 3 * j) = lagged.coefficient[i] * lagged.coefficient[j] * f.df_dv;
+    }
     return out;
 }
 
