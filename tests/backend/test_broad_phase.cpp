@@ -143,3 +143,70 @@ TEST_CASE("broad phase: bad input is refused, naming it", "[backend][broad-phase
         weft::find_overlapping_pairs<double>(thrust::device_vector<Aabb<double>>(bad.begin(), bad.end()), 1.0),
         Catch::Contains("cells from the origin"));
 }
+
+TEST_CASE(
+    "triangle intersections: the broad phase and narrow test give the brute-force pairs; a folded sheet is caught",
+    "[backend][broad-phase][intersection]")
+{
+    Random rng(12);
+    // A random soup of 300 small triangles: brute force over all pairs.
+    std::vector<double> q;
+    std::vector<int> triangles;
+    for (int i = 0; i < 300; ++i) {
+        const Vec3 c = rng.vector<3>(-0.5, 0.5);
+        for (int k = 0; k < 3; ++k) {
+            const Vec3 x = c + 0.08 * rng.vector<3>(-1, 1);
+            q.insert(q.end(), {x(0), x(1), x(2)});
+            triangles.push_back(3 * i + k);
+        }
+    }
+    const auto vertex = [&](int v) { return Vec3(q[3 * v], q[3 * v + 1], q[3 * v + 2]); };
+    std::vector<std::pair<int, int>> expected;
+    for (int a = 0; a < 300; ++a)
+        for (int b = a + 1; b < 300; ++b) {
+            const Vec3 ta[3] = {vertex(triangles[3 * a]), vertex(triangles[3 * a + 1]), vertex(triangles[3 * a + 2])};
+            const Vec3 tb[3] = {vertex(triangles[3 * b]), vertex(triangles[3 * b + 1]), vertex(triangles[3 * b + 2])};
+            if (weft::triangles_intersect<double>(ta, tb)) expected.emplace_back(a, b);
+        }
+    REQUIRE(expected.size() > 10);
+    const auto found_pairs = [&](const std::vector<double>& x, const std::vector<int>& t, double cell) {
+        const thrust::device_vector<double> dq(x.begin(), x.end());
+        const thrust::device_vector<int> dt(t.begin(), t.end());
+        std::vector<std::pair<int, int>> out;
+        for (const CandidatePair& p : weft::to_host(weft::find_intersecting_triangles<double>(dq, dt, cell)))
+            out.emplace_back(p.a, p.b);
+        return out;
+    };
+    for (const double cell : {0.05, 0.2, 1.0}) {
+        INFO("cell " << cell);
+        CHECK(found_pairs(q, triangles, cell) == expected);
+    }
+
+    // A 12 × 12 sheet: flat, no intersection (neighbours share vertices);
+    // its right half folded back through the left one, intersections.
+    const int n = 12;
+    std::vector<double> sheet;
+    std::vector<int> tris;
+    for (int j = 0; j < n; ++j)
+        for (int i = 0; i < n; ++i) sheet.insert(sheet.end(), {double(i) / (n - 1), double(j) / (n - 1), 0.0});
+    for (int j = 0; j + 1 < n; ++j)
+        for (int i = 0; i + 1 < n; ++i) {
+            const int a = j * n + i, b = a + 1, c = a + n, d = c + 1;
+            tris.insert(tris.end(), {a, b, d, a, d, c});
+        }
+    CHECK(found_pairs(sheet, tris, 0.2).empty());
+    std::vector<double> folded = sheet;
+    for (int v = 0; v < n * n; ++v) {
+        const double x = folded[3 * v];
+        if (x > 0.5) {
+            // Rotated about the line x = 0.5 by 170°, down through the plane of the left half.
+            const double angle = 170.0 * 3.14159265358979 / 180;
+            folded[3 * v] = 0.5 + (x - 0.5) * std::cos(angle);
+            folded[3 * v + 2] = -(x - 0.5) * std::sin(angle) + 0.02 * std::sin(12 * folded[3 * v + 1]);
+        }
+    }
+    const auto folded_pairs = found_pairs(folded, tris, 0.2);
+    INFO(folded_pairs.size() << " intersecting pairs in the folded sheet");
+    CHECK(!folded_pairs.empty());
+    CHECK_THROWS_WITH(found_pairs(sheet, std::vector<int>{0, 1}, 0.2), Catch::Contains("multiple of 3"));
+}

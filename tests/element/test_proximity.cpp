@@ -139,3 +139,53 @@ TEST_CASE("proximity: point-triangle closest points against brute force", "[elem
     check(0.3 * z + y, x, x, x, "a triangle collapsed to a point");
     REQUIRE(checks == 67);
 }
+
+namespace {
+
+/// Independent segment–triangle crossing: the endpoints' signed distances to
+/// the triangle's plane change sign and the crossing point lies in the
+/// triangle (its distance to the triangle, by closest_point_triangle, is 0).
+bool crosses_by_plane(const Vec3& p0, const Vec3& p1, const Vec3& x0, const Vec3& x1, const Vec3& x2)
+{
+    const Vec3 n = (x1 - x0).cross(x2 - x0).normalized();
+    const double d0 = n.dot(p0 - x0), d1 = n.dot(p1 - x0);
+    if (d0 * d1 > 0 || d0 == d1) return false;
+    const Vec3 point = p0 + d0 / (d0 - d1) * (p1 - p0);
+    return weft::closest_point_triangle<double>(point, x0, x1, x2).distance_squared < 1e-20;
+}
+
+}  // namespace
+
+TEST_CASE("proximity: triangle-triangle intersection against a plane-clipping test", "[element][proximity]")
+{
+    Random rng(8);
+    int intersecting = 0, apart = 0;
+    for (int k = 0; k < 400; ++k) {
+        Vec3 a[3], b[3];
+        for (int c = 0; c < 3; ++c) {
+            a[c] = rng.vector<3>(-1, 1);
+            b[c] = rng.vector<3>(-1, 1) + Vec3(0.5, 0, 0);
+        }
+        bool reference = false;
+        for (int c = 0; c < 3; ++c) {
+            reference = reference || crosses_by_plane(a[c], a[(c + 1) % 3], b[0], b[1], b[2]);
+            reference = reference || crosses_by_plane(b[c], b[(c + 1) % 3], a[0], a[1], a[2]);
+        }
+        INFO("pair " << k);
+        CHECK(weft::triangles_intersect<double>(a, b) == reference);
+        (reference ? intersecting : apart)++;
+    }
+    INFO(intersecting << " intersecting, " << apart << " apart");
+    CHECK(intersecting > 50);
+    CHECK(apart > 50);
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const Vec3 flat[3] = {Vec3::Zero(), x, y};
+    const Vec3 piercing[3] = {0.2 * x + 0.2 * y - z, 0.3 * x + 0.2 * y + z, 2 * x + 2 * y + z};
+    const Vec3 above[3] = {0.1 * z, x + 0.1 * z, y + 0.1 * z};
+    CHECK(weft::triangles_intersect<double>(flat, piercing));
+    CHECK_FALSE(weft::triangles_intersect<double>(flat, above));
+    CHECK(weft::segment_crosses_triangle<double>(0.2 * x + 0.2 * y - z, 0.2 * x + 0.2 * y + z, flat[0], flat[1],
+                                                 flat[2]));
+    CHECK_FALSE(weft::segment_crosses_triangle<double>(0.2 * x + 0.2 * y + 0.5 * z, 0.2 * x + 0.2 * y + z, flat[0],
+                                                       flat[1], flat[2]));
+}

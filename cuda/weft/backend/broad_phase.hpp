@@ -37,6 +37,7 @@
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/reduce.h>
+#include <thrust/remove.h>
 #include <thrust/scan.h>
 #include <thrust/sort.h>
 #include <thrust/transform.h>
@@ -45,6 +46,7 @@
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/error.hpp>
 #include <weft/core/types.hpp>
+#include <weft/element/proximity.hpp>
 
 namespace weft {
 
@@ -371,6 +373,84 @@ thrust::device_vector<CandidatePair> find_overlapping_pairs(const thrust::device
     thrust::transform(thrust::device, packed.begin(), packed.end(), pairs.begin(), UnpackPair{count});
     local.pairs = static_cast<std::int64_t>(pairs.size());
     if (stats) *stats = local;
+    return pairs;
+}
+
+namespace broad_phase_detail {
+
+/// The box of triangle i of a mesh (positions 3 per node).
+template <typename T>
+struct TriangleBox {
+    const T* q;
+    const int* triangles;  ///< 3 per triangle
+    WEFT_HD Aabb<T> operator()(int i) const
+    {
+        Aabb<T> b;
+        for (int k = 0; k < 3; ++k) {
+            b.lo[k] = q[3 * triangles[3 * i] + k];
+            b.hi[k] = b.lo[k];
+        }
+        for (int c = 1; c < 3; ++c)
+            for (int k = 0; k < 3; ++k) {
+                const T x = q[3 * triangles[3 * i + c] + k];
+                b.lo[k] = x < b.lo[k] ? x : b.lo[k];
+                b.hi[k] = x > b.hi[k] ? x : b.hi[k];
+            }
+        return b;
+    }
+};
+
+/// True for a candidate pair that shares no vertex and intersects.
+template <typename T>
+struct Intersecting {
+    const T* q;
+    const int* triangles;
+    WEFT_HD bool operator()(const CandidatePair& p) const
+    {
+        Vec3<T> a[3], b[3];
+        for (int c = 0; c < 3; ++c) {
+            const int va = triangles[3 * p.a + c], vb = triangles[3 * p.b + c];
+            for (int e = 0; e < 3; ++e)
+                if (va == triangles[3 * p.b + e]) return false;
+            a[c] = Vec3<T>(q[3 * va], q[3 * va + 1], q[3 * va + 2]);
+            b[c] = Vec3<T>(q[3 * vb], q[3 * vb + 1], q[3 * vb + 2]);
+        }
+        return triangles_intersect<T>(a, b);
+    }
+};
+
+template <typename T>
+struct NotIntersecting {
+    Intersecting<T> test;
+    WEFT_HD bool operator()(const CandidatePair& p) const { return !test(p); }
+};
+
+}  // namespace broad_phase_detail
+
+/// The pairs of triangles of a mesh that intersect (sharing no vertex),
+/// sorted: the broad phase over the triangles' boxes, then
+/// `triangles_intersect`. `q` holds 3 positions per node, `triangles` 3
+/// node indices per triangle. The check behind collision handling's
+/// safeguard (docs/collision.md): a cloth state with no such pair has no
+/// self-intersection.
+/// @throws InvalidInput as find_overlapping_pairs, or for a triangle list
+///         whose size is not a multiple of 3.
+template <typename T>
+thrust::device_vector<CandidatePair> find_intersecting_triangles(const thrust::device_vector<T>& q,
+                                                                 const thrust::device_vector<int>& triangles, T cell)
+{
+    using namespace broad_phase_detail;
+    if (triangles.size() % 3 != 0)
+        throw InvalidInput(detail::describe("triangle index list size", triangles.size(), "must be a multiple of 3"));
+    const int count = static_cast<int>(triangles.size() / 3);
+    thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(count));
+    const auto first = thrust::counting_iterator<int>(0);
+    thrust::transform(thrust::device, first, first + count, boxes.begin(),
+                      TriangleBox<T>{raw_pointer(q), raw_pointer(triangles)});
+    thrust::device_vector<CandidatePair> pairs = find_overlapping_pairs<T>(boxes, cell);
+    pairs.erase(thrust::remove_if(thrust::device, pairs.begin(), pairs.end(),
+                                  NotIntersecting<T>{Intersecting<T>{raw_pointer(q), raw_pointer(triangles)}}),
+                pairs.end());
     return pairs;
 }
 

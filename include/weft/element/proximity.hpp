@@ -107,4 +107,43 @@ WEFT_HD inline PointTriangleClosest<T> closest_point_triangle(const Vec3<T>& p, 
     return best;
 }
 
+/// Whether segment [p₀, p₁] crosses triangle (x₀, x₁, x₂): Möller–Trumbore
+/// with the segment parameter in [0, 1] and the barycentrics in the closed
+/// triangle. A segment parallel to the triangle's plane (or a degenerate
+/// triangle) counts as not crossing; `triangles_intersect` covers coplanar
+/// overlaps through the other triangle's edges where they cross.
+template <typename T>
+WEFT_HD inline bool segment_crosses_triangle(const Vec3<T>& p0, const Vec3<T>& p1, const Vec3<T>& x0, const Vec3<T>& x1,
+                                             const Vec3<T>& x2)
+{
+    const Vec3<T> e1 = x1 - x0, e2 = x2 - x0, d = p1 - p0;
+    const Vec3<T> h = d.cross(e2);
+    const T a = e1.dot(h);
+    const T scale = e1.norm() * e2.norm() * d.norm();
+    if (!(a > T(1e-14) * scale || a < -T(1e-14) * scale)) return false;
+    const T f = T(1) / a;
+    const Vec3<T> s = p0 - x0;
+    const T u = f * s.dot(h);
+    if (u < T(0) || u > T(1)) return false;
+    const Vec3<T> q = s.cross(e1);
+    const T v = f * d.dot(q);
+    if (v < T(0) || u + v > T(1)) return false;
+    const T t = f * e2.dot(q);
+    return t >= T(0) && t <= T(1);
+}
+
+/// Whether two triangles intersect: an edge of one crosses the other. For
+/// triangles that share no vertex this is the usual test (two non-coplanar
+/// triangles intersect iff one's edge crosses the other). Callers skip
+/// pairs that share a vertex (mesh neighbours touch by construction).
+template <typename T>
+WEFT_HD inline bool triangles_intersect(const Vec3<T> (&a)[3], const Vec3<T> (&b)[3])
+{
+    for (int k = 0; k < 3; ++k) {
+        if (segment_crosses_triangle<T>(a[k], a[(k + 1) % 3], b[0], b[1], b[2])) return true;
+        if (segment_crosses_triangle<T>(b[k], b[(k + 1) % 3], a[0], a[1], a[2])) return true;
+    }
+    return false;
+}
+
 }  // namespace weft
