@@ -1,4 +1,4 @@
-// Plate bending on six-vertex curvature patches (strain/shell_curvature.hpp,
+// Plate bending on curvature stencils (strain/shell_curvature.hpp,
 // element/plate_bending_element.hpp, model/curvature_stencils.hpp): the
 // derivative suite against central differences, rigid-motion invariance, and
 // the energy of imposed shapes against Kirchhoff plate theory under mesh

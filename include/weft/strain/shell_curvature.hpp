@@ -22,8 +22,9 @@
 /// make the piecewise quadratic weakly C¹ across edges, as Morley's
 /// non-conforming plate element is, so the discrete plate converges to the
 /// plate's solution; a triangle's own six-vertex patch alone gives the right
-/// energy for smooth shapes but, on alternating meshes, a strip 1.41× too
-/// soft (measured, docs/triangles.md). Whatever the stencil, its weights
+/// energy for smooth shapes but, on alternating meshes, a clamped strip that
+/// sags more as the mesh is refined (1.13× and 1.17× the beam's deflection
+/// at 20 and 40 elements; measured, docs/triangles.md). Whatever the stencil, its weights
 /// reproduce quadratics: Σ_i c_i = 0 and Σ_i c_i p_i = 0, so translations
 /// and in-plane maps of the rest sheet have no bending.
 ///
