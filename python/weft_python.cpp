@@ -23,6 +23,7 @@
 #include <weft/element/bending_element.hpp>
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
+#include <weft/element/plate_bending_element.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
 #include <weft/io/triangle_scene.hpp>
@@ -387,6 +388,23 @@ py::dict triangle_membrane(const Array& rest_uv, const Array& x, const Array& v,
     return d;
 }
 
+py::dict plate_bending(const Array& rest_points, const Array& x, const Array& v, double rigidity, double poisson,
+                       double damping)
+{
+    require_shape(rest_points, 6, 2, "rest_points");
+    weft::Vec2<double> points[weft::curvature_patch_nodes];
+    for (int i = 0; i < weft::curvature_patch_nodes; ++i) points[i] = {rest_points.at(i, 0), rest_points.at(i, 1)};
+    const auto rest = weft::narrow_shell_curvature_rest<6>(weft::make_patch_curvature_rest<double>(points));
+    const auto e = weft::shell_curvature_strain<double, 6>(rest, vector_of<18>(x, "x"), vector_of<18>(v, "v"));
+    py::dict d = strain_element(e, weft::plate_bending_density(rigidity, poisson),
+                                weft::plate_bending_density(damping, poisson));
+    d["strain"] = eigen_vector<3>(e.strain);
+    d["strain_gradient"] = eigen_array<18, 3>(e.gradient);
+    d["strain_rate"] = eigen_vector<3>(e.rate);
+    d["area"] = e.size;
+    return d;
+}
+
 }  // namespace
 
 PYBIND11_MODULE(weft, m)
@@ -434,4 +452,8 @@ PYBIND11_MODULE(weft, m)
     m.def("triangle_membrane", &triangle_membrane, py::arg("rest_uv"), py::arg("x"), py::arg("v"), py::arg("lam"),
           py::arg("mu"), py::arg("lam_d") = 0.0, py::arg("mu_d") = 0.0,
           "Green strain and StVK membrane of a triangle: strain, forces and Jacobians (2018 Sec. 4)");
+    m.def("plate_bending", &plate_bending, py::arg("rest_points"), py::arg("x"), py::arg("v"), py::arg("D"),
+          py::arg("nu"), py::arg("D_d") = 0.0,
+          "Kirchhoff plate bending of a triangle on its six-vertex patch (corners first, then the vertices across "
+          "its edges): curvature change b - b_rest, forces and Jacobians (docs/triangles.md)");
 }

@@ -311,6 +311,37 @@ def test_triangle_membrane_matches_its_derivatives():
     assert np.allclose(d["elastic_force"], 0, atol=1e-15)
 
 
+def test_plate_bending_matches_its_derivatives_and_plate_curvature():
+    rng = np.random.default_rng(9)
+    # A triangle and the vertices across its edges (1 cm cloth patch).
+    rest = 0.01 * np.array([[0.0, 0.0], [1.0, 0.0], [0.3, 0.9], [1.3, 0.9], [-0.7, 0.9], [0.7, -0.9]])
+    checked = 0
+    for _ in range(4):
+        a, b, c = rng.normal(0, 20, 3)
+        x = np.concatenate([[p[0], p[1], a * p[0] ** 2 + b * p[0] * p[1] + c * p[1] ** 2] for p in rest])
+        x = x + rng.normal(0, 1e-5, 18)
+        v = rng.normal(0, 1e-2, 18)
+        D, nu, Dd = 1e-4, 0.3, 1e-6
+        d = weft.plate_bending(rest, x, v, D, nu, Dd)
+        energy = lambda y: weft.plate_bending(rest, y, v, D, nu, Dd)["energy"]
+        force = lambda y: weft.plate_bending(rest, y, v, D, nu, Dd)["elastic_force"]
+        potential = lambda w: weft.plate_bending(rest, x, w, D, nu, Dd)["dissipation_potential"]
+        assert np.allclose(d["elastic_force"], -central_difference(energy, x, 1e-8)[0], rtol=1e-5, atol=1e-12)
+        assert np.allclose(d["elastic_force_jacobian"], central_difference(force, x, 1e-8), rtol=1e-4, atol=1e-8)
+        assert np.allclose(d["dissipative_force"], -central_difference(potential, v, 1e-6)[0], rtol=1e-5,
+                           atol=1e-14)
+        assert np.allclose(d["strain_rate"], d["strain_gradient"].T @ v, rtol=1e-12, atol=1e-15)
+        checked += 4
+    assert checked == 16
+    # Small slope: b = (2a, 2c, b) of z = a u^2 + b u v + c v^2, and the plate energy density.
+    a, b, c = 0.3, -0.2, 0.5
+    x = np.concatenate([[p[0], p[1], a * p[0] ** 2 + b * p[0] * p[1] + c * p[1] ** 2] for p in rest])
+    d = weft.plate_bending(rest, x, np.zeros(18), 2.0, 0.25)
+    assert np.allclose(d["strain"], [2 * a, 2 * c, b], rtol=1e-4)
+    tr, det = 2 * a + 2 * c, 4 * a * c - b * b
+    assert d["energy"] == pytest.approx(0.5 * 2.0 * d["area"] * (tr * tr - 2 * (1 - 0.25) * det), rel=1e-3)
+
+
 def test_example_script_runs(tmp_path):
     script = os.path.join(SOURCE, "examples", "python", "swing_comparison.py")
     out = subprocess.run([os.sys.executable, script, "--duration", "0.05", "--out", str(tmp_path)], check=True,
