@@ -57,6 +57,55 @@ inline int pulled_of(const BackendStepReport&)
     return 0;
 }
 
+/// Collision (triangle cloth with `collision` enabled): whether it is on,
+/// the step's contact pairs, their smallest distance and the intersecting
+/// triangle pairs now; nothing for other models.
+inline bool collision_of(const TriangleStepper<double>& s)
+{
+    return s.collision().enabled;
+}
+template <class Stepper>
+bool collision_of(const Stepper&)
+{
+    return false;
+}
+inline long contact_pairs_of(const TriangleStepper<double>& s)
+{
+    return s.contact_pairs();
+}
+template <class Stepper>
+long contact_pairs_of(const Stepper&)
+{
+    return 0;
+}
+inline double min_contact_distance_of(const TriangleStepper<double>& s)
+{
+    return s.min_contact_distance();
+}
+template <class Stepper>
+double min_contact_distance_of(const Stepper&)
+{
+    return std::numeric_limits<double>::infinity();
+}
+inline double collision_seconds_of(const TriangleStepper<double>& s)
+{
+    return s.collision_seconds();
+}
+template <class Stepper>
+double collision_seconds_of(const Stepper&)
+{
+    return 0;
+}
+inline std::size_t intersections_of(const TriangleStepper<double>& s)
+{
+    return s.intersecting_triangles().size();
+}
+template <class Stepper>
+std::size_t intersections_of(const Stepper&)
+{
+    return 0;
+}
+
 /// After a step that removed contacts, frames draw the stepper's new yarn lists.
 inline void follow_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper,
                             const YarnStepReport& r)
@@ -113,6 +162,9 @@ void summary_fields(Archive&& a, RunSummary& s)
     a("run.projected_solves", s.projected_solves);
     a("run.multilevel_builds", s.multilevel_builds);
     a("run.feasibility_limits", s.feasibility_limits);
+    a("run.min_contact_distance", s.min_contact_distance);
+    a("run.peak_contact_pairs", s.peak_contact_pairs);
+    a("run.intersecting_frames", s.intersecting_frames);
 }
 
 /// After a resume, frames draw the topology the stepper runs on.
@@ -179,6 +231,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             "ms_per_step"};
         if (scene.solver.eil) columns.push_back("eil_nodes");  // EIL (yarn, node) pairs of the step
         columns.push_back("max_speed");                        // the step's largest |v| of a DoF (m/s)
+        if (collision_of(stepper)) {
+            columns.push_back("contact_pairs");         // collision: pairs within reach at the step's start
+            columns.push_back("min_contact_distance");  // collision: their smallest distance at its end (m; -1: none)
+        }
         const std::filesystem::path path = resolve(args.output_dir, scene.output.csv);
         csv = args.resume.empty() ? std::make_unique<CsvWriter>(path, columns)
                                   : std::make_unique<CsvWriter>(path, columns, static_cast<std::size_t>(csv_rows));
@@ -191,6 +247,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         progress = std::make_unique<ProgressReporter>(std::cerr, steps * scene.time_step, progress_options);
 
     const double start = steady_clock_seconds();
+    const double collision_start = collision_seconds_of(stepper);
     if (!args.resume.empty()) {
         resume_topology(frames, stepper);
         if (frames)
@@ -199,6 +256,20 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         frames->write(summary.frames++, 0.0, stepper);
         frame_times.push_back(0.0);
     }
+    // Collision's check at every frame: intersecting triangles are reported.
+    const auto check_frame = [&](double time) {
+        if (!collision_of(stepper)) return;
+        const std::size_t crossing = intersections_of(stepper);
+        if (crossing == 0) return;
+        summary.intersecting_frames += 1;
+        std::ostringstream os;
+        os << "frame at t = " << time << " s: " << crossing << " triangle pair(s) intersect";
+        if (progress)
+            progress->message(os.str());
+        else
+            log << "weft-run: " << os.str() << "\n";
+    };
+    if (frames && args.resume.empty()) check_frame(0.0);
     for (long step = first_step; step <= steps; ++step) {
         const auto r = stepper.step(scene.time_step);
         const double time = step * scene.time_step;
@@ -226,6 +297,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.projected_solves += r.projected_solves;
         summary.multilevel_builds += r.multilevel_builds;
         summary.feasibility_limits += r.feasibility_limits;
+        const double closest = min_contact_distance_of(stepper);
+        summary.min_contact_distance = std::min(summary.min_contact_distance, closest);
+        summary.peak_contact_pairs = std::max(summary.peak_contact_pairs, contact_pairs_of(stepper));
         if (r.halvings > 0 && progress) {
             std::ostringstream os;
             os << "step " << step << ": time step halved " << r.halvings << " time(s) (" << r.substeps
@@ -245,12 +319,17 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
                                     1e3 * r.total_seconds};
             if (scene.solver.eil) row.push_back(double(eil_nodes_of(r)));
             row.push_back(r.max_speed);
+            if (collision_of(stepper)) {
+                row.push_back(double(contact_pairs_of(stepper)));
+                row.push_back(std::isfinite(closest) ? closest : -1.0);  // -1: no pair within reach
+            }
             csv->write_row(row);
             csv_rows = csv->row_count();
         }
         if (frames && step % scene.output.every == 0) {
             frames->write(summary.frames++, time, stepper);
             frame_times.push_back(time);
+            check_frame(time);
         }
         if (progress) progress->update(step, time, r.newton_iterations, r.pcg_iterations);
         if (args.checkpoint_every > 0 && (step % args.checkpoint_every == 0 || interrupt_requested)) {
@@ -293,6 +372,11 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         if (summary.multilevel_builds > 0) log << ", " << summary.multilevel_builds << " multilevel hierarchies built";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
+        if (collision_of(stepper))
+            log << ", collision: at most " << summary.peak_contact_pairs << " contact pairs, closest "
+                << summary.min_contact_distance << " m, " << summary.intersecting_frames
+                << " frames with intersecting triangles, " << collision_seconds_of(stepper) - collision_start
+                << " s finding pairs and checking intersections";
         if (scene.solver.eil)
             log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "
                 << summary.detached_contacts << " contacts detached, " << summary.pulled_contacts

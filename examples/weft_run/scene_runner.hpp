@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <limits>
 #include <string>
 
 #include <weft/core/error.hpp>
@@ -115,6 +116,10 @@ struct RunSummary {
     long projected_solves = 0;        ///< Newton solves redone with projected Hessians (newton_iterations > 1)
     long multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner
     long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
+    /// collision: the smallest distance of a contact pair's primitives at the end of a step (m; +inf: none)
+    double min_contact_distance = std::numeric_limits<double>::infinity();
+    long peak_contact_pairs = 0;   ///< collision: the most contact pairs of a step
+    long intersecting_frames = 0;  ///< collision: frames written with intersecting triangles (reported, never hidden)
     bool ok = true;
     bool interrupted = false;  ///< stopped by SIGINT/SIGTERM after writing a checkpoint
     long resumed_from = 0;     ///< the step the run was resumed after (0: from the start)

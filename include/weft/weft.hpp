@@ -30,6 +30,7 @@
 #include <weft/potential/tabulated.hpp>
 
 #include <weft/element/bending_element.hpp>
+#include <weft/element/cloth_contact.hpp>
 #include <weft/element/collider.hpp>
 #include <weft/element/dihedral_bending_element.hpp>
 #include <weft/element/dissipation.hpp>

@@ -598,6 +598,27 @@ TEST_CASE("weft-run: cantilever.json settles at the beam-theory tip deflection q
     CHECK(settled < 1e-6);
 }
 
+TEST_CASE("weft-run: sheet_fold.json drapes a sheet over a bar onto itself without an intersection",
+          "[examples][weft-run][triangle][collision]")
+{
+    // The first 0.4 s: the sheet lands on the bar, its halves swing down,
+    // meet under the bar and reach the floor (docs/collision.md).
+    const fs::path dir = fresh_dir("sheet_fold");
+    const RunOutput run = run_quietly(source_root() / "examples" / "scenes" / "sheet_fold.json", dir, 0.4);
+    INFO(run.log << run.summary.error);
+    REQUIRE(run.summary.ok);
+    REQUIRE(run.summary.steps == 200);
+    CHECK(run.summary.intersecting_frames == 0);
+    CHECK(run.summary.peak_contact_pairs > 1000);
+    const double thickness = 0.004;  // 2 x collision_offset
+    INFO("closest contact pair " << run.summary.min_contact_distance << " m");
+    CHECK(run.summary.min_contact_distance < thickness);  // contacts acted
+    CHECK(run.summary.min_contact_distance > 0.9 * thickness);
+    const std::vector<std::string> csv = lines_of(dir / "sheet_fold.csv");
+    REQUIRE(csv.size() == 201);
+    CHECK(csv.front().find(",max_speed,contact_pairs,min_contact_distance") != std::string::npos);
+}
+
 TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between the layers runs to the end",
           "[examples][weft-run][layers][eil]")
 {

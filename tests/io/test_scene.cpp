@@ -883,9 +883,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 27 objects, 168 keys (with repeats across objects, e.g. "type").
-    REQUIRE(weft::scene_schema().size() == 27);
-    REQUIRE(checked == 168);
+    // 28 objects, 174 keys (with repeats across objects, e.g. "type").
+    REQUIRE(weft::scene_schema().size() == 28);
+    REQUIRE(checked == 174);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")
@@ -907,6 +907,51 @@ TEST_CASE("scene schema: a key outside an object's list is refused with that lis
     scene["output"]["csv_evry"] = 2;
     REQUIRE_THROWS_WITH(weft::parse_scene(scene),
                         Contains("output.csv_evry: unknown key") && Contains("did you mean \"csv_every\""));
+}
+
+TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][scene][collision]")
+{
+    json tri = minimal();
+    tri["cloth"] = json::parse(R"([{"type": "triangle", "resolution": [6, 6], "size": [1, 1],
+        "material": {"model": "stvk", "lambda": 1e5, "mu": 1e5, "thickness": 0.001, "density": 300}}])");
+    CHECK_FALSE(weft::parse_scene(tri).collision.enabled);  // off unless asked for
+    tri["collision"] = json::object();
+    weft::SceneDescription s = weft::parse_scene(tri);
+    CHECK(s.collision.enabled);
+    CHECK(s.collision.thickness == Approx(0.001));  // 2 x collision_offset (thickness / 2)
+    CHECK(s.collision.friction == 0);
+    CHECK(s.collision.stiffness == 0);  // resolved by the model builder
+    const weft::TriangleScene<double> built = weft::build_triangle_scene<double>(s);
+    // 100 x mean node mass / h²: 0.3 kg/m² x 1 m² over 36 nodes, h = 2 ms.
+    CHECK(built.model.collision.stiffness == Approx(100 * (0.3 / 36) / (0.002 * 0.002)));
+    CHECK(built.model.collision.enabled);
+    tri["collision"] = json::parse(R"({"thickness": 0.003, "friction": 0.4, "stiffness": 50, "enabled": false})");
+    s = weft::parse_scene(tri);
+    CHECK_FALSE(s.collision.enabled);
+    CHECK(s.collision.thickness == 0.003);
+    CHECK(s.collision.friction == 0.4);
+    CHECK(s.collision.stiffness == 50);
+
+    tri["collision"] = json::parse(R"({"thickness": -0.001})");
+    CHECK_THAT(error_of(tri), Contains("collision.thickness: must be > 0") && Contains("-0.001"));
+    tri["collision"] = json::parse(R"({"stiffnes": 10})");
+    CHECK_THAT(error_of(tri), Contains("collision.stiffnes: unknown key") && Contains("did you mean \"stiffness\""));
+    tri["collision"] = json::parse(R"({"friction": -1})");
+    CHECK_THAT(error_of(tri), Contains("collision.friction"));
+    tri["collision"] = json::parse(R"({"enabled": 1})");
+    CHECK_THAT(error_of(tri), Contains("collision.enabled"));
+    // A thickness the mesh's own neighbours would violate (altitudes 0.2 / sqrt 2 m).
+    tri["collision"] = json::parse(R"({"thickness": 0.5})");
+    REQUIRE_THROWS_WITH(weft::build_triangle_scene<double>(weft::parse_scene(tri)),
+                        Contains("collision.thickness") && Contains("smallest triangle altitude"));
+    tri["collision"] = json::parse(R"({"create_contacts": true})");
+    REQUIRE_THROWS_WITH(weft::build_triangle_scene<double>(weft::parse_scene(tri)),
+                        Contains("collision.create_contacts") && Contains("yarn"));
+    // Yarn scenes: not available yet, said so.
+    json yarn = example();
+    yarn["collision"] = json::object();
+    REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(yarn)),
+                        Contains("collision.enabled") && Contains("not available yet"));
 }
 
 TEST_CASE("scene memory: a scene larger than the machine is refused with the estimate before allocating",

@@ -5,18 +5,37 @@
 /// (element/triangle_elements.hpp) on top of the shared Newton/PCG/halving
 /// driver of implicit_stepper.hpp. Contribution order: triangles (3×3 node
 /// blocks), hinges (4×4), plate triangles (6×6, 8×8 and 12×12 by the
-/// stencil slots they use), nodes (1); a model has hinges or plate
-/// triangles, not both.
+/// stencil slots they use), nodes (1), then the cloth's contact pairs
+/// (4×4) when `TriangleModel::collision` is enabled; a model has hinges or
+/// plate triangles, not both.
+///
+/// Collision (docs/collision.md): before every attempt at a (sub)step the
+/// point–triangle and edge–edge pairs within reach of each other are found
+/// at the attempt's start (`ClothContactFinder`): those closer than 1.5
+/// thicknesses plus twice the distance their nodes move relative to each
+/// other in the step at the start's velocities; they become the contact
+/// elements of the step (the assembly map is rebuilt when the list changes). A pair farther than the thickness
+/// contributes nothing, so contacts that close within the step act. The
+/// safeguard: an attempt that ends with a triangle pair intersecting that
+/// did not intersect at its start is rejected (`accept_step`), so the step
+/// is halved, and reported as failed when no halving is left.
 
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <string>
 #include <type_traits>
 #include <vector>
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
+#include <thrust/equal.h>
 #include <thrust/execution_policy.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform_reduce.h>
 
+#include <weft/backend/cloth_collision.hpp>
 #include <weft/backend/implicit_stepper.hpp>
 #include <weft/core/error.hpp>
 #include <weft/element/triangle_elements.hpp>
@@ -39,6 +58,7 @@ struct KernelInputs {
     const TabulatedMembraneDensity<T>* tabulated;  ///< one density in device memory, or null
     Vec3<T> gravity;
     T h;
+    ClothCollision<T> collision;
     const Collider<T>* colliders;
     int collider_count;
     ElementBuffers<T> out;
@@ -78,6 +98,38 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const TriangleNo
                               in.material.contact_offset, in.h, blocks, e, in.newton);
 }
 
+template <typename T>
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const ClothContactElement<T>& pair,
+                                     NodeBlocks<T, 4, B>& blocks, ElementEnergies<T>& e)
+{
+    evaluate_cloth_contact<T>(in.q, in.v, in.mass, pair, in.collision, in.h, blocks, e, in.newton);
+}
+
+/// The distance of a contact pair at q.
+template <typename T>
+struct ContactDistance {
+    const T* q;
+    WEFT_HD T operator()(const ClothContactElement<T>& pair) const
+    {
+        const Vec<T, 12> ql = gather_nodes<T, 4>(q, pair.nodes);
+        const Vec3<T> a = ql.template segment<3>(0), b = ql.template segment<3>(3), c = ql.template segment<3>(6),
+                      d = ql.template segment<3>(9);
+        using std::sqrt;
+        return sqrt(pair.kind == int(ClothContactKind::point_triangle)
+                        ? closest_point_triangle<T>(a, b, c, d).distance_squared
+                        : closest_segment_segment<T>(a, b, c, d).distance_squared);
+    }
+};
+
+template <typename T>
+struct SameContact {
+    WEFT_HD bool operator()(const ClothContactElement<T>& a, const ClothContactElement<T>& b) const
+    {
+        return a.kind == b.kind && a.nodes[0] == b.nodes[0] && a.nodes[1] == b.nodes[1] && a.nodes[2] == b.nodes[2] &&
+               a.nodes[3] == b.nodes[3];
+    }
+};
+
 template <typename T, class Element, int K>
 using ElementKernel = stepper_detail::ElementKernel<T, B, KernelInputs<T>, Element, K>;
 
@@ -99,6 +151,30 @@ public:
     TriangleStepper(const TriangleModel<T>& model, const std::vector<Collider<T>>& colliders, const Vec3<T>& gravity,
                     const StepperOptions<T>& options = {});
 
+    /// Collision: the contact pairs of the last attempt (within reach at its start).
+    int contact_pairs() const { return static_cast<int>(m_contacts.size()); }
+    /// Collision: the smallest distance between the primitives of a contact
+    /// pair at the current positions (+infinity without pairs).
+    T min_contact_distance() const
+    {
+        if (m_contacts.empty()) return std::numeric_limits<T>::infinity();
+        return thrust::transform_reduce(thrust::device, m_contacts.begin(), m_contacts.end(),
+                                        triangle_stepper_detail::ContactDistance<T>{this->raw(this->m_q)},
+                                        std::numeric_limits<T>::infinity(), stepper_detail::Minimum<T>{});
+    }
+    /// Collision: the triangle pairs (sharing no vertex) that intersect at
+    /// the current positions, sorted (empty without collision).
+    std::vector<CandidatePair> intersecting_triangles() const
+    {
+        if (!m_collision.enabled) return {};
+        return to_host(m_finder.intersections(this->m_q));
+    }
+    const ClothCollision<T>& collision() const { return m_collision; }
+    /// Collision: wall time spent finding contact pairs, rebuilding the
+    /// assembly for them and checking intersections, summed since
+    /// construction (s); the contacts' element kernels count as assembly.
+    double collision_seconds() const { return m_collision_seconds; }
+
     /// Copies q and v back into `model` (same topology).
     void download(TriangleModel<T>& model) const
     {
@@ -115,6 +191,7 @@ private:
         if (model.mass.size() != static_cast<std::size_t>(model.node_count()))
             throw InvalidInput(detail::describe("TriangleModel mass.size()", model.mass.size(), "must be #nodes"));
         validate_triangle_material(model.material, model.tabulated.has_value());
+        validate_triangle_collision(model);
         return model;
     }
 
@@ -129,6 +206,7 @@ private:
                                  m_tabulated.empty() ? nullptr : this->raw(m_tabulated),
                                  m_gravity,
                                  h,
+                                 m_collision,
                                  this->raw(m_colliders),
                                  static_cast<int>(m_colliders.size()),
                                  out};
@@ -157,6 +235,72 @@ private:
         plates(m_plates12);
         thrust::for_each(thrust::device, first, first + this->m_nodes,
                          ElementKernel<T, TriangleNode, 1>{in, this->raw(m_node_list), blocks, vectors, elements});
+        blocks += this->m_nodes;
+        vectors += this->m_nodes;
+        elements += this->m_nodes;
+        thrust::for_each(
+            thrust::device, first, first + static_cast<Index>(m_contacts.size()),
+            ElementKernel<T, ClothContactElement<T>, 4>{in, this->raw(m_contacts), blocks, vectors, elements});
+    }
+
+    /// Collision: the contact pairs of the attempt, and the intersections
+    /// at its start for the safeguard.
+    void begin_attempt(T h)
+    {
+        if (!m_collision.enabled) return;
+        const auto start = std::chrono::steady_clock::now();
+        refresh_contacts(T(2) * h, T(1.5) * m_collision.thickness);
+        m_start_intersections = to_host(m_finder.intersections(this->m_q));
+        m_collision_seconds += stepper_detail::seconds_since(start);
+    }
+
+    /// Collision's safeguard: no triangle pair may intersect at the end of
+    /// an attempt that did not intersect at its start.
+    bool accept_step(std::string& why)
+    {
+        if (!m_collision.enabled) return true;
+        const auto start = std::chrono::steady_clock::now();
+        const std::vector<CandidatePair> now = to_host(m_finder.intersections(this->m_q));
+        m_collision_seconds += stepper_detail::seconds_since(start);
+        std::size_t fresh = 0;
+        const CandidatePair* first_fresh = nullptr;
+        for (const CandidatePair& p : now) {
+            const bool before = std::binary_search(
+                m_start_intersections.begin(), m_start_intersections.end(), p,
+                [](const CandidatePair& x, const CandidatePair& y) { return x.a != y.a ? x.a < y.a : x.b < y.b; });
+            if (!before) {
+                if (!first_fresh) first_fresh = &p;
+                ++fresh;
+            }
+        }
+        if (fresh == 0) return true;
+        why = "collision: " + std::to_string(fresh) +
+              " triangle pair(s) intersect at the end of the step (first: " + "triangles " +
+              std::to_string(first_fresh->a) + " and " + std::to_string(first_fresh->b) +
+              "), which did not at its start";
+        return false;
+    }
+
+    /// The contact elements that may come within `reach` in a time τ
+    /// (ClothContactFinder::find); the assembly is rebuilt when they changed.
+    void refresh_contacts(T tau, T reach)
+    {
+        thrust::device_vector<ClothContactElement<T>> found = m_finder.find(this->m_q, this->m_v, tau, reach);
+        if (found.size() == m_contacts.size() &&
+            thrust::equal(thrust::device, found.begin(), found.end(), m_contacts.begin(),
+                          triangle_stepper_detail::SameContact<T>{}))
+            return;
+        m_contacts.swap(found);
+        std::vector<BlockCoordinate> blocks = m_base_blocks;
+        std::vector<Index> vectors = m_base_vectors;
+        for (const ClothContactElement<T>& c : to_host(m_contacts)) {
+            for (int a = 0; a < 4; ++a) {
+                for (int b = 0; b < 4; ++b) blocks.push_back({c.nodes[a], c.nodes[b]});
+                vectors.push_back(c.nodes[a]);
+            }
+        }
+        this->build_assembly(blocks, vectors, m_base_entries + m_contacts.size());
+        this->invalidate_evaluation();
     }
 
     /// Full Newton: nodes resting on a collider keep their depth in the
@@ -172,6 +316,7 @@ private:
     }
 
     TriangleMaterial<T> m_material;
+    ClothCollision<T> m_collision;
     Vec3<T> m_gravity;
     thrust::device_vector<T> m_mass;
     thrust::device_vector<TriangleElement<T>> m_triangles;
@@ -185,6 +330,16 @@ private:
     thrust::device_vector<triangle_stepper_detail::TriangleNode> m_node_list;
     thrust::device_vector<TabulatedMembraneDensity<T>> m_tabulated;
     thrust::device_vector<Collider<T>> m_colliders;
+    // Collision: the finder, the contact elements of the current attempt,
+    // the contributions of every other element (the assembly's fixed part)
+    // and the intersecting triangle pairs at the attempt's start.
+    ClothContactFinder<T> m_finder;
+    thrust::device_vector<ClothContactElement<T>> m_contacts;
+    std::vector<BlockCoordinate> m_base_blocks;
+    std::vector<Index> m_base_vectors;
+    std::size_t m_base_entries = 0;
+    std::vector<CandidatePair> m_start_intersections;
+    double m_collision_seconds = 0;
 };
 
 template <typename T>
@@ -192,6 +347,7 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
                                     const Vec3<T>& gravity, const StepperOptions<T>& options)
     : Base(validated(model, options).q, model.v, model.free_dof, options),
       m_material(model.material),
+      m_collision(model.collision),
       m_gravity(gravity)
 {
     m_mass.assign(model.mass.begin(), model.mass.end());
@@ -241,8 +397,17 @@ TriangleStepper<T>::TriangleStepper(const TriangleModel<T>& model, const std::ve
     for (const auto& p : plates8) add_element(p.nodes, 8);
     for (const auto& p : plates12) add_element(p.nodes, curvature_stencil_nodes);
     for (Index n = 0; n < node_total; ++n) add_element(&n, 1);
-    this->build_assembly(blocks, vectors,
-                         model.triangles.size() + model.hinges.size() + model.plates.size() + nodes.size());
+    m_base_entries = model.triangles.size() + model.hinges.size() + model.plates.size() + nodes.size();
+    this->build_assembly(blocks, vectors, m_base_entries);
+    if (m_collision.enabled) {
+        std::vector<int> corners;
+        corners.reserve(3 * model.triangles.size());
+        for (const TriangleElement<T>& t : model.triangles) corners.insert(corners.end(), t.nodes, t.nodes + 3);
+        m_finder = ClothContactFinder<T>(corners, model.q, cloth_collision_cell(model));
+        m_base_blocks = std::move(blocks);
+        m_base_vectors = std::move(vectors);
+        refresh_contacts(T(0), m_collision.thickness);
+    }
 }
 
 #if defined(WEFT_PRECOMPILED_STEPPERS) && THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_OMP

@@ -8,8 +8,9 @@
 /// (the thesis' stiff penalty for non-persistent contacts, Sec. 4.4), with
 /// its exact gradient and Hessian with respect to the four end points
 /// q = [a₀, a₁, b₀, b₁], and the Gauss–Newton Hessian k ∇d ∇dᵀ (PSD).
-/// A building block of collision handling (docs/collision.md); not yet
-/// assembled by the steppers.
+/// Collision handling (docs/collision.md): triangle cloth's contacts
+/// (cloth_contact.hpp) are these two; yarn–yarn contact is not yet
+/// assembled by the yarn stepper.
 ///
 /// Distance as a value function. d² = 2 D(q), D(q) = min_θ f(q, θ) with
 /// f = ½ |x|², x = a₀ + s (a₁ − a₀) − b₀ − t (b₁ − b₀), θ = (s, t) ∈ [0, 1]²

@@ -56,6 +56,13 @@
 ///                                     with newton_iterations > 1, else Gauss–Newton
 /// cloth*            array of cloth objects, at least one
 /// colliders         array of collider objects, default []
+/// collision         object   off: self- and cloth–cloth collision (docs/collision.md)
+///   enabled           bool   true   (when the object is given)
+///   thickness         number 2 × the triangle cloth's collision_offset, or the yarn
+///                            diameter (m), > 0
+///   friction          number 0      Coulomb μ between cloth surfaces, ≥ 0
+///   stiffness         number 100 × mean node mass / time_step² (N/m), > 0
+///   create_contacts   bool   false  yarns only (not available yet)
 /// output            object   nothing is written by default
 /// ```
 ///
@@ -202,6 +209,14 @@ inline SceneDescription parse_scene(const nlohmann::json& scene)
             fail("colliders", "expected an array of collider objects, got " + describe_value(colliders));
         for (std::size_t k = 0; k < colliders.size(); ++k)
             s.colliders.push_back(parse_collider(colliders[k], element_path("colliders", k), 1000 * stiffest_segment));
+    }
+    if (o.has("collision")) {
+        // Default contact distance: twice the distance a cloth surface keeps
+        // from colliders, or a yarn's diameter.
+        double thickness = 0;
+        for (const ClothDescription& c : s.cloth)
+            thickness = std::max(thickness, c.type == "triangle" ? 2 * c.triangle.collision_offset : 2 * c.radius);
+        s.collision = parse_collision(o.required("collision"), "collision", thickness);
     }
     if (o.has("output")) s.output = parse_output(o.required("output"), "output");
     return s;

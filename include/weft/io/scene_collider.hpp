@@ -1,6 +1,7 @@
 #pragma once
 /// @file scene_collider.hpp
-/// The parser of a scene's `colliders` entries (keys: scene_schema.hpp,
+/// The parsers of a scene's `colliders` entries and of its `collision`
+/// object (keys: scene_schema.hpp,
 /// docs/scenes.md). Host-only.
 
 #include <algorithm>
@@ -65,6 +66,29 @@ inline ColliderDescription parse_collider(const json& j, const std::string& path
                  "materials); set it explicitly");
         c.stiffness = default_stiffness;
     }
+    return c;
+}
+
+/// The scene's `collision` object. `default_thickness`: the thickness when
+/// the key is absent (0: none, the key is then required when enabled). An
+/// absent stiffness stays 0: the model builder resolves it from the node
+/// masses and the time step.
+inline CollisionDescription parse_collision(const json& j, const std::string& path, double default_thickness)
+{
+    const Object o(j, path);
+    o.allow_only(scene_keys::collision());
+    CollisionDescription c;
+    c.enabled = o.get_or("enabled", read_bool, true);
+    c.friction = o.get_or("friction", read_non_negative, 0.0);
+    c.create_contacts = o.get_or("create_contacts", read_bool, false);
+    if (o.has("thickness")) {
+        c.thickness = o.get("thickness", read_positive);
+    } else if (c.enabled) {
+        if (!(default_thickness > 0))
+            fail(o.path("thickness"), "has no default here (the cloth's collision_offset is 0); set it explicitly");
+        c.thickness = default_thickness;
+    }
+    c.stiffness = o.get_or("stiffness", read_positive, 0.0);
     return c;
 }
 

@@ -159,6 +159,15 @@ struct ColliderDescription {
     double stiffness = 0;                   ///< penalty stiffness (N/m); the parser sets the default
 };
 
+/// Self- and cloth–cloth collision ("collision"; docs/collision.md).
+struct CollisionDescription {
+    bool enabled = false;
+    double thickness = 0;  ///< contact distance (m); 0 until resolved: 2 x collision_offset (triangle cloth)
+    double friction = 0;   ///< Coulomb coefficient between cloth surfaces
+    double stiffness = 0;  ///< penalty stiffness (N/m); 0: 100 x mean node mass / time_step^2 (the model builder)
+    bool create_contacts = false;  ///< yarns: collisions between layers become EoL contacts (not available yet)
+};
+
 struct OutputDescription {
     std::string csv;                                        ///< energy time series; empty = none
     int csv_every = 1;                                      ///< a CSV row every this many steps
@@ -179,6 +188,7 @@ struct SceneDescription {
     SolverDescription solver;
     std::vector<ClothDescription> cloth;
     std::vector<ColliderDescription> colliders;
+    CollisionDescription collision;
     OutputDescription output;
 };
 

@@ -131,6 +131,10 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
 {
     using namespace scene_model_detail;
     require_fits_in_memory(scene);
+    if (scene.collision.enabled)
+        throw InvalidInput(
+            "invalid collision.enabled: yarn-yarn collision is not available yet (docs/collision.md); triangle cloth "
+            "has self- and cloth-cloth collision");
     YarnScene<T> out;
     out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
     if (!scene.cloth.empty() && scene.cloth.front().type == "sliding-rods") {

@@ -15,7 +15,7 @@ namespace scene_keys {
 using Keys = std::vector<std::string>;
 
 // clang-format off
-inline const Keys& scene()            { static const Keys k{"name", "description", "time_step", "duration", "gravity", "solver", "cloth", "colliders", "output"}; return k; }
+inline const Keys& scene()            { static const Keys k{"name", "description", "time_step", "duration", "gravity", "solver", "cloth", "colliders", "collision", "output"}; return k; }
 inline const Keys& solver()           { static const Keys k{"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step", "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts", "line_search_expansions", "exact_hessians", "linear", "stiffness_approximation"}; return k; }
 inline const Keys& eil()              { static const Keys k{"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor", "reset_arc_length", "remove_pulling_contacts", "pull_threshold"}; return k; }
 inline const Keys& woven()            { static const Keys k{"type", "pattern", "yarns", "spacing", "radius", "density", "center", "plane", "stiffness", "damping", "friction", "contact", "pins", "moving_pins", "initial_velocity", "on_top_of", "layer_friction", "layer_parallel_contact", "layer_normal_force", "rotation"}; return k; }
@@ -41,6 +41,7 @@ inline const Keys& collider()         { static const Keys k{"type", "center", "r
 inline const Keys& sphere()           { static const Keys k{"type", "center", "radius", "friction", "stiffness"}; return k; }
 inline const Keys& box()              { static const Keys k{"type", "center", "size", "rounding", "friction", "stiffness"}; return k; }
 inline const Keys& plane()            { static const Keys k{"type", "point", "normal", "friction", "stiffness"}; return k; }
+inline const Keys& collision()        { static const Keys k{"enabled", "thickness", "friction", "stiffness", "create_contacts"}; return k; }
 inline const Keys& output()           { static const Keys k{"csv", "csv_every", "frames", "every", "formats", "vtp_encoding"}; return k; }
 // clang-format on
 
@@ -84,6 +85,7 @@ inline const std::vector<SceneObjectKeys>& scene_schema()
         {"colliders[] (sphere)", &sphere()},
         {"colliders[] (box)", &box()},
         {"colliders[] (plane)", &plane()},
+        {"collision", &collision()},
         {"output", &output()},
     };
     return schema;

@@ -126,6 +126,21 @@ TriangleMaterial<T> triangle_material_of(const ClothDescription& c)
     return m;
 }
 
+/// The default stiffness of cloth–cloth contact: 100 m̄ / h², m̄ the mean
+/// node mass, h the scene's time step. A node arriving at speed v then
+/// stops within v h / 10 (½ m v² = ½ k δ²): a tenth of what it moves in a
+/// step. Far stiffer penalties (the colliders' default, 1000 × the
+/// membrane's stiffness) stop nothing better and make full Newton chatter
+/// where layers rest on each other (docs/collision.md).
+template <typename T>
+T default_collision_stiffness(const std::vector<T>& mass, double time_step)
+{
+    double sum = 0;
+    for (const T m : mass) sum += static_cast<double>(m);
+    const double mean = mass.empty() ? 0.0 : sum / static_cast<double>(mass.size());
+    return T(100 * mean / (time_step * time_step));
+}
+
 /// True when the scene's cloth entries are triangle meshes.
 inline bool is_triangle_scene(const SceneDescription& scene)
 {
@@ -217,6 +232,15 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
             Vec3<double>(mp.velocity[0], mp.velocity[1], mp.velocity[2]));
     }
     out.colliders = colliders_of<T>(scene);
+    if (scene.collision.create_contacts)
+        throw InvalidInput("invalid collision.create_contacts: applies to yarn layers, not to triangle cloth");
+    out.model.collision.enabled = scene.collision.enabled;
+    out.model.collision.thickness = T(scene.collision.thickness);
+    out.model.collision.stiffness =
+        T(scene.collision.stiffness > 0 ? scene.collision.stiffness
+                                        : default_collision_stiffness(out.model.mass, scene.time_step));
+    out.model.collision.friction = T(scene.collision.friction);
+    validate_triangle_collision(out.model);
     return out;
 }
 

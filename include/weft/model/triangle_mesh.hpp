@@ -93,6 +93,16 @@ inline TriangleMesh make_triangle_grid(int nx, int ny, double width, double heig
     return mesh;
 }
 
+/// Appends `part` to `mesh` as a separate piece (its vertex indices shifted
+/// past `mesh`'s vertices): several cloths in one model.
+inline void append_mesh(TriangleMesh& mesh, const TriangleMesh& part)
+{
+    const int offset = mesh.vertex_count();
+    mesh.positions.insert(mesh.positions.end(), part.positions.begin(), part.positions.end());
+    for (const auto& t : part.triangles) mesh.triangles.push_back({t[0] + offset, t[1] + offset, t[2] + offset});
+    mesh.rest_uv.insert(mesh.rest_uv.end(), part.rest_uv.begin(), part.rest_uv.end());
+}
+
 namespace mesh_detail {
 
 inline int obj_index(const std::string& token, int count, const std::string& path, int line, const char* what)

@@ -14,12 +14,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <weft/core/error.hpp>
+#include <weft/element/cloth_contact.hpp>
 #include <weft/element/triangle_elements.hpp>
 #include <weft/model/curvature_stencils.hpp>
 #include <weft/model/triangle_mesh.hpp>
@@ -38,6 +40,8 @@ struct TriangleModel {
     TriangleMaterial<T> material;
     /// The GNATV curves when material.membrane == MembraneModel::tabulated.
     std::optional<TabulatedMembraneDensity<T>> tabulated;
+    /// Self- and cloth–cloth collision (off by default; cloth_contact.hpp).
+    ClothCollision<T> collision;
 
     int node_count() const { return static_cast<int>(q.size() / triangle_node_dofs); }
     Vec3<T> position(int node) const
@@ -75,6 +79,53 @@ inline void validate_triangle_material(const TriangleMaterial<T>& m, bool has_ta
     require_non_negative("damping.bending", m.bending_damping);
     require_non_negative("damping.beta", m.rayleigh_beta);
     require_non_negative("contact offset", m.contact_offset);
+}
+
+namespace triangle_model_detail {
+
+/// Calls f(altitude, edge length sum) per triangle at the model's positions.
+template <typename T, class F>
+void for_each_triangle_shape(const TriangleModel<T>& model, F&& f)
+{
+    for (const TriangleElement<T>& t : model.triangles) {
+        const Vec3<T> a = model.position(t.nodes[0]), b = model.position(t.nodes[1]), c = model.position(t.nodes[2]);
+        const T ab = (b - a).norm(), bc = (c - b).norm(), ca = (a - c).norm();
+        const T longest = std::max(ab, std::max(bc, ca));
+        const T twice_area = (b - a).cross(c - a).norm();
+        f(longest > T(0) ? twice_area / longest : T(0), ab + bc + ca);
+    }
+}
+
+}  // namespace triangle_model_detail
+
+/// Checks the model's collision settings: the values, and a thickness below
+/// the smallest triangle altitude at the model's positions (a thicker
+/// cloth's own neighbouring triangles would push each other apart).
+template <typename T>
+inline void validate_triangle_collision(const TriangleModel<T>& model)
+{
+    validate_cloth_collision(model.collision);
+    if (!model.collision.enabled) return;
+    T smallest = std::numeric_limits<T>::infinity();
+    triangle_model_detail::for_each_triangle_shape(model,
+                                                   [&](T altitude, T) { smallest = std::min(smallest, altitude); });
+    if (!(model.collision.thickness < smallest))
+        throw InvalidInput(
+            detail::describe("collision.thickness", model.collision.thickness,
+                             ("must be below the smallest triangle altitude of the mesh, " +
+                              std::to_string(static_cast<double>(smallest)) + " (neighbouring triangles would collide)")
+                                 .c_str()));
+}
+
+/// The collision broad phase's cell size: the mean edge length at the
+/// model's positions (at least the collision thickness).
+template <typename T>
+inline T cloth_collision_cell(const TriangleModel<T>& model)
+{
+    T sum = T(0);
+    triangle_model_detail::for_each_triangle_shape(model, [&](T, T edges) { sum += edges; });
+    const T mean = model.triangles.empty() ? T(0) : sum / T(3 * model.triangles.size());
+    return std::max(mean, model.collision.thickness);
 }
 
 /// Builds the model of a mesh placed at `positions` (3 × #vertices; the

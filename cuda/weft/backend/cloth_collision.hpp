@@ -1,0 +1,313 @@
+#pragma once
+/// @file cloth_collision.hpp
+/// The contact pairs of triangle cloth on the backend (docs/collision.md):
+/// every point–triangle and edge–edge pair of a mesh, not sharing a vertex,
+/// whose distance is below a reach, found by the sorted-grid broad phase
+/// (broad_phase.hpp) and the exact closest points (proximity.hpp), and the
+/// triangle pairs that intersect (the safeguard's check). One source for
+/// CUDA and CPU threads; the result is sorted, so it is the same on every
+/// thread count and device.
+///
+/// Point–triangle: one box per vertex, grown by the reach, and one per
+/// triangle, in one broad phase; a pair (vertex, triangle) whose boxes
+/// overlap is a candidate. Edge–edge: one box per edge, grown by half the
+/// reach. Every box is swept over the motion τ v, so a pair that can come
+/// within the reach in that time has overlapping boxes, and nothing is
+/// missed (tested against brute force). The pairs kept are those whose
+/// distance is below the reach plus τ times their relative speed bound: a
+/// sheet falling as a whole keeps no pairs with itself.
+
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <thrust/copy.h>
+#include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform.h>
+
+#include <weft/backend/broad_phase.hpp>
+#include <weft/backend/vector_ops.hpp>
+#include <weft/core/error.hpp>
+#include <weft/element/cloth_contact.hpp>
+#include <weft/element/proximity.hpp>
+
+namespace weft {
+
+namespace cloth_collision_detail {
+
+template <typename T>
+WEFT_HD inline Vec3<T> node_position(const T* q, int node)
+{
+    return Vec3<T>(q[3 * node], q[3 * node + 1], q[3 * node + 2]);
+}
+
+/// The box of nodes `nodes` swept from q to q + τ v, grown by `pad`.
+template <typename T, int N>
+WEFT_HD inline Aabb<T> swept_box(const T* q, const T* v, T tau, const int (&nodes)[N], T pad)
+{
+    Aabb<T> b;
+    for (int k = 0; k < 3; ++k) {
+        b.lo[k] = q[3 * nodes[0] + k];
+        b.hi[k] = b.lo[k];
+    }
+    for (int i = 0; i < N; ++i)
+        for (int k = 0; k < 3; ++k) {
+            const T x0 = q[3 * nodes[i] + k], x1 = x0 + tau * v[3 * nodes[i] + k];
+            const T lo = x0 < x1 ? x0 : x1, hi = x0 < x1 ? x1 : x0;
+            b.lo[k] = lo < b.lo[k] ? lo : b.lo[k];
+            b.hi[k] = hi > b.hi[k] ? hi : b.hi[k];
+        }
+    for (int k = 0; k < 3; ++k) {
+        b.lo[k] -= pad;
+        b.hi[k] += pad;
+    }
+    return b;
+}
+
+/// Boxes 0 … n−1: the vertices, grown by `reach`; n … n + #triangles − 1:
+/// the triangles; each swept over τ v.
+template <typename T>
+struct VertexTriangleBox {
+    const T* q;
+    const T* v;
+    T tau;
+    const int* triangles;
+    int vertices;
+    T reach;
+    WEFT_HD Aabb<T> operator()(int i) const
+    {
+        if (i >= vertices) {
+            const int* t = triangles + 3 * (i - vertices);
+            const int nodes[3] = {t[0], t[1], t[2]};
+            return swept_box<T, 3>(q, v, tau, nodes, T(0));
+        }
+        const int nodes[1] = {i};
+        return swept_box<T, 1>(q, v, tau, nodes, reach);
+    }
+};
+
+/// Edge boxes swept over τ v, grown by `pad`.
+template <typename T>
+struct EdgeBox {
+    const T* q;
+    const T* v;
+    T tau;
+    const int* edges;  ///< 2 per edge
+    T pad;
+    WEFT_HD Aabb<T> operator()(int e) const
+    {
+        const int nodes[2] = {edges[2 * e], edges[2 * e + 1]};
+        return swept_box<T, 2>(q, v, tau, nodes, pad);
+    }
+};
+
+/// The largest relative speed of a node of one primitive against a node of
+/// the other: a bound on the relative speed of any two of their points.
+template <typename T>
+WEFT_HD inline T relative_speed_bound(const T* v, const int (&nodes)[4], int first_count)
+{
+    T largest = T(0);
+    for (int i = 0; i < first_count; ++i)
+        for (int j = first_count; j < 4; ++j) {
+            T sum = T(0);
+            for (int k = 0; k < 3; ++k) {
+                const T d = v[3 * nodes[i] + k] - v[3 * nodes[j] + k];
+                sum += d * d;
+            }
+            largest = sum > largest ? sum : largest;
+        }
+    using std::sqrt;
+    return sqrt(largest);
+}
+
+/// A (vertex, triangle) candidate, the vertex not a corner, that may come
+/// within the reach over τ: distance < reach + τ × relative speed bound.
+template <typename T>
+struct NearVertexTriangle {
+    const T* q;
+    const T* v;
+    T tau;
+    const int* triangles;
+    int vertices;
+    T reach;
+    WEFT_HD bool operator()(const CandidatePair& p) const
+    {
+        if (p.a >= vertices || p.b < vertices) return false;
+        const int* t = triangles + 3 * (p.b - vertices);
+        if (p.a == t[0] || p.a == t[1] || p.a == t[2]) return false;
+        const int nodes[4] = {p.a, t[0], t[1], t[2]};
+        const T limit = reach + tau * relative_speed_bound<T>(v, nodes, 1);
+        return closest_point_triangle<T>(node_position(q, p.a), node_position(q, t[0]), node_position(q, t[1]),
+                                         node_position(q, t[2]))
+                   .distance_squared < limit * limit;
+    }
+};
+
+/// An edge pair sharing no vertex that may come within the reach over τ.
+template <typename T>
+struct NearEdgeEdge {
+    const T* q;
+    const T* v;
+    T tau;
+    const int* edges;
+    T reach;
+    WEFT_HD bool operator()(const CandidatePair& p) const
+    {
+        const int a0 = edges[2 * p.a], a1 = edges[2 * p.a + 1], b0 = edges[2 * p.b], b1 = edges[2 * p.b + 1];
+        if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1) return false;
+        const int nodes[4] = {a0, a1, b0, b1};
+        const T limit = reach + tau * relative_speed_bound<T>(v, nodes, 2);
+        return closest_segment_segment<T>(node_position(q, a0), node_position(q, a1), node_position(q, b0),
+                                          node_position(q, b1))
+                   .distance_squared < limit * limit;
+    }
+};
+
+template <typename T>
+struct VertexTriangleElement {
+    const int* triangles;
+    int vertices;
+    WEFT_HD ClothContactElement<T> operator()(const CandidatePair& p) const
+    {
+        const int* t = triangles + 3 * (p.b - vertices);
+        return ClothContactElement<T>{{p.a, t[0], t[1], t[2]}, int(ClothContactKind::point_triangle), T(0)};
+    }
+};
+
+/// An edge pair, with the parallel mollifier's ε× = 10⁻³ |ū|² |w̄|² from the
+/// edges' reference lengths (cloth_contact.hpp).
+template <typename T>
+struct EdgeEdgeElement {
+    const int* edges;
+    const T* length_squared;  ///< per edge, at the reference positions
+    WEFT_HD ClothContactElement<T> operator()(const CandidatePair& p) const
+    {
+        return ClothContactElement<T>{{edges[2 * p.a], edges[2 * p.a + 1], edges[2 * p.b], edges[2 * p.b + 1]},
+                                      int(ClothContactKind::edge_edge),
+                                      T(1e-3) * length_squared[p.a] * length_squared[p.b]};
+    }
+};
+
+}  // namespace cloth_collision_detail
+
+/// The unique edges of a triangle list (3 node indices per triangle), each
+/// as (smaller, larger) node index, sorted.
+inline std::vector<int> mesh_edge_list(const std::vector<int>& triangles)
+{
+    std::vector<std::pair<int, int>> edges;
+    edges.reserve(triangles.size());
+    for (std::size_t t = 0; t + 2 < triangles.size(); t += 3)
+        for (int c = 0; c < 3; ++c) {
+            const int a = triangles[t + c], b = triangles[t + (c + 1) % 3];
+            edges.emplace_back(std::min(a, b), std::max(a, b));
+        }
+    std::sort(edges.begin(), edges.end());
+    edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+    std::vector<int> out;
+    out.reserve(2 * edges.size());
+    for (const auto& e : edges) {
+        out.push_back(e.first);
+        out.push_back(e.second);
+    }
+    return out;
+}
+
+/// Finds the contact pairs and the intersecting triangles of one mesh.
+template <typename T>
+class ClothContactFinder {
+public:
+    ClothContactFinder() = default;
+
+    /// @param[in] triangles  3 node indices per triangle
+    /// @param[in] reference  3 positions per node at which the edges' reference
+    ///                       lengths are taken (the rest or initial shape)
+    /// @param[in] cell       the broad phase's cell size (about an edge length)
+    /// @throws InvalidInput for an index out of range or a bad cell size
+    ClothContactFinder(const std::vector<int>& triangles, const std::vector<T>& reference, T cell)
+        : m_vertices(static_cast<int>(reference.size() / 3)), m_cell(cell)
+    {
+        const int vertices = m_vertices;
+        if (triangles.size() % 3 != 0)
+            throw InvalidInput(
+                detail::describe("triangle index list size", triangles.size(), "must be a multiple of 3"));
+        for (const int i : triangles)
+            if (i < 0 || i >= vertices) throw InvalidInput(detail::describe("triangle node", i, "out of range"));
+        if (!(cell > T(0))) throw InvalidInput(detail::describe("collision cell size", cell, "must be positive"));
+        m_triangles.assign(triangles.begin(), triangles.end());
+        const std::vector<int> edges = mesh_edge_list(triangles);
+        m_edges.assign(edges.begin(), edges.end());
+        std::vector<T> lengths(edges.size() / 2);
+        for (std::size_t e = 0; e < lengths.size(); ++e) {
+            T sum = T(0);
+            for (int k = 0; k < 3; ++k) {
+                const T d = reference[3 * edges[2 * e + 1] + k] - reference[3 * edges[2 * e] + k];
+                sum += d * d;
+            }
+            lengths[e] = sum;
+        }
+        m_edge_length_squared.assign(lengths.begin(), lengths.end());
+    }
+
+    int triangle_count() const { return static_cast<int>(m_triangles.size() / 3); }
+    int edge_count() const { return static_cast<int>(m_edges.size() / 2); }
+    T cell() const { return m_cell; }
+
+    /// Every point–triangle pair, then every edge–edge pair, each part
+    /// sorted, that may come closer than `reach` within a time τ from
+    /// positions q moving at velocities v (3 per node): their boxes swept
+    /// from q to q + τ v overlap (the point's grown by the reach, each edge's
+    /// by half of it), and their distance at q is below reach + τ × the
+    /// largest relative speed of a node of one primitive against a node of
+    /// the other (a bound on the relative speed of any two of their points).
+    /// With τ = 0, exactly the pairs closer than the reach.
+    thrust::device_vector<ClothContactElement<T>> find(const thrust::device_vector<T>& q,
+                                                       const thrust::device_vector<T>& v, T tau, T reach) const
+    {
+        using namespace cloth_collision_detail;
+        thrust::device_vector<ClothContactElement<T>> out;
+        if (m_triangles.empty()) return out;
+        const T* qp = raw_pointer(q);
+        const T* vp = raw_pointer(v);
+        const int* tri = raw_pointer(m_triangles);
+        const int* edges = raw_pointer(m_edges);
+        const auto first = thrust::counting_iterator<int>(0);
+        const int faces = triangle_count();
+        thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(m_vertices + faces));
+        thrust::transform(thrust::device, first, first + m_vertices + faces, boxes.begin(),
+                          VertexTriangleBox<T>{qp, vp, tau, tri, m_vertices, reach});
+        const thrust::device_vector<CandidatePair> vf = find_overlapping_pairs<T>(boxes, m_cell);
+        boxes.resize(static_cast<std::size_t>(edge_count()));
+        thrust::transform(thrust::device, first, first + edge_count(), boxes.begin(),
+                          EdgeBox<T>{qp, vp, tau, edges, reach / T(2)});
+        const thrust::device_vector<CandidatePair> ee = find_overlapping_pairs<T>(boxes, m_cell);
+        thrust::device_vector<CandidatePair> near(vf.size() + ee.size());
+        const auto vf_end = thrust::copy_if(thrust::device, vf.begin(), vf.end(), near.begin(),
+                                            NearVertexTriangle<T>{qp, vp, tau, tri, m_vertices, reach});
+        const auto ee_end =
+            thrust::copy_if(thrust::device, ee.begin(), ee.end(), vf_end, NearEdgeEdge<T>{qp, vp, tau, edges, reach});
+        const std::size_t vf_count = static_cast<std::size_t>(vf_end - near.begin());
+        out.resize(static_cast<std::size_t>(ee_end - near.begin()));
+        thrust::transform(thrust::device, near.begin(), vf_end, out.begin(), VertexTriangleElement<T>{tri, m_vertices});
+        thrust::transform(thrust::device, vf_end, ee_end, out.begin() + static_cast<std::ptrdiff_t>(vf_count),
+                          EdgeEdgeElement<T>{edges, raw_pointer(m_edge_length_squared)});
+        return out;
+    }
+
+    /// The triangle pairs (sharing no vertex) that intersect at q, sorted.
+    thrust::device_vector<CandidatePair> intersections(const thrust::device_vector<T>& q) const
+    {
+        return find_intersecting_triangles<T>(q, m_triangles, m_cell);
+    }
+
+private:
+    int m_vertices = 0;
+    T m_cell = T(1);
+    thrust::device_vector<int> m_triangles;  ///< 3 per triangle
+    thrust::device_vector<int> m_edges;      ///< 2 per edge
+    thrust::device_vector<T> m_edge_length_squared;
+};
+
+}  // namespace weft

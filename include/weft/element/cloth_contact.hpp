@@ -1,0 +1,155 @@
+#pragma once
+/// @file cloth_contact.hpp
+/// Self- and cloth–cloth contact of triangle cloth as an element of the
+/// implicit system (docs/collision.md): a point–triangle or edge–edge pair
+/// closer than the cloth thickness r gets the penalty V = ½ k (r − d)² of
+/// segment_contact.hpp (the thesis' stiff penalty for non-persistent
+/// contacts, Sec. 4.4) with its Gauss–Newton stiffness k ∇d ∇dᵀ (PSD) in the
+/// system matrix, plus Coulomb friction as a potential (`contact_friction`,
+/// IPC's mollified law with the normal force, normal and closest-point
+/// coefficients lagged at the start of the step). The stepper decides which
+/// pairs are elements (a broad phase with a margin, refreshed before every
+/// attempt at a step); a pair farther than r contributes nothing.
+///
+/// Nearly parallel edges. The distance of two segments has a kink where
+/// they are parallel (tilting one about its middle moves the closest points
+/// from one end to the other), so a plain edge–edge penalty is not C¹ there,
+/// and two sheets lying flat on each other have many such pairs: full
+/// Newton stalled on a sheet sliding over another (measured, tests/backend/
+/// test_cloth_collision.cpp). As in IPC (Li et al. 2020, Sec. 4.3), the
+/// edge–edge penalty is multiplied by the mollifier
+///     m(c) = (2 − c/ε×) c/ε× for c < ε×, 1 beyond,  c = |u × w|²,
+/// u, w the two edges and ε× = 10⁻³ |ū|² |w̄|² (reference lengths fixed when
+/// the pair is found): it vanishes with its derivative for parallel edges,
+/// whose contact the point–triangle pairs carry. Force −(m ∇V + V ∇m); the
+/// stiffness in A is m k ∇d ∇dᵀ (PSD) and the Coulomb limit of the pair's
+/// friction μ m λ.
+
+#include <weft/core/error.hpp>
+#include <weft/element/collider.hpp>
+#include <weft/element/segment_contact.hpp>
+#include <weft/element/triangle_elements.hpp>
+
+namespace weft {
+
+/// Collision settings of a cloth (scene key `collision`).
+template <typename T>
+struct ClothCollision {
+    bool enabled = false;
+    T thickness = T(0);         ///< contact distance r between two primitives (m)
+    T stiffness = T(0);         ///< penalty stiffness k (N/m)
+    T friction = T(0);          ///< Coulomb coefficient μ between cloth surfaces
+    T slip_velocity = T(1e-3);  ///< floor of the friction's slip velocity (m/s), as the colliders'
+};
+
+/// Checks enabled collision settings; messages name the scene keys.
+template <typename T>
+inline void validate_cloth_collision(const ClothCollision<T>& c)
+{
+    if (!c.enabled) return;
+    require_positive("collision.thickness", c.thickness);
+    require_positive("collision.stiffness", c.stiffness);
+    require_non_negative("collision.friction", c.friction);
+    require_positive("collision slip velocity", c.slip_velocity);
+}
+
+/// The two kinds of cloth contact pairs.
+enum class ClothContactKind : int {
+    point_triangle = 0,  ///< nodes: the point, then the triangle's three corners
+    edge_edge = 1,       ///< nodes: one edge's two ends, then the other's
+};
+
+/// One candidate contact pair of triangle cloth.
+template <typename T>
+struct ClothContactElement {
+    int nodes[4];
+    int kind;        ///< ClothContactKind
+    T parallel_eps;  ///< edge–edge: the mollifier's ε× (0: none; point–triangle pairs)
+};
+
+/// IPC's edge–edge mollifier m(c) of the squared cross product c = |u × w|²
+/// of the two edges in q = [a₀, a₁, b₀, b₁], with its gradient.
+template <typename T>
+WEFT_HD inline T parallel_mollifier(const Vec<T, 12>& q, T eps, Vec<T, 12>& gradient)
+{
+    gradient.setZero();
+    const Vec3<T> u = q.template segment<3>(3) - q.template segment<3>(0);
+    const Vec3<T> w = q.template segment<3>(9) - q.template segment<3>(6);
+    const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
+    const T c = uu * ww - uw * uw;
+    if (!(eps > T(0)) || !(c < eps)) return T(1);
+    const T x = c / eps;
+    const T slope = T(2) * (T(1) - x) / eps;  // dm/dc
+    const Vec3<T> gu = slope * (T(2) * ww * u - T(2) * uw * w);
+    const Vec3<T> gw = slope * (T(2) * uu * w - T(2) * uw * u);
+    gradient.template segment<3>(0) = -gu;
+    gradient.template segment<3>(3) = gu;
+    gradient.template segment<3>(6) = -gw;
+    gradient.template segment<3>(9) = gw;
+    return (T(2) - x) * x;
+}
+
+/// The contact of one pair at the stacked positions q (12), edge–edge
+/// pairs mollified (energy, force, Gauss–Newton stiffness and normal force;
+/// `hessian` is left unmollified and is not used).
+template <typename T>
+WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothContactElement<T>& pair, T stiffness,
+                                               T thickness)
+{
+    if (pair.kind == int(ClothContactKind::point_triangle)) return point_triangle_contact<T>(q, stiffness, thickness);
+    SegmentContact<T> c = segment_contact<T>(q, stiffness, thickness);
+    if (!c.active || c.degenerate) return c;
+    Vec<T, 12> dm;
+    const T m = parallel_mollifier<T>(q, pair.parallel_eps, dm);
+    if (m == T(1)) return c;
+    c.force = m * c.force - c.energy * dm;
+    c.energy *= m;
+    c.gauss_newton *= m;
+    c.normal_force *= m;
+    return c;
+}
+
+/// The contact pair as a triangle-cloth element: penalty force and its
+/// Gauss–Newton stiffness at q, and in full Newton (`lagged_positions` set)
+/// the friction of the contact as it was at the start of the step; in the
+/// one-step scheme the friction of the contact at q (the step's start
+/// there). The friction's slip velocity is `collider_slip_velocity` with the
+/// pair's mass Σ |c_i| m_i / 2 (the mass the relative velocity moves).
+/// Energies: the penalty is elastic, the friction potential dissipation.
+template <typename T>
+WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass, const ClothContactElement<T>& pair,
+                                           const ClothCollision<T>& collision, T h,
+                                           NodeBlocks<T, 4, triangle_node_dofs>& out, ElementEnergies<T>& energy,
+                                           const NewtonInputs<T>& newton = {})
+{
+    const Vec<T, 12> ql = gather_nodes<T, 4>(q, pair.nodes);
+    const Vec<T, 12> vl = gather_nodes<T, 4>(v, pair.nodes);
+    const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness);
+    energy = ElementEnergies<T>{T(0), c.energy, T(0), T(0)};
+    Vec<T, 12> force = c.force;
+    Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
+    if (collision.friction > T(0)) {
+        const SegmentContact<T> lagged = newton.lagged_positions
+                                             ? cloth_contact<T>(gather_nodes<T, 4>(newton.lagged_positions, pair.nodes),
+                                                                pair, collision.stiffness, collision.thickness)
+                                             : c;
+        if (lagged.active && !lagged.degenerate) {
+            T pair_mass = T(0);
+            for (int i = 0; i < 4; ++i)
+                pair_mass += (lagged.coefficient[i] < T(0) ? -lagged.coefficient[i] : lagged.coefficient[i]) *
+                             mass[pair.nodes[i]];
+            pair_mass /= T(2);
+            const T limit = collision.friction * lagged.normal_force;
+            const LocalTerms<T, 12> f =
+                contact_friction<T>(lagged, vl, collision.friction,
+                                    collider_slip_velocity<T>(collision.slip_velocity, limit, h, pair_mass));
+            force += f.force;
+            df_dv = f.df_dv;
+            energy.dissipation = f.energy;
+        }
+    }
+    scatter_nodes<T, 4>(out, pair.nodes, Mat<T, 12, 12>::Zero().eval(), force, (-c.gauss_newton).eval(), df_dv, vl, h,
+                        newton);
+}
+
+}  // namespace weft
