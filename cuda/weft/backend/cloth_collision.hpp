@@ -44,10 +44,20 @@ WEFT_HD inline Vec3<T> node_position(const T* q, int node)
     return Vec3<T>(q[3 * node], q[3 * node + 1], q[3 * node + 2]);
 }
 
+/// Positions and velocities (3 per node) and the time τ they move over.
+template <typename T>
+struct Motion {
+    const T* q;
+    const T* v;
+    T tau;
+};
+
 /// The box of nodes `nodes` swept from q to q + τ v, grown by `pad`.
 template <typename T, int N>
-WEFT_HD inline Aabb<T> swept_box(const T* q, const T* v, T tau, const int (&nodes)[N], T pad)
+WEFT_HD inline Aabb<T> swept_box(const Motion<T>& m, const int (&nodes)[N], T pad)
 {
+    const T *q = m.q, *v = m.v;
+    const T tau = m.tau;
     Aabb<T> b;
     for (int k = 0; k < 3; ++k) {
         b.lo[k] = q[3 * nodes[0] + k];
@@ -71,9 +81,7 @@ WEFT_HD inline Aabb<T> swept_box(const T* q, const T* v, T tau, const int (&node
 /// the triangles; each swept over τ v.
 template <typename T>
 struct VertexTriangleBox {
-    const T* q;
-    const T* v;
-    T tau;
+    Motion<T> motion;
     const int* triangles;
     int vertices;
     T reach;
@@ -82,25 +90,23 @@ struct VertexTriangleBox {
         if (i >= vertices) {
             const int* t = triangles + 3 * (i - vertices);
             const int nodes[3] = {t[0], t[1], t[2]};
-            return swept_box<T, 3>(q, v, tau, nodes, T(0));
+            return swept_box<T, 3>(motion, nodes, T(0));
         }
         const int nodes[1] = {i};
-        return swept_box<T, 1>(q, v, tau, nodes, reach);
+        return swept_box<T, 1>(motion, nodes, reach);
     }
 };
 
 /// Edge boxes swept over τ v, grown by `pad`.
 template <typename T>
 struct EdgeBox {
-    const T* q;
-    const T* v;
-    T tau;
+    Motion<T> motion;
     const int* edges;  ///< 2 per edge
     T pad;
     WEFT_HD Aabb<T> operator()(int e) const
     {
         const int nodes[2] = {edges[2 * e], edges[2 * e + 1]};
-        return swept_box<T, 2>(q, v, tau, nodes, pad);
+        return swept_box<T, 2>(motion, nodes, pad);
     }
 };
 
@@ -127,9 +133,7 @@ WEFT_HD inline T relative_speed_bound(const T* v, const int (&nodes)[4], int fir
 /// within the reach over τ: distance < reach + τ × relative speed bound.
 template <typename T>
 struct NearVertexTriangle {
-    const T* q;
-    const T* v;
-    T tau;
+    Motion<T> motion;
     const int* triangles;
     int vertices;
     T reach;
@@ -139,7 +143,8 @@ struct NearVertexTriangle {
         const int* t = triangles + 3 * (p.b - vertices);
         if (p.a == t[0] || p.a == t[1] || p.a == t[2]) return false;
         const int nodes[4] = {p.a, t[0], t[1], t[2]};
-        const T limit = reach + tau * relative_speed_bound<T>(v, nodes, 1);
+        const T* q = motion.q;
+        const T limit = reach + motion.tau * relative_speed_bound<T>(motion.v, nodes, 1);
         return closest_point_triangle<T>(node_position(q, p.a), node_position(q, t[0]), node_position(q, t[1]),
                                          node_position(q, t[2]))
                    .distance_squared < limit * limit;
@@ -149,9 +154,7 @@ struct NearVertexTriangle {
 /// An edge pair sharing no vertex that may come within the reach over τ.
 template <typename T>
 struct NearEdgeEdge {
-    const T* q;
-    const T* v;
-    T tau;
+    Motion<T> motion;
     const int* edges;
     T reach;
     WEFT_HD bool operator()(const CandidatePair& p) const
@@ -159,7 +162,8 @@ struct NearEdgeEdge {
         const int a0 = edges[2 * p.a], a1 = edges[2 * p.a + 1], b0 = edges[2 * p.b], b1 = edges[2 * p.b + 1];
         if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1) return false;
         const int nodes[4] = {a0, a1, b0, b1};
-        const T limit = reach + tau * relative_speed_bound<T>(v, nodes, 2);
+        const T* q = motion.q;
+        const T limit = reach + motion.tau * relative_speed_bound<T>(motion.v, nodes, 2);
         return closest_segment_segment<T>(node_position(q, a0), node_position(q, a1), node_position(q, b0),
                                           node_position(q, b1))
                    .distance_squared < limit * limit;
@@ -269,25 +273,24 @@ public:
         using namespace cloth_collision_detail;
         thrust::device_vector<ClothContactElement<T>> out;
         if (m_triangles.empty()) return out;
-        const T* qp = raw_pointer(q);
-        const T* vp = raw_pointer(v);
+        const Motion<T> motion{raw_pointer(q), raw_pointer(v), tau};
         const int* tri = raw_pointer(m_triangles);
         const int* edges = raw_pointer(m_edges);
         const auto first = thrust::counting_iterator<int>(0);
         const int faces = triangle_count();
         thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(m_vertices + faces));
         thrust::transform(thrust::device, first, first + m_vertices + faces, boxes.begin(),
-                          VertexTriangleBox<T>{qp, vp, tau, tri, m_vertices, reach});
+                          VertexTriangleBox<T>{motion, tri, m_vertices, reach});
         const thrust::device_vector<CandidatePair> vf = find_overlapping_pairs<T>(boxes, m_cell);
         boxes.resize(static_cast<std::size_t>(edge_count()));
         thrust::transform(thrust::device, first, first + edge_count(), boxes.begin(),
-                          EdgeBox<T>{qp, vp, tau, edges, reach / T(2)});
+                          EdgeBox<T>{motion, edges, reach / T(2)});
         const thrust::device_vector<CandidatePair> ee = find_overlapping_pairs<T>(boxes, m_cell);
         thrust::device_vector<CandidatePair> near(vf.size() + ee.size());
         const auto vf_end = thrust::copy_if(thrust::device, vf.begin(), vf.end(), near.begin(),
-                                            NearVertexTriangle<T>{qp, vp, tau, tri, m_vertices, reach});
+                                            NearVertexTriangle<T>{motion, tri, m_vertices, reach});
         const auto ee_end =
-            thrust::copy_if(thrust::device, ee.begin(), ee.end(), vf_end, NearEdgeEdge<T>{qp, vp, tau, edges, reach});
+            thrust::copy_if(thrust::device, ee.begin(), ee.end(), vf_end, NearEdgeEdge<T>{motion, edges, reach});
         const std::size_t vf_count = static_cast<std::size_t>(vf_end - near.begin());
         out.resize(static_cast<std::size_t>(ee_end - near.begin()));
         thrust::transform(thrust::device, near.begin(), vf_end, out.begin(), VertexTriangleElement<T>{tri, m_vertices});

@@ -14,9 +14,9 @@
 /// at the attempt's start (`ClothContactFinder`): those closer than 1.5
 /// thicknesses plus twice the distance their nodes move relative to each
 /// other in the step at the start's velocities; they become the contact
-/// elements of the step (the assembly map is rebuilt when the list changes). A pair farther than the thickness
-/// contributes nothing, so contacts that close within the step act. The
-/// safeguard: an attempt that ends with a triangle pair intersecting that
+/// elements of the step (the assembly map is rebuilt when the list
+/// changes). A pair farther than the thickness contributes nothing, so
+/// contacts that close within the step act. The safeguard: an attempt that ends with a triangle pair intersecting that
 /// did not intersect at its start is rejected (`accept_step`), so the step
 /// is halved, and reported as failed when no halving is left.
 
@@ -275,9 +275,8 @@ private:
         }
         if (fresh == 0) return true;
         why = "collision: " + std::to_string(fresh) +
-              " triangle pair(s) intersect at the end of the step (first: " + "triangles " +
-              std::to_string(first_fresh->a) + " and " + std::to_string(first_fresh->b) +
-              "), which did not at its start";
+              " triangle pair(s) intersect at the end of the step (first: triangles " + std::to_string(first_fresh->a) +
+              " and " + std::to_string(first_fresh->b) + "), which did not at its start";
         return false;
     }
 
