@@ -154,6 +154,10 @@ public:
             }
             if (!r.ok) throw StepError(failure + r.message);
             fill(report, r);
+            if (m_triangle->collision().enabled) {
+                report["contact_pairs"] = m_triangle->contact_pairs();
+                report["min_contact_distance"] = m_triangle->min_contact_distance();  // inf: no pair
+            }
         }
         ++m_steps;
         m_time = double(m_steps) * h;

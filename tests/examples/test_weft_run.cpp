@@ -619,6 +619,37 @@ TEST_CASE("weft-run: sheet_fold.json drapes a sheet over a bar onto itself witho
     CHECK(csv.front().find(",max_speed,contact_pairs,min_contact_distance") != std::string::npos);
 }
 
+TEST_CASE("weft-run: sheet_drop.json rests one sheet one thickness above another", "[examples][weft-run][collision]")
+{
+    const fs::path dir = fresh_dir("sheet_drop");
+    const RunOutput run = run_quietly(source_root() / "examples" / "scenes" / "sheet_drop.json", dir);
+    INFO(run.log << run.summary.error);
+    REQUIRE(run.summary.ok);
+    REQUIRE(run.summary.steps == 200);
+    CHECK(run.summary.intersecting_frames == 0);
+    // The last frame: the lower sheet (21² vertices first) rests on the floor
+    // at its collision_offset, 2 mm; the upper one a thickness, 4 mm, above it.
+    double lower_top = -1, upper_low = 1, upper_high = -1;
+    int vertex = 0;
+    for (const std::string& line : lines_of(dir / "sheet_drop_frames" / "frame_00008_cloth.obj")) {
+        if (line.rfind("v ", 0) != 0) continue;
+        std::istringstream in(line.substr(2));
+        double x = 0, y = 0, z = 0;
+        in >> x >> y >> z;
+        if (vertex++ < 21 * 21) {
+            lower_top = std::max(lower_top, z);
+        } else {
+            upper_low = std::min(upper_low, z);
+            upper_high = std::max(upper_high, z);
+        }
+    }
+    REQUIRE(vertex == 21 * 21 + 16 * 16);
+    INFO("lower sheet up to " << lower_top << " m, upper sheet " << upper_low << " to " << upper_high << " m");
+    CHECK(lower_top < 0.002);
+    CHECK(upper_low > 0.002 + 0.9 * 0.004);
+    CHECK(upper_high < 0.002 + 0.004);
+}
+
 TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between the layers runs to the end",
           "[examples][weft-run][layers][eil]")
 {

@@ -909,6 +909,17 @@ TEST_CASE("scene schema: a key outside an object's list is refused with that lis
                         Contains("output.csv_evry: unknown key") && Contains("did you mean \"csv_every\""));
 }
 
+/// The InvalidInput message of building a triangle scene ("" when none).
+static std::string error_of_build(const json& scene)
+{
+    try {
+        weft::build_triangle_scene<double>(weft::parse_scene(scene));
+    } catch (const weft::InvalidInput& e) {
+        return e.what();
+    }
+    return "";
+}
+
 TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][scene][collision]")
 {
     json tri = minimal();
@@ -952,6 +963,34 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
     yarn["collision"] = json::object();
     REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(yarn)),
                         Contains("collision.enabled") && Contains("not available yet"));
+}
+
+TEST_CASE("scene: several triangle entries make one model of several pieces", "[io][scene][triangle]")
+{
+    json tri = minimal();
+    tri["cloth"] = json::parse(R"([
+        {"type": "triangle", "resolution": [3, 3], "size": [1, 1], "pins": ["corners"],
+         "material": {"model": "stvk", "lambda": 1e5, "mu": 1e5, "thickness": 0.001, "density": 300}},
+        {"type": "triangle", "resolution": [4, 3], "size": [1, 0.5], "center": [0, 0, 0.5], "pins": [1],
+         "initial_velocity": {"linear": [0, 0, -2]},
+         "material": {"model": "stvk", "lambda": 1e5, "mu": 1e5, "thickness": 0.001, "density": 300}}])");
+    const weft::TriangleScene<double> built = weft::build_triangle_scene<double>(weft::parse_scene(tri));
+    REQUIRE(built.model.node_count() == 9 + 12);
+    CHECK(built.mesh.triangle_count() == 8 + 12);
+    CHECK(built.model.q[3 * 9 + 2] == 0.5);  // the second piece's first vertex
+    int pinned = 0;
+    for (int i = 0; i < built.model.node_count(); ++i) pinned += built.model.free_dof[3 * i] == 0 ? 1 : 0;
+    CHECK(pinned == 4 + 1);
+    CHECK(built.model.free_dof[3 * (9 + 1)] == 0);  // cloth[1]'s vertex 1
+    CHECK(built.model.v[3 * 10 + 2] == 0);          // pinned: at rest
+    CHECK(built.model.v[3 * 9 + 2] == -2);
+    CHECK(built.model.v[3 * 20 + 2] == -2);
+    CHECK(built.model.v[2] == 0);  // the first piece keeps its own initial velocity
+    // Materials must agree; types must not mix.
+    tri["cloth"][1]["material"]["density"] = 400;
+    CHECK_THAT(error_of_build(tri), Contains("cloth[1]") && Contains("share one material"));
+    tri["cloth"][1] = example()["cloth"][0];
+    CHECK_THAT(error_of_build(tri), Contains("cloth[1].type \"woven\"") && Contains("only \"triangle\" entries"));
 }
 
 TEST_CASE("scene memory: a scene larger than the machine is refused with the estimate before allocating",

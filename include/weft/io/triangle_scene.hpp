@@ -147,40 +147,47 @@ inline bool is_triangle_scene(const SceneDescription& scene)
     return !scene.cloth.empty() && scene.cloth.front().type == "triangle";
 }
 
-/// Builds the triangle model of the scene's (single) triangle cloth entry.
-/// @throws InvalidInput for several cloth entries, mixed types, unreadable
-///         mesh or material files, out-of-range pins, degenerate triangles.
+namespace triangle_scene_detail {
+
+/// True when two entries' materials are the same (every field the model
+/// takes from an entry, the tabulated curves' file and the rest shape).
 template <typename T>
-TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
+bool same_material(const ClothDescription& a, const ClothDescription& b)
 {
-    using namespace triangle_scene_detail;
-    if (scene.cloth.size() != 1 || scene.cloth.front().type != "triangle") {
-        throw InvalidInput("invalid cloth: a triangle scene takes exactly one cloth entry of type \"triangle\" (got " +
-                           std::to_string(scene.cloth.size()) + " entries)");
-    }
-    require_fits_in_memory(scene);
-    const ClothDescription& c = scene.cloth.front();
+    const TriangleMaterial<T> x = triangle_material_of<T>(a), y = triangle_material_of<T>(b);
+    return x.membrane == y.membrane && x.stvk.lambda == y.stvk.lambda && x.stvk.mu == y.stvk.mu &&
+           x.areal_density == y.areal_density && x.bending == y.bending && x.bending_stiffness == y.bending_stiffness &&
+           x.bending_poisson == y.bending_poisson && x.contact_offset == y.contact_offset && x.damping == y.damping &&
+           x.membrane_damping.lambda == y.membrane_damping.lambda && x.membrane_damping.mu == y.membrane_damping.mu &&
+           x.bending_damping == y.bending_damping && x.rayleigh_beta == y.rayleigh_beta &&
+           a.triangle.material_file == b.triangle.material_file && a.triangle.rest_shape == b.triangle.rest_shape;
+}
+
+/// One entry's mesh placed as the scene says, and its in-plane axes for node sets.
+inline TriangleMesh placed_mesh(const SceneDescription& scene, std::size_t entry, int& a, int& b)
+{
+    const ClothDescription& c = scene.cloth[entry];
     const TriangleClothDescription& t = c.triangle;
-    TriangleScene<T> out;
-    out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
-    int a = 0, b = 1;  // in-plane axes for node sets
+    const std::string path = "cloth[" + std::to_string(entry) + "]";
+    TriangleMesh mesh;
+    a = 0;
+    b = 1;
     if (t.mesh.empty()) {
-        out.mesh =
-            make_triangle_grid(t.resolution[0], t.resolution[1], t.size[0], t.size[1],
-                               t.diagonals == "regular" ? DiagonalPattern::regular : DiagonalPattern::alternating);
+        mesh = make_triangle_grid(t.resolution[0], t.resolution[1], t.size[0], t.size[1],
+                                  t.diagonals == "regular" ? DiagonalPattern::regular : DiagonalPattern::alternating);
         if (c.plane == "xz") {
-            for (auto& p : out.mesh.positions) p = Vec3<double>(p(0), 0.0, p(1));
+            for (auto& p : mesh.positions) p = Vec3<double>(p(0), 0.0, p(1));
             b = 2;
         }
     } else {
         try {
-            out.mesh = load_obj_mesh(resolve_input(scene, t.mesh).string(), t.uv_scale);
+            mesh = load_obj_mesh(resolve_input(scene, t.mesh).string(), t.uv_scale);
         } catch (const InvalidInput& e) {
-            throw InvalidInput(std::string("cloth[0].mesh: ") + e.what());
+            throw InvalidInput(path + ".mesh: " + e.what());
         }
         // Node sets on a mesh: the two widest axes of its bounding box.
-        Vec3<double> lo = out.mesh.positions.front(), hi = lo;
-        for (const auto& p : out.mesh.positions) {
+        Vec3<double> lo = mesh.positions.front(), hi = lo;
+        for (const auto& p : mesh.positions) {
             lo = lo.cwiseMin(p);
             hi = hi.cwiseMax(p);
         }
@@ -192,7 +199,46 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
         b = narrow == 2 ? 1 : 2;
     }
     const Vec3<double> center(c.center[0], c.center[1], c.center[2]);
-    for (auto& p : out.mesh.positions) p += center;
+    for (auto& p : mesh.positions) p += center;
+    return mesh;
+}
+
+}  // namespace triangle_scene_detail
+
+/// Builds the triangle model of the scene's triangle cloth entries: one
+/// model whose mesh holds every entry's as a separate piece (vertex indices
+/// in entry order), so that they meet through collision (docs/collision.md).
+/// @throws InvalidInput for mixed types, entries whose materials differ,
+///         unreadable mesh or material files, out-of-range pins, degenerate
+///         triangles.
+template <typename T>
+TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
+{
+    using namespace triangle_scene_detail;
+    if (scene.cloth.empty()) throw InvalidInput("invalid cloth: a triangle scene needs a \"triangle\" entry");
+    for (std::size_t k = 0; k < scene.cloth.size(); ++k) {
+        if (scene.cloth[k].type != "triangle")
+            throw InvalidInput("invalid cloth[" + std::to_string(k) + "].type \"" + scene.cloth[k].type +
+                               "\": a triangle scene takes only \"triangle\" entries");
+        if (k > 0 && !same_material<T>(scene.cloth[k], scene.cloth.front()))
+            throw InvalidInput("invalid cloth[" + std::to_string(k) +
+                               "]: the triangle entries of a scene share one material (material, damping, bending, "
+                               "collision_offset, rest_shape), and it differs from cloth[0]'s");
+    }
+    require_fits_in_memory(scene);
+    const ClothDescription& c = scene.cloth.front();
+    const TriangleClothDescription& t = c.triangle;
+    TriangleScene<T> out;
+    out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
+    std::vector<int> first_vertex, axis_a, axis_b;
+    for (std::size_t k = 0; k < scene.cloth.size(); ++k) {
+        int a = 0, b = 1;
+        const TriangleMesh piece = placed_mesh(scene, k, a, b);
+        first_vertex.push_back(out.mesh.vertex_count());
+        axis_a.push_back(a);
+        axis_b.push_back(b);
+        append_mesh(out.mesh, piece);
+    }
 
     std::optional<TabulatedMembraneDensity<T>> tabulated;
     if (t.material_model == "tabulated") {
@@ -211,25 +257,36 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
     out.model = build_triangle_model<T>(out.mesh, triangle_material_of<T>(c), tabulated, {},
                                         t.rest_shape == "mesh" ? TriangleRestShape::mesh : TriangleRestShape::flat);
 
-    // Rigid initial velocity about the centre, then pins (at rest) and moving pins.
-    const Vec3<double> lin(c.initial_velocity.linear[0], c.initial_velocity.linear[1], c.initial_velocity.linear[2]);
-    const Vec3<double> ang(c.initial_velocity.angular[0], c.initial_velocity.angular[1], c.initial_velocity.angular[2]);
-    for (int i = 0; i < out.model.node_count(); ++i) {
-        const Vec3<double> v = lin + ang.cross(out.mesh.positions[i] - center);
-        for (int k = 0; k < 3; ++k) out.model.v[3 * i + k] = T(v(k));
-    }
-    const auto fix = [&](const std::vector<int>& nodes, const Vec3<double>& velocity) {
-        for (int n : nodes)
-            for (int k = 0; k < 3; ++k) {
-                out.model.free_dof[3 * n + k] = 0;
-                out.model.v[3 * n + k] = T(velocity(k));
-            }
-    };
-    fix(select(c.pins, out.mesh.positions, a, b, "cloth[0].pins"), Vec3<double>::Zero());
-    for (std::size_t m = 0; m < c.moving_pins.size(); ++m) {
-        const auto& mp = c.moving_pins[m];
-        fix(select(mp.nodes, out.mesh.positions, a, b, "cloth[0].moving_pins[" + std::to_string(m) + "].nodes"),
-            Vec3<double>(mp.velocity[0], mp.velocity[1], mp.velocity[2]));
+    // Per entry: rigid initial velocity about its centre, then pins (at rest)
+    // and moving pins; node sets and indices are the entry's own.
+    for (std::size_t k = 0; k < scene.cloth.size(); ++k) {
+        const ClothDescription& e = scene.cloth[k];
+        const int first = first_vertex[k];
+        const int end = k + 1 < scene.cloth.size() ? first_vertex[k + 1] : out.mesh.vertex_count();
+        const std::vector<Vec3<double>> x(out.mesh.positions.begin() + first, out.mesh.positions.begin() + end);
+        const std::string path = "cloth[" + std::to_string(k) + "]";
+        const Vec3<double> center(e.center[0], e.center[1], e.center[2]);
+        const Vec3<double> lin(e.initial_velocity.linear[0], e.initial_velocity.linear[1],
+                               e.initial_velocity.linear[2]);
+        const Vec3<double> ang(e.initial_velocity.angular[0], e.initial_velocity.angular[1],
+                               e.initial_velocity.angular[2]);
+        for (int i = first; i < end; ++i) {
+            const Vec3<double> v = lin + ang.cross(out.mesh.positions[i] - center);
+            for (int d = 0; d < 3; ++d) out.model.v[3 * i + d] = T(v(d));
+        }
+        const auto fix = [&](const std::vector<int>& nodes, const Vec3<double>& velocity) {
+            for (int n : nodes)
+                for (int d = 0; d < 3; ++d) {
+                    out.model.free_dof[3 * (first + n) + d] = 0;
+                    out.model.v[3 * (first + n) + d] = T(velocity(d));
+                }
+        };
+        fix(select(e.pins, x, axis_a[k], axis_b[k], path + ".pins"), Vec3<double>::Zero());
+        for (std::size_t m = 0; m < e.moving_pins.size(); ++m) {
+            const auto& mp = e.moving_pins[m];
+            fix(select(mp.nodes, x, axis_a[k], axis_b[k], path + ".moving_pins[" + std::to_string(m) + "].nodes"),
+                Vec3<double>(mp.velocity[0], mp.velocity[1], mp.velocity[2]));
+        }
     }
     out.colliders = colliders_of<T>(scene);
     if (scene.collision.create_contacts)
