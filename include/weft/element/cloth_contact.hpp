@@ -16,11 +16,11 @@
 /// from one end to the other), so a plain edge–edge penalty is not C¹ there,
 /// and two sheets lying flat on each other have many such pairs: full
 /// Newton stalled on a sheet sliding over another (measured, tests/backend/
-/// test_cloth_collision.cpp). As in IPC (Li et al. 2020, Sec. 4.3), the
-/// edge–edge penalty is multiplied by the mollifier
+/// test_cloth_collision.cpp). As in IPC (Li et al. 2020, Incremental
+/// Potential Contact), the edge–edge penalty is multiplied by the mollifier
 ///     m(c) = (2 − c/ε×) c/ε× for c < ε×, 1 beyond,  c = |u × w|²,
-/// u, w the two edges and ε× = 10⁻³ |ū|² |w̄|² (reference lengths fixed when
-/// the pair is found): it vanishes with its derivative for parallel edges,
+/// u, w the two edges and ε× = 10⁻³ |ū|² |w̄|² with ū, w̄ the edges in the
+/// model's initial shape (ClothContactFinder): it vanishes with its derivative for parallel edges,
 /// whose contact the point–triangle pairs carry. Force −(m ∇V + V ∇m); the
 /// stiffness in A is m k ∇d ∇dᵀ (PSD) and the Coulomb limit of the pair's
 /// friction μ m λ.
