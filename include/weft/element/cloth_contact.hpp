@@ -90,14 +90,16 @@ WEFT_HD inline T parallel_mollifier(const Vec<T, 12>& q, T eps, Vec<T, 12>& grad
 }
 
 /// The contact of one pair at the stacked positions q (12), edge–edge
-/// pairs mollified (energy, force, Gauss–Newton stiffness and normal force;
-/// `hessian` is left unmollified and is not used).
+/// pairs mollified (energy, force, Gauss–Newton stiffness and normal force).
+/// The exact Hessian is not computed (`hessian` stays zero): the system
+/// matrix takes the Gauss–Newton stiffness.
 template <typename T>
 WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothContactElement<T>& pair, T stiffness,
                                                T thickness)
 {
-    if (pair.kind == int(ClothContactKind::point_triangle)) return point_triangle_contact<T>(q, stiffness, thickness);
-    SegmentContact<T> c = segment_contact<T>(q, stiffness, thickness);
+    if (pair.kind == int(ClothContactKind::point_triangle))
+        return point_triangle_contact<T>(q, stiffness, thickness, false);
+    SegmentContact<T> c = segment_contact<T>(q, stiffness, thickness, false);
     if (!c.active || c.degenerate) return c;
     Vec<T, 12> dm;
     const T m = parallel_mollifier<T>(q, pair.parallel_eps, dm);

@@ -101,27 +101,32 @@ WEFT_HD inline Vec<T, 12> parameter_cross_derivative(const T (&coefficient)[4], 
 /// derivatives; the coefficients and the normal x/d for the friction.
 template <typename T>
 WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient)[4], const Vec3<T>& x,
-                                   const Vec<T, 12>& grad_D, const Mat<T, 12, 12>& hess_D, T stiffness, T radius_sum)
+                                   const Vec<T, 12>& grad_D, const Mat<T, 12, 12>& hess_D, T stiffness, T radius_sum,
+                                   bool exact_hessian = true)
 {
     const T d = out.distance;
     for (int i = 0; i < 4; ++i) out.coefficient[i] = coefficient[i];
     out.normal = x / d;
     const Vec<T, 12> grad_d = grad_D / d;
-    const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
     const T gap = radius_sum - d;
     out.normal_force = stiffness * gap;
     out.energy = T(0.5) * stiffness * gap * gap;
     out.force = stiffness * gap * grad_d;
     out.gauss_newton = stiffness * grad_d * grad_d.transpose();
+    if (!exact_hessian) return;  // `hessian` stays zero
+    const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
     out.hessian = out.gauss_newton - stiffness * gap * hess_d;
 }
 
 }  // namespace detail
 
 /// The penalty contact of segments [a₀, a₁] and [b₀, b₁] (stacked in q) with
-/// stiffness k (N/m) and contact distance r (m).
+/// stiffness k (N/m) and contact distance r (m). `exact_hessian` false
+/// leaves `hessian` zero and skips its implicit-function terms (callers that
+/// assemble the Gauss–Newton stiffness only).
 template <typename T>
-WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum)
+WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum,
+                                                 bool exact_hessian = true)
 {
     const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
                   b1 = q.template segment<3>(9);
@@ -136,6 +141,10 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
     Vec<T, 12> grad_D;
     Mat<T, 12, 12> hess_D;
     detail::distance_value_base(coefficient, x, grad_D, hess_D);
+    if (!exact_hessian) {
+        detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false);
+        return out;
+    }
     // ∂f/∂s = x·u, ∂f/∂t = −x·w.
     const Vec<T, 12> f_qs = detail::parameter_cross_derivative(coefficient, u, x, 0, 1);
     const Vec<T, 12> f_qt = -detail::parameter_cross_derivative(coefficient, w, x, 2, 3);
@@ -162,9 +171,11 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
 /// x₀ + u (x₁ − x₀) + v (x₂ − x₀), proximity.hpp), with the same value-
 /// function derivatives. The free directions of (u, v) are those of the
 /// face (both), of the edge the closest point lies on (one), or none at a
-/// corner. Fields as SegmentContact, with (s, t) = (u, v).
+/// corner. Fields as SegmentContact, with (s, t) = (u, v); `exact_hessian`
+/// as for segment_contact.
 template <typename T>
-WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T stiffness, T radius_sum)
+WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T stiffness, T radius_sum,
+                                                        bool exact_hessian = true)
 {
     const Vec3<T> p = q.template segment<3>(0), x0 = q.template segment<3>(3), x1 = q.template segment<3>(6),
                   x2 = q.template segment<3>(9);
@@ -178,6 +189,10 @@ WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T s
     Vec<T, 12> grad_D;
     Mat<T, 12, 12> hess_D;
     detail::distance_value_base(coefficient, x, grad_D, hess_D);
+    if (!exact_hessian) {
+        detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false);
+        return out;
+    }
     // ∂f/∂u = x·e₁, ∂f/∂v = x·e₂.
     const Vec<T, 12> f_qu = detail::parameter_cross_derivative(coefficient, e1, x, 1, 2);
     const Vec<T, 12> f_qv = detail::parameter_cross_derivative(coefficient, e2, x, 1, 3);
