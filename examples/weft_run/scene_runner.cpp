@@ -57,53 +57,61 @@ inline int pulled_of(const BackendStepReport&)
     return 0;
 }
 
-/// Collision (triangle cloth with `collision` enabled): whether it is on,
-/// the step's contact pairs, their smallest distance and the intersecting
-/// triangle pairs now; nothing for other models.
-inline bool collision_of(const TriangleStepper<double>& s)
+/// Collision (triangle cloth or yarns with `collision` enabled): whether it
+/// is on, the step's contact pairs, their smallest distance and the
+/// primitives that interpenetrate now (intersecting triangles, yarn segment
+/// pairs closer than one radius); nothing for other models.
+template <class Stepper>
+constexpr bool has_collision_v =
+    std::is_same_v<Stepper, TriangleStepper<double>> || std::is_same_v<Stepper, YarnStepper<double>>;
+template <class Stepper>
+bool collision_of(const Stepper& s)
 {
-    return s.collision().enabled;
+    if constexpr (has_collision_v<Stepper>)
+        return s.collision().enabled;
+    else
+        return false;
 }
 template <class Stepper>
-bool collision_of(const Stepper&)
+long contact_pairs_of(const Stepper& s)
 {
-    return false;
-}
-inline long contact_pairs_of(const TriangleStepper<double>& s)
-{
-    return s.contact_pairs();
-}
-template <class Stepper>
-long contact_pairs_of(const Stepper&)
-{
-    return 0;
-}
-inline double min_contact_distance_of(const TriangleStepper<double>& s)
-{
-    return s.min_contact_distance();
+    if constexpr (has_collision_v<Stepper>)
+        return s.contact_pairs();
+    else
+        return 0;
 }
 template <class Stepper>
-double min_contact_distance_of(const Stepper&)
+double min_contact_distance_of(const Stepper& s)
 {
-    return std::numeric_limits<double>::infinity();
-}
-inline double collision_seconds_of(const TriangleStepper<double>& s)
-{
-    return s.collision_seconds();
-}
-template <class Stepper>
-double collision_seconds_of(const Stepper&)
-{
-    return 0;
-}
-inline std::size_t intersections_of(const TriangleStepper<double>& s)
-{
-    return s.intersecting_triangles().size();
+    if constexpr (has_collision_v<Stepper>)
+        return s.min_contact_distance();
+    else
+        return std::numeric_limits<double>::infinity();
 }
 template <class Stepper>
-std::size_t intersections_of(const Stepper&)
+double collision_seconds_of(const Stepper& s)
 {
-    return 0;
+    if constexpr (has_collision_v<Stepper>)
+        return s.collision_seconds();
+    else
+        return 0;
+}
+template <class Stepper>
+std::size_t intersections_of(const Stepper& s)
+{
+    if constexpr (std::is_same_v<Stepper, TriangleStepper<double>>)
+        return s.intersecting_triangles().size();
+    else if constexpr (std::is_same_v<Stepper, YarnStepper<double>>)
+        return s.interpenetrating_pairs();
+    else
+        return 0;
+}
+/// What intersections_of counts, for messages.
+template <class Stepper>
+const char* intersection_kind()
+{
+    return std::is_same_v<Stepper, YarnStepper<double>> ? "yarn segment pair(s) closer than one radius"
+                                                        : "triangle pair(s) intersect";
 }
 
 /// After a step that removed contacts, frames draw the stepper's new yarn lists.
@@ -263,7 +271,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         if (crossing == 0) return;
         summary.intersecting_frames += 1;
         std::ostringstream os;
-        os << "frame at t = " << time << " s: " << crossing << " triangle pair(s) intersect";
+        os << "frame at t = " << time << " s: " << crossing << " " << intersection_kind<Stepper>();
         if (progress)
             progress->message(os.str());
         else
@@ -374,8 +382,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (collision_of(stepper))
             log << ", collision: at most " << summary.peak_contact_pairs << " contact pairs, closest "
-                << summary.min_contact_distance << " m, " << summary.intersecting_frames
-                << " frames with intersecting triangles, " << collision_seconds_of(stepper) - collision_start
+                << summary.min_contact_distance << " m, " << summary.intersecting_frames << " frames with "
+                << (std::is_same_v<Stepper, YarnStepper<double>> ? "interpenetrating yarns" : "intersecting triangles")
+                << ", " << collision_seconds_of(stepper) - collision_start
                 << " s finding pairs and checking intersections";
         if (scene.solver.eil)
             log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "

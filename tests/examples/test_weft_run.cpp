@@ -650,6 +650,53 @@ TEST_CASE("weft-run: sheet_drop.json rests one sheet one thickness above another
     CHECK(upper_high < 0.002 + 0.004);
 }
 
+TEST_CASE("weft-run: drop_on_cloth.json rests a woven patch one yarn diameter above another",
+          "[examples][weft-run][yarn][collision]")
+{
+    const fs::path dir = fresh_dir("drop_on_cloth");
+    const RunOutput run = run_quietly(source_root() / "examples" / "scenes" / "drop_on_cloth.json", dir);
+    INFO(run.log << run.summary.error);
+    REQUIRE(run.summary.ok);
+    REQUIRE(run.summary.steps == 300);
+    CHECK(run.summary.intersecting_frames == 0);
+    CHECK(run.summary.peak_contact_pairs > 1000);
+    const double thickness = 0.0005;  // the yarn diameter
+    INFO("closest contact pair " << run.summary.min_contact_distance << " m");
+    CHECK(run.summary.min_contact_distance > 0.8 * thickness);  // measured: 0.866
+    // At the end the top patch rests on the bottom one: the closest pair
+    // within 1 % of a diameter, nothing moving.
+    const std::vector<std::string> csv = lines_of(dir / "drop_on_cloth.csv");
+    REQUIRE(csv.size() == 301);
+    CHECK(csv.front().find(",max_speed,contact_pairs,min_contact_distance") != std::string::npos);
+    std::vector<double> last;
+    std::istringstream row(csv.back());
+    for (std::string cell; std::getline(row, cell, ',');) last.push_back(std::stod(cell));
+    REQUIRE(last.size() == 13);
+    INFO("last row: max_speed " << last[10] << ", " << last[11] << " pairs, closest " << last[12] << " m");
+    CHECK(last[10] < 1e-4);
+    CHECK(last[11] > 1000);
+    CHECK(last[12] > 0.99 * thickness);
+    CHECK(last[12] < thickness);
+}
+
+TEST_CASE("weft-run: fold.json: the halves of a woven patch meet under a bar one yarn diameter apart",
+          "[examples][weft-run][yarn][collision]")
+{
+    // The first 0.1 s: the patch lands on the bar, its halves swing down and
+    // meet under it (docs/collision.md).
+    const fs::path dir = fresh_dir("fold");
+    const RunOutput run = run_quietly(source_root() / "examples" / "scenes" / "fold.json", dir, 0.1);
+    INFO(run.log << run.summary.error);
+    REQUIRE(run.summary.ok);
+    REQUIRE(run.summary.steps == 100);
+    CHECK(run.summary.intersecting_frames == 0);
+    CHECK(run.summary.peak_contact_pairs > 1000);
+    const double thickness = 0.0005;
+    INFO("closest contact pair " << run.summary.min_contact_distance << " m");
+    CHECK(run.summary.min_contact_distance < thickness);  // contacts acted
+    CHECK(run.summary.min_contact_distance > 0.9 * thickness);
+}
+
 TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between the layers runs to the end",
           "[examples][weft-run][layers][eil]")
 {

@@ -958,11 +958,32 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
     tri["collision"] = json::parse(R"({"create_contacts": true})");
     REQUIRE_THROWS_WITH(weft::build_triangle_scene<double>(weft::parse_scene(tri)),
                         Contains("collision.create_contacts") && Contains("yarn"));
-    // Yarn scenes: not available yet, said so.
+    // Yarn scenes: the yarn diameter and 100 x mean node mass / h² by default.
     json yarn = example();
     yarn["collision"] = json::object();
+    const weft::SceneDescription ys = weft::parse_scene(yarn);
+    CHECK(ys.collision.thickness == Approx(2 * ys.cloth[0].radius));
+    const weft::YarnScene<double> yb = weft::build_yarn_scene<double>(ys);
+    CHECK(yb.model.collision.enabled);
+    CHECK(yb.model.collision.thickness == Approx(2 * ys.cloth[0].radius));
+    double length = 0;
+    for (const weft::YarnSegment& seg : yb.model.segments)
+        length += (yb.model.position(seg.node1) - yb.model.position(seg.node0)).norm();
+    const double mean_mass = yb.model.material.linear_density * length / yb.model.node_count();
+    CHECK(yb.model.collision.stiffness == Approx(100 * mean_mass / (ys.time_step * ys.time_step)));
+    // Refused: a thickness the fabric's own yarns would violate, contact
+    // creation, stacked layers.
+    yarn["collision"] = json::parse(R"({"thickness": 0.5})");
     REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(yarn)),
-                        Contains("collision.enabled") && Contains("not available yet"));
+                        Contains("collision.thickness") && Contains("shortest yarn segment"));
+    yarn["collision"] = json::parse(R"({"create_contacts": true})");
+    REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(yarn)),
+                        Contains("collision.create_contacts") && Contains("not available yet"));
+    weft::SceneDescription stacked = weft::load_scene(WEFT_DOCS_DIR "/../examples/scenes/tablecloth.json");
+    stacked.collision.enabled = true;
+    stacked.collision.thickness = 2 * stacked.cloth[0].radius;
+    REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(stacked),
+                        Contains("collision.enabled") && Contains("stacked layers"));
 }
 
 TEST_CASE("scene: several triangle entries make one model of several pieces", "[io][scene][triangle]")

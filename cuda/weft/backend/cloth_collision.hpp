@@ -38,18 +38,21 @@ namespace weft {
 
 namespace cloth_collision_detail {
 
+/// The position of `node` in q with `stride` DoFs per node (its first three).
 template <typename T>
-WEFT_HD inline Vec3<T> node_position(const T* q, int node)
+WEFT_HD inline Vec3<T> node_position(const T* q, int node, int stride = 3)
 {
-    return Vec3<T>(q[3 * node], q[3 * node + 1], q[3 * node + 2]);
+    return Vec3<T>(q[stride * node], q[stride * node + 1], q[stride * node + 2]);
 }
 
-/// Positions and velocities (3 per node) and the time τ they move over.
+/// Positions and velocities (`stride` DoFs per node, positions first: 3 for
+/// triangle cloth, 5 for yarn nodes) and the time τ they move over.
 template <typename T>
 struct Motion {
     const T* q;
     const T* v;
     T tau;
+    int stride;
 };
 
 /// The box of nodes `nodes` swept from q to q + τ v, grown by `pad`.
@@ -58,14 +61,15 @@ WEFT_HD inline Aabb<T> swept_box(const Motion<T>& m, const int (&nodes)[N], T pa
 {
     const T *q = m.q, *v = m.v;
     const T tau = m.tau;
+    const int n = m.stride;
     Aabb<T> b;
     for (int k = 0; k < 3; ++k) {
-        b.lo[k] = q[3 * nodes[0] + k];
+        b.lo[k] = q[n * nodes[0] + k];
         b.hi[k] = b.lo[k];
     }
     for (int i = 0; i < N; ++i)
         for (int k = 0; k < 3; ++k) {
-            const T x0 = q[3 * nodes[i] + k], x1 = x0 + tau * v[3 * nodes[i] + k];
+            const T x0 = q[n * nodes[i] + k], x1 = x0 + tau * v[n * nodes[i] + k];
             const T lo = x0 < x1 ? x0 : x1, hi = x0 < x1 ? x1 : x0;
             b.lo[k] = lo < b.lo[k] ? lo : b.lo[k];
             b.hi[k] = hi > b.hi[k] ? hi : b.hi[k];
@@ -113,14 +117,14 @@ struct EdgeBox {
 /// The largest relative speed of a node of one primitive against a node of
 /// the other: a bound on the relative speed of any two of their points.
 template <typename T>
-WEFT_HD inline T relative_speed_bound(const T* v, const int (&nodes)[4], int first_count)
+WEFT_HD inline T relative_speed_bound(const T* v, const int (&nodes)[4], int first_count, int stride = 3)
 {
     T largest = T(0);
     for (int i = 0; i < first_count; ++i)
         for (int j = first_count; j < 4; ++j) {
             T sum = T(0);
             for (int k = 0; k < 3; ++k) {
-                const T d = v[3 * nodes[i] + k] - v[3 * nodes[j] + k];
+                const T d = v[stride * nodes[i] + k] - v[stride * nodes[j] + k];
                 sum += d * d;
             }
             largest = sum > largest ? sum : largest;
@@ -143,7 +147,7 @@ struct NearVertexTriangle {
         const int* t = triangles + 3 * (p.b - vertices);
         if (p.a == t[0] || p.a == t[1] || p.a == t[2]) return false;
         const int nodes[4] = {p.a, t[0], t[1], t[2]};
-        const T* q = motion.q;
+        const T* q = motion.q;  // (triangle cloth: 3 DoFs per node)
         const T limit = reach + motion.tau * relative_speed_bound<T>(motion.v, nodes, 1);
         return closest_point_triangle<T>(node_position(q, p.a), node_position(q, t[0]), node_position(q, t[1]),
                                          node_position(q, t[2]))
@@ -151,22 +155,58 @@ struct NearVertexTriangle {
     }
 };
 
-/// An edge pair sharing no vertex that may come within the reach over τ.
-template <typename T>
+/// Excludes the edge pairs that share a node (triangle cloth).
+struct SharedNode {
+    WEFT_HD bool operator()(int a0, int a1, int b0, int b1) const
+    {
+        return a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1;
+    }
+};
+
+/// An edge pair, not excluded, that may come within the reach over τ.
+template <typename T, class Exclusion = SharedNode>
 struct NearEdgeEdge {
     Motion<T> motion;
     const int* edges;
     T reach;
+    Exclusion excluded;
     WEFT_HD bool operator()(const CandidatePair& p) const
     {
         const int a0 = edges[2 * p.a], a1 = edges[2 * p.a + 1], b0 = edges[2 * p.b], b1 = edges[2 * p.b + 1];
-        if (a0 == b0 || a0 == b1 || a1 == b0 || a1 == b1) return false;
+        if (excluded(a0, a1, b0, b1)) return false;
         const int nodes[4] = {a0, a1, b0, b1};
         const T* q = motion.q;
-        const T limit = reach + motion.tau * relative_speed_bound<T>(motion.v, nodes, 2);
-        return closest_segment_segment<T>(node_position(q, a0), node_position(q, a1), node_position(q, b0),
-                                          node_position(q, b1))
+        const int n = motion.stride;
+        const T limit = reach + motion.tau * relative_speed_bound<T>(motion.v, nodes, 2, n);
+        return closest_segment_segment<T>(node_position(q, a0, n), node_position(q, a1, n), node_position(q, b0, n),
+                                          node_position(q, b1, n))
                    .distance_squared < limit * limit;
+    }
+};
+
+/// The distance of a contact pair's primitives at q (`stride` DoFs per node).
+template <typename T>
+struct ContactDistance {
+    const T* q;
+    int stride;
+    WEFT_HD T operator()(const ClothContactElement<T>& pair) const
+    {
+        const int* i = pair.nodes;
+        const Vec3<T> a = node_position(q, i[0], stride), b = node_position(q, i[1], stride),
+                      c = node_position(q, i[2], stride), d = node_position(q, i[3], stride);
+        using std::sqrt;
+        return sqrt(pair.kind == int(ClothContactKind::point_triangle)
+                        ? closest_point_triangle<T>(a, b, c, d).distance_squared
+                        : closest_segment_segment<T>(a, b, c, d).distance_squared);
+    }
+};
+
+template <typename T>
+struct SameContact {
+    WEFT_HD bool operator()(const ClothContactElement<T>& a, const ClothContactElement<T>& b) const
+    {
+        return a.kind == b.kind && a.nodes[0] == b.nodes[0] && a.nodes[1] == b.nodes[1] && a.nodes[2] == b.nodes[2] &&
+               a.nodes[3] == b.nodes[3];
     }
 };
 
@@ -196,6 +236,33 @@ struct EdgeEdgeElement {
 };
 
 }  // namespace cloth_collision_detail
+
+/// The pairs of edges (2 node indices each), not `excluded`, that may come
+/// closer than `reach` within τ (`motion`): their boxes swept over τ v and
+/// grown by half the reach overlap in the sorted-grid broad phase (cell
+/// size `cell`), and their distance is below reach + τ × the largest
+/// relative speed of their nodes. Sorted by (a, b). Triangle cloth's
+/// edge–edge pairs and yarn segment pairs.
+template <typename T, class Exclusion>
+thrust::device_vector<CandidatePair> near_edge_pairs(const cloth_collision_detail::Motion<T>& motion,
+                                                     const thrust::device_vector<int>& edges, T reach, T cell,
+                                                     const Exclusion& excluded)
+{
+    using namespace cloth_collision_detail;
+    const int count = static_cast<int>(edges.size() / 2);
+    thrust::device_vector<CandidatePair> out;
+    if (count < 2) return out;
+    const int* e = raw_pointer(edges);
+    thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(count));
+    const auto first = thrust::counting_iterator<int>(0);
+    thrust::transform(thrust::device, first, first + count, boxes.begin(), EdgeBox<T>{motion, e, reach / T(2)});
+    const thrust::device_vector<CandidatePair> candidates = find_overlapping_pairs<T>(boxes, cell);
+    out.resize(candidates.size());
+    const auto end = thrust::copy_if(thrust::device, candidates.begin(), candidates.end(), out.begin(),
+                                     NearEdgeEdge<T, Exclusion>{motion, e, reach, excluded});
+    out.resize(static_cast<std::size_t>(end - out.begin()));
+    return out;
+}
 
 /// The unique edges of a triangle list (3 node indices per triangle), each
 /// as (smaller, larger) node index, sorted.
@@ -273,7 +340,7 @@ public:
         using namespace cloth_collision_detail;
         thrust::device_vector<ClothContactElement<T>> out;
         if (m_triangles.empty()) return out;
-        const Motion<T> motion{raw_pointer(q), raw_pointer(v), tau};
+        const Motion<T> motion{raw_pointer(q), raw_pointer(v), tau, 3};
         const int* tri = raw_pointer(m_triangles);
         const int* edges = raw_pointer(m_edges);
         const auto first = thrust::counting_iterator<int>(0);
@@ -282,15 +349,12 @@ public:
         thrust::transform(thrust::device, first, first + m_vertices + faces, boxes.begin(),
                           VertexTriangleBox<T>{motion, tri, m_vertices, reach});
         const thrust::device_vector<CandidatePair> vf = find_overlapping_pairs<T>(boxes, m_cell);
-        boxes.resize(static_cast<std::size_t>(edge_count()));
-        thrust::transform(thrust::device, first, first + edge_count(), boxes.begin(),
-                          EdgeBox<T>{motion, edges, reach / T(2)});
-        const thrust::device_vector<CandidatePair> ee = find_overlapping_pairs<T>(boxes, m_cell);
+        const thrust::device_vector<CandidatePair> ee =
+            near_edge_pairs<T>(motion, m_edges, reach, m_cell, SharedNode{});
         thrust::device_vector<CandidatePair> near(vf.size() + ee.size());
         const auto vf_end = thrust::copy_if(thrust::device, vf.begin(), vf.end(), near.begin(),
                                             NearVertexTriangle<T>{motion, tri, m_vertices, reach});
-        const auto ee_end =
-            thrust::copy_if(thrust::device, ee.begin(), ee.end(), vf_end, NearEdgeEdge<T>{motion, edges, reach});
+        const auto ee_end = thrust::copy(thrust::device, ee.begin(), ee.end(), vf_end);
         const std::size_t vf_count = static_cast<std::size_t>(vf_end - near.begin());
         out.resize(static_cast<std::size_t>(ee_end - near.begin()));
         thrust::transform(thrust::device, near.begin(), vf_end, out.begin(), VertexTriangleElement<T>{tri, m_vertices});

@@ -105,31 +105,6 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const ClothConta
     evaluate_cloth_contact<T>(in.q, in.v, in.mass, pair, in.collision, in.h, blocks, e, in.newton);
 }
 
-/// The distance of a contact pair at q.
-template <typename T>
-struct ContactDistance {
-    const T* q;
-    WEFT_HD T operator()(const ClothContactElement<T>& pair) const
-    {
-        const Vec<T, 12> ql = gather_nodes<T, 4>(q, pair.nodes);
-        const Vec3<T> a = ql.template segment<3>(0), b = ql.template segment<3>(3), c = ql.template segment<3>(6),
-                      d = ql.template segment<3>(9);
-        using std::sqrt;
-        return sqrt(pair.kind == int(ClothContactKind::point_triangle)
-                        ? closest_point_triangle<T>(a, b, c, d).distance_squared
-                        : closest_segment_segment<T>(a, b, c, d).distance_squared);
-    }
-};
-
-template <typename T>
-struct SameContact {
-    WEFT_HD bool operator()(const ClothContactElement<T>& a, const ClothContactElement<T>& b) const
-    {
-        return a.kind == b.kind && a.nodes[0] == b.nodes[0] && a.nodes[1] == b.nodes[1] && a.nodes[2] == b.nodes[2] &&
-               a.nodes[3] == b.nodes[3];
-    }
-};
-
 template <typename T, class Element, int K>
 using ElementKernel = stepper_detail::ElementKernel<T, B, KernelInputs<T>, Element, K>;
 
@@ -159,7 +134,7 @@ public:
     {
         if (m_contacts.empty()) return std::numeric_limits<T>::infinity();
         return thrust::transform_reduce(thrust::device, m_contacts.begin(), m_contacts.end(),
-                                        triangle_stepper_detail::ContactDistance<T>{this->raw(this->m_q)},
+                                        cloth_collision_detail::ContactDistance<T>{this->raw(this->m_q), B},
                                         std::numeric_limits<T>::infinity(), stepper_detail::Minimum<T>{});
     }
     /// Collision: the triangle pairs (sharing no vertex) that intersect at
@@ -287,7 +262,7 @@ private:
         thrust::device_vector<ClothContactElement<T>> found = m_finder.find(this->m_q, this->m_v, tau, reach);
         if (found.size() == m_contacts.size() &&
             thrust::equal(thrust::device, found.begin(), found.end(), m_contacts.begin(),
-                          triangle_stepper_detail::SameContact<T>{}))
+                          cloth_collision_detail::SameContact<T>{}))
             return;
         m_contacts.swap(found);
         std::vector<BlockCoordinate> blocks = m_base_blocks;

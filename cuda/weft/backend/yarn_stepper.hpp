@@ -33,6 +33,13 @@
 /// the step (thesis Sec. 4.4, `EilTracker::update`). With EIL off, a step that
 /// inverts an EoL segment fails (negative length, negative mass).
 ///
+/// Yarn–yarn collision (YarnModel::collision, docs/collision.md): before
+/// every attempt, after the EIL assignment, the segment pairs that are no
+/// neighbours in the fabric and may come within reach in the step
+/// (YarnContactFinder) become 4-node contact elements on the nodes'
+/// positions (cloth_contact.hpp), assembled after the nodes; an attempt in
+/// which a pair passed through each other is rejected (`accept_step`).
+///
 /// Choices of ours, beyond the thesis: a node that lies on one yarn only has
 /// no contact partner and never becomes EIL (it is treated like a fixed node
 /// by the assignment); arc lengths are not reset on switching by default
@@ -48,19 +55,25 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
 #include <thrust/device_vector.h>
+#include <thrust/equal.h>
 #include <thrust/execution_policy.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform.h>
+#include <thrust/transform_reduce.h>
 
 #include <weft/backend/eil_tracker.hpp>
 #include <weft/backend/implicit_stepper.hpp>
 #include <weft/backend/line_preconditioner.hpp>
 #include <weft/backend/state_archive.hpp>
+#include <weft/backend/yarn_collision.hpp>
 #include <weft/core/error.hpp>
+#include <weft/element/cloth_contact.hpp>
 #include <weft/element/eil_elements.hpp>
 #include <weft/element/eil_terms.hpp>
 #include <weft/element/yarn_elements.hpp>
@@ -108,6 +121,8 @@ struct KernelInputs {
     bool segment_parallel;
     const YarnSegment* segments;        ///< the stretch segments
     const NodeSegments* node_segments;  ///< per node: its segments (for its lumped mass)
+    ClothCollision<T> collision;        ///< yarn–yarn collision settings
+    const T* node_mass;                 ///< collision: per node, its mass at the attempt's start
     ElementBuffers<T> out;
 };
 
@@ -151,6 +166,27 @@ WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const EilPairSpr
 {
     evaluate_eil_pair_spring<T>(in.q, in.v, s, in.eil_stiffness, in.h, blocks, e, in.newton);
 }
+
+/// A yarn–yarn contact pair (collision; cloth_contact.hpp on the nodes' x).
+template <typename T>
+WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const ClothContactElement<T>& pair,
+                                     NodeBlocks<T, 4, B>& blocks, ElementEnergies<T>& e)
+{
+    evaluate_cloth_contact<T, B>(in.q, in.v, in.node_mass, pair, in.collision, in.h, blocks, e, in.newton);
+}
+
+/// Each node's lumped mass on its current segments.
+template <typename T>
+struct NodeMass {
+    const T* q;
+    const YarnSegment* segments;
+    const NodeSegments* at;
+    T linear_density;
+    WEFT_HD T operator()(Index node) const
+    {
+        return yarn_node_mass<T>(q, segments, at[static_cast<std::size_t>(node)], linear_density);
+    }
+};
 
 /// Per node, the segments that end at it (`NodeSegments`, host).
 /// @throws InvalidInput for a node with more than four segments
@@ -439,6 +475,38 @@ public:
     /// EIL element lists).
     int assembly_builds() const { return m_assembly_builds; }
 
+    /// Collision (YarnModel::collision): the settings, and the contact pairs
+    /// of the last attempt (segment pairs within reach at its start).
+    const ClothCollision<T>& collision() const { return m_collision; }
+    int contact_pairs() const { return static_cast<int>(m_contacts.size()); }
+    /// The segment pairs of the last attempt's contacts (host).
+    std::vector<ClothContactElement<T>> contacts() const { return to_host(m_contacts); }
+    /// Collision: the smallest distance between the segments of a contact
+    /// pair at the current positions (+inf: no pair).
+    T min_contact_distance() const
+    {
+        if (m_contacts.empty()) return std::numeric_limits<T>::infinity();
+        return thrust::transform_reduce(thrust::device, m_contacts.begin(), m_contacts.end(),
+                                        cloth_collision_detail::ContactDistance<T>{this->raw(this->m_q), B},
+                                        std::numeric_limits<T>::infinity(), stepper_detail::Minimum<T>{});
+    }
+    /// Collision: the contact pairs whose segments are closer than one yarn
+    /// radius (half the thickness) at the current positions: yarns that
+    /// interpenetrate (weft-run checks every frame).
+    std::size_t interpenetrating_pairs() const
+    {
+        if (m_contacts.empty()) return 0;
+        const T half = m_collision.thickness / T(2);
+        const std::vector<ClothContactElement<T>> pairs = to_host(m_contacts);
+        const std::vector<T> q = to_host(this->m_q);
+        const cloth_collision_detail::ContactDistance<T> distance{q.data(), B};
+        return static_cast<std::size_t>(std::count_if(
+            pairs.begin(), pairs.end(), [&](const ClothContactElement<T>& c) { return distance(c) < half; }));
+    }
+    /// Collision: wall time spent finding pairs and checking for passes
+    /// since construction (s); the contacts' element kernels count as assembly.
+    double collision_seconds() const { return m_collision_seconds; }
+
     /// Copies q, v and anchors back into `model` (same topology).
     void download(YarnModel<T>& model) const
     {
@@ -602,7 +670,11 @@ private:
         for (Index n = 0; n < node_total; ++n) add_element({n});
         const std::size_t entries = segments.size() + bends.size() + m_host_shears.size() + springs.size() +
                                     pairs.size() + parallel.size() + static_cast<std::size_t>(node_total);
-        this->build_assembly(blocks, vectors, entries);
+        m_base_blocks = std::move(blocks);
+        m_base_vectors = std::move(vectors);
+        m_base_entries = entries;
+        if (m_collision.enabled) m_contact_finder.set_segments(m_initial_segments, segments, springs, pairs);
+        build_with_contacts();
         ++m_assembly_builds;
 
         if (!m_contact_nodes.empty()) {
@@ -629,6 +701,46 @@ private:
         m_shear_count = m_host_shears.size();
         m_spring_count = springs.size();
         m_pair_count = pairs.size();
+        this->invalidate_evaluation();
+    }
+
+    /// The assembly map of the element lists (rebuild_elements) followed by
+    /// the collision's contact pairs (4×4 blocks each, last).
+    void build_with_contacts()
+    {
+        if (m_contacts.empty()) {
+            this->build_assembly(m_base_blocks, m_base_vectors, m_base_entries);
+            return;
+        }
+        std::vector<BlockCoordinate> blocks = m_base_blocks;
+        std::vector<Index> vectors = m_base_vectors;
+        for (const ClothContactElement<T>& c : to_host(m_contacts))
+            for (int a = 0; a < 4; ++a) {
+                for (int b = 0; b < 4; ++b) blocks.push_back({c.nodes[a], c.nodes[b]});
+                vectors.push_back(c.nodes[a]);
+            }
+        this->build_assembly(blocks, vectors, m_base_entries + m_contacts.size());
+    }
+
+    /// Collision: the segment pairs that may come within `reach` in a time τ
+    /// (YarnContactFinder::find) become the contact elements; the assembly
+    /// is rebuilt when they changed. The nodes' masses (for the friction's
+    /// slip velocity) are taken here, at the attempt's start.
+    void refresh_contacts(T tau, T reach)
+    {
+        if (m_node_mass.size() != static_cast<std::size_t>(this->m_nodes))
+            m_node_mass.resize(static_cast<std::size_t>(this->m_nodes));
+        const auto first = thrust::counting_iterator<Index>(0);
+        thrust::transform(thrust::device, first, first + this->m_nodes, m_node_mass.begin(),
+                          yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
+                                                           this->raw(m_node_segments), m_material.linear_density});
+        thrust::device_vector<ClothContactElement<T>> found = m_contact_finder.find(this->m_q, this->m_v, tau, reach);
+        if (found.size() == m_contacts.size() &&
+            thrust::equal(thrust::device, found.begin(), found.end(), m_contacts.begin(),
+                          cloth_collision_detail::SameContact<T>{}))
+            return;
+        m_contacts.swap(found);
+        build_with_contacts();
         this->invalidate_evaluation();
     }
 
@@ -664,14 +776,23 @@ private:
     bool has_exact_hessians() const { return true; }
 
     /// Before every attempt at a (sub)step: the EoL/EIL assignment (EIL on).
+    /// Collision: then the contact pairs of the attempt (pairs within 1.5
+    /// thicknesses plus twice what they move relative to each other in the
+    /// step, as triangle cloth's).
     void begin_attempt(T h)
     {
-        if (!m_tracker.enabled() && m_contact_nodes.empty()) return;
-        const auto start = std::chrono::steady_clock::now();
-        if (m_tracker.enabled()) follow(m_tracker.update(eil_state(), h));
-        if (!m_contact_nodes.empty()) update_layer_contacts(h);
-        m_peak_eil = std::max(m_peak_eil, m_tracker.count());
-        m_assignment_seconds += stepper_detail::seconds_since(start);
+        if (m_tracker.enabled() || !m_contact_nodes.empty()) {
+            const auto start = std::chrono::steady_clock::now();
+            if (m_tracker.enabled()) follow(m_tracker.update(eil_state(), h));
+            if (!m_contact_nodes.empty()) update_layer_contacts(h);
+            m_peak_eil = std::max(m_peak_eil, m_tracker.count());
+            m_assignment_seconds += stepper_detail::seconds_since(start);
+        }
+        if (m_collision.enabled) {
+            const auto start = std::chrono::steady_clock::now();
+            refresh_contacts(T(2) * h, T(1.5) * m_collision.thickness);
+            m_collision_seconds += stepper_detail::seconds_since(start);
+        }
     }
 
     /// Rejects a (sub)step in which an EoL segment collapsed (see
@@ -679,6 +800,20 @@ private:
     /// whose negative length means negative mass).
     bool accept_step(std::string& why)
     {
+        // Collision: no contact pair may pass through each other.
+        if (!m_contacts.empty()) {
+            const auto start = std::chrono::steady_clock::now();
+            const int passed = thrust::transform_reduce(
+                thrust::device, m_contacts.begin(), m_contacts.end(),
+                yarn_collision_detail::PassedThrough<T>{
+                    this->raw(this->m_q), this->raw(this->attempt_start_positions()), B, m_collision.thickness},
+                0, thrust::plus<int>{});
+            m_collision_seconds += stepper_detail::seconds_since(start);
+            if (passed > 0) {
+                why = "collision: " + std::to_string(passed) + " yarn segment pair(s) passed through each other";
+                return false;
+            }
+        }
         // Two crossings of one fabric never pass each other on a yarn (their
         // parallel-yarn contact keeps them apart; a pass dissolves the weave):
         // a step that inverts such a pair where it is not a segment is halved.
@@ -773,6 +908,8 @@ private:
                            m_segment_parallel,
                            this->raw(m_segments),
                            this->raw(m_node_segments),
+                           m_collision,
+                           m_node_mass.empty() ? nullptr : this->raw(m_node_mass),
                            out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t seg_m = 4 * m_segment_count;
@@ -808,6 +945,13 @@ private:
                              ElementKernel<T, YarnParallelPair, 2>{in, this->raw(m_parallel), pair_m, pair_v, pair_e});
         thrust::for_each(thrust::device, first, first + this->m_nodes,
                          NodeKernel<T>{in, parallel_m, parallel_v, pair_e + m_parallel_count});
+        if (!m_contacts.empty()) {
+            const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
+            thrust::for_each(
+                thrust::device, first, first + static_cast<Index>(m_contacts.size()),
+                ElementKernel<T, ClothContactElement<T>, 4>{in, this->raw(m_contacts), parallel_m + nodes,
+                                                            parallel_v + nodes, pair_e + m_parallel_count + nodes});
+        }
     }
 
     void after_step()
@@ -916,6 +1060,21 @@ private:
     std::vector<EilPairSpring> m_host_pairs;
     std::vector<YarnParallelPair> m_host_fabric;  ///< every fabric pair of the last list (see rebuild_elements)
 
+    // The assembly's element lists before the contact pairs (rebuild_elements).
+    std::vector<BlockCoordinate> m_base_blocks;
+    std::vector<Index> m_base_vectors;
+    std::size_t m_base_entries = 0;
+
+    // Collision (YarnModel::collision): the finder, the contact pairs of the
+    // current attempt, the nodes' masses at its start, the model's initial
+    // segments (their links exclude pairs) and the time spent.
+    ClothCollision<T> m_collision;
+    YarnContactFinder<T> m_contact_finder;
+    thrust::device_vector<ClothContactElement<T>> m_contacts;
+    thrust::device_vector<T> m_node_mass;
+    std::vector<YarnSegment> m_initial_segments;
+    double m_collision_seconds = 0;
+
     // EIL tracking (thesis Sec. 4.2–4.4); does nothing with EIL off.
     EilTracker<T> m_tracker;
     bool m_retry = false;             ///< the last rejected attempt changed the assignment input
@@ -944,8 +1103,15 @@ YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collide
     // contact stays on the segments.
     m_lists_known = has_yarn_lists(model);
     setup_layer_contacts(model);
+    m_collision = model.collision;
+    if (m_collision.enabled) {
+        validate_yarn_collision(model);
+        m_initial_segments = model.segments;
+        m_contact_finder = YarnContactFinder<T>(model.node_count(), yarn_collision_cell(model));
+    }
     rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
     m_lines = yarn_line_set(model);
+    if (m_collision.enabled) refresh_contacts(T(0), m_collision.thickness);
 }
 
 template <typename T>

@@ -111,30 +111,32 @@ WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothC
     return c;
 }
 
-/// The contact pair as a triangle-cloth element: penalty force and its
-/// Gauss–Newton stiffness at q, and in full Newton (`lagged_positions` set)
-/// the friction of the contact as it was at the start of the step; in the
-/// one-step scheme the friction of the contact at q (the step's start
-/// there). The friction's slip velocity is `collider_slip_velocity` with the
-/// pair's mass Σ |c_i| m_i / 2 (the mass the relative velocity moves).
+/// The contact pair as an element: penalty force and its Gauss–Newton
+/// stiffness at q, and in full Newton (`lagged_positions` set) the friction
+/// of the contact as it was at the start of the step; in the one-step scheme
+/// the friction of the contact at q (the step's start there). The
+/// friction's slip velocity is `collider_slip_velocity` with the pair's mass
+/// Σ |c_i| m_i / 2 (the mass the relative velocity moves; `mass` per node).
 /// Energies: the penalty is elastic, the friction potential dissipation.
-template <typename T>
+/// B is the nodes' DoF count: 3 (triangle cloth), or 5 (yarn nodes, whose
+/// positions are their first three DoFs; the contact leaves their arc
+/// lengths alone).
+template <typename T, int B = triangle_node_dofs>
 WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass, const ClothContactElement<T>& pair,
-                                           const ClothCollision<T>& collision, T h,
-                                           NodeBlocks<T, 4, triangle_node_dofs>& out, ElementEnergies<T>& energy,
-                                           const NewtonInputs<T>& newton = {})
+                                           const ClothCollision<T>& collision, T h, NodeBlocks<T, 4, B>& out,
+                                           ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
 {
-    const Vec<T, 12> ql = gather_nodes<T, 4>(q, pair.nodes);
-    const Vec<T, 12> vl = gather_nodes<T, 4>(v, pair.nodes);
+    const Vec<T, 12> ql = gather_nodes<T, 4, B>(q, pair.nodes);
+    const Vec<T, 12> vl = gather_nodes<T, 4, B>(v, pair.nodes);
     const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness);
     energy = ElementEnergies<T>{T(0), c.energy, T(0), T(0)};
     Vec<T, 12> force = c.force;
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     if (collision.friction > T(0)) {
-        const SegmentContact<T> lagged = newton.lagged_positions
-                                             ? cloth_contact<T>(gather_nodes<T, 4>(newton.lagged_positions, pair.nodes),
-                                                                pair, collision.stiffness, collision.thickness)
-                                             : c;
+        const SegmentContact<T> lagged =
+            newton.lagged_positions ? cloth_contact<T>(gather_nodes<T, 4, B>(newton.lagged_positions, pair.nodes), pair,
+                                                       collision.stiffness, collision.thickness)
+                                    : c;
         if (lagged.active && !lagged.degenerate) {
             T pair_mass = T(0);
             for (int i = 0; i < 4; ++i)
@@ -150,8 +152,8 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
             energy.dissipation = f.energy;
         }
     }
-    scatter_nodes<T, 4>(out, pair.nodes, Mat<T, 12, 12>::Zero().eval(), force, (-c.gauss_newton).eval(), df_dv, vl, h,
-                        newton);
+    scatter_nodes<T, 4, B>(out, pair.nodes, Mat<T, 12, 12>::Zero().eval(), force, (-c.gauss_newton).eval(), df_dv, vl,
+                           h, newton);
 }
 
 }  // namespace weft

@@ -9,8 +9,8 @@
 /// its exact gradient and Hessian with respect to the four end points
 /// q = [a₀, a₁, b₀, b₁], and the Gauss–Newton Hessian k ∇d ∇dᵀ (PSD).
 /// Collision handling (docs/collision.md): triangle cloth's contacts
-/// (cloth_contact.hpp) are these two; yarn–yarn contact is not yet
-/// assembled by the yarn stepper.
+/// (cloth_contact.hpp) are these two; yarn–yarn contact is the segment pair
+/// (the same element on the yarn nodes' positions, YarnStepper).
 ///
 /// Distance as a value function. d² = 2 D(q), D(q) = min_θ f(q, θ) with
 /// f = ½ |x|², x = a₀ + s (a₁ − a₀) − b₀ − t (b₁ − b₀), θ = (s, t) ∈ [0, 1]²

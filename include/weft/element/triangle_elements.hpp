@@ -111,13 +111,15 @@ inline PlateElement<T, K2> narrow_plate_element(const PlateElement<T, K>& plate)
     return out;
 }
 
-/// Read `Count` 3-DoF nodes into a stacked vector.
-template <typename T, int Count>
+/// Read the positions (first three DoFs) of `Count` nodes of `Stride` DoFs
+/// each into a stacked vector: 3-DoF triangle nodes, or the x of 5-DoF yarn
+/// nodes.
+template <typename T, int Count, int Stride = triangle_node_dofs>
 WEFT_HD inline Vec<T, 3 * Count> gather_nodes(const T* x, const int (&nodes)[Count])
 {
     Vec<T, 3 * Count> out;
     for (int k = 0; k < Count; ++k)
-        for (int c = 0; c < 3; ++c) out(3 * k + c) = x[triangle_node_dofs * nodes[k] + c];
+        for (int c = 0; c < 3; ++c) out(3 * k + c) = x[Stride * nodes[k] + c];
     return out;
 }
 
@@ -135,20 +137,21 @@ struct NodeLayout {
     }
 };
 
-/// Scatter an element's local system, reading the Newton inputs of its nodes.
-template <typename T, int Count>
-WEFT_HD inline void scatter_nodes(NodeBlocks<T, Count, triangle_node_dofs>& out, const int (&nodes)[Count],
+/// Scatter an element's local system on the positions of `Count` nodes of
+/// B DoFs (components 0–2; a yarn node's arc lengths get nothing), reading
+/// the Newton inputs of its nodes.
+template <typename T, int Count, int B = triangle_node_dofs>
+WEFT_HD inline void scatter_nodes(NodeBlocks<T, Count, B>& out, const int (&nodes)[Count],
                                   const Mat<T, 3 * Count, 3 * Count>& mass, const Vec<T, 3 * Count>& force,
                                   const Mat<T, 3 * Count, 3 * Count>& df_dq, const Mat<T, 3 * Count, 3 * Count>& df_dv,
                                   const Vec<T, 3 * Count>& v, T h, const NewtonInputs<T>& newton)
 {
     constexpr int N = 3 * Count;
     const NodeLayout<Count> layout;
-    const Vec<T, N> w = newton.stiffness_velocity ? gather_nodes<T, Count>(newton.stiffness_velocity, nodes) : v;
+    const Vec<T, N> w = newton.stiffness_velocity ? gather_nodes<T, Count, B>(newton.stiffness_velocity, nodes) : v;
     const Vec<T, N> m =
-        newton.mass_velocity ? gather_nodes<T, Count>(newton.mass_velocity, nodes) : Vec<T, N>::Zero().eval();
-    scatter_implicit<T, N, Count, triangle_node_dofs>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, w,
-                                                      h, m);
+        newton.mass_velocity ? gather_nodes<T, Count, B>(newton.mass_velocity, nodes) : Vec<T, N>::Zero().eval();
+    scatter_implicit<T, N, Count, B>(out, layout.slot, layout.component, mass, force, df_dq, df_dv, w, h, m);
 }
 
 /// Membrane triangle with any elastic density (StVK or tabulated): the

@@ -7,6 +7,7 @@
 /// share one material (stiffness, damping, friction, contact, radius,
 /// density), since the model carries one YarnMaterial.
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <type_traits>
@@ -131,13 +132,17 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
 {
     using namespace scene_model_detail;
     require_fits_in_memory(scene);
-    if (scene.collision.enabled)
+    if (scene.collision.enabled && scene.collision.create_contacts)
         throw InvalidInput(
-            "invalid collision.enabled: yarn-yarn collision is not available yet (docs/collision.md); triangle cloth "
-            "has self- and cloth-cloth collision");
+            "invalid collision.create_contacts: turning yarn-yarn collisions into EoL contact nodes is not available "
+            "yet (docs/collision.md); yarn-yarn collision itself is (leave create_contacts out)");
     YarnScene<T> out;
     out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
     if (!scene.cloth.empty() && scene.cloth.front().type == "sliding-rods") {
+        if (scene.collision.enabled)
+            throw InvalidInput(
+                "invalid collision.enabled: yarn-yarn collision applies to woven cloth, not to the "
+                "sliding-rods model");
         if (scene.cloth.size() != 1)
             throw InvalidInput("invalid cloth: a \"sliding-rods\" scene takes exactly one cloth entry (got " +
                                std::to_string(scene.cloth.size()) + ")");
@@ -254,6 +259,29 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
     }
     if (!out.model.layer_friction.empty())
         out.model.layer_friction.resize(static_cast<std::size_t>(out.model.node_count()), T(-1));
+    const bool stacked =
+        std::any_of(scene.cloth.begin(), scene.cloth.end(), [](const ClothDescription& c) { return c.on_top_of >= 0; });
+    if (scene.collision.enabled && stacked)
+        throw InvalidInput(
+            "invalid collision.enabled: yarn-yarn collision with stacked layers (on_top_of) is not available yet: the "
+            "layers' contact nodes put both layers in one plane (model/layers.hpp), where every pair of their yarns "
+            "would touch (docs/collision.md)");
+    if (scene.collision.enabled) {
+        // Yarn-yarn collision (docs/collision.md): thickness the yarn
+        // diameter unless given; stiffness 100 m/h^2 (m the mean node mass,
+        // as triangle cloth's default) unless given.
+        ClothCollision<T>& c = out.model.collision;
+        c.enabled = true;
+        c.thickness = T(scene.collision.thickness);
+        c.friction = T(scene.collision.friction);
+        const T total_length = yarn_segment_lengths(out.model).second * T(out.model.segments.size());
+        const T mean_mass = out.model.node_count() > 0
+                                ? out.model.material.linear_density * total_length / T(out.model.node_count())
+                                : T(0);
+        c.stiffness = T(scene.collision.stiffness > 0 ? scene.collision.stiffness
+                                                      : 100 * double(mean_mass) / (scene.time_step * scene.time_step));
+        validate_yarn_collision(out.model);
+    }
     out.colliders = colliders_of<T>(scene);
     return out;
 }

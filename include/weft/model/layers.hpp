@@ -52,7 +52,8 @@
 /// force N from the node's balance at the start of every step
 /// (`layer_contact_normal_force`), its Coulomb limit μ max(N, 0), and is
 /// removed the same way when N < 0 (EilOptions::remove_pulling_contacts).
-/// With no cloth–cloth collision and no contact creation during a run, the
+/// With no contact creation during a run, and yarn–yarn collision refused
+/// for stacked layers (both lie in one plane, docs/collision.md), the
 /// layers may pass through each other where a removed contact was and they
 /// meet again. `detach_contact_node` takes a node off one yarn by hand
 /// between steppers (friction_incline detaches a little before the end and

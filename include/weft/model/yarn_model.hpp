@@ -6,13 +6,16 @@
 /// coordinates on the (at most two) yarns through the node. Fixed DoFs are
 /// removed by a per-DoF filter, never by resizing (DESIGN.md).
 
+#include <algorithm>
 #include <array>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <weft/core/error.hpp>
 #include <weft/core/types.hpp>
+#include <weft/element/cloth_contact.hpp>
 #include <weft/element/yarn_element_types.hpp>
 
 namespace weft {
@@ -55,6 +58,11 @@ struct YarnModel {
     std::vector<T> layer_friction;
     YarnMaterial<T> material;
     T radius = T(0);
+    /// Yarn–yarn collision (off by default; docs/collision.md): segment
+    /// pairs that are no neighbours in the fabric get the penalty contact of
+    /// cloth_contact.hpp with `collision.thickness` as the contact distance
+    /// (the yarn diameter 2 radius by default in scenes) and its friction.
+    ClothCollision<T> collision;
 
     int node_count() const { return static_cast<int>(q.size() / yarn_node_dofs); }
     Vec3<T> position(int node) const
@@ -127,6 +135,37 @@ inline bool pairs_are_segments(const std::vector<YarnParallelPair>& pairs, const
             pairs[k].coordinate != segments[k].coordinate)
             return false;
     return true;
+}
+
+/// The lengths of the model's segments between their nodes' positions:
+/// the shortest and the mean.
+template <typename T>
+std::pair<T, T> yarn_segment_lengths(const YarnModel<T>& model)
+{
+    T shortest = std::numeric_limits<T>::infinity(), sum = T(0);
+    for (const YarnSegment& s : model.segments) {
+        const T length = (model.position(s.node1) - model.position(s.node0)).norm();
+        shortest = std::min(shortest, length);
+        sum += length;
+    }
+    return {shortest, model.segments.empty() ? T(0) : sum / T(model.segments.size())};
+}
+
+/// Checks a yarn model's collision settings (YarnModel::collision): the
+/// values, and a thickness below the shortest segment of the initial shape
+/// (thicker, a fabric's own yarns two crossings apart would touch at rest).
+/// @throws InvalidInput naming the key and its value
+template <typename T>
+inline void validate_yarn_collision(const YarnModel<T>& model)
+{
+    validate_cloth_collision(model.collision);
+    if (!model.collision.enabled) return;
+    const T shortest = yarn_segment_lengths(model).first;
+    if (!(model.collision.thickness < shortest)) {
+        const std::string why =
+            "must be below the shortest yarn segment (" + std::to_string(static_cast<double>(shortest)) + " m)";
+        throw InvalidInput(detail::describe("collision.thickness", model.collision.thickness, why.c_str()));
+    }
 }
 
 }  // namespace weft

@@ -1,0 +1,348 @@
+// Yarn–yarn collision: the segment-pair finder against brute force (with
+// the neighbour exclusion rebuilt independently), no pair in a flat patch,
+// the contacts' assembled force and stiffness against finite differences, a
+// patch dropped onto another that stops about one yarn diameter above it
+// (crossing and parallel yarns, one-step and full Newton), the pass-through
+// check, and bad input.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <weft/backend/yarn_stepper.hpp>
+#include <weft/model/woven.hpp>
+
+#include "support/random.hpp"
+#include "support/yarn_patches.hpp"
+
+using weft::YarnModel;
+using weft::YarnStepper;
+using Vec3 = weft::Vec3<double>;
+using VectorX = Eigen::VectorXd;
+
+namespace {
+
+constexpr int B = weft::yarn_node_dofs;
+
+Vec3 at(const std::vector<double>& q, int i)
+{
+    return Vec3(q[B * i], q[B * i + 1], q[B * i + 2]);
+}
+
+/// A bottom n × n patch (1 mm spacing) at z = 0, pinned, and a free top
+/// m × m patch `gap` above it, turned by `rotation` degrees and shifted so
+/// that no nodes coincide in the plane. Collision on with the given
+/// thickness, stiffness and friction.
+YarnModel<double> two_patches(int n, int m, double gap, double rotation, double thickness, double stiffness,
+                              double friction, weft::DampingModel damping = weft::DampingModel::strain_rate)
+{
+    YarnModel<double> model = weft_test::make_patch(n, n, damping);
+    weft::WovenPatch top;
+    top.nx = top.ny = m;
+    top.center = {0.23e-3, 0.37e-3, gap};
+    top.rotation = rotation;
+    const int first = weft::add_woven_patch(model, top);
+    std::vector<int> bottom;
+    for (int i = 0; i < first; ++i) bottom.push_back(i);
+    weft::pin_nodes(model, bottom);
+    model.collision.enabled = true;
+    model.collision.thickness = thickness;
+    model.collision.stiffness = stiffness;
+    model.collision.friction = friction;
+    return model;
+}
+
+using PairKey = std::pair<int, int>;  // segment indices, a < b
+
+/// By brute force: the segment pairs, sharing no node and with no end node
+/// next to one of the other's along a segment, whose boxes swept over τ v
+/// (grown by reach / 2) overlap and whose distance is below reach plus τ
+/// times the largest relative speed of their nodes.
+std::set<PairKey> brute_force_pairs(const YarnModel<double>& model, double tau, double reach)
+{
+    std::set<std::pair<int, int>> linked;
+    for (const weft::YarnSegment& s : model.segments) {
+        linked.insert({s.node0, s.node1});
+        linked.insert({s.node1, s.node0});
+    }
+    const auto near = [&](int a, int b) { return a == b || linked.count({a, b}) > 0; };
+    const auto box = [&](const weft::YarnSegment& s) {
+        Vec3 lo = at(model.q, s.node0), hi = lo;
+        for (int i : {s.node0, s.node1})
+            for (const Vec3& x : {at(model.q, i), Vec3(at(model.q, i) + tau * at(model.v, i))}) {
+                lo = lo.cwiseMin(x);
+                hi = hi.cwiseMax(x);
+            }
+        return std::make_pair(Vec3(lo - Vec3::Constant(reach / 2)), Vec3(hi + Vec3::Constant(reach / 2)));
+    };
+    std::set<PairKey> out;
+    const int count = static_cast<int>(model.segments.size());
+    for (int a = 0; a < count; ++a)
+        for (int b = a + 1; b < count; ++b) {
+            const weft::YarnSegment &sa = model.segments[static_cast<std::size_t>(a)],
+                                    &sb = model.segments[static_cast<std::size_t>(b)];
+            bool excluded = false;
+            for (int i : {sa.node0, sa.node1})
+                for (int j : {sb.node0, sb.node1}) excluded = excluded || near(i, j);
+            if (excluded) continue;
+            const auto ba = box(sa), bb = box(sb);
+            if (!((ba.first.array() <= bb.second.array()).all() && (bb.first.array() <= ba.second.array()).all()))
+                continue;
+            double fastest = 0;
+            for (int i : {sa.node0, sa.node1})
+                for (int j : {sb.node0, sb.node1})
+                    fastest = std::max(fastest, (at(model.v, i) - at(model.v, j)).norm());
+            const double limit = reach + tau * fastest;
+            if (weft::closest_segment_segment<double>(at(model.q, sa.node0), at(model.q, sa.node1),
+                                                      at(model.q, sb.node0), at(model.q, sb.node1))
+                    .distance_squared < limit * limit)
+                out.insert({a, b});
+        }
+    return out;
+}
+
+VectorX host(const thrust::device_vector<double>& x)
+{
+    const std::vector<double> h = weft::to_host(x);
+    return Eigen::Map<const VectorX>(h.data(), static_cast<Eigen::Index>(h.size()));
+}
+
+}  // namespace
+
+TEST_CASE("yarn collision: the finder returns exactly the non-neighbour segment pairs within reach",
+          "[backend][yarn][collision]")
+{
+    // A flat patch and a crumpled one 0.3 mm above it, turned by 30°, with
+    // random velocities: pairs within one patch (its crumples) and between
+    // the two.
+    YarnModel<double> model = two_patches(8, 7, 0.3e-3, 30.0, 0.5e-3, 1.0, 0.0);
+    weft_test::Random rng(11);
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int k = 0; k < 3; ++k) {
+            model.q[static_cast<std::size_t>(B * n + k)] += rng.uniform(-0.3e-3, 0.3e-3);
+            model.v[static_cast<std::size_t>(B * n + k)] = rng.uniform(-0.2, 0.2);
+        }
+    std::map<int, int> segment_of;  // packed node pair → segment index
+    const int nodes = model.node_count();
+    for (std::size_t s = 0; s < model.segments.size(); ++s)
+        segment_of[model.segments[s].node0 * nodes + model.segments[s].node1] = static_cast<int>(s);
+    const thrust::device_vector<double> q(model.q.begin(), model.q.end()), v(model.v.begin(), model.v.end());
+    int compared = 0;
+    std::size_t most = 0;
+    for (const double cell : {0.4e-3, 2e-3, 6e-3}) {
+        weft::YarnContactFinder<double> finder(nodes, cell);
+        finder.set_segments(model.segments, model.segments, {}, {});
+        for (const double tau : {0.0, 2e-3})
+            for (const double reach : {0.5e-3, 0.75e-3, 1.2e-3}) {
+                std::set<PairKey> found;
+                for (const weft::ClothContactElement<double>& c : weft::to_host(finder.find(q, v, tau, reach))) {
+                    CHECK(c.kind == int(weft::ClothContactKind::edge_edge));
+                    const int a = segment_of.at(c.nodes[0] * nodes + c.nodes[1]);
+                    const int b = segment_of.at(c.nodes[2] * nodes + c.nodes[3]);
+                    CHECK(a < b);
+                    found.insert({a, b});
+                }
+                const std::set<PairKey> expected = brute_force_pairs(model, tau, reach);
+                INFO("cell " << cell << " tau " << tau << " reach " << reach);
+                CHECK(found == expected);
+                most = std::max(most, expected.size());
+                ++compared;
+            }
+    }
+    CHECK(compared == 18);
+    CHECK(most > 100);  // the comparison is not between empty sets
+
+    // A flat patch alone has no pair within 1.5 yarn diameters: its
+    // crossings' and neighbouring yarns' segments are excluded, and the
+    // nearest others (two crossings apart) are √2 spacings away.
+    YarnModel<double> flat = weft_test::make_patch(10, 10, weft::DampingModel::strain_rate);
+    const thrust::device_vector<double> fq(flat.q.begin(), flat.q.end()), fv(flat.v.size(), 0.0);
+    weft::YarnContactFinder<double> finder(flat.node_count(), 2e-3);
+    finder.set_segments(flat.segments, flat.segments, {}, {});
+    CHECK(finder.find(fq, fv, 0.0, 0.75e-3).empty());
+    CHECK_FALSE(finder.find(fq, fv, 0.0, 1.5e-3).empty());  // … which a reach above √2 mm finds
+    // The exclusion: a crossing's two yarns, a yarn's neighbours, and the
+    // parallel yarn next to it (joined by a crossing yarn's segment).
+    CHECK(finder.excluded(0, 1, 1, 2));
+    CHECK(finder.excluded(0, 1, 10, 11));
+    CHECK_FALSE(finder.excluded(0, 1, 22, 23));
+}
+
+TEST_CASE("yarn collision: assembled contact force and stiffness against finite differences",
+          "[backend][yarn][collision]")
+{
+    // A patch 0.3 mm above another (thickness 0.5 mm), turned by 30° and
+    // ruffled, everything free, no gravity, no damping: the energy is
+    // elastic (yarn elements plus the contacts' penalty).
+    YarnModel<double> model = two_patches(5, 4, 0.3e-3, 30.0, 0.5e-3, 20.0, 0.0, weft::DampingModel::none);
+    std::fill(model.free_dof.begin(), model.free_dof.end(), 1);
+    weft_test::Random rng(4);
+    weft_test::perturb(model, rng, 0.05e-3, 0.0);
+    const double h = 1e-3;
+    YarnStepper<double> stepper(model, {}, Vec3::Zero());
+    REQUIRE(stepper.contact_pairs() > 10);
+    stepper.assemble(h);
+    const VectorX force = host(stepper.force());
+    const double eps = 1e-9;
+    int checked = 0;
+    double worst = 0;
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int k = 0; k < 3; ++k) {
+            const std::size_t i = static_cast<std::size_t>(B * n + k);
+            YarnModel<double> plus = model, minus = model;
+            plus.q[i] += eps;
+            minus.q[i] -= eps;
+            YarnStepper<double> sp(plus, {}, Vec3::Zero()), sm(minus, {}, Vec3::Zero());
+            REQUIRE(sp.contact_pairs() == stepper.contact_pairs());
+            const double fd = -(sp.energies().elastic - sm.energies().elastic) / (2 * eps);
+            worst = std::max(worst, std::abs(force(static_cast<Eigen::Index>(i)) - fd) / std::max(1e-4, std::abs(fd)));
+            ++checked;
+        }
+    CHECK(worst < 1e-4);
+    CHECK(checked == 3 * model.node_count());
+
+    // The contacts' stiffness alone (yarn elements off) is Gauss–Newton,
+    // k ∇d ∇dᵀ: symmetric, PSD, zero on the arc lengths, and the force's
+    // derivative up to k (r − d) ∇²d, small at d = 0.98 r.
+    YarnModel<double> near = two_patches(5, 4, 0.49e-3, 30.0, 0.5e-3, 20.0, 0.0, weft::DampingModel::none);
+    std::fill(near.free_dof.begin(), near.free_dof.end(), 1);
+    near.material.stretch_stiffness = near.material.bending_stiffness = near.material.shear_stiffness = 0;
+    near.material.contact_stiffness = 0;
+    YarnStepper<double> ns(near, {}, Vec3::Zero());
+    REQUIRE(ns.contact_pairs() > 10);
+    ns.assemble(h);
+    const Eigen::MatrixXd a = Eigen::MatrixXd(weft::to_eigen(ns.matrix()));
+    // A = M − h² K with the same M at these positions: K from A at two step sizes.
+    YarnStepper<double> rest(near, {}, Vec3::Zero());
+    rest.assemble(2 * h);
+    const Eigen::MatrixXd a2 = Eigen::MatrixXd(weft::to_eigen(rest.matrix()));
+    const Eigen::MatrixXd kn = (a - a2) / (3 * h * h);  // (M − h²K) − (M − 4h²K) = 3h²K
+    REQUIRE(kn.norm() > 1.0);
+    double worst_column = 0;
+    for (int n = 0; n < near.node_count(); ++n)
+        for (int k = 0; k < B; ++k) {
+            const std::size_t j = static_cast<std::size_t>(B * n + k);
+            YarnModel<double> plus = near, minus = near;
+            plus.q[j] += 1e-9;
+            minus.q[j] -= 1e-9;
+            YarnStepper<double> sp(plus, {}, Vec3::Zero()), sm(minus, {}, Vec3::Zero());
+            sp.assemble(h);
+            sm.assemble(h);
+            const VectorX column = (host(sp.force()) - host(sm.force())) / 2e-9;
+            worst_column = std::max(worst_column,
+                                    (column - kn.col(static_cast<Eigen::Index>(j))).norm() / std::max(1.0, kn.norm()));
+            if (k >= 3)
+                CHECK(kn.col(static_cast<Eigen::Index>(j)).norm() <= 1e-12 * kn.norm());  // arc lengths: untouched
+        }
+    CHECK(worst_column < 0.05);
+    const Eigen::MatrixXd sym = 0.5 * (kn + kn.transpose());
+    CHECK((kn - sym).norm() < 1e-9 * kn.norm());
+    CHECK(Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd>(sym).eigenvalues().maxCoeff() < 1e-9 * kn.norm());
+}
+
+TEST_CASE("yarn collision: a patch dropped onto another stops about one yarn diameter above it, never through it",
+          "[backend][yarn][collision]")
+{
+    const double thickness = 0.5e-3;           // the yarn diameter
+    for (const double rotation : {30.0, 0.0})  // crossing yarns, then parallel ones
+        for (const bool full_newton : {false, true}) {
+            YarnModel<double> model = two_patches(10, 6, 2e-3, rotation, thickness, 0.0, 0.3);
+            const int bottom = 10 * 10;
+            // Default stiffness, as scenes resolve it: 100 m̄ / h².
+            const double h = 1e-3;
+            double mass = 0;
+            for (const weft::YarnSegment& s : model.segments)
+                mass += model.material.linear_density * (at(model.q, s.node1) - at(model.q, s.node0)).norm();
+            model.collision.stiffness = 100 * mass / model.node_count() / (h * h);
+            weft::StepperOptions<double> options;
+            options.max_halvings = 4;
+            if (full_newton) {
+                options.newton_iterations = 8;
+                options.newton_tolerance = 1e-4;
+            }
+            YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options);
+            double closest = 1;
+            int steps = 0;
+            std::size_t interpenetrating = 0;
+            for (int s = 0; s < 300; ++s) {
+                const auto r = stepper.step(h);
+                INFO(r.message);
+                REQUIRE(r.ok);
+                ++steps;
+                closest = std::min(closest, stepper.min_contact_distance());
+                interpenetrating += stepper.interpenetrating_pairs();
+            }
+            const VectorX q = host(stepper.positions()), v = host(stepper.velocities());
+            double lowest = 1, highest = -1, fastest = 0;
+            for (int i = bottom; i < model.node_count(); ++i) {
+                lowest = std::min(lowest, q(B * i + 2));
+                highest = std::max(highest, q(B * i + 2));
+                fastest = std::max(fastest, v.segment<3>(B * i).norm());
+            }
+            INFO("rotation " << rotation << (full_newton ? ", full Newton" : ", one step") << ": top patch between "
+                             << lowest << " and " << highest << " m, closest pair " << closest << " m, speed "
+                             << fastest);
+            CHECK(steps == 300);
+            CHECK(interpenetrating == 0);
+            CHECK(closest > 0.5 * thickness);
+            CHECK(lowest > 0.8 * thickness);
+            CHECK(highest < 1.5 * thickness);
+            CHECK(fastest < 0.02);
+        }
+}
+
+TEST_CASE("yarn collision: a step in which yarns pass through each other is rejected",
+          "[backend][yarn][collision][safeguard]")
+{
+    // A stiffness far too low to stop a patch thrown at 20 m/s: the step
+    // ends with the top patch's yarns on the other side of the bottom's,
+    // is reported as failed (no halving allowed) and undone.
+    YarnModel<double> model = two_patches(6, 4, 0.4e-3, 30.0, 0.5e-3, 1e-6, 0.0);
+    for (int i = 36; i < model.node_count(); ++i) model.v[static_cast<std::size_t>(B * i + 2)] = -20.0;
+    weft::StepperOptions<double> options;
+    options.max_halvings = 0;
+    YarnStepper<double> stepper(model, {}, Vec3::Zero(), options);
+    REQUIRE(stepper.contact_pairs() > 0);
+    const VectorX before = host(stepper.positions());
+    const auto r = stepper.step(1e-4);
+    CHECK_FALSE(r.ok);
+    CHECK(r.message.find("passed through") != std::string::npos);
+    CHECK((host(stepper.positions()) - before).norm() == 0.0);
+}
+
+TEST_CASE("yarn collision: bad settings are rejected with the key named", "[backend][yarn][collision][errors]")
+{
+    const auto rejects = [](const YarnModel<double>& model, const std::string& words) {
+        try {
+            YarnStepper<double> stepper(model, {}, Vec3::Zero());
+        } catch (const weft::InvalidInput& e) {
+            INFO(e.what());
+            CHECK(std::string(e.what()).find(words) != std::string::npos);
+            return true;
+        }
+        return false;
+    };
+    const YarnModel<double> good = two_patches(4, 3, 2e-3, 30.0, 0.5e-3, 5.0, 0.3);
+    CHECK_FALSE(rejects(good, ""));
+    YarnModel<double> m = good;
+    m.collision.thickness = -1e-3;
+    CHECK(rejects(m, "collision.thickness"));
+    m = good;
+    m.collision.thickness = 1.2e-3;  // above the 1 mm segments
+    CHECK(rejects(m, "shortest yarn segment"));
+    m = good;
+    m.collision.stiffness = std::nan("");
+    CHECK(rejects(m, "collision.stiffness"));
+    m = good;
+    m.collision.friction = -0.1;
+    CHECK(rejects(m, "collision.friction"));
+    m = good;
+    m.collision.enabled = false;
+    m.collision.thickness = -1;  // ignored when off
+    CHECK_FALSE(rejects(m, ""));
+}
