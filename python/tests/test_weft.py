@@ -173,6 +173,23 @@ def test_collision_reports_its_contacts():
     assert "contact_pairs" not in plain.step()
 
 
+def test_yarn_collision_reports_its_contacts():
+    scene = load(os.path.join(SHIPPED, "drop_on_cloth.json"))
+    scene["output"] = {}
+    sim = weft.Simulation(scene)
+    first = sim.step()
+    # The top patch starts 5 mm above the bottom one: no pair yet.
+    assert first["contact_pairs"] == 0
+    assert first["min_contact_distance"] == float("inf")
+    for _ in range(60):
+        r = sim.step()
+    # It has landed (after 30 ms of fall): pairs between the patches, the
+    # closest below the 0.5 mm yarn diameter, no yarns through each other.
+    assert r["contact_pairs"] > 1000
+    assert 0.0004 < r["min_contact_distance"] < 0.0005
+    assert "contact_pairs" not in weft.Simulation(load(os.path.join(SHIPPED, "hang.json"))).step()
+
+
 def test_bad_scene_dict_names_the_key():
     scene = load(os.path.join(SHIPPED, "hang.json"))
     scene["time_step"] = -1

@@ -296,6 +296,67 @@ TEST_CASE("yarn collision: a patch dropped onto another stops about one yarn dia
         }
 }
 
+TEST_CASE("yarn collision: a patch on a sloped patch sticks below atan(mu) and slides above",
+          "[backend][yarn][collision][friction]")
+{
+    // A 6 × 6 patch (turned by 30°: its yarns cross the lower ones) resting
+    // one diameter above a pinned 12 × 30 patch, both tilted by θ about x;
+    // μ = 0.5 between the yarns (atan μ = 26.6°). Over 0.1 s it should stay
+    // at 20° and slide ½ g (sin θ − μ cos θ) t² at 33°. Full Newton: the
+    // one-step scheme's linearized contacts drag a patch sliding over
+    // another (measured: 4.08 mm here instead of 6.15 mm, and frictionless
+    // at 20° 15.2 mm of 16.8 mm; full Newton 6.62 and 16.9 mm).
+    const double mu = 0.5, thickness = 0.5e-3, duration = 0.1, h = 1e-3;
+    for (const double degrees : {20.0, 33.0}) {
+        YarnModel<double> model = weft_test::make_patch(12, 30, weft::DampingModel::strain_rate);
+        weft_test::enable_friction(model);  // at the crossings: the top patch holds together
+        weft::WovenPatch top;
+        top.nx = top.ny = 6;
+        top.center = {0.23e-3, 8.37e-3, thickness};
+        top.rotation = 30.0;
+        const int first = weft::add_woven_patch(model, top);
+        std::vector<int> bottom;
+        for (int i = 0; i < first; ++i) bottom.push_back(i);
+        weft::pin_nodes(model, bottom);
+        const double theta = degrees * weft::Constants<double>::pi / 180, c = std::cos(theta), s = std::sin(theta);
+        for (int n = 0; n < model.node_count(); ++n) {
+            const Vec3 x = at(model.q, n);
+            model.q[static_cast<std::size_t>(B * n + 1)] = c * x(1) - s * x(2);
+            model.q[static_cast<std::size_t>(B * n + 2)] = s * x(1) + c * x(2);
+        }
+        double mass = 0;
+        for (const weft::YarnSegment& seg : model.segments)
+            mass += model.material.linear_density * (at(model.q, seg.node1) - at(model.q, seg.node0)).norm();
+        model.collision = weft::ClothCollision<double>{true, thickness, 100 * mass / model.node_count() / (h * h), mu};
+        weft::StepperOptions<double> options;
+        options.newton_iterations = 8;
+        options.newton_tolerance = 1e-5;
+        YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options);
+        const VectorX q0 = host(stepper.positions());
+        const int steps = static_cast<int>(std::lround(duration / h));
+        for (int k = 0; k < steps; ++k) {
+            const auto r = stepper.step(h);
+            INFO(r.message);
+            REQUIRE(r.ok);
+        }
+        const VectorX q1 = host(stepper.positions());
+        const Vec3 downhill(0, -c, -s);
+        double slide = 0;
+        for (int n = first; n < model.node_count(); ++n)
+            slide += (q1.segment<3>(B * n) - q0.segment<3>(B * n)).dot(downhill);
+        slide /= model.node_count() - first;
+        const double free_slide = 0.5 * 9.81 * (s - mu * c) * duration * duration;
+        INFO(degrees << "°: slid " << slide << " m; Coulomb: " << std::max(0.0, free_slide) << " m");
+        CHECK(stepper.contact_pairs() > 50);
+        if (free_slide < 0) {
+            CHECK(std::abs(slide) < 0.1e-3);
+        } else {
+            CHECK(slide > 0.8 * free_slide);
+            CHECK(slide < 1.2 * free_slide);
+        }
+    }
+}
+
 TEST_CASE("yarn collision: a step in which yarns pass through each other is rejected",
           "[backend][yarn][collision][safeguard]")
 {

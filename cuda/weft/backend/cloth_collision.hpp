@@ -24,10 +24,12 @@
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
+#include <thrust/equal.h>
 #include <thrust/execution_policy.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform.h>
 
+#include <weft/backend/assembly.hpp>
 #include <weft/backend/broad_phase.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/error.hpp>
@@ -262,6 +264,29 @@ thrust::device_vector<CandidatePair> near_edge_pairs(const cloth_collision_detai
                                      NearEdgeEdge<T, Exclusion>{motion, e, reach, excluded});
     out.resize(static_cast<std::size_t>(end - out.begin()));
     return out;
+}
+
+/// Appends the assembly entries of contact elements (4 × 4 node blocks and
+/// 4 node vectors each, in element order) to an assembly's lists: both
+/// steppers assemble their contact pairs after their other elements.
+template <typename T>
+inline void append_contact_blocks(const thrust::device_vector<ClothContactElement<T>>& contacts,
+                                  std::vector<BlockCoordinate>& blocks, std::vector<Index>& vectors)
+{
+    for (const ClothContactElement<T>& c : to_host(contacts))
+        for (int a = 0; a < 4; ++a) {
+            for (int b = 0; b < 4; ++b) blocks.push_back({c.nodes[a], c.nodes[b]});
+            vectors.push_back(c.nodes[a]);
+        }
+}
+
+/// Whether two contact lists hold the same pairs in the same order.
+template <typename T>
+inline bool same_contacts(const thrust::device_vector<ClothContactElement<T>>& a,
+                          const thrust::device_vector<ClothContactElement<T>>& b)
+{
+    return a.size() == b.size() &&
+           thrust::equal(thrust::device, a.begin(), a.end(), b.begin(), cloth_collision_detail::SameContact<T>{});
 }
 
 /// The unique edges of a triangle list (3 node indices per triangle), each

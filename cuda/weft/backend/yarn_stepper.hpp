@@ -714,11 +714,7 @@ private:
         }
         std::vector<BlockCoordinate> blocks = m_base_blocks;
         std::vector<Index> vectors = m_base_vectors;
-        for (const ClothContactElement<T>& c : to_host(m_contacts))
-            for (int a = 0; a < 4; ++a) {
-                for (int b = 0; b < 4; ++b) blocks.push_back({c.nodes[a], c.nodes[b]});
-                vectors.push_back(c.nodes[a]);
-            }
+        append_contact_blocks(m_contacts, blocks, vectors);
         this->build_assembly(blocks, vectors, m_base_entries + m_contacts.size());
     }
 
@@ -735,10 +731,7 @@ private:
                           yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
                                                            this->raw(m_node_segments), m_material.linear_density});
         thrust::device_vector<ClothContactElement<T>> found = m_contact_finder.find(this->m_q, this->m_v, tau, reach);
-        if (found.size() == m_contacts.size() &&
-            thrust::equal(thrust::device, found.begin(), found.end(), m_contacts.begin(),
-                          cloth_collision_detail::SameContact<T>{}))
-            return;
+        if (same_contacts(found, m_contacts)) return;
         m_contacts.swap(found);
         build_with_contacts();
         this->invalidate_evaluation();
