@@ -264,7 +264,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         frames->write(summary.frames++, 0.0, stepper);
         frame_times.push_back(0.0);
     }
-    // Collision's check at every frame: intersecting triangles are reported.
+    // Collision's check at every frame: intersecting triangles, or yarn
+    // segments closer than one radius, are reported.
     const auto check_frame = [&](double time) {
         if (!collision_of(stepper)) return;
         const std::size_t crossing = intersections_of(stepper);

@@ -119,7 +119,8 @@ struct RunSummary {
     /// collision: the smallest distance of a contact pair's primitives at the end of a step (m; +inf: none)
     double min_contact_distance = std::numeric_limits<double>::infinity();
     long peak_contact_pairs = 0;   ///< collision: the most contact pairs of a step
-    long intersecting_frames = 0;  ///< collision: frames written with intersecting triangles (reported, never hidden)
+    long intersecting_frames = 0;  ///< collision: frames written with intersecting triangles or interpenetrating yarns
+                                   ///< (reported, never hidden)
     bool ok = true;
     bool interrupted = false;  ///< stopped by SIGINT/SIGTERM after writing a checkpoint
     long resumed_from = 0;     ///< the step the run was resumed after (0: from the start)

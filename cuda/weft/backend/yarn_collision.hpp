@@ -80,21 +80,26 @@ struct SegmentPairElement {
 };
 
 /// The closest points' difference of segments a0–a1 and b0–b1 at x
-/// (`stride` DoFs per node), and its square norm.
+/// (`stride` DoFs per node), its square norm, and whether both closest
+/// points lie inside their segments.
 template <typename T>
-WEFT_HD inline Vec3<T> closest_difference(const T* x, const int (&i)[4], int stride, T& squared)
+WEFT_HD inline Vec3<T> closest_difference(const T* x, const int (&i)[4], int stride, T& squared, bool& interior)
 {
     using cloth_collision_detail::node_position;
     const Vec3<T> a0 = node_position(x, i[0], stride), a1 = node_position(x, i[1], stride),
                   b0 = node_position(x, i[2], stride), b1 = node_position(x, i[3], stride);
     const SegmentPairClosest<T> p = closest_segment_segment<T>(a0, a1, b0, b1);
     squared = p.distance_squared;
+    interior = p.s > T(0) && p.s < T(1) && p.t > T(0) && p.t < T(1);
     return Vec3<T>(a0 + p.s * (a1 - a0) - b0 - p.t * (b1 - b0));
 }
 
 /// 1 for a contact pair that passed through each other within the step:
 /// the closest points' difference reversed its direction (x_end · x_start
-/// < 0) while one of the two distances was below the thickness.
+/// < 0) while one of the two distances was below the thickness, or while
+/// the closest points lay inside both segments at the start and at the end
+/// (a pass at any speed; a segment moving round another's end turns x with
+/// its closest point at that end).
 template <typename T>
 struct PassedThrough {
     const T* q;
@@ -104,10 +109,11 @@ struct PassedThrough {
     WEFT_HD int operator()(const ClothContactElement<T>& c) const
     {
         T d0 = T(0), d1 = T(0);
-        const Vec3<T> x0 = closest_difference<T>(q_start, c.nodes, stride, d0);
-        const Vec3<T> x1 = closest_difference<T>(q, c.nodes, stride, d1);
+        bool inside0 = false, inside1 = false;
+        const Vec3<T> x0 = closest_difference<T>(q_start, c.nodes, stride, d0, inside0);
+        const Vec3<T> x1 = closest_difference<T>(q, c.nodes, stride, d1, inside1);
         const T r2 = thickness * thickness;
-        return x0.dot(x1) < T(0) && (d0 < r2 || d1 < r2) ? 1 : 0;
+        return x0.dot(x1) < T(0) && (d0 < r2 || d1 < r2 || (inside0 && inside1)) ? 1 : 0;
     }
 };
 

@@ -472,7 +472,7 @@ public:
     T eil_safety_distance() const { return m_tracker.safety_distance(); }
     T eil_contact_stiffness() const { return m_tracker.contact_stiffness(); }
     /// How often the assembly map was built (1 at construction, +1 per change of the
-    /// EIL element lists).
+    /// EIL element lists; rebuilds for a new list of collision contact pairs are not counted).
     int assembly_builds() const { return m_assembly_builds; }
 
     /// Collision (YarnModel::collision): the settings, and the contact pairs
@@ -490,13 +490,13 @@ public:
                                         cloth_collision_detail::ContactDistance<T>{this->raw(this->m_q), B},
                                         std::numeric_limits<T>::infinity(), stepper_detail::Minimum<T>{});
     }
-    /// Collision: the contact pairs whose segments are closer than one yarn
-    /// radius (half the thickness) at the current positions: yarns that
+    /// Collision: the contact pairs whose segments' centre lines are closer
+    /// than one yarn radius at the current positions: yarns that
     /// interpenetrate (weft-run checks every frame).
     std::size_t interpenetrating_pairs() const
     {
         if (m_contacts.empty()) return 0;
-        const T half = m_collision.thickness / T(2);
+        const T half = m_radius;
         const std::vector<ClothContactElement<T>> pairs = to_host(m_contacts);
         const std::vector<T> q = to_host(this->m_q);
         const cloth_collision_detail::ContactDistance<T> distance{q.data(), B};
@@ -1000,6 +1000,8 @@ private:
         }
         m_anchors_saved = m_anchors;
         m_anchors_step = m_anchors;
+        // Collision: the contact pairs of the loaded state (the next attempt refreshes them again).
+        if (m_collision.enabled) refresh_contacts(T(0), m_collision.thickness);
         this->invalidate_evaluation();
     }
 

@@ -62,7 +62,7 @@
 ///                            diameter (m), > 0
 ///   friction          number 0      Coulomb μ between cloth surfaces, ≥ 0
 ///   stiffness         number 100 × mean node mass / time_step² (N/m), > 0
-///   create_contacts   bool   false  yarns only (not available yet: true is refused)
+///   create_contacts   bool   false  yarns only (not available yet: refused with collision on)
 /// output            object   nothing is written by default
 /// ```
 ///
