@@ -19,6 +19,7 @@
 #include <weft/backend/bsr_matrix.hpp>
 #include <weft/backend/device.hpp>
 #include <weft/backend/direct_solver.hpp>
+#include <weft/backend/multilevel_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
@@ -255,11 +256,22 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
     return PcgPreconditioner::block_jacobi;
 }
 
+/// MultilevelOptions::refresh named by --multilevel-refresh (the words of the
+/// scene key solver.multilevel_refresh).
+inline MultilevelRefresh parse_multilevel_refresh(const std::string& name)
+{
+    if (name == "off") return MultilevelRefresh::off;
+    if (name == "on-growth") return MultilevelRefresh::on_growth;
+    if (name == "every-prepare") return MultilevelRefresh::every_prepare;
+    throw InvalidInput("invalid --multilevel-refresh \"" + name + "\": expected one of off, on-growth, every-prepare");
+}
+
 /// JSON fields of the multilevel hierarchy after the timed steps (empty for
 /// the other preconditioners): builds during the timed steps, the mean time
 /// of a build (the whole run), builds by cause (the whole run: pattern or
-/// filter changed, failed solve, slow solve), levels, DoFs per level,
-/// operator complexity.
+/// filter changed, failed solve, slow solve), refreshes of the coarse values
+/// and their mean time (the whole run), levels, DoFs per level, operator
+/// complexity.
 template <class Stepper>
 std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner preconditioner, long builds)
 {
@@ -269,8 +281,9 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
     out << ", \"multilevel_builds\": " << builds
         << ", \"build_ms\": " << (m.builds() > 0 ? 1e3 * m.build_seconds() / m.builds() : 0.0)
         << ", \"builds_by_cause\": {\"pattern\": " << m.pattern_builds() << ", \"failure\": " << m.failure_builds()
-        << ", \"growth\": " << m.growth_builds() << "}, \"levels\": " << stepper.multilevel().levels()
-        << ", \"level_dofs\": [";
+        << ", \"growth\": " << m.growth_builds() << "}, \"refreshes\": " << m.refreshes()
+        << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
+        << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();
     for (std::size_t l = 0; l < dofs.size(); ++l) out << (l ? ", " : "") << dofs[l];
     out << "], \"operator_complexity\": " << stepper.multilevel().operator_complexity();

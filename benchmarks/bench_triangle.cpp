@@ -13,6 +13,7 @@
 //   bench_triangle [--sizes 100,300] [--steps N] [--warmup W] [--dt SECONDS]
 //                  [--damping strain-rate|rayleigh|none] [--table] [--spmv-repeats R]
 //                  [--no-cholmod] [--preconditioner block-jacobi|multilevel]
+//                  [--multilevel-refresh off|on-growth|every-prepare]
 //                  [--bending dihedral|plate]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
@@ -56,6 +57,7 @@ struct Options {
     int spmv_repeats = 20;
     bool cholmod = weft::cholmod_available();
     std::string preconditioner = "block-jacobi";
+    std::string multilevel_refresh = "on-growth";
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
 };
@@ -83,6 +85,11 @@ Options parse(int argc, char** argv)
     app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
         ->check(CLI::IsMember({"block-jacobi", "multilevel"}))
         ->type_name("NAME");
+    app.add_option("--multilevel-refresh", o.multilevel_refresh,
+                   "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), nothing "
+                   "but rebuilds (off), or the coarse values at every solve (every-prepare)")
+        ->check(CLI::IsMember({"off", "on-growth", "every-prepare"}))
+        ->type_name("WHEN");
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
     o.command = weft::examples::parse_command_line(app, argc, argv);
@@ -152,6 +159,7 @@ SizeResult run_size(int n, const Options& opt)
     options.pcg.tolerance = 1e-5;
     options.pcg.max_iterations = 20000;
     options.pcg.preconditioner = weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "multilevel"});
+    options.multilevel.refresh = weft::bench::parse_multilevel_refresh(opt.multilevel_refresh);
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
 
     SizeResult r;
@@ -220,9 +228,10 @@ int main(int argc, char** argv)
         } else {
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
-                << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"bending\": \"" << opt.bending
-                << "\",\n  \"damping\": \"" << opt.damping << "\",\n  \"dt\": " << opt.dt
-                << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+                << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"multilevel_refresh\": \""
+                << opt.multilevel_refresh << "\",\n  \"bending\": \"" << opt.bending << "\",\n  \"damping\": \""
+                << opt.damping << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps
+                << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         }
         bool first = true;
         for (const int n : opt.sizes) {

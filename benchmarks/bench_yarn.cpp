@@ -6,6 +6,7 @@
 //
 //   bench_yarn [--sizes 50,100,200] [--steps N] [--warmup W] [--no-eigen]
 //              [--scene FILE] [--preconditioner block-jacobi|yarn-lines|multilevel]
+//              [--multilevel-refresh off|on-growth|every-prepare]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
@@ -50,6 +51,7 @@ struct Options {
     bool cholmod = weft::cholmod_available();
     std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
     std::string preconditioner = "block-jacobi";
+    std::string multilevel_refresh = "on-growth";
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
@@ -73,6 +75,11 @@ Options parse(int argc, char** argv)
     app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
         ->check(CLI::IsMember({"block-jacobi", "yarn-lines", "multilevel"}))
         ->type_name("NAME");
+    app.add_option("--multilevel-refresh", o.multilevel_refresh,
+                   "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), nothing "
+                   "but rebuilds (off), or the coarse values at every solve (every-prepare)")
+        ->check(CLI::IsMember({"off", "on-growth", "every-prepare"}))
+        ->type_name("WHEN");
     app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
         ->check(CLI::Range(1, 1 << 30))
         ->default_str("the scene's")
@@ -131,6 +138,7 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
+             << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh
              << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
              << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
@@ -156,6 +164,7 @@ int main(int argc, char** argv)
                 opt.pcg_max_iterations > 0 ? opt.pcg_max_iterations : scene.solver.pcg_max_iterations;
             options.pcg.preconditioner =
                 weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
+            options.multilevel.refresh = weft::bench::parse_multilevel_refresh(opt.multilevel_refresh);
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {

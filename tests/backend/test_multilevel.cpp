@@ -58,6 +58,14 @@ MultilevelOptions small_coarse()
     return options;
 }
 
+/// The same, with slow solves rebuilding (no refresh of the values).
+MultilevelOptions small_coarse_rebuilding()
+{
+    MultilevelOptions options = small_coarse();
+    options.refresh = weft::MultilevelRefresh::off;
+    return options;
+}
+
 /// x with zeros where the filter constrains.
 Eigen::VectorXd filtered(Eigen::VectorXd x, const std::vector<std::uint8_t>& free_dofs)
 {
@@ -154,6 +162,89 @@ int check_pcg_solution(Random& rng)
     return 1;
 }
 
+/// Â = S A S + (I − S) of a reference matrix, as a dense matrix.
+Eigen::MatrixXd filtered_dense(const weft_backend_test::SparseMatrix& a, const std::vector<std::uint8_t>& free_dofs)
+{
+    Eigen::MatrixXd result = Eigen::MatrixXd(a);
+    for (Eigen::Index i = 0; i < result.rows(); ++i) {
+        if (free_dofs[static_cast<std::size_t>(i)]) continue;
+        result.row(i).setZero();
+        result.col(i).setZero();
+        result(i, i) = 1.0;
+    }
+    return result;
+}
+
+/// Pᵀ Â P with the identity added on coarse DoFs whose diagonal is (near)
+/// zero, as the build adds it for DoFs left inactive.
+Eigen::MatrixXd galerkin(const Eigen::MatrixXd& a, const Eigen::MatrixXd& p)
+{
+    Eigen::MatrixXd c = p.transpose() * a * p;
+    const double largest = c.diagonal().cwiseAbs().maxCoeff();
+    for (Eigen::Index i = 0; i < c.rows(); ++i) {
+        if (!(c(i, i) > 1e-12 * largest)) c(i, i) += 1.0;
+    }
+    return c;
+}
+
+/// The refreshed coarse matrices against Pᵀ Â P of the new values with the
+/// build's prolongators, level by level; the refreshed V-cycle inside PCG.
+template <int B>
+int check_refresh(Random& rng)
+{
+    const int n = 20;
+    const GridProblem<B> built_for = grid_problem<B>(rng, n, n);
+    const GridProblem<B> now = grid_problem<B>(rng, n, n);
+    REQUIRE(weft::to_host(built_for.a.col_idx()) == weft::to_host(now.a.col_idx()));
+    const std::vector<std::uint8_t> free_host = random_filter<B>(rng, built_for.nodes, 0.2);
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(free_host);
+    const thrust::device_vector<double> state = to_device(grid_state<B>(n, n));
+    MultilevelOptions options = small_coarse();
+    options.refresh = weft::MultilevelRefresh::every_prepare;
+    MultilevelPreconditioner<double, B> m(options);
+    REQUIRE(m.prepare(built_for.a, free_dofs, state));
+    REQUIRE(m.levels() >= 3);
+    std::vector<Eigen::MatrixXd> prolongators;
+    for (int l = 1; l < m.levels(); ++l) prolongators.push_back(Eigen::MatrixXd(m.level_prolongator(l)));
+
+    REQUIRE(m.prepare(now.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.refreshes() == 1);
+    Eigen::MatrixXd above = filtered_dense(now.reference, free_host);
+    int checked = 0;
+    for (int l = 1; l < m.levels(); ++l) {
+        CHECK(Eigen::MatrixXd(m.level_prolongator(l)) == prolongators[static_cast<std::size_t>(l - 1)]);
+        const Eigen::MatrixXd expected = galerkin(above, prolongators[static_cast<std::size_t>(l - 1)]);
+        const Eigen::MatrixXd refreshed = Eigen::MatrixXd(m.level_matrix(l));
+        INFO("level " << l);
+        CHECK((refreshed - expected).cwiseAbs().maxCoeff() <= 1e-12 * expected.cwiseAbs().maxCoeff());
+        above = refreshed;
+        ++checked;
+    }
+
+    // The refreshed V-cycle in PCG: the LDLT solution of the new system.
+    std::vector<std::uint8_t> constrained(free_host.size());
+    for (std::size_t i = 0; i < free_host.size(); ++i) constrained[i] = free_host[i] ? 0 : 1;
+    const auto pf = weft_backend_test::selection(free_host), pc = weft_backend_test::selection(constrained);
+    const Eigen::Index size = B * now.nodes;
+    const Eigen::VectorXd b = random_vector(rng, size);
+    const Eigen::VectorXd prescribed = random_vector(rng, size, 0.5, 2.0);
+    const Eigen::VectorXd expected =
+        weft_backend_test::sparse_ldlt_solve(weft_backend_test::SparseMatrix(pf * now.reference * pf.transpose()),
+                                             pf * b - pf * now.reference * pc.transpose() * (pc * prescribed));
+    PcgOptions<double> pcg;
+    pcg.tolerance = 1e-11;
+    pcg.max_iterations = 2000;
+    pcg.preconditioner = PcgPreconditioner::multilevel;
+    pcg.custom = &m;
+    PcgWorkspace<double, B> workspace;
+    thrust::device_vector<double> x = to_device(prescribed);
+    const PcgResult<double> result = weft::solve_filtered_pcg(now.a, to_device(b), free_dofs, x, workspace, pcg);
+    REQUIRE(result.converged);
+    CHECK(relative_error(pf * to_eigen_vector(x), expected) <= 1e-8);
+    return checked;
+}
+
 }  // namespace
 
 TEST_CASE("multilevel: the V-cycle is symmetric positive definite and leaves constrained DoFs at zero",
@@ -202,7 +293,7 @@ TEST_CASE("multilevel: the hierarchy is reused while the pattern and filter stay
     GridProblem<5> problem = grid_problem<5>(rng, n, n);
     const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
     thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
-    MultilevelPreconditioner<double, 5> m(small_coarse());
+    MultilevelPreconditioner<double, 5> m(small_coarse_rebuilding());
     REQUIRE(m.prepare(problem.a, free_dofs, state));
     CHECK(m.builds() == 1);
     // New values, same pattern: reused.
@@ -235,12 +326,127 @@ TEST_CASE("multilevel: the hierarchy is reused while the pattern and filter stay
     REQUIRE(m.prepare(wider.a, wider_free, wider_state));
     CHECK(m.builds() == 5);
     // reuse = false: every prepare builds.
-    MultilevelOptions always = small_coarse();
+    MultilevelOptions always = small_coarse_rebuilding();
     always.reuse = false;
     m.set_options(always);
     REQUIRE(m.prepare(wider.a, wider_free, wider_state));
     REQUIRE(m.prepare(wider.a, wider_free, wider_state));
     CHECK(m.builds() == 7);
+}
+
+TEST_CASE("multilevel: a refresh gives each coarse level Pᵀ Â P of the current values with the kept prolongators",
+          "[backend][multilevel][refresh]")
+{
+    Random rng(71);
+    int levels = 0;
+    levels += check_refresh<3>(rng);
+    levels += check_refresh<5>(rng);
+    CHECK(levels >= 4);
+}
+
+TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds where a refresh did not help",
+          "[backend][multilevel][refresh]")
+{
+    Random rng(73);
+    const int n = 16;
+    GridProblem<5> problem = grid_problem<5>(rng, n, n);
+    const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
+    thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
+    MultilevelPreconditioner<double, 5> m(small_coarse());  // refresh on_growth, the default
+    REQUIRE(m.options().refresh == weft::MultilevelRefresh::on_growth);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    m.record_solve(true, 10);  // the reference; the growth limit is 15
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.refreshes() == 0);
+    m.record_solve(true, 16);  // slow: the values are refreshed, nothing rebuilt
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.refreshes() == 1);
+    CHECK(m.growth_refreshes() == 1);
+    m.record_solve(true, 12);  // the refresh helped
+    m.record_solve(true, 17);  // slow again: another refresh
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.refreshes() == 2);
+    m.record_solve(true, 20);  // still slow right after the refresh: rebuilt
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 2);
+    CHECK(m.growth_builds() == 1);
+    CHECK(m.refreshes() == 2);
+    m.record_solve(true, 10);
+    m.record_solve(true, 16);  // after a build, refreshing is tried first again
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 2);
+    CHECK(m.refreshes() == 3);
+    m.record_solve(false, 40);  // a failed solve rebuilds at once
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 3);
+    CHECK(m.failure_builds() == 1);
+    m.record_solve(true, 10);
+    m.record_solve(true, 16);  // a refresh is asked for, but the filter changes: rebuilt
+    free_dofs[12] = 0;
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 4);
+    CHECK(m.refreshes() == 3);
+    // every_prepare: each prepare with the same pattern refreshes.
+    MultilevelOptions every = small_coarse();
+    every.refresh = weft::MultilevelRefresh::every_prepare;
+    m.set_options(every);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 5);
+    CHECK(m.refreshes() == 5);
+    CHECK_THROWS_WITH(m.level_matrix(0), Catch::Contains("level"));
+    CHECK_THROWS_WITH(m.level_matrix(static_cast<std::size_t>(m.levels())), Catch::Contains("coarse level"));
+}
+
+TEST_CASE("multilevel: refreshed coarse values take fewer PCG iterations than stale ones after a local stiffening",
+          "[backend][multilevel][refresh]")
+{
+    Random rng(79);
+    const int n = 24;
+    const GridProblem<3> problem = grid_problem<3>(rng, n, n);
+    const thrust::device_vector<double> state = to_device(grid_state<3>(n, n));
+    const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(3 * problem.nodes), 1);
+    const Eigen::VectorXd b = random_vector(rng, 3 * problem.nodes);
+    // Built for A, solved with A + 99 A_region (the blocks between nodes with
+    // x < n/2: a principal submatrix of an SPD matrix, so the sum stays SPD),
+    // as the contact stiffness of a landing changes a matrix.
+    const auto solve = [&](weft::MultilevelRefresh refresh, bool stiffen) {
+        MultilevelOptions options = small_coarse();
+        options.refresh = refresh;
+        MultilevelPreconditioner<double, 3> m(options);
+        weft::BsrMatrix<double, 3> a = problem.a;
+        REQUIRE(m.prepare(a, free_dofs, state));
+        if (stiffen) {
+            const std::vector<Index> row_ptr = weft::to_host(a.row_ptr()), col_idx = weft::to_host(a.col_idx());
+            std::vector<double> values = weft::to_host(a.values());
+            for (Index i = 0; i < a.block_rows(); ++i) {
+                for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+                    if (i % n >= n / 2 || col_idx[k] % n >= n / 2) continue;
+                    for (int e = 0; e < 9; ++e) values[static_cast<std::size_t>(k) * 9 + e] *= 100.0;
+                }
+            }
+            thrust::copy(values.begin(), values.end(), a.values().begin());
+            REQUIRE(m.prepare(a, free_dofs, state));
+        }
+        PcgOptions<double> pcg;
+        pcg.tolerance = 1e-8;
+        pcg.max_iterations = 2000;
+        pcg.preconditioner = PcgPreconditioner::multilevel;
+        pcg.custom = &m;
+        PcgWorkspace<double, 3> workspace;
+        thrust::device_vector<double> x(static_cast<std::size_t>(b.size()), 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), free_dofs, x, workspace, pcg);
+        REQUIRE(result.converged);
+        return result.iterations;
+    };
+    const int stale = solve(weft::MultilevelRefresh::off, true);
+    const int refreshed = solve(weft::MultilevelRefresh::every_prepare, true);
+    const int unchanged = solve(weft::MultilevelRefresh::off, false);
+    INFO("stale " << stale << ", refreshed " << refreshed << ", before the stiffening " << unchanged);
+    CHECK(refreshed < stale);
 }
 
 TEST_CASE("multilevel: with timed solves, a slow solve rebuilds once the stale hierarchy has cost a build",
@@ -251,7 +457,7 @@ TEST_CASE("multilevel: with timed solves, a slow solve rebuilds once the stale h
     GridProblem<5> problem = grid_problem<5>(rng, n, n);
     const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
     const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
-    MultilevelPreconditioner<double, 5> m(small_coarse());
+    MultilevelPreconditioner<double, 5> m(small_coarse_rebuilding());
     REQUIRE(m.prepare(problem.a, free_dofs, state));
     REQUIRE(m.builds() == 1);
     const double build = m.last_build_seconds();

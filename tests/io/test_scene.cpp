@@ -1,3 +1,4 @@
+#include <weft/backend/scene_options.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
 #include <weft/io/triangle_scene.hpp>
@@ -301,6 +302,29 @@ TEST_CASE("scene: solver.preconditioner is read, \"block-jacobi\" by default; an
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.preconditioner") && Catch::Contains("\"amg\"") &&
                                                 Catch::Contains("\"block-jacobi\"") &&
                                                 Catch::Contains("\"yarn-lines\"") && Catch::Contains("\"multilevel\""));
+}
+
+TEST_CASE("scene: solver.multilevel_refresh is read, \"on-growth\" by default, into the stepper's multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_refresh == "on-growth");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.refresh == weft::MultilevelRefresh::on_growth);
+    const std::pair<const char*, weft::MultilevelRefresh> cases[] = {
+        {"off", weft::MultilevelRefresh::off},
+        {"every-prepare", weft::MultilevelRefresh::every_prepare},
+        {"on-growth", weft::MultilevelRefresh::on_growth}};
+    for (const auto& [name, refresh] : cases) {
+        j["solver"] = json::object();
+        j["solver"]["multilevel_refresh"] = name;
+        CHECK(weft::parse_scene(j).solver.multilevel_refresh == name);
+        CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.refresh == refresh);
+    }
+    j["solver"]["multilevel_refresh"] = "always";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_refresh") &&
+                                                Catch::Contains("\"always\"") && Catch::Contains("\"off\"") &&
+                                                Catch::Contains("\"on-growth\"") &&
+                                                Catch::Contains("\"every-prepare\""));
 }
 
 TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material, bad values are named",
@@ -883,9 +907,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 174 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 175 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 174);
+    REQUIRE(checked == 175);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

@@ -46,6 +46,16 @@
 /// seconds on the host against milliseconds per iteration, and rebuilding on
 /// iteration growth alone made the builds most of each step. builds() counts
 /// the builds.
+///
+/// Refresh (MultilevelOptions::refresh, default on_growth). While the pattern
+/// and filter stay, what goes stale is the coarse matrices' values, not the
+/// aggregates: a slow solve first renews only the values, A_l = P_lᵀ Â_{l−1}
+/// P_l with the kept prolongators, on the device (fixed-pattern products, the
+/// same source for CUDA and CPU threads; only the coarsest dense inverse,
+/// at most coarse_dofs DoFs, is formed on the host), at the refresh's own
+/// price in the rent-or-buy rule. Where the first solve after a refresh is
+/// still slow (the aggregates or the near-null space no longer fit, e.g. a
+/// sheet that rotated), the next slow solve rebuilds. refreshes() counts them.
 
 #include <algorithm>
 #include <chrono>
@@ -75,6 +85,22 @@
 
 namespace weft {
 
+/// How the coarse levels follow a matrix whose values change while its
+/// pattern and filter stay.
+enum class MultilevelRefresh {
+    /// Never: a slow solve rebuilds the hierarchy (aggregates, prolongators,
+    /// coarse matrices) on the host.
+    off,
+    /// A slow solve (the rule of `rebuild_growth`) recomputes the coarse
+    /// matrices' values P_lᵀ Â_{l−1} P_l on the device with the kept
+    /// prolongators; it rebuilds only when the first solve after such a
+    /// refresh is still slow.
+    on_growth,
+    /// Every prepare() recomputes the coarse matrices' values (the coarse
+    /// levels always see the current matrix).
+    every_prepare,
+};
+
 /// Settings of the smoothed-aggregation hierarchy.
 struct MultilevelOptions {
     /// θ of the strength of connection on the finest level; 0 makes every
@@ -98,6 +124,9 @@ struct MultilevelOptions {
     /// where solve times are known, the stale hierarchy's extra iterations
     /// have cost as much as the last build.
     double rebuild_growth = 1.5;
+    /// What a slow solve renews while the pattern and filter stay (see Reuse
+    /// in the file comment).
+    MultilevelRefresh refresh = MultilevelRefresh::on_growth;
 };
 
 /// Checks the settings; throws InvalidInput naming the field and the value.
@@ -573,6 +602,93 @@ struct AddRowProduct {
     }
 };
 
+/// One scalar row of C = Â X with C's pattern fixed (that of the build's
+/// product, a superset of what the current values need): C_row = Σ_k Â_row,k
+/// X_k,:, each product added at its column's position in C's row (binary
+/// search; one thread per row, so the sums run in a fixed order). Â is the
+/// level matrix `a` (block size BB), filtered where `free_dofs` is given
+/// (S A S + (I − S)); X is scalar CSR. Returns how many products fell outside
+/// C's pattern (then the pattern is stale and the hierarchy must be rebuilt).
+template <typename T, int BB>
+struct FixedPatternProduct {
+    const BsrConstView<T, BB> a;
+    const std::uint8_t* const free_dofs;  ///< nullptr: `a` as stored
+    const BsrConstView<T, 1> x;
+    const Index* const c_row_ptr;
+    const Index* const c_col_idx;
+    T* const c_values;
+
+    WEFT_HD int add_row(Index row, Index k, T factor) const
+    {
+        int misses = 0;
+        Index next = c_row_ptr[row + 1];  // the position after the last one found
+        for (Index e = x.row_ptr[k]; e < x.row_ptr[k + 1]; ++e) {
+            // X's rows are sorted and run in groups of consecutive columns
+            // (the K coarse DoFs of one aggregate), which C's row holds
+            // together: try the next position before searching.
+            const Index column = x.col_idx[e];
+            const Index position = next < c_row_ptr[row + 1] && c_col_idx[next] == column
+                                       ? next
+                                       : bsr_find_block(c_row_ptr, c_col_idx, row, column);
+            if (position < 0) {
+                misses += 1;
+            } else {
+                c_values[position] += factor * x.values[e];
+                next = position + 1;
+            }
+        }
+        return misses;
+    }
+
+    WEFT_HD int operator()(Index row) const
+    {
+        for (Index e = c_row_ptr[row]; e < c_row_ptr[row + 1]; ++e) c_values[e] = T(0);
+        if (free_dofs != nullptr && !free_dofs[row]) return add_row(row, row, T(1));  // a row of I − S
+        const Index block_row = row / BB;
+        const int r = static_cast<int>(row % BB);
+        int misses = 0;
+        for (Index k = a.row_ptr[block_row]; k < a.row_ptr[block_row + 1]; ++k) {
+            const T* block_values = a.values + static_cast<std::size_t>(k) * (BB * BB) + r * BB;
+            for (int c = 0; c < BB; ++c) {
+                const Index column = a.col_idx[k] * BB + c;
+                if (block_values[c] == T(0) || (free_dofs != nullptr && !free_dofs[column])) continue;
+                misses += add_row(row, column, block_values[c]);
+            }
+        }
+        return misses;
+    }
+};
+
+/// C = Â X into C's fixed pattern (FixedPatternProduct); the number of
+/// products that fell outside it.
+template <typename T, int BB>
+int fixed_pattern_product(const BsrMatrix<T, BB>& a, const std::uint8_t* free_dofs, const BsrMatrix<T, 1>& x,
+                          BsrMatrix<T, 1>& c)
+{
+    return thrust::transform_reduce(thrust::device, thrust::counting_iterator<Index>(0),
+                                    thrust::counting_iterator<Index>(a.rows()),
+                                    FixedPatternProduct<T, BB>{a.view(), free_dofs, x.view(), raw_pointer(c.row_ptr()),
+                                                               raw_pointer(c.col_idx()), raw_pointer(c.values())},
+                                    0, thrust::plus<int>{});
+}
+
+/// C_rr += 1 on the rows that `free_dofs` marks inactive (the identity that
+/// the build adds for coarse DoFs left inactive by a dependent near-null column).
+template <typename T>
+struct AddInactiveUnit {
+    const std::uint8_t* const free_dofs;
+    const Index* const row_ptr;
+    const Index* const col_idx;
+    T* const values;
+
+    WEFT_HD void operator()(Index row) const
+    {
+        if (free_dofs[row]) return;
+        const Index position = bsr_find_block(row_ptr, col_idx, row, row);
+        if (position >= 0) values[position] += T(1);
+    }
+};
+
 /// Σ_c |(D⁻¹ Â)_rc| for the free scalar rows r of one block row, the largest
 /// of them: the row's share of ‖D⁻¹Â‖_∞, an upper bound of λ_max(D⁻¹Â).
 template <typename T, int BB>
@@ -702,8 +818,27 @@ struct CoarseLevel {
     thrust::device_vector<std::uint8_t> free_dofs;  ///< DoFs with a positive diagonal
     BsrMatrix<T, 1> prolongator;                    ///< rows: DoFs of the level above
     BsrMatrix<T, 1> restriction;                    ///< the prolongator's transpose
+    BsrMatrix<T, 1> product;                        ///< Â P of the level above: its pattern, scratch of refresh()
     Smoother<T, 1> smoother;
 };
+
+/// The host copy of a device CSR matrix.
+template <typename T>
+HostMatrix<T> to_host_csr(const BsrMatrix<T, 1>& m)
+{
+    const std::vector<Index> row_ptr = to_host(m.row_ptr());
+    const std::vector<Index> col_idx = to_host(m.col_idx());
+    const std::vector<T> values = to_host(m.values());
+    HostMatrix<T> result(m.rows(), m.cols());
+    Eigen::Matrix<Index, Eigen::Dynamic, 1> per_row(m.rows());
+    for (Index r = 0; r < m.rows(); ++r) per_row[r] = row_ptr[r + 1] - row_ptr[r];
+    result.reserve(per_row);
+    for (Index r = 0; r < m.rows(); ++r) {
+        for (Index k = row_ptr[r]; k < row_ptr[r + 1]; ++k) result.insert(r, col_idx[k]) = values[k];
+    }
+    result.makeCompressed();
+    return result;
+}
 
 /// The device copy of a host CSR matrix (rectangular allowed).
 template <typename T>
@@ -776,7 +911,14 @@ public:
             thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(), m_pattern_rows.begin()) &&
             thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), m_pattern_cols.begin()) &&
             thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
-        if (!(same_pattern && m_options.reuse && !m_rebuild_requested)) {
+        const bool reuse = same_pattern && m_options.reuse;
+        const bool refresh = reuse && !m_rebuild_requested &&
+                             (m_refresh_requested || m_options.refresh == MultilevelRefresh::every_prepare);
+        if (refresh && refresh_values(a, free_dofs)) {
+            m_ready = true;
+            return true;
+        }
+        if (!reuse || m_rebuild_requested || refresh) {  // refresh: the refresh failed, rebuild
             if (!same_pattern) m_pattern_builds += 1;
             const auto start = std::chrono::steady_clock::now();
             const bool built = build(a, free_dofs, state);
@@ -802,19 +944,37 @@ public:
     {
         if (m_first_iterations < 0) m_first_iterations = iterations;
         const double limit = std::max(m_options.rebuild_growth * m_first_iterations, m_first_iterations + 5.0);
+        if (m_checking_refresh) {
+            // The first solve after a growth refresh: did the refresh bring the
+            // iterations back within the limit? If not, the next slow solve rebuilds.
+            m_checking_refresh = false;
+            m_refresh_helps = converged && iterations <= limit;
+        }
         if (m_rebuild_requested) return;
         if (!converged) {
             m_failure_builds += 1;
             m_rebuild_requested = true;
+            m_refresh_requested = false;
             return;
         }
+        if (m_refresh_requested) return;
         const bool timed = seconds >= 0.0 && iterations > 0;
         if (timed) {
             m_stale_seconds += std::max(0, iterations - m_first_iterations) * (seconds / iterations);
         }
-        if (iterations > limit && (!timed || m_stale_seconds >= m_last_build_seconds)) {
-            m_growth_builds += 1;
-            m_rebuild_requested = true;
+        // The cheaper renewal where it is known to help, at its own price: a
+        // refresh (its last time, or a build's before the first one), else a build.
+        const bool by_refresh = m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps;
+        const double price =
+            by_refresh && m_last_refresh_seconds >= 0.0 ? m_last_refresh_seconds : m_last_build_seconds;
+        if (iterations > limit && (!timed || m_stale_seconds >= price)) {
+            if (by_refresh) {
+                m_growth_refreshes += 1;
+                m_refresh_requested = true;
+            } else {
+                m_growth_builds += 1;
+                m_rebuild_requested = true;
+            }
         }
     }
 
@@ -839,6 +999,11 @@ public:
 
     /// Hierarchy builds so far.
     int builds() const { return m_builds; }
+    /// Refreshes of the coarse matrices' values so far (MultilevelRefresh), of
+    /// them those asked for by a slow solve, and their seconds.
+    int refreshes() const { return m_refreshes; }
+    int growth_refreshes() const { return m_growth_refreshes; }
+    double refresh_seconds() const { return m_refresh_seconds; }
     /// Seconds spent in builds so far (host setup and uploads).
     double build_seconds() const { return m_build_seconds; }
     /// Builds so far caused by a changed pattern or filter (the first included),
@@ -857,6 +1022,17 @@ public:
         for (const auto& level : m_coarse) result.push_back(level.matrix.rows());
         return result;
     }
+    /// Host copies of coarse level `level`'s matrix (level 1 is the first
+    /// coarse level, as in level_dofs()) and of its prolongator from the level
+    /// above, for inspection and tests.
+    multilevel_detail::HostMatrix<T> level_matrix(std::size_t level) const
+    {
+        return multilevel_detail::to_host_csr(coarse_level(level).matrix);
+    }
+    multilevel_detail::HostMatrix<T> level_prolongator(std::size_t level) const
+    {
+        return multilevel_detail::to_host_csr(coarse_level(level).prolongator);
+    }
     /// Operator complexity: stored scalars of all level matrices over those of the finest.
     double operator_complexity() const
     {
@@ -869,6 +1045,17 @@ public:
 
 private:
     void validate_options() const { validate(m_options); }
+
+    const multilevel_detail::CoarseLevel<T>& coarse_level(std::size_t level) const
+    {
+        if (!m_ready || level < 1 || level > m_coarse.size()) {
+            throw InvalidInput(detail::describe(
+                "MultilevelPreconditioner level", level,
+                ("must be a coarse level, 1 to " + std::to_string(m_coarse.size()) + ", of a prepared hierarchy")
+                    .c_str()));
+        }
+        return m_coarse[level - 1];
+    }
 
     /// The near-null space of the finest level (zero on constrained DoFs).
     multilevel_detail::NearNull<T> fine_near_null(const std::vector<std::uint8_t>& free,
@@ -918,6 +1105,9 @@ private:
         m_first_iterations = -1;
         m_stale_seconds = 0.0;
         m_rebuild_requested = false;
+        m_refresh_requested = false;
+        m_checking_refresh = false;
+        m_refresh_helps = true;
         m_pattern_rows = a.row_ptr();
         m_pattern_cols = a.col_idx();
         m_pattern_free = free_dofs;
@@ -973,6 +1163,7 @@ private:
             level.free_dofs = to_device(coarse_free);
             level.prolongator = to_device_csr(prolongator);
             level.restriction = to_device_csr(restriction);
+            if (m_options.refresh != MultilevelRefresh::off) level.product = to_device_csr(product);
             m_coarse.push_back(std::move(level));
             level_matrix = std::move(coarse);
             level_free = std::move(coarse_free);
@@ -987,6 +1178,58 @@ private:
         }
         if (!invert_coarsest(level_matrix, level_free)) return false;
         m_built = true;
+        return true;
+    }
+
+    /// The coarse matrices' values for the current fine matrix with the kept
+    /// aggregates and prolongators: A_l = R_l (Â_{l−1} P_l) level by level on
+    /// the device (two fixed-pattern products per level, then the identity
+    /// on inactive coarse DoFs as in build()), the smoothers' block inverses
+    /// and bounds, and the coarsest level's dense inverse (on the host: at
+    /// most coarse_dofs DoFs). The near-null space is the build's (positions
+    /// at the build). Stale stretches of the stale solves are gone; the
+    /// reference iterations stay the build's.
+    /// @return false when a product leaves the kept pattern or a level is not
+    ///         positive definite (then the caller rebuilds)
+    bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        using namespace multilevel_detail;
+        const auto start = std::chrono::steady_clock::now();
+        const bool asked = m_refresh_requested;
+        m_refresh_requested = false;
+        m_ready = false;
+        bool ok = m_fine.invert(a, free_dofs) == 0;
+        if (ok) m_fine.bound(a, free_dofs);
+        if (ok && m_coarse.empty()) {  // one level: the coarsest inverse is the finest matrix's
+            const std::vector<std::uint8_t> free = to_host(free_dofs);
+            ok = invert_coarsest(filtered_host_matrix(a, free), free);
+        }
+        for (std::size_t l = 0; ok && l < m_coarse.size(); ++l) {
+            CoarseLevel<T>& level = m_coarse[l];
+            if (level.product.rows() != level.prolongator.rows()) return false;  // built without refresh
+            const int misses =
+                l == 0 ? fixed_pattern_product(a, raw_pointer(free_dofs), level.prolongator, level.product)
+                       : fixed_pattern_product(m_coarse[l - 1].matrix, nullptr, level.prolongator, level.product);
+            ok = misses == 0 && fixed_pattern_product(level.restriction, nullptr, level.product, level.matrix) == 0;
+            if (!ok) break;
+            thrust::for_each(
+                thrust::device, thrust::counting_iterator<Index>(0),
+                thrust::counting_iterator<Index>(level.matrix.rows()),
+                AddInactiveUnit<T>{raw_pointer(level.free_dofs), raw_pointer(level.matrix.row_ptr()),
+                                   raw_pointer(level.matrix.col_idx()), raw_pointer(level.matrix.values())});
+            if (l + 1 < m_coarse.size()) {
+                ok = level.smoother.invert(level.matrix, level.free_dofs) == 0;
+                if (ok) level.smoother.bound(level.matrix, level.free_dofs);
+            } else {
+                ok = invert_coarsest(to_host_csr(level.matrix), to_host(level.free_dofs));
+            }
+        }
+        m_last_refresh_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+        m_refresh_seconds += m_last_refresh_seconds;
+        if (!ok) return false;
+        m_refreshes += 1;
+        m_stale_seconds = 0.0;
+        m_checking_refresh = asked;
         return true;
     }
 
@@ -1088,6 +1331,13 @@ private:
     bool m_built = false;
     bool m_ready = false;
     bool m_rebuild_requested = false;
+    bool m_refresh_requested = false;
+    bool m_checking_refresh = false;  ///< the next solve is the first after a growth refresh
+    bool m_refresh_helps = true;      ///< false after a growth refresh that left the solves slow
+    int m_refreshes = 0;
+    int m_growth_refreshes = 0;
+    double m_refresh_seconds = 0.0;
+    double m_last_refresh_seconds = -1.0;
     int m_builds = 0;
     int m_pattern_builds = 0;
     int m_failure_builds = 0;

@@ -40,6 +40,9 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.pcg.preconditioner = s.preconditioner == "yarn-lines"   ? PcgPreconditioner::yarn_lines
                                  : s.preconditioner == "multilevel" ? PcgPreconditioner::multilevel
                                                                     : PcgPreconditioner::block_jacobi;
+    options.multilevel.refresh = s.multilevel_refresh == "off"             ? MultilevelRefresh::off
+                                 : s.multilevel_refresh == "every-prepare" ? MultilevelRefresh::every_prepare
+                                                                           : MultilevelRefresh::on_growth;
     return options;
 }
 

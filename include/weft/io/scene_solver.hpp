@@ -34,6 +34,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, {"block-jacobi", "yarn-lines", "multilevel"}, "preconditioner");
         },
         s.preconditioner);
+    s.multilevel_refresh = o.get_or(
+        "multilevel_refresh",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"off", "on-growth", "every-prepare"}, "multilevel refresh");
+        },
+        s.multilevel_refresh);
     s.linear = o.get_or(
         "linear",
         [](const json& v, const std::string& p) {
