@@ -162,6 +162,24 @@ int check_pcg_solution(Random& rng)
     return 1;
 }
 
+/// An n × n grid of 5-DoF nodes, every DoF free: the system on which the
+/// rules for reusing, refreshing and rebuilding a hierarchy are checked.
+struct RuleProblem {
+    GridProblem<5> problem;
+    thrust::device_vector<double> state;
+    thrust::device_vector<std::uint8_t> free_dofs;
+
+    RuleProblem(Random& rng, int n)
+        : problem(grid_problem<5>(rng, n, n)),
+          state(to_device(grid_state<5>(n, n))),
+          free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1)
+    {
+    }
+
+    /// m.prepare() for this system (its current values and filter).
+    bool prepare(MultilevelPreconditioner<double, 5>& m) const { return m.prepare(problem.a, free_dofs, state); }
+};
+
 /// Â = S A S + (I − S) of a reference matrix, as a dense matrix.
 Eigen::MatrixXd filtered_dense(const weft_backend_test::SparseMatrix& a, const std::vector<std::uint8_t>& free_dofs)
 {
@@ -290,34 +308,34 @@ TEST_CASE("multilevel: the hierarchy is reused while the pattern and filter stay
 {
     Random rng(53);
     const int n = 16;
-    GridProblem<5> problem = grid_problem<5>(rng, n, n);
-    const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
-    thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
+    RuleProblem rule(rng, n);
+    GridProblem<5>& problem = rule.problem;
+    thrust::device_vector<std::uint8_t>& free_dofs = rule.free_dofs;
     MultilevelPreconditioner<double, 5> m(small_coarse_rebuilding());
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     // New values, same pattern: reused.
     thrust::transform(problem.a.values().begin(), problem.a.values().end(), problem.a.values().begin(),
                       weft::multilevel_detail::Scale<double>{1.5});
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     m.record_solve(true, 10);  // the first solve after the build sets the reference
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     m.record_solve(true, 15);  // within max(1.5 · 10, 10 + 5)
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     // A changed filter (a pinned node, an EIL tag): rebuilt.
     free_dofs[7] = 0;
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 2);
     // A slow solve, then a failed one: rebuilt each time.
     m.record_solve(true, 10);
     m.record_solve(true, 16);
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 3);
     m.record_solve(false, 40);
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 4);
     // A changed pattern: rebuilt.
     GridProblem<5> wider = grid_problem<5>(rng, n, n + 1);
@@ -349,52 +367,51 @@ TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds wh
 {
     Random rng(73);
     const int n = 16;
-    GridProblem<5> problem = grid_problem<5>(rng, n, n);
-    const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
-    thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
+    RuleProblem rule(rng, n);
+    thrust::device_vector<std::uint8_t>& free_dofs = rule.free_dofs;
     MultilevelPreconditioner<double, 5> m(small_coarse());  // refresh on_growth, the default
     REQUIRE(m.options().refresh == weft::MultilevelRefresh::on_growth);
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     m.record_solve(true, 10);  // the reference; the growth limit is 15
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.refreshes() == 0);
     m.record_solve(true, 16);  // slow: the values are refreshed, nothing rebuilt
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     CHECK(m.refreshes() == 1);
     CHECK(m.growth_refreshes() == 1);
     m.record_solve(true, 12);  // the refresh helped
     m.record_solve(true, 17);  // slow again: another refresh
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     CHECK(m.refreshes() == 2);
     m.record_solve(true, 20);  // still slow right after the refresh: rebuilt
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 2);
     CHECK(m.growth_builds() == 1);
     CHECK(m.refreshes() == 2);
     m.record_solve(true, 10);
     m.record_solve(true, 16);  // after a build, refreshing is tried first again
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 2);
     CHECK(m.refreshes() == 3);
     m.record_solve(false, 40);  // a failed solve rebuilds at once
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 3);
     CHECK(m.failure_builds() == 1);
     m.record_solve(true, 10);
     m.record_solve(true, 16);  // a refresh is asked for, but the filter changes: rebuilt
     free_dofs[12] = 0;
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 4);
     CHECK(m.refreshes() == 3);
     // every_prepare: each prepare with the same pattern refreshes.
     MultilevelOptions every = small_coarse();
     every.refresh = weft::MultilevelRefresh::every_prepare;
     m.set_options(every);
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
+    REQUIRE(rule.prepare(m));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 5);
     CHECK(m.refreshes() == 5);
     CHECK_THROWS_WITH(m.level_matrix(0), Catch::Contains("level"));
@@ -454,11 +471,9 @@ TEST_CASE("multilevel: with timed solves, a slow solve rebuilds once the stale h
 {
     Random rng(57);
     const int n = 16;
-    GridProblem<5> problem = grid_problem<5>(rng, n, n);
-    const thrust::device_vector<double> state = to_device(grid_state<5>(n, n));
-    const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(5 * problem.nodes), 1);
+    RuleProblem rule(rng, n);
     MultilevelPreconditioner<double, 5> m(small_coarse_rebuilding());
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     REQUIRE(m.builds() == 1);
     const double build = m.last_build_seconds();
     REQUIRE(build > 0.0);
@@ -467,23 +482,23 @@ TEST_CASE("multilevel: with timed solves, a slow solve rebuilds once the stale h
     m.record_solve(true, 10, 10 * build / 80);
     CHECK(m.stale_seconds() == 0.0);
     m.record_solve(true, 30, 30 * build / 80);  // extra 20 · build/80 = build/4
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     CHECK(m.stale_seconds() == Approx(build / 4));
     m.record_solve(true, 12, 12 * build / 4);  // within the growth limit: adds 2 · build/4, never rebuilds
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
     CHECK(m.stale_seconds() == Approx(3 * build / 4));
     m.record_solve(true, 40, 40 * build / 80);  // slow, and the stale time passes the build's: rebuilt
     CHECK(m.stale_seconds() == Approx(9 * build / 8));
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 2);
     CHECK(m.growth_builds() == 1);
     CHECK(m.stale_seconds() == 0.0);
     // A failed solve rebuilds at once, whatever the times.
     m.record_solve(true, 10, 1e-9);
     m.record_solve(false, 40, 1e-9);
-    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 3);
     CHECK(m.failure_builds() == 1);
 }
