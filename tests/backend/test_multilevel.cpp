@@ -74,6 +74,18 @@ Eigen::VectorXd filtered(Eigen::VectorXd x, const std::vector<std::uint8_t>& fre
     return x;
 }
 
+/// The solution on the free DoFs of the filtered system with prescribed
+/// values z on the others: A_ff x_f = b_f − A_fc z_c, by LDLT.
+Eigen::VectorXd reference_solution(const weft_backend_test::SparseMatrix& a, const std::vector<std::uint8_t>& free_host,
+                                   const Eigen::VectorXd& b, const Eigen::VectorXd& prescribed)
+{
+    std::vector<std::uint8_t> constrained(free_host.size());
+    for (std::size_t i = 0; i < free_host.size(); ++i) constrained[i] = free_host[i] ? 0 : 1;
+    const auto pf = weft_backend_test::selection(free_host), pc = weft_backend_test::selection(constrained);
+    return weft_backend_test::sparse_ldlt_solve(weft_backend_test::SparseMatrix(pf * a * pf.transpose()),
+                                                pf * b - pf * a * pc.transpose() * (pc * prescribed));
+}
+
 template <int B>
 int check_symmetric_positive_definite(Random& rng)
 {
@@ -127,13 +139,10 @@ int check_pcg_solution(Random& rng)
     const Eigen::VectorXd b = random_vector(rng, size);
     const Eigen::VectorXd prescribed = random_vector(rng, size, 0.5, 2.0);
 
-    // The reference: A_ff x_f = b_f − A_fc z_c by LDLT.
+    const Eigen::VectorXd expected = reference_solution(problem.reference, free_host, b, prescribed);
     std::vector<std::uint8_t> constrained(free_host.size());
     for (std::size_t i = 0; i < free_host.size(); ++i) constrained[i] = free_host[i] ? 0 : 1;
     const auto pf = weft_backend_test::selection(free_host), pc = weft_backend_test::selection(constrained);
-    const Eigen::VectorXd expected =
-        weft_backend_test::sparse_ldlt_solve(weft_backend_test::SparseMatrix(pf * problem.reference * pf.transpose()),
-                                             pf * b - pf * problem.reference * pc.transpose() * (pc * prescribed));
 
     PcgOptions<double> options;
     options.tolerance = 1e-11;
@@ -241,15 +250,11 @@ int check_refresh(Random& rng)
     }
 
     // The refreshed V-cycle in PCG: the LDLT solution of the new system.
-    std::vector<std::uint8_t> constrained(free_host.size());
-    for (std::size_t i = 0; i < free_host.size(); ++i) constrained[i] = free_host[i] ? 0 : 1;
-    const auto pf = weft_backend_test::selection(free_host), pc = weft_backend_test::selection(constrained);
     const Eigen::Index size = B * now.nodes;
     const Eigen::VectorXd b = random_vector(rng, size);
     const Eigen::VectorXd prescribed = random_vector(rng, size, 0.5, 2.0);
-    const Eigen::VectorXd expected =
-        weft_backend_test::sparse_ldlt_solve(weft_backend_test::SparseMatrix(pf * now.reference * pf.transpose()),
-                                             pf * b - pf * now.reference * pc.transpose() * (pc * prescribed));
+    const Eigen::VectorXd expected = reference_solution(now.reference, free_host, b, prescribed);
+    const auto pf = weft_backend_test::selection(free_host);
     PcgOptions<double> pcg;
     pcg.tolerance = 1e-11;
     pcg.max_iterations = 2000;
