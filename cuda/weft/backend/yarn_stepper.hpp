@@ -726,11 +726,14 @@ private:
     {
         if (m_node_mass.size() != static_cast<std::size_t>(this->m_nodes))
             m_node_mass.resize(static_cast<std::size_t>(this->m_nodes));
-        const auto first = thrust::counting_iterator<Index>(0);
-        thrust::transform(thrust::device, first, first + this->m_nodes, m_node_mass.begin(),
-                          yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
-                                                           this->raw(m_node_segments), m_material.linear_density});
         thrust::device_vector<ClothContactElement<T>> found = m_contact_finder.find(this->m_q, this->m_v, tau, reach);
+        // The node masses serve only the contacts' friction (its slip velocity).
+        if (!found.empty() && m_collision.friction > T(0)) {
+            const auto first = thrust::counting_iterator<Index>(0);
+            thrust::transform(thrust::device, first, first + this->m_nodes, m_node_mass.begin(),
+                              yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
+                                                               this->raw(m_node_segments), m_material.linear_density});
+        }
         if (same_contacts(found, m_contacts)) return;
         m_contacts.swap(found);
         build_with_contacts();

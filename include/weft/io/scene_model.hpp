@@ -268,8 +268,8 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
             "would touch (docs/collision.md)");
     if (scene.collision.enabled) {
         // Yarn-yarn collision (docs/collision.md): thickness the yarn
-        // diameter unless given; stiffness 100 m/h^2 (m the mean node mass,
-        // as triangle cloth's default) unless given.
+        // diameter unless given; stiffness default_contact_stiffness (of the
+        // mean node mass, as for triangle cloth) unless given.
         ClothCollision<T>& c = out.model.collision;
         c.enabled = true;
         c.thickness = T(scene.collision.thickness);
@@ -279,7 +279,7 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
                                 ? out.model.material.linear_density * total_length / T(out.model.node_count())
                                 : T(0);
         c.stiffness = T(scene.collision.stiffness > 0 ? scene.collision.stiffness
-                                                      : 100 * double(mean_mass) / (scene.time_step * scene.time_step));
+                                                      : default_contact_stiffness(double(mean_mass), scene.time_step));
         validate_yarn_collision(out.model);
     }
     out.colliders = colliders_of<T>(scene);

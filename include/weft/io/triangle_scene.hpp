@@ -126,19 +126,15 @@ TriangleMaterial<T> triangle_material_of(const ClothDescription& c)
     return m;
 }
 
-/// The default stiffness of cloth–cloth contact: 100 m̄ / h², m̄ the mean
-/// node mass, h the scene's time step. A node arriving at speed v then
-/// stops within v h / 10 (½ m v² = ½ k δ²): a tenth of what it moves in a
-/// step. Far stiffer penalties (the colliders' default, 1000 × the
-/// membrane's stiffness) stop nothing better and make full Newton chatter
-/// where layers rest on each other (docs/collision.md).
+/// The default stiffness of cloth–cloth contact (default_contact_stiffness)
+/// from the triangle cloth's node masses.
 template <typename T>
 T default_collision_stiffness(const std::vector<T>& mass, double time_step)
 {
     double sum = 0;
     for (const T m : mass) sum += static_cast<double>(m);
     const double mean = mass.empty() ? 0.0 : sum / static_cast<double>(mass.size());
-    return T(100 * mean / (time_step * time_step));
+    return T(default_contact_stiffness(mean, time_step));
 }
 
 /// True when the scene's cloth entries are triangle meshes.
