@@ -305,6 +305,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.line_search_expansions += r.line_search_expansions;
         summary.projected_solves += r.projected_solves;
         summary.multilevel_builds += r.multilevel_builds;
+        summary.multilevel_refreshes += r.multilevel_refreshes;
         summary.feasibility_limits += r.feasibility_limits;
         const double closest = min_contact_distance_of(stepper);
         summary.min_contact_distance = std::min(summary.min_contact_distance, closest);
@@ -379,6 +380,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         if (summary.projected_solves > 0)
             log << ", " << summary.projected_solves << " Newton solves redone with projected Hessians";
         if (summary.multilevel_builds > 0) log << ", " << summary.multilevel_builds << " multilevel hierarchies built";
+        if (summary.multilevel_refreshes > 0)
+            log << ", " << summary.multilevel_refreshes << " refreshes of their coarse values";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (collision_of(stepper))

@@ -115,6 +115,7 @@ struct RunSummary {
     long line_search_expansions = 0;  ///< doublings of Newton updates along negative curvature (newton_iterations > 1)
     long projected_solves = 0;        ///< Newton solves redone with projected Hessians (newton_iterations > 1)
     long multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner
+    long multilevel_refreshes = 0;    ///< refreshes of its coarse values, in this process (not checkpointed)
     long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
     /// collision: the smallest distance of a contact pair's primitives at the end of a step (m; +inf: none)
     double min_contact_distance = std::numeric_limits<double>::infinity();

@@ -409,42 +409,49 @@ TEST_CASE("triangle stepper: the multilevel preconditioner gives the block-Jacob
     const Collider<double> floor = weft::plane_collider<double>(Vec3(0, 0, -0.04), Vec3(0, 0, 1), 1e3, 0.3);
     int compared = 0;
     for (int newton : {1, 20}) {
-        VectorX v[2];
-        int builds = 0, solves = 0;
-        for (int k = 0; k < 2; ++k) {
+        // 0: block Jacobi; 1: multilevel (coarse values refreshed on growth,
+        // the default); 2: multilevel with its coarse values refreshed for
+        // every solve.
+        VectorX v[3];
+        for (int k = 0; k < 3; ++k) {
+            int builds = 0, refreshes = 0, solves = 0;
             weft::StepperOptions<double> options =
                 weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
-            if (k == 1) {
+            if (k > 0) {
                 options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
                 options.multilevel.coarse_dofs = 30;  // a small sheet, still two levels or more
             }
+            if (k == 2) options.multilevel.refresh = weft::MultilevelRefresh::every_prepare;
             TriangleStepper<double> stepper(model, {floor}, Vec3(0, 0, -9.81), options);
             for (int s = 0; s < 4; ++s) {
                 const weft::BackendStepReport r = stepper.step(2e-3);
-                INFO("preconditioner " << k << ", Newton " << newton << ": " << r.message);
+                INFO("variant " << k << ", Newton " << newton << ": " << r.message);
                 REQUIRE(r.ok);
-                if (k == 1) {
-                    builds += r.multilevel_builds;
-                    solves += r.newton_iterations;
-                } else {
-                    CHECK(r.multilevel_builds == 0);
-                }
+                builds += r.multilevel_builds;
+                refreshes += r.multilevel_refreshes;
+                solves += r.newton_iterations;
             }
             v[k] = host(stepper.velocities());
-            if (k == 1) {
-                CHECK(stepper.multilevel().levels() >= 2);
-                CHECK(stepper.multilevel_builds() == builds);
+            INFO("variant " << k << ", Newton " << newton << ": " << builds << " builds, " << refreshes
+                            << " refreshes for " << solves << " solves");
+            if (k == 0) {
+                CHECK(builds == 0);
+                CHECK(refreshes == 0);
+                continue;
             }
+            CHECK(stepper.multilevel().levels() >= 2);
+            CHECK(stepper.multilevel_builds() == builds);
+            CHECK(stepper.multilevel().refreshes() == refreshes);
+            CHECK(builds >= 1);
+            CHECK(builds < solves);                           // one pattern throughout: the hierarchy is reused
+            if (k == 2) CHECK(builds + refreshes >= solves);  // every solve after a build refreshes
+            INFO("|dv| " << (v[k] - v[0]).lpNorm<Eigen::Infinity>() << " of " << v[0].lpNorm<Eigen::Infinity>());
+            REQUIRE(v[0].lpNorm<Eigen::Infinity>() > 0);
+            CHECK((v[k] - v[0]).lpNorm<Eigen::Infinity>() <= 1e-7 * v[0].lpNorm<Eigen::Infinity>());
+            ++compared;
         }
-        INFO("Newton " << newton << ": |dv| " << (v[1] - v[0]).lpNorm<Eigen::Infinity>() << " of "
-                       << v[0].lpNorm<Eigen::Infinity>() << "; " << builds << " builds for " << solves << " solves");
-        REQUIRE(v[0].lpNorm<Eigen::Infinity>() > 0);
-        CHECK((v[1] - v[0]).lpNorm<Eigen::Infinity>() <= 1e-7 * v[0].lpNorm<Eigen::Infinity>());
-        CHECK(builds >= 1);
-        CHECK(builds < solves);  // one pattern throughout: the hierarchy is reused
-        ++compared;
     }
-    REQUIRE(compared == 2);
+    REQUIRE(compared == 4);
     // Its settings are checked when the stepper is built.
     weft::StepperOptions<double> bad;
     bad.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
