@@ -18,6 +18,7 @@
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/model/woven.hpp>
 
+#include "support/collision_settings.hpp"
 #include "support/random.hpp"
 #include "support/yarn_patches.hpp"
 
@@ -443,32 +444,8 @@ TEST_CASE("yarn collision: a step in which yarns pass through each other is reje
 
 TEST_CASE("yarn collision: bad settings are rejected with the key named", "[backend][yarn][collision][errors]")
 {
-    const auto rejects = [](const YarnModel<double>& model, const std::string& words) {
-        try {
-            YarnStepper<double> stepper(model, {}, Vec3::Zero());
-        } catch (const weft::InvalidInput& e) {
-            INFO(e.what());
-            CHECK(std::string(e.what()).find(words) != std::string::npos);
-            return true;
-        }
-        return false;
-    };
-    const YarnModel<double> good = two_patches(4, 3, 2e-3, 30.0, 0.5e-3, 5.0, 0.3);
-    CHECK_FALSE(rejects(good, ""));
-    YarnModel<double> m = good;
-    m.collision.thickness = -1e-3;
-    CHECK(rejects(m, "collision.thickness"));
-    m = good;
-    m.collision.thickness = 1.2e-3;  // above the 1 mm segments
-    CHECK(rejects(m, "shortest yarn segment"));
-    m = good;
-    m.collision.stiffness = std::nan("");
-    CHECK(rejects(m, "collision.stiffness"));
-    m = good;
-    m.collision.friction = -0.1;
-    CHECK(rejects(m, "collision.friction"));
-    m = good;
-    m.collision.enabled = false;
-    m.collision.thickness = -1;  // ignored when off
-    CHECK_FALSE(rejects(m, ""));
+    const auto build = [](const YarnModel<double>& model) { YarnStepper<double> stepper(model, {}, Vec3::Zero()); };
+    // Thickness 1.2e-3 m: above the 1 mm segments.
+    weft_test::check_collision_settings(two_patches(4, 3, 2e-3, 30.0, 0.5e-3, 5.0, 0.3), 1.2e-3,
+                                        "shortest yarn segment", build);
 }

@@ -1,0 +1,56 @@
+#pragma once
+/// The bad-settings checks that triangle and yarn collision share: each
+/// refusal names its setting, and nothing is refused while collision is off.
+
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <string>
+
+#include <weft/core/error.hpp>
+
+namespace weft_test {
+
+/// True when `build(model)` (a stepper's constructor) throws InvalidInput,
+/// whose message must then contain `words`.
+template <class Model, class Build>
+bool refused(const Model& model, const std::string& words, const Build& build)
+{
+    try {
+        build(model);
+    } catch (const weft::InvalidInput& e) {
+        INFO(e.what());
+        CHECK(std::string(e.what()).find(words) != std::string::npos);
+        return true;
+    }
+    return false;
+}
+
+/// The refusals of a model's `collision` settings: a negative thickness, a
+/// thickness of `too_thick` (above what the geometry allows; the message
+/// holds `too_thick_words`), a NaN stiffness, a negative friction; none for
+/// `good`, nor for a bad thickness while collision is off.
+template <class Model, class Build>
+void check_collision_settings(const Model& good, double too_thick, const std::string& too_thick_words,
+                              const Build& build)
+{
+    CHECK_FALSE(refused(good, "", build));
+    Model m = good;
+    m.collision.thickness = -1e-3;
+    CHECK(refused(m, "collision.thickness", build));
+    m = good;
+    m.collision.thickness = too_thick;
+    CHECK(refused(m, too_thick_words, build));
+    m = good;
+    m.collision.stiffness = std::nan("");
+    CHECK(refused(m, "collision.stiffness", build));
+    m = good;
+    m.collision.friction = -0.1;
+    CHECK(refused(m, "collision.friction", build));
+    m = good;
+    m.collision.enabled = false;
+    m.collision.thickness = -1;  // ignored when off
+    CHECK_FALSE(refused(m, "", build));
+}
+
+}  // namespace weft_test
