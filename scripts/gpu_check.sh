@@ -15,7 +15,9 @@
 #   bench-cpu  bench_yarn and bench_triangle on CPU threads at the smaller sizes
 #   multilevel bench_triangle_cuda at 100², 300², 600² and bench_yarn_cuda at
 #            200², 400² (10 steps) with --preconditioner multilevel, and the
-#            same yarn sizes with block Jacobi
+#            same yarn sizes with block Jacobi and with the multilevel coarse
+#            values never refreshed (--multilevel-refresh off) and refreshed
+#            for every solve (every-prepare)
 #   newton   full-Newton variants of stvk_swing, sphere_drop and tablecloth
 #            (solver.newton_iterations 6/10/8, newton_tolerance 1e-4, written
 #            to --out), GPU against CPU threads
@@ -30,7 +32,7 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,25p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
     *) parts+=("$1"); shift ;;
   esac
 done
@@ -76,6 +78,11 @@ for part in "${parts[@]}"; do
       for p in block-jacobi multilevel; do
         "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
           --spmv-repeats 0 --preconditioner $p > "$out/bench_yarn_cuda_$p.json" || status=1
+      done
+      for r in off every-prepare; do
+        "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
+          --spmv-repeats 0 --preconditioner multilevel --multilevel-refresh $r \
+          > "$out/bench_yarn_cuda_multilevel_$r.json" || status=1
       done ;;
     newton)
       mkdir -p "$out/newton"
