@@ -920,6 +920,7 @@ public:
         }
         if (!reuse || m_rebuild_requested || refresh) {  // refresh: the refresh failed, rebuild
             if (!same_pattern) m_pattern_builds += 1;
+            if (refresh) m_failure_builds += 1;
             const auto start = std::chrono::steady_clock::now();
             const bool built = build(a, free_dofs, state);
             m_last_build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -1007,7 +1008,7 @@ public:
     /// Seconds spent in builds so far (host setup and uploads).
     double build_seconds() const { return m_build_seconds; }
     /// Builds so far caused by a changed pattern or filter (the first included),
-    /// by a failed solve, by a slow solve.
+    /// by a failed solve or refresh, by a slow solve.
     int pattern_builds() const { return m_pattern_builds; }
     int failure_builds() const { return m_failure_builds; }
     int growth_builds() const { return m_growth_builds; }
@@ -1187,8 +1188,8 @@ private:
     /// on inactive coarse DoFs as in build()), the smoothers' block inverses
     /// and bounds, and the coarsest level's dense inverse (on the host: at
     /// most coarse_dofs DoFs). The near-null space is the build's (positions
-    /// at the build). Stale stretches of the stale solves are gone; the
-    /// reference iterations stay the build's.
+    /// at the build). The stale time summed so far starts again from zero;
+    /// the reference iterations stay the build's.
     /// @return false when a product leaves the kept pattern or a level is not
     ///         positive definite (then the caller rebuilds)
     bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
