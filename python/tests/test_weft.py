@@ -155,39 +155,32 @@ def test_triangle_scene_has_no_arc_lengths():
         sim.arc_lengths
 
 
-def test_collision_reports_its_contacts():
-    scene = load(os.path.join(SHIPPED, "sheet_drop.json"))
+@pytest.mark.parametrize(
+    "scene_name, steps, closest, plain_name",
+    [
+        # Triangle sheets: the upper starts 5 cm above the lower, at rest, and
+        # has landed after 0.1 s; the closest pair about the 4 mm thickness.
+        ("sheet_drop.json", 100, (0.0036, 0.004), "stvk_swing.json"),
+        # Woven patches: the top one starts 5 mm above the bottom one and has
+        # landed after 30 ms; the closest pair below the 0.5 mm yarn
+        # diameter, no yarns through each other.
+        ("drop_on_cloth.json", 60, (0.0004, 0.0005), "hang.json"),
+    ],
+)
+def test_collision_reports_its_contacts(scene_name, steps, closest, plain_name):
+    scene = load(os.path.join(SHIPPED, scene_name))
     scene["output"] = {}
     sim = weft.Simulation(scene)
     first = sim.step()
-    # The upper sheet starts 5 cm above the lower, at rest: no pair yet.
+    # No pair before the fall.
     assert first["contact_pairs"] == 0
     assert first["min_contact_distance"] == float("inf")
-    for _ in range(100):
+    for _ in range(steps):
         r = sim.step()
-    # It has landed (0.1 s of fall): pairs between the sheets, the closest
-    # about the 4 mm thickness.
     assert r["contact_pairs"] > 1000
-    assert 0.0036 < r["min_contact_distance"] < 0.004
-    plain = weft.Simulation(load(os.path.join(SHIPPED, "stvk_swing.json")))
-    assert "contact_pairs" not in plain.step()
-
-
-def test_yarn_collision_reports_its_contacts():
-    scene = load(os.path.join(SHIPPED, "drop_on_cloth.json"))
-    scene["output"] = {}
-    sim = weft.Simulation(scene)
-    first = sim.step()
-    # The top patch starts 5 mm above the bottom one: no pair yet.
-    assert first["contact_pairs"] == 0
-    assert first["min_contact_distance"] == float("inf")
-    for _ in range(60):
-        r = sim.step()
-    # It has landed (after 30 ms of fall): pairs between the patches, the
-    # closest below the 0.5 mm yarn diameter, no yarns through each other.
-    assert r["contact_pairs"] > 1000
-    assert 0.0004 < r["min_contact_distance"] < 0.0005
-    assert "contact_pairs" not in weft.Simulation(load(os.path.join(SHIPPED, "hang.json"))).step()
+    assert closest[0] < r["min_contact_distance"] < closest[1]
+    # A scene without collision reports no contact keys.
+    assert "contact_pairs" not in weft.Simulation(load(os.path.join(SHIPPED, plain_name))).step()
 
 
 def test_bad_scene_dict_names_the_key():
