@@ -143,7 +143,7 @@ TEST_CASE("yarn collision: the finder returns exactly the non-neighbour segment 
             for (const double reach : {0.5e-3, 0.75e-3, 1.2e-3}) {
                 std::set<PairKey> found;
                 for (const weft::ClothContactElement<double>& c : weft::to_host(finder.find(q, v, tau, reach))) {
-                    CHECK(c.kind == int(weft::ClothContactKind::edge_edge));
+                    CHECK(c.kind == int(weft::ClothContactKind::segment_pair));
                     const int a = segment_of.at(c.nodes[0] * nodes + c.nodes[1]);
                     const int b = segment_of.at(c.nodes[2] * nodes + c.nodes[3]);
                     CHECK(a < b);

@@ -6,6 +6,7 @@
 // pairs; no force beyond the contact distance; momentum conserved; the
 // Gauss–Newton stiffness PSD.
 
+#include <weft/element/cloth_contact.hpp>
 #include <weft/element/segment_contact.hpp>
 
 #include <Eigen/Eigenvalues>
@@ -95,6 +96,99 @@ TEST_CASE("segment contact: force and exact Hessian against finite differences",
     INFO("configurations " << configurations << ", comparisons " << checker.checks);
     REQUIRE(configurations >= 20);
     REQUIRE(checker.checks == 3 * configurations);
+}
+
+TEST_CASE("segment contact at fixed parameters: force and Hessian against finite differences", "[element][contact][fd]")
+{
+    Random rng(37);
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 1e-6;
+    const double k = 50, r = 0.5;
+    int configurations = 0;
+    for (int trial = 0; trial < 40; ++trial) {
+        const Vec3 a0 = rng.vector<3>(-1, 1), a1 = a0 + rng.vector<3>(-1, 1);
+        const Vec3 b0 = a0 + rng.vector<3>(-0.3, 0.3), b1 = a1 + rng.vector<3>(-0.3, 0.3);  // nearly parallel too
+        const double s = rng.uniform(0, 1), t = rng.uniform(0, 1);
+        const Vec12 q = stack(a0, a1, b0, b1);
+        const auto c = weft::segment_contact_at<double>(q, s, t, k, r);
+        if (!c.active || c.distance < 1e-3) continue;
+        checker.gradient(
+            [&](const VectorX& x) { return -weft::segment_contact_at<double>(Vec12(x), s, t, k, r).energy; },
+            VectorX(q), VectorX(c.force), "force = -grad V at fixed (s, t)");
+        checker.jacobian(
+            [&](const VectorX& x) { return VectorX(-weft::segment_contact_at<double>(Vec12(x), s, t, k, r).force); },
+            VectorX(q), MatrixX(c.hessian), "Hessian = grad grad V at fixed (s, t)");
+        check_momentum(q, c.force);
+        Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, 12, 12>> gn(c.gauss_newton);
+        CHECK(gn.eigenvalues().minCoeff() > -1e-12 * gn.eigenvalues().maxCoeff());
+        // At the closest parameters it is the segment contact itself (envelope theorem).
+        const auto closest = weft::segment_contact<double>(q, k, r);
+        if (closest.active && !closest.degenerate) {
+            const auto at = weft::segment_contact_at<double>(q, closest.s, closest.t, k, r);
+            CHECK(at.energy == Approx(closest.energy).epsilon(1e-12));
+            CHECK((at.force - closest.force).norm() <= 1e-12 * (1 + closest.force.norm()));
+            CHECK((at.gauss_newton - closest.gauss_newton).norm() <= 1e-12 * (1 + closest.gauss_newton.norm()));
+        }
+        ++configurations;
+    }
+    INFO("configurations " << configurations << ", comparisons " << checker.checks);
+    REQUIRE(configurations >= 15);
+    REQUIRE(checker.checks == 2 * configurations);
+}
+
+TEST_CASE("a yarn segment pair's contact is continuous through parallel segments, an edge pair's is not",
+          "[element][contact]")
+{
+    // Two parallel, overlapping segments pressed within r, tilted by ±2e-12
+    // rad towards each other: the plain edge–edge penalty puts its force at one end of the
+    // overlap or the other (a residual that jumps under round-off); the
+    // segment pair holds the middle of the overlap.
+    const double k = 50, r = 0.5;
+    const Vec3 x(1, 0, 0), z(0, 0, 1);
+    const auto pressed = [&](double tilt) {
+        return stack(Vec3::Zero(), x, 0.2 * x + (0.4 + tilt) * z, 1.2 * x + (0.4 - tilt) * z);
+    };
+    const auto force = [&](const Vec12& q, weft::ClothContactKind kind) {
+        const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(kind), 0.0};
+        return weft::cloth_contact<double>(q, pair, k, r).force;
+    };
+    const Vec12 segment_plus = force(pressed(1e-12), weft::ClothContactKind::segment_pair);
+    const Vec12 segment_minus = force(pressed(-1e-12), weft::ClothContactKind::segment_pair);
+    const Vec12 edge_plus = force(pressed(1e-12), weft::ClothContactKind::edge_edge);
+    const Vec12 edge_minus = force(pressed(-1e-12), weft::ClothContactKind::edge_edge);
+    INFO("segment pair: " << segment_plus.transpose() << " / " << segment_minus.transpose());
+    INFO("edge pair: " << edge_plus.transpose() << " / " << edge_minus.transpose());
+    REQUIRE(segment_plus.norm() > 1.0);
+    CHECK((segment_plus - segment_minus).norm() < 1e-9 * segment_plus.norm());
+    CHECK((edge_plus - edge_minus).norm() > 0.5 * edge_plus.norm());
+    // The middle of the overlap [0.2, 1] of a: a's ends share the force 0.4 : 0.6, no torque about y.
+    CHECK(segment_plus(2) / segment_plus(5) == Approx(0.4 / 0.6).epsilon(1e-9));
+    check_momentum(pressed(1e-12), segment_plus);
+
+    // Beyond the threshold angle the segment pair is the segment contact
+    // itself: force = −∇V (central differences) on crossing pairs.
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 1e-6;
+    const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(weft::ClothContactKind::segment_pair), 0.0};
+    Random rng(5);
+    int crossing = 0;
+    for (int trial = 0; trial < 20 && crossing < 5; ++trial) {
+        const Vec12 q = stack(Vec3::Zero(), x, 0.5 * x + 0.3 * z, 0.5 * x + 0.3 * z) +
+                        0.3 * Vec12(rng.vector<12>(-1, 1)).cwiseProduct(stack(x, x, Vec3(1, 2, 0.1), Vec3(1, 2, 0.1)));
+        const auto c = weft::cloth_contact<double>(q, pair, k, r);
+        const auto closest = weft::segment_contact<double>(q, k, r, false);
+        if (!c.active || c.distance < 1e-3) continue;
+        const Vec3 u = q.segment<3>(3) - q.segment<3>(0), w = q.segment<3>(9) - q.segment<3>(6);
+        if (u.cross(w).squaredNorm() < 2e-3 * u.squaredNorm() * w.squaredNorm()) continue;
+        CHECK((c.force - closest.force).norm() <= 1e-12 * (1 + closest.force.norm()));
+        checker.gradient([&](const VectorX& v) { return -weft::cloth_contact<double>(Vec12(v), pair, k, r).energy; },
+                         VectorX(q), VectorX(c.force), "segment pair force = -grad V beyond the parallel blend");
+        ++crossing;
+    }
+    REQUIRE(crossing == 5);
+    REQUIRE(checker.checks == 5);
 }
 
 TEST_CASE("segment contact: nothing beyond the contact distance; intersecting segments are flagged",

@@ -65,16 +65,17 @@ struct NeighbourNodes {
     }
 };
 
-/// A segment pair as a contact element (edge–edge, no parallel mollifier:
-/// yarns have no point–triangle pairs to carry the contact of parallel
-/// segments).
+/// A segment pair as a contact element (`ClothContactKind::segment_pair`:
+/// contact points chosen at the step's start and held through it, so that
+/// parallel yarns lying on each other get a force that is continuous in
+/// their positions).
 template <typename T>
 struct SegmentPairElement {
     const int* edges;
     WEFT_HD ClothContactElement<T> operator()(const CandidatePair& p) const
     {
         return ClothContactElement<T>{{edges[2 * p.a], edges[2 * p.a + 1], edges[2 * p.b], edges[2 * p.b + 1]},
-                                      int(ClothContactKind::edge_edge),
+                                      int(ClothContactKind::segment_pair),
                                       T(0)};
     }
 };

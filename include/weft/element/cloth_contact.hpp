@@ -68,6 +68,13 @@ inline void validate_cloth_collision(const ClothCollision<T>& c)
 enum class ClothContactKind : int {
     point_triangle = 0,  ///< nodes: the point, then the triangle's three corners
     edge_edge = 1,       ///< nodes: one edge's two ends, then the other's
+    /// Two yarn segments (nodes as edge_edge) whose penalty acts between the
+    /// points `stable_segment_parameters` chooses (`segment_contact_at`):
+    /// the closest points, except for nearly parallel segments, where the
+    /// middle of their overlap is blended in, so that the force stays
+    /// continuous in the nodes' positions where the closest points are not
+    /// unique (docs/collision.md, "Parallel yarns").
+    segment_pair = 2,
 };
 
 /// One candidate contact pair of triangle cloth.
@@ -102,14 +109,24 @@ WEFT_HD inline T parallel_mollifier(const Vec<T, 12>& q, T eps, Vec<T, 12>& grad
 
 /// The contact of one pair at the stacked positions q (12), edge–edge
 /// pairs mollified (energy, force, Gauss–Newton stiffness and normal force).
-/// The exact Hessian is not computed (`hessian` stays zero): the system
-/// matrix takes the Gauss–Newton stiffness.
+/// A segment pair acts between the points of `stable_segment_parameters`:
+/// beyond its threshold angle its force is −∇V exactly (the closest points);
+/// below it, the penalty's force at the blended points, continuous in q,
+/// without the parameters' own derivatives (a few percent of ∇d at most, as
+/// the distance along a nearly parallel overlap varies little). The exact
+/// Hessian is not computed (`hessian` stays zero): the system matrix takes
+/// the Gauss–Newton stiffness.
 template <typename T>
 WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothContactElement<T>& pair, T stiffness,
                                                T thickness)
 {
     if (pair.kind == int(ClothContactKind::point_triangle))
         return point_triangle_contact<T>(q, stiffness, thickness, false);
+    if (pair.kind == int(ClothContactKind::segment_pair)) {
+        const SegmentPairClosest<T> at = stable_segment_parameters<T>(
+            q.template segment<3>(0), q.template segment<3>(3), q.template segment<3>(6), q.template segment<3>(9));
+        return segment_contact_at<T>(q, at.s, at.t, stiffness, thickness, false);
+    }
     SegmentContact<T> c = segment_contact<T>(q, stiffness, thickness, false);
     if (!c.active || c.degenerate) return c;
     Vec<T, 12> dm;
