@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -139,6 +140,36 @@ extern "C" inline void request_interrupt(int)
     interrupt_requested = 1;
 }
 
+/// While a run writes checkpoints, SIGINT and SIGTERM call request_interrupt;
+/// the handlers installed before are put back when the time loop ends,
+/// whether it returns or throws (a checkpoint that cannot be written, a frame
+/// file that cannot be opened), so that a program embedding run_scene keeps
+/// its own handlers.
+class InterruptHandlers {
+public:
+    explicit InterruptHandlers(bool install) : m_installed(install)
+    {
+        if (!install) return;
+        interrupt_requested = 0;
+        m_int = std::signal(SIGINT, request_interrupt);
+        m_term = std::signal(SIGTERM, request_interrupt);
+    }
+    ~InterruptHandlers()
+    {
+        if (!m_installed) return;
+        std::signal(SIGINT, m_int == SIG_ERR ? SIG_DFL : m_int);
+        std::signal(SIGTERM, m_term == SIG_ERR ? SIG_DFL : m_term);
+    }
+    InterruptHandlers(const InterruptHandlers&) = delete;
+    InterruptHandlers& operator=(const InterruptHandlers&) = delete;
+
+private:
+    using Handler = void (*)(int);
+    bool m_installed;
+    Handler m_int = SIG_DFL;
+    Handler m_term = SIG_DFL;
+};
+
 /// What a checkpoint is checked against: the scene file's bytes and the
 /// command-line options that change the physics.
 inline std::uint64_t run_fingerprint(const RunArguments& args)
@@ -226,11 +257,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         stepper.save_state(out);
         out.write(checkpoint_path);
     };
-    if (args.checkpoint_every > 0) {
-        interrupt_requested = 0;
-        std::signal(SIGINT, request_interrupt);
-        std::signal(SIGTERM, request_interrupt);
-    }
+    std::optional<InterruptHandlers> handlers;
+    handlers.emplace(args.checkpoint_every > 0);
     std::unique_ptr<CsvWriter> csv;
     if (!scene.output.csv.empty()) {
         std::vector<std::string> columns{
@@ -353,10 +381,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             }
         }
     }
-    if (args.checkpoint_every > 0) {
-        std::signal(SIGINT, SIG_DFL);
-        std::signal(SIGTERM, SIG_DFL);
-    }
+    handlers.reset();
     if (progress) progress->finish();
     summary.wall_seconds = steady_clock_seconds() - start;
     if (summary.interrupted)

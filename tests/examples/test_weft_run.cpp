@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -271,6 +272,40 @@ TEST_CASE("weft-run: a failed solve is reported with the step and residual", "[e
     CHECK(fs::exists(dir / "frames" / "frame_00000_warp.vtk"));
     CHECK_FALSE(fs::exists(dir / "frames" / "frame_00001_warp.vtk"));
     CHECK(lines_of(dir / "energy.csv").size() == 1);
+}
+
+namespace {
+extern "C" void test_signal_handler(int) {}
+}  // namespace
+
+TEST_CASE("weft-run: the signal handlers in place before a run are back after it, also after a throw",
+          "[examples][weft-run]")
+{
+    // A run that writes checkpoints catches SIGINT and SIGTERM for its time
+    // loop; a program that embeds run_scene keeps its own handlers after it.
+    using Handler = void (*)(int);
+    const Handler int_before = std::signal(SIGINT, test_signal_handler);
+    const Handler term_before = std::signal(SIGTERM, test_signal_handler);
+    const fs::path dir = fresh_dir("signals");
+    RunArguments args;
+    args.scene = write_scene(dir, small_scene());
+    args.output_dir = dir;
+    args.duration = 0.003;
+    args.quiet = true;
+    args.checkpoint_every = 1;
+    std::ostringstream log;
+    const RunSummary done = run_scene(args, log);
+    CHECK(done.ok);
+    CHECK(fs::exists(dir / "scene.checkpoint"));
+    CHECK(std::signal(SIGINT, test_signal_handler) == test_signal_handler);
+    CHECK(std::signal(SIGTERM, test_signal_handler) == test_signal_handler);
+    // The checkpoint's directory does not exist: writing the first one throws out of the loop.
+    args.checkpoint = dir / "missing" / "run.checkpoint";
+    CHECK_THROWS_WITH(run_scene(args, log), Catch::Contains("cannot write the checkpoint"));
+    CHECK(std::signal(SIGINT, test_signal_handler) == test_signal_handler);
+    CHECK(std::signal(SIGTERM, test_signal_handler) == test_signal_handler);
+    std::signal(SIGINT, int_before == SIG_ERR ? SIG_DFL : int_before);
+    std::signal(SIGTERM, term_before == SIG_ERR ? SIG_DFL : term_before);
 }
 
 TEST_CASE("weft-run: bad scenes are rejected with the key named", "[examples][weft-run]")
