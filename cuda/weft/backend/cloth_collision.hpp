@@ -203,6 +203,14 @@ struct ContactDistance {
     }
 };
 
+/// Whether a contact pair's primitives are closer than `limit` at q.
+template <typename T>
+struct CloserThan {
+    ContactDistance<T> distance;
+    T limit;
+    WEFT_HD bool operator()(const ClothContactElement<T>& pair) const { return distance(pair) < limit; }
+};
+
 template <typename T>
 struct SameContact {
     WEFT_HD bool operator()(const ClothContactElement<T>& a, const ClothContactElement<T>& b) const

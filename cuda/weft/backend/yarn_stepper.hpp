@@ -59,6 +59,7 @@
 #include <string>
 #include <vector>
 
+#include <thrust/count.h>
 #include <thrust/device_vector.h>
 #include <thrust/equal.h>
 #include <thrust/execution_policy.h>
@@ -496,12 +497,9 @@ public:
     std::size_t interpenetrating_pairs() const
     {
         if (m_contacts.empty()) return 0;
-        const T half = m_radius;
-        const std::vector<ClothContactElement<T>> pairs = to_host(m_contacts);
-        const std::vector<T> q = to_host(this->m_q);
-        const cloth_collision_detail::ContactDistance<T> distance{q.data(), B};
-        return static_cast<std::size_t>(std::count_if(
-            pairs.begin(), pairs.end(), [&](const ClothContactElement<T>& c) { return distance(c) < half; }));
+        const cloth_collision_detail::ContactDistance<T> distance{this->raw(this->m_q), B};
+        return static_cast<std::size_t>(thrust::count_if(thrust::device, m_contacts.begin(), m_contacts.end(),
+                                                         cloth_collision_detail::CloserThan<T>{distance, m_radius}));
     }
     /// Collision: wall time spent finding pairs and checking for passes
     /// since construction (s); the contacts' element kernels count as assembly.
