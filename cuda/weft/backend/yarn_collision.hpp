@@ -66,9 +66,9 @@ struct NeighbourNodes {
 };
 
 /// A segment pair as a contact element (`ClothContactKind::segment_pair`:
-/// contact points chosen at the step's start and held through it, so that
-/// parallel yarns lying on each other get a force that is continuous in
-/// their positions).
+/// the closest points, blended with the middle of the overlap for nearly
+/// parallel segments, so that parallel yarns lying on each other get a
+/// force that is continuous in their positions).
 template <typename T>
 struct SegmentPairElement {
     const int* edges;

@@ -66,8 +66,8 @@ WEFT_HD inline SegmentPairClosest<T> closest_segment_segment(const Vec3<T>& a0, 
 }
 
 /// Contact parameters of segments [a₀, a₁] and [b₀, b₁] that are continuous
-/// in the end points, for a contact held at fixed parameters through a step
-/// (`ClothContactKind::segment_pair`, docs/collision.md). The closest pair
+/// in the end points, for yarn contacts (`ClothContactKind::segment_pair`,
+/// docs/collision.md, "Parallel yarns"). The closest pair
 /// of `closest_segment_segment` jumps from one end of the overlap to the
 /// other as two overlapping segments turn through parallel (for parallel
 /// ones round-off picks the end). Here, below `parallel` in sin² of the

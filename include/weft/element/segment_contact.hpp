@@ -167,8 +167,8 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
 }
 
 /// The same penalty between the points a₀ + s (a₁ − a₀) and b₀ + t (b₁ − b₀)
-/// at fixed parameters (s, t) (e.g. `stable_segment_parameters` at the start
-/// of a step): d = |x| with x = Σ c_i q_i, so ∇D = Jᵀx and ∇²D = JᵀJ exactly
+/// at fixed parameters (s, t) (e.g. those of `stable_segment_parameters`):
+/// d = |x| with x = Σ c_i q_i, so ∇D = Jᵀx and ∇²D = JᵀJ exactly
 /// (no implicit-function terms), and the penalty is C¹ in q wherever d > 0,
 /// whatever the segments' angle.
 template <typename T>
