@@ -113,7 +113,7 @@ TEST_CASE("proximity: segment-segment closest points against brute force", "[ele
 TEST_CASE("proximity: stable segment parameters are continuous through parallel segments", "[element][proximity]")
 {
     Random rng(17);
-    const double threshold = 1e-3;  // the default, in sin² of the angle
+    const double threshold = 1e-6;  // the default, in sin² of the angle
     int checks = 0;
     // Beyond the threshold the closest pair itself.
     for (int k = 0; k < 40; ++k) {
@@ -158,7 +158,7 @@ TEST_CASE("proximity: stable segment parameters are continuous through parallel 
     double previous_s = -1, previous_cs = -1;
     const int steps = 4000;
     for (int i = 0; i <= steps; ++i) {
-        const double angle = 0.08 * (2.0 * i / steps - 1);  // ±0.08 rad: sin² up to 6.4e-3
+        const double angle = 2e-3 * (2.0 * i / steps - 1);  // ±2 mrad: sin² up to 4e-6
         const Vec3 dir(std::cos(angle), std::sin(angle), 0);
         const Vec3 pivot = 0.6 * x + 0.3 * z;
         const Vec3 b0 = pivot - 0.5 * dir, b1 = pivot + 0.7 * dir;

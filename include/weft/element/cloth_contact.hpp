@@ -112,8 +112,8 @@ WEFT_HD inline T parallel_mollifier(const Vec<T, 12>& q, T eps, Vec<T, 12>& grad
 /// A segment pair acts between the points of `stable_segment_parameters`:
 /// beyond its threshold angle its force is −∇V exactly (the closest points);
 /// below it, the penalty's force at the blended points, continuous in q,
-/// without the parameters' own derivatives (a few percent of ∇d at most, as
-/// the distance along a nearly parallel overlap varies little). The exact
+/// without the parameters' own derivatives (measured: a blend zone as wide
+/// as 1.8° slowed Newton threefold on a larger fold, so it is 0.06°). The exact
 /// Hessian is not computed (`hessian` stays zero): the system matrix takes
 /// the Gauss–Newton stiffness.
 template <typename T>

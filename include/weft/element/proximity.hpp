@@ -81,7 +81,7 @@ WEFT_HD inline SegmentPairClosest<T> closest_segment_segment(const Vec3<T>& a0, 
 /// points (at least the segments' distance).
 template <typename T>
 WEFT_HD inline SegmentPairClosest<T> stable_segment_parameters(const Vec3<T>& a0, const Vec3<T>& a1, const Vec3<T>& b0,
-                                                               const Vec3<T>& b1, T parallel = T(1e-3))
+                                                               const Vec3<T>& b1, T parallel = T(1e-6))
 {
     const SegmentPairClosest<T> closest = closest_segment_segment<T>(a0, a1, b0, b1);
     const Vec3<T> u = a1 - a0, w = b1 - b0;
