@@ -43,14 +43,21 @@ void check_momentum(const Vec12& q, const Vec12& force)
     CHECK(torque.norm() < 1e-12 * (1 + force.norm()));
 }
 
+/// The finite-difference settings of every contact check here.
+FdChecker contact_checker()
+{
+    FdChecker checker;
+    checker.step = 1e-7;
+    checker.tolerance = 1e-6;
+    return checker;
+}
+
 }  // namespace
 
 TEST_CASE("segment contact: force and exact Hessian against finite differences", "[element][contact][fd]")
 {
     Random rng(31);
-    FdChecker checker;
-    checker.step = 1e-7;
-    checker.tolerance = 1e-6;
+    FdChecker checker = contact_checker();
     const double k = 50, r = 0.5;
     int configurations = 0;
     const auto check = [&](const Vec12& q, const char* what, int free_expected) {
@@ -101,9 +108,7 @@ TEST_CASE("segment contact: force and exact Hessian against finite differences",
 TEST_CASE("segment contact at fixed parameters: force and Hessian against finite differences", "[element][contact][fd]")
 {
     Random rng(37);
-    FdChecker checker;
-    checker.step = 1e-7;
-    checker.tolerance = 1e-6;
+    FdChecker checker = contact_checker();
     const double k = 50, r = 0.5;
     int configurations = 0;
     for (int trial = 0; trial < 40; ++trial) {
@@ -168,9 +173,7 @@ TEST_CASE("a yarn segment pair's contact is continuous through parallel segments
 
     // Beyond the threshold angle the segment pair is the segment contact
     // itself: force = −∇V (central differences) on crossing pairs.
-    FdChecker checker;
-    checker.step = 1e-7;
-    checker.tolerance = 1e-6;
+    FdChecker checker = contact_checker();
     const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(weft::ClothContactKind::segment_pair), 0.0};
     Random rng(5);
     int crossing = 0;
@@ -215,9 +218,7 @@ TEST_CASE("segment contact: nothing beyond the contact distance; intersecting se
 TEST_CASE("point-triangle contact: force and exact Hessian against finite differences", "[element][contact][fd]")
 {
     Random rng(37);
-    FdChecker checker;
-    checker.step = 1e-7;
-    checker.tolerance = 1e-6;
+    FdChecker checker = contact_checker();
     const double k = 80, r = 0.4;
     int configurations = 0;
     const auto check = [&](const Vec12& q, const char* what, int free_expected) {
@@ -267,9 +268,7 @@ TEST_CASE("contact friction: the v-gradient of its potential, exact Jacobian, ta
           "[element][contact][friction][fd]")
 {
     Random rng(41);
-    FdChecker checker;
-    checker.step = 1e-7;
-    checker.tolerance = 1e-6;
+    FdChecker checker = contact_checker();
     const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
     const Vec12 q_segments = stack(Vec3::Zero(), x, 0.4 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.6 * y + 0.35 * z);
     const Vec12 q_point = stack(0.3 * x + 0.3 * y + 0.25 * z, Vec3::Zero(), x + 0.1 * z, 0.2 * x + y);
