@@ -18,9 +18,18 @@
 #            same yarn sizes with block Jacobi and with the multilevel coarse
 #            values never refreshed (--multilevel-refresh off) and refreshed
 #            for every solve (every-prepare)
+#   collision  the collision scenes with weft-run-cuda, fold and drop_on_cloth
+#            to their end, sheet_fold for 0.2 s, and at twice their size (fold
+#            80 x 40 with a 50 mm bar for 0.12 s, drop_on_cloth 60² + 40²,
+#            sheet_fold 81 x 41 for 0.1 s), each stopped after 90 s: the
+#            summaries (collision seconds, pairs, closest pair, Newton
+#            iterations, halved steps) in collision.md
 #   newton   full-Newton variants of stvk_swing, sphere_drop and tablecloth
 #            (solver.newton_iterations 6/10/8, newton_tolerance 1e-4, written
 #            to --out), GPU against CPU threads
+#
+# On a machine without weft's build dependencies, pack the build with
+# scripts/gpu_pack.sh and unpack it there first.
 #
 # Logs and JSON go to --out (default gpu_check_out). Exit status: 0 when every
 # part ran clean, 1 otherwise (each failure is printed).
@@ -32,11 +41,14 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,26p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
     *) parts+=("$1"); shift ;;
   esac
 done
 [ ${#parts[@]} -gt 0 ] || parts=(tests compare bench)
+# Shared libraries packed with the programs (scripts/gpu_pack.sh), e.g.
+# CHOLMOD for the CPU weft-run on a machine without weft's dependencies.
+[ -d "$build/lib" ] && export LD_LIBRARY_PATH="$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 here=$(cd "$(dirname "$0")/.." && pwd)
 mkdir -p "$out"
 status=0
@@ -84,6 +96,40 @@ for part in "${parts[@]}"; do
           --spmv-repeats 0 --preconditioner multilevel --multilevel-refresh $r \
           > "$out/bench_yarn_cuda_multilevel_$r.json" || status=1
       done ;;
+    collision)
+      mkdir -p "$out/collision"
+      python3 - "$here/examples/scenes" "$out/collision" <<'PY' || status=1
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+def variant(name, suffix, change):
+    scene = json.load(open(f"{src}/{name}.json"))
+    change(scene)
+    scene["output"] = {"csv": f"{name}{suffix}.csv"}
+    json.dump(scene, open(f"{dst}/{name}{suffix}.json", "w"), indent=1)
+variant("fold", "", lambda s: None)
+variant("drop_on_cloth", "", lambda s: None)
+variant("sheet_fold", "", lambda s: None)
+def fold2(s):
+    s["cloth"][0]["yarns"] = [80, 40]
+    s["colliders"][0]["size"][1] = 0.05
+variant("fold", "_80x40", fold2)
+def drop2(s):
+    s["cloth"][0]["yarns"] = [60, 60]
+    s["cloth"][1]["yarns"] = [40, 40]
+variant("drop_on_cloth", "_2x", drop2)
+variant("sheet_fold", "_2x", lambda s: s["cloth"][0].update(resolution=[81, 41]))
+PY
+      run="${WEFT_RUN:-$build/examples/weft_run/weft-run-cuda}"  # WEFT_RUN: another runner (e.g. the CPU build)
+      : > "$out/collision.md"
+      for scene in fold drop_on_cloth sheet_fold:0.2 fold_80x40:0.12 drop_on_cloth_2x sheet_fold_2x:0.1; do
+        name=${scene%%:*}; duration=()
+        [ "$name" != "$scene" ] && duration=(--duration "${scene#*:}")
+        echo "## $name ${duration[*]}" >> "$out/collision.md"
+        timeout 90 "$run" "$out/collision/$name.json" "${duration[@]}" --output-dir "$out/collision" \
+          > "$out/collision/$name.log" 2>&1 || echo "(exit $?)" >> "$out/collision.md"
+        tail -n 2 "$out/collision/$name.log" >> "$out/collision.md"
+      done
+      cat "$out/collision.md" ;;
     newton)
       mkdir -p "$out/newton"
       python3 - "$here/examples/scenes" "$out/newton" <<'PY' || status=1

@@ -1,6 +1,7 @@
 // The triangle stepper compiled by nvcc and run on the GPU: a bent, moving
-// StVK sheet and a tabulated (GNATV) sheet are assembled on the device and
-// compared with a host assembly of the same element functions (dense A, b),
+// StVK sheet and a tabulated (GNATV) sheet, with plate bending (the default)
+// and with dihedral hinges, are assembled on the device and compared with a
+// host assembly of the same element functions (dense A, b),
 // then stepped; the step must converge and keep every value finite. Without a
 // CUDA device the test says so and exits with code 77 (ctest: skipped).
 #include <algorithm>
@@ -24,9 +25,10 @@ void check(bool ok, const char* what, double value, double limit)
     std::printf("%s: %s: %.3e (limit %.3e)\n", ok ? "ok" : "FAILED", what, value, limit);
 }
 
-weft::TriangleModel<double> sheet(bool tabulated)
+weft::TriangleModel<double> sheet(bool tabulated, weft::BendingModel bending = weft::BendingModel::plate)
 {
     weft::TriangleMaterial<double> m;
+    m.bending = bending;
     m.stvk = weft::StVKDensity<double>{200.0, 200.0};
     m.areal_density = 0.2;
     m.bending_stiffness = 1e-4;
@@ -85,6 +87,14 @@ void host_system(const weft::TriangleModel<double>& model, const weft::Vec3<doub
         weft::evaluate_triangle_hinge<double>(model.q.data(), model.v.data(), hinge, model.material, h, blocks, e);
         add(blocks, hinge.nodes, 4);
     }
+    // Plate bending (the default bending model): a curvature stencil per
+    // triangle; its unused slots repeat a node with zero weights.
+    for (const auto& plate : model.plates) {
+        weft::NodeBlocks<double, weft::curvature_stencil_nodes, 3> blocks;
+        blocks.set_zero();
+        weft::evaluate_triangle_plate<double>(model.q.data(), model.v.data(), plate, model.material, h, blocks, e);
+        add(blocks, plate.nodes, weft::curvature_stencil_nodes);
+    }
     for (int i = 0; i < model.node_count(); ++i) {
         weft::NodeBlocks<double, 1, 3> blocks;
         blocks.set_zero();
@@ -105,34 +115,39 @@ int main()
     }
     const weft::Vec3<double> g(0, 0, -9.81);
     const double h = 2e-3;
-    for (const bool tabulated : {false, true}) {
-        std::printf("%s membrane\n", tabulated ? "tabulated" : "StVK");
-        const weft::TriangleModel<double> model = sheet(tabulated);
-        weft::StepperOptions<double> options;
-        options.pcg.tolerance = 1e-10;
-        weft::TriangleStepper<double> stepper(model, {}, g, options);
-        stepper.assemble(h);
-        Eigen::MatrixXd a_ref;
-        Eigen::VectorXd b_ref;
-        host_system(model, g, h, a_ref, b_ref);
-        const Eigen::MatrixXd a = Eigen::MatrixXd(weft::to_eigen(stepper.matrix()));
-        const std::vector<double> b = weft::to_host(stepper.rhs());
-        double db = 0;
-        for (std::size_t i = 0; i < b.size(); ++i)
-            db = std::max(db, std::abs(b[i] - b_ref(static_cast<Eigen::Index>(i))));
-        check((a - a_ref).norm() <= 1e-12 * a_ref.norm(), "|A_gpu - A_host| / |A_host|",
-              (a - a_ref).norm() / a_ref.norm(), 1e-12);
-        check(db <= 1e-12 * b_ref.cwiseAbs().maxCoeff(), "max |b_gpu - b_host| / max |b_host|",
-              db / b_ref.cwiseAbs().maxCoeff(), 1e-12);
-        for (int s = 0; s < 5; ++s) {
-            const weft::BackendStepReport r = stepper.step(h);
-            check(r.ok, "GPU step converged (relative PCG residual)", r.pcg_residual, 1e-10);
+    for (const bool tabulated : {false, true})
+        for (const weft::BendingModel bending : {weft::BendingModel::plate, weft::BendingModel::dihedral}) {
+            const bool plate = bending == weft::BendingModel::plate;
+            std::printf("%s membrane, %s bending\n", tabulated ? "tabulated" : "StVK", plate ? "plate" : "dihedral");
+            const weft::TriangleModel<double> model = sheet(tabulated, bending);
+            const std::size_t bending_elements = plate ? model.plates.size() : model.hinges.size();
+            check(bending_elements > 0 && (plate ? model.hinges.empty() : model.plates.empty()),
+                  "bending elements of the model (plates or hinges, not both)", double(bending_elements), 1.0);
+            weft::StepperOptions<double> options;
+            options.pcg.tolerance = 1e-10;
+            weft::TriangleStepper<double> stepper(model, {}, g, options);
+            stepper.assemble(h);
+            Eigen::MatrixXd a_ref;
+            Eigen::VectorXd b_ref;
+            host_system(model, g, h, a_ref, b_ref);
+            const Eigen::MatrixXd a = Eigen::MatrixXd(weft::to_eigen(stepper.matrix()));
+            const std::vector<double> b = weft::to_host(stepper.rhs());
+            double db = 0;
+            for (std::size_t i = 0; i < b.size(); ++i)
+                db = std::max(db, std::abs(b[i] - b_ref(static_cast<Eigen::Index>(i))));
+            check((a - a_ref).norm() <= 1e-12 * a_ref.norm(), "|A_gpu - A_host| / |A_host|",
+                  (a - a_ref).norm() / a_ref.norm(), 1e-12);
+            check(db <= 1e-12 * b_ref.cwiseAbs().maxCoeff(), "max |b_gpu - b_host| / max |b_host|",
+                  db / b_ref.cwiseAbs().maxCoeff(), 1e-12);
+            for (int s = 0; s < 5; ++s) {
+                const weft::BackendStepReport r = stepper.step(h);
+                check(r.ok, "GPU step converged (relative PCG residual)", r.pcg_residual, 1e-10);
+            }
+            const std::vector<double> q = weft::to_host(stepper.positions());
+            bool finite = true;
+            for (const double x : q) finite = finite && std::isfinite(x);
+            check(finite, "positions finite after 5 steps", finite ? 0.0 : 1.0, 0.0);
         }
-        const std::vector<double> q = weft::to_host(stepper.positions());
-        bool finite = true;
-        for (const double x : q) finite = finite && std::isfinite(x);
-        check(finite, "positions finite after 5 steps", finite ? 0.0 : 1.0, 0.0);
-    }
     {
         // The multilevel preconditioner (setup on the host, V-cycle on the
         // device) steps the StVK sheet to the block-Jacobi positions.
