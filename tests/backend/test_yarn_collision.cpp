@@ -4,7 +4,8 @@
 // patch dropped onto another that stops about one yarn diameter above it
 // (crossing and parallel yarns, one-step and full Newton), a contact pulled
 // apart that releases, a patch on a slope that sticks below atan(μ) and
-// slides above, the pass-through check, and bad input.
+// slides above, full Newton's bound on a pair's onset, the pass-through
+// check, and bad input.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
@@ -421,6 +422,43 @@ TEST_CASE("yarn collision: a patch on a sloped patch sticks below atan(mu) and s
             CHECK(slide < 1.2 * free_slide);
         }
     }
+}
+
+TEST_CASE("yarn collision: one full-Newton update carries a pair at most half a thickness into contact",
+          "[backend][collision][yarn][newton]")
+{
+    // Segment a along x at z = 0, segment b along y (crossing) or along x
+    // (parallel, the middle of the overlap) at height z0; b's nodes move with
+    // velocity update dv_z, so its closing distance at α = 1 is -h dv_z.
+    const double r = 5e-4, h = 1e-3, cap = weft::yarn_stepper_detail::contact_onset_cap * r;
+    REQUIRE(cap == Approx(0.5 * r));
+    const auto fraction = [&](bool crossing, double z0, double dv_z, int kind) {
+        std::vector<double> q(4 * B, 0.0), dv(4 * B, 0.0);
+        const Vec3 x[4] = {Vec3(0, 0, 0), Vec3(1e-3, 0, 0), crossing ? Vec3(5e-4, -5e-4, z0) : Vec3(2e-4, 0, z0),
+                           crossing ? Vec3(5e-4, 5e-4, z0) : Vec3(1.2e-3, 0, z0)};
+        for (int i = 0; i < 4; ++i)
+            for (int k = 0; k < 3; ++k) q[B * i + k] = x[i](k);
+        dv[B * 2 + 2] = dv[B * 3 + 2] = dv_z;
+        const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, kind, 0.0};
+        return weft::yarn_stepper_detail::ContactOnsetFraction<double>{q.data(), dv.data(), h, r, cap}(pair);
+    };
+    const int segment_pair = int(weft::ClothContactKind::segment_pair);
+    for (const bool crossing : {true, false}) {
+        INFO((crossing ? "crossing" : "parallel") << " segments");
+        // 1 mm apart, closing by 1 mm: stopped where the depth is the cap,
+        // (d − r + cap) / closing = 0.75.
+        CHECK(fraction(crossing, 1e-3, -1.0, segment_pair) == Approx((1e-3 - r + cap) / 1e-3).epsilon(1e-12));
+        // Closing by 0.6 mm ends 0.1 mm deep, less than the cap: the whole update.
+        CHECK(fraction(crossing, 1e-3, -0.6, segment_pair) == 1.0);
+        // Moving apart, or already in contact (no onset to bound): the whole update.
+        CHECK(fraction(crossing, 1e-3, 1.0, segment_pair) == 1.0);
+        CHECK(fraction(crossing, 4e-4, -1.0, segment_pair) == 1.0);
+        // Just outside contact and fast: the bound is cap / closing.
+        CHECK(fraction(crossing, r, -2.0, segment_pair) == Approx(cap / 2e-3).epsilon(1e-12));
+    }
+    // Triangle cloth's kinds are not bounded.
+    CHECK(fraction(true, 1e-3, -1.0, int(weft::ClothContactKind::point_triangle)) == 1.0);
+    CHECK(fraction(true, 1e-3, -1.0, int(weft::ClothContactKind::edge_edge)) == 1.0);
 }
 
 TEST_CASE("yarn collision: a step in which yarns pass through each other is rejected",
