@@ -904,7 +904,9 @@ private:
     /// Full Newton: the largest update fraction that inverts no EoL segment
     /// and keeps every EIL node inside the EoL segments its spring may
     /// interpolate on (FeasibleFraction; each difference may lose at most
-    /// 90 % of itself per Newton update).
+    /// 90 % of itself per Newton update), carries no yarn contact pair more
+    /// than half the thickness into contact (ContactOnsetFraction), and no
+    /// node deep into a collider (collider_step_bound).
     T feasible_step_fraction(T h, const thrust::device_vector<T>& dv)
     {
         const yarn_stepper_detail::FeasibleFraction<T> bound{this->raw(this->m_q), this->raw(dv), h, T(0.1)};
