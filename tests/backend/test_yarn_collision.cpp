@@ -4,12 +4,13 @@
 // patch dropped onto another that stops about one yarn diameter above it
 // (crossing and parallel yarns, one-step and full Newton), a contact pulled
 // apart that releases, a patch on a slope that sticks below atan(μ) and
-// slides above, full Newton's bound on a pair's onset, the pass-through
-// check, and bad input.
+// slides above, full Newton's bound on a pair's onset (yarn and triangle
+// pairs), the pass-through check, and bad input.
 #include <catch2/catch.hpp>
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -424,41 +425,66 @@ TEST_CASE("yarn collision: a patch on a sloped patch sticks below atan(mu) and s
     }
 }
 
-TEST_CASE("yarn collision: one full-Newton update carries a pair at most half a thickness into contact",
-          "[backend][collision][yarn][newton]")
+TEST_CASE("collision: one full-Newton update carries a pair at most half a thickness into contact",
+          "[backend][collision][yarn][triangle][newton]")
 {
-    // Segment a along x at z = 0, segment b along y (crossing) or along x
-    // (parallel, the middle of the overlap) at height z0; b's nodes move with
-    // velocity update dv_z, so its closing distance at α = 1 is -h dv_z.
-    const double r = 5e-4, h = 1e-3, cap = weft::yarn_stepper_detail::contact_onset_cap * r;
+    // Nodes x[4] in 5-DoF (yarn) and 3-DoF (triangle) layouts; the nodes
+    // flagged in `moving` have velocity update dv_z, so a pair whose contact
+    // points are z0 apart along z closes by -h dv_z at α = 1.
+    const double r = 5e-4, h = 1e-3, cap = weft::contact_onset_cap * r;
     REQUIRE(cap == Approx(0.5 * r));
-    const auto fraction = [&](bool crossing, double z0, double dv_z, int kind) {
-        std::vector<double> q(4 * B, 0.0), dv(4 * B, 0.0);
-        const Vec3 x[4] = {Vec3(0, 0, 0), Vec3(1e-3, 0, 0), crossing ? Vec3(5e-4, -5e-4, z0) : Vec3(2e-4, 0, z0),
-                           crossing ? Vec3(5e-4, 5e-4, z0) : Vec3(1.2e-3, 0, z0)};
-        for (int i = 0; i < 4; ++i)
-            for (int k = 0; k < 3; ++k) q[B * i + k] = x[i](k);
-        dv[B * 2 + 2] = dv[B * 3 + 2] = dv_z;
-        const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, kind, 0.0};
-        return weft::yarn_stepper_detail::ContactOnsetFraction<double>{q.data(), dv.data(), h, r, cap}(pair);
+    const auto fraction = [&](const std::vector<Vec3>& x, const std::vector<bool>& moving, double dv_z, int kind) {
+        double result[2];
+        for (const int stride : {B, 3}) {
+            std::vector<double> q(4 * stride, 0.0), dv(4 * stride, 0.0);
+            for (int i = 0; i < 4; ++i) {
+                for (int k = 0; k < 3; ++k) q[stride * i + k] = x[i](k);
+                if (moving[i]) dv[stride * i + 2] = dv_z;
+            }
+            const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, kind, 0.0};
+            result[stride == 3] = stride == B
+                                      ? weft::ContactOnsetFraction<double, B>{q.data(), dv.data(), h, r, cap}(pair)
+                                      : weft::ContactOnsetFraction<double, 3>{q.data(), dv.data(), h, r, cap}(pair);
+        }
+        CHECK(result[0] == result[1]);  // the node layout does not matter
+        return result[0];
     };
-    const int segment_pair = int(weft::ClothContactKind::segment_pair);
-    for (const bool crossing : {true, false}) {
-        INFO((crossing ? "crossing" : "parallel") << " segments");
+    // Segment a along x at z = 0; b along y (crossing) or along x (parallel:
+    // the middle of the overlap) at height z0, moving. Point–triangle: the
+    // point above a triangle in z = 0, moving.
+    const auto segments = [](bool crossing, double z0) {
+        return std::vector<Vec3>{Vec3(0, 0, 0), Vec3(1e-3, 0, 0), crossing ? Vec3(5e-4, -5e-4, z0) : Vec3(2e-4, 0, z0),
+                                 crossing ? Vec3(5e-4, 5e-4, z0) : Vec3(1.2e-3, 0, z0)};
+    };
+    const auto point_triangle = [](double z0) {
+        return std::vector<Vec3>{Vec3(2e-4, 3e-4, z0), Vec3(0, 0, 0), Vec3(1e-3, 0, 0), Vec3(0, 1e-3, 0)};
+    };
+    const std::vector<bool> b_moves{false, false, true, true}, point_moves{true, false, false, false};
+    using Kind = weft::ClothContactKind;
+    struct Case {
+        const char* name;
+        std::function<std::vector<Vec3>(double)> nodes;
+        std::vector<bool> moving;
+        int kind;
+    };
+    const std::vector<Case> cases{
+        {"crossing yarn segments", [&](double z) { return segments(true, z); }, b_moves, int(Kind::segment_pair)},
+        {"parallel yarn segments", [&](double z) { return segments(false, z); }, b_moves, int(Kind::segment_pair)},
+        {"crossing triangle edges", [&](double z) { return segments(true, z); }, b_moves, int(Kind::edge_edge)},
+        {"a point over a triangle", point_triangle, point_moves, int(Kind::point_triangle)}};
+    for (const Case& c : cases) {
+        INFO(c.name);
         // 1 mm apart, closing by 1 mm: stopped where the depth is the cap,
         // (d − r + cap) / closing = 0.75.
-        CHECK(fraction(crossing, 1e-3, -1.0, segment_pair) == Approx((1e-3 - r + cap) / 1e-3).epsilon(1e-12));
+        CHECK(fraction(c.nodes(1e-3), c.moving, -1.0, c.kind) == Approx((1e-3 - r + cap) / 1e-3).epsilon(1e-12));
         // Closing by 0.6 mm ends 0.1 mm deep, less than the cap: the whole update.
-        CHECK(fraction(crossing, 1e-3, -0.6, segment_pair) == 1.0);
+        CHECK(fraction(c.nodes(1e-3), c.moving, -0.6, c.kind) == 1.0);
         // Moving apart, or already in contact (no onset to bound): the whole update.
-        CHECK(fraction(crossing, 1e-3, 1.0, segment_pair) == 1.0);
-        CHECK(fraction(crossing, 4e-4, -1.0, segment_pair) == 1.0);
+        CHECK(fraction(c.nodes(1e-3), c.moving, 1.0, c.kind) == 1.0);
+        CHECK(fraction(c.nodes(4e-4), c.moving, -1.0, c.kind) == 1.0);
         // Just outside contact and fast: the bound is cap / closing.
-        CHECK(fraction(crossing, r, -2.0, segment_pair) == Approx(cap / 2e-3).epsilon(1e-12));
+        CHECK(fraction(c.nodes(r), c.moving, -2.0, c.kind) == Approx(cap / 2e-3).epsilon(1e-12));
     }
-    // Triangle cloth's kinds are not bounded.
-    CHECK(fraction(true, 1e-3, -1.0, int(weft::ClothContactKind::point_triangle)) == 1.0);
-    CHECK(fraction(true, 1e-3, -1.0, int(weft::ClothContactKind::edge_edge)) == 1.0);
 }
 
 TEST_CASE("yarn collision: a step in which yarns pass through each other is rejected",

@@ -283,52 +283,6 @@ struct CollapsedSegment {
     }
 };
 
-/// How deep (a fraction of the collision thickness r) one full-Newton update
-/// may carry a yarn contact pair that is out of contact (ContactOnsetFraction).
-constexpr double contact_onset_cap = 0.5;
-
-/// Full Newton's step bound on the onset of a yarn contact pair (as
-/// `collider_step_fraction` for colliders): the largest α ≤ 1 for which the
-/// update q + α h Δv carries a pair that is out of contact (d ≥ r) at most
-/// `cap` into it, with d linearized along the pair's normal at its current
-/// contact points (`stable_segment_parameters`). An out-of-contact pair has
-/// no stiffness in the Newton matrix, so one update could otherwise carry
-/// two yarns that meet within the step deep into each other, and the next
-/// iterations bounce on the penalty. Measured on fold.json at 80 × 40
-/// (docs/collision.md, "Where it breaks"): without the bound 10.9 Newton
-/// iterations per step over 0.12 s; cap 0.1 r: 17.8, 0.25 r: 7.8, 0.5 r:
-/// 4.9 (and 5 instead of 9 steps halved on the shipped fold), 1.0 r: 4.3
-/// but 11 of 120 steps halved. Pairs of other kinds (triangle cloth) are
-/// not bounded.
-template <typename T>
-struct ContactOnsetFraction {
-    const T* q;
-    const T* dv;
-    T h;
-    T thickness;
-    T cap;
-    WEFT_HD T operator()(const ClothContactElement<T>& pair) const
-    {
-        if (pair.kind != int(ClothContactKind::segment_pair)) return T(1);
-        const Vec<T, 12> ql = gather_nodes<T, 4, yarn_node_dofs>(q, pair.nodes);
-        const Vec<T, 12> dl = gather_nodes<T, 4, yarn_node_dofs>(dv, pair.nodes);
-        const SegmentPairClosest<T> at = stable_segment_parameters<T>(
-            ql.template segment<3>(0), ql.template segment<3>(3), ql.template segment<3>(6), ql.template segment<3>(9));
-        const T c[4] = {T(1) - at.s, at.s, -(T(1) - at.t), -at.t};
-        Vec3<T> x = Vec3<T>::Zero(), dx = Vec3<T>::Zero();
-        for (int i = 0; i < 4; ++i) {
-            x += c[i] * ql.template segment<3>(3 * i);
-            dx += c[i] * h * dl.template segment<3>(3 * i);
-        }
-        const T d = x.norm();
-        if (!(d >= thickness) || !(d > T(0))) return T(1);
-        const T closing = -x.dot(dx) / d;
-        if (!(closing > T(0)) || d - closing >= thickness - cap) return T(1);
-        const T reach = (d - thickness + cap) / closing;
-        return reach < T(1) ? reach : T(1);
-    }
-};
-
 /// Feasibility of a full-Newton update q + α h Δv (implicit_stepper.hpp):
 /// the largest α ≤ 1 for which no oriented arc-length difference along a
 /// yarn flips sign, keeping `keep` of it at least. EoL segments: s₁ − s₀
@@ -918,13 +872,7 @@ private:
         if (m_pair_count > 0)
             alpha = lowest(
                 alpha, thrust::transform_reduce(thrust::device, m_pairs.begin(), m_pairs.end(), bound, T(1), lowest));
-        if (!m_contacts.empty())
-            alpha = lowest(
-                alpha, thrust::transform_reduce(thrust::device, m_contacts.begin(), m_contacts.end(),
-                                                yarn_stepper_detail::ContactOnsetFraction<T>{
-                                                    this->raw(this->m_q), this->raw(dv), h, m_collision.thickness,
-                                                    T(yarn_stepper_detail::contact_onset_cap) * m_collision.thickness},
-                                                T(1), lowest));
+        alpha = lowest(alpha, contact_onset_bound<T, B>(this->m_q, dv, h, m_contacts, m_collision.thickness));
         return lowest(alpha, this->collider_step_bound(h, dv, m_colliders, m_radius));
     }
 
