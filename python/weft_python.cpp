@@ -24,6 +24,7 @@
 #include <weft/element/dissipation.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/element/plate_bending_element.hpp>
+#include <weft/io/checkpoint.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
 #include <weft/io/triangle_scene.hpp>
@@ -99,12 +100,23 @@ class Simulation {
 public:
     Simulation(const py::object& scene, const std::string& output_dir) : m_output_dir(output_dir)
     {
+        const py::module_ json = py::module_::import("json");
+        py::object content = scene;
         if (py::isinstance<py::dict>(scene)) {
-            const std::string text = py::module_::import("json").attr("dumps")(scene).cast<std::string>();
+            const std::string text = json.attr("dumps")(scene).cast<std::string>();
             m_scene = weft::parse_scene_text(text, "<dict>");
         } else {
-            m_scene = weft::load_scene(py::str(scene).cast<std::string>());
+            const std::string path = py::str(scene).cast<std::string>();
+            m_scene = weft::load_scene(path);
+            py::object file = py::module_::import("io").attr("open")(path, "r", py::arg("encoding") = "utf-8");
+            content = json.attr("load")(file);
+            file.attr("close")();
         }
+        // What a checkpoint is checked against: the scene's content, keys
+        // sorted, so that a file and the same content as a dict agree.
+        const std::string canonical = json.attr("dumps")(content, py::arg("sort_keys") = true).cast<std::string>();
+        m_fingerprint =
+            weft::checkpoint_detail::fnv1a(reinterpret_cast<const unsigned char*>(canonical.data()), canonical.size());
         const auto options = weft::stepper_options<double>(m_scene);
         if (weft::is_triangle_scene(m_scene)) {
             m_triangle_scene =
@@ -250,7 +262,53 @@ public:
         return count++;
     }
 
+    /// Writes the complete state to a checkpoint file (weft/io/checkpoint.hpp):
+    /// the stepper's (positions, velocities, friction anchors, contacts, EIL
+    /// nodes, the warm start of the next solve) and the step count. `load`
+    /// in a Simulation of the same scene continues it, step for step the
+    /// same as the run that saved it. Relative paths resolve against
+    /// output_dir.
+    void save(const std::string& path) const
+    {
+        weft::CheckpointWriter out;
+        out.put_value("python.fingerprint", m_fingerprint);
+        out.put_string("python.scene", m_scene.name);
+        out.put_value("python.steps", static_cast<std::int64_t>(m_steps));
+        if (m_yarn)
+            m_yarn->save_state(out);
+        else
+            m_triangle->save_state(out);
+        out.write(resolve(path));
+    }
+
+    /// Restores a state written by `save`. Frame numbers of write_frame are
+    /// not part of it.
+    /// @throws InvalidInput (ValueError) naming the file and the reason: not a
+    ///         checkpoint, truncated, or written for another scene
+    void load(const std::string& path)
+    {
+        const weft::CheckpointReader in(resolve(path));
+        if (!in.has("python.fingerprint"))
+            in.fail("was not written by Simulation.save (a weft-run checkpoint continues with weft-run --resume)");
+        if (in.get_value<std::uint64_t>("python.fingerprint") != m_fingerprint)
+            in.fail("was written for scene \"" + in.get_string("python.scene") + "\", and this Simulation's scene (\"" +
+                    m_scene.name + "\") has other content: a checkpoint continues only the scene it was saved from");
+        const std::int64_t steps = in.get_value<std::int64_t>("python.steps");
+        if (m_yarn)
+            m_yarn->load_state(in);
+        else
+            m_triangle->load_state(in);
+        m_steps = static_cast<long>(steps);
+        m_time = double(m_steps) * m_scene.time_step;
+    }
+
 private:
+    std::filesystem::path resolve(const std::string& path) const
+    {
+        std::filesystem::path p(path);
+        return p.is_relative() ? m_output_dir / p : p;
+    }
+
     template <class Report>
     static void fill(py::dict& d, const Report& r)
     {
@@ -310,6 +368,7 @@ private:
     std::unique_ptr<weft::TriangleStepper<double>> m_triangle;
     double m_time = 0;
     long m_steps = 0;
+    std::uint64_t m_fingerprint = 0;  ///< of the scene's content (see the constructor)
     std::map<std::string, int> m_frame_counts;
     std::map<std::string, std::unique_ptr<weft::examples::FrameOutput>> m_yarn_frames;
     std::map<std::string, std::unique_ptr<weft::examples::TriangleFrameOutput>> m_triangle_frames;
@@ -446,7 +505,11 @@ PYBIND11_MODULE(weft, m)
         .def("set_pin_targets", &Simulation::set_pin_targets, py::arg("nodes"), py::arg("targets"),
              "pinned nodes reach targets (len(nodes), 3) at the end of the next step")
         .def("write_frame", &Simulation::write_frame, py::arg("directory"),
-             "writes the state as the next frame (the scene's output formats); returns its number");
+             "writes the state as the next frame (the scene's output formats); returns its number")
+        .def("save", &Simulation::save, py::arg("path"),
+             "writes the complete state (a checkpoint file); load() in a Simulation of the same scene continues it")
+        .def("load", &Simulation::load, py::arg("path"),
+             "restores a state written by save(); raises InvalidInput for a file of another scene");
 
     m.def("yarn_segment", &yarn_segment, py::arg("q"), py::arg("v"), py::arg("stiffness"), py::arg("damping") = 0.0,
           "stretch of a segment q = [x0, s0, x1, s1]: strain, forces and Jacobians (2017 Eq. 12-14)");

@@ -148,6 +148,57 @@ def test_state_round_trip_and_bad_state():
     assert np.array_equal(sim.positions, x)  # unchanged by the refused calls
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        os.path.join(SHIPPED, "hang.json"),  # friction anchors
+        os.path.join(SHIPPED, "tablecloth.json"),  # stacked layers: contacts, EIL nodes
+        os.path.join(SCENES, "determinism_triangle.json"),
+    ],
+)
+def test_save_and_load_continue_the_run(tmp_path, path):
+    a = weft.Simulation(path)
+    h = a.time_step
+    a.run(until=6 * h)
+    a.save(str(tmp_path / "state.checkpoint"))
+    a.run(until=12 * h)
+    # A new Simulation of the same content (a dict here) continues from the
+    # file, with the same bits as the run that saved it.
+    b = weft.Simulation(load(path), output_dir=str(tmp_path))
+    b.load("state.checkpoint")
+    assert b.steps == 6 and b.time == pytest.approx(6 * h)
+    b.run(until=12 * h)
+    assert b.steps == 12
+    assert np.array_equal(a.positions, b.positions)
+    assert np.array_equal(a.velocities, b.velocities)
+    if a.kind == "yarn":
+        assert np.array_equal(a.arc_lengths, b.arc_lengths)
+        assert np.array_equal(a.eil, b.eil)
+    assert a.energies() == b.energies()
+
+
+def test_load_refuses_another_scene_and_a_damaged_file(tmp_path):
+    a = weft.Simulation(os.path.join(SHIPPED, "hang.json"))
+    a.step()
+    path = tmp_path / "hang.checkpoint"
+    a.save(str(path))
+    other = load(os.path.join(SHIPPED, "hang.json"))
+    other["gravity"] = [0, 0, -1.0]  # same nodes, other content
+    b = weft.Simulation(other)
+    with pytest.raises(ValueError, match='written for scene "hang"'):
+        b.load(str(path))
+    assert b.steps == 0
+    c = weft.Simulation(os.path.join(SCENES, "determinism_triangle.json"))
+    with pytest.raises(ValueError, match="other content"):
+        c.load(str(path))
+    damaged = tmp_path / "damaged.checkpoint"
+    damaged.write_bytes(path.read_bytes()[:-20])
+    with pytest.raises(ValueError, match="damaged.checkpoint"):
+        weft.Simulation(os.path.join(SHIPPED, "hang.json")).load(str(damaged))
+    with pytest.raises(ValueError, match="cannot be read"):
+        a.load(str(tmp_path / "missing.checkpoint"))
+
+
 def test_triangle_scene_has_no_arc_lengths():
     sim = weft.Simulation(os.path.join(SCENES, "determinism_triangle.json"))
     assert sim.kind == "triangle"

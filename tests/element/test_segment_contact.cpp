@@ -316,3 +316,44 @@ TEST_CASE("contact friction: the v-gradient of its potential, exact Jacobian, ta
     const auto touching = weft::segment_contact<double>(q_segments, 50, 0.5);
     CHECK(weft::contact_friction<double>(touching, rng.vector<12>(-1, 1), 0.0, 0.05).force.norm() == 0);
 }
+
+TEST_CASE("a contact pair's point weights give its contact points' difference for every kind", "[element][contact]")
+{
+    // contact_point_weights against the closest-point functions it
+    // dispatches to: |Σ c_i p_i| is the pair's distance, the weights of each
+    // primitive sum to ±1 (the difference of two points on them), and a
+    // segment pair's force points are stable_segment_parameters'.
+    Random rng(11);
+    int checked = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+        Vec3 p[4];
+        for (Vec3& x : p) x = rng.vector<3>(-1, 1);
+        if (trial % 4 == 1) p[3] = p[2] + (p[1] - p[0]) * 0.7 + Vec3(0, 0, 1e-9);  // nearly parallel edges
+        if (trial % 4 == 2) p[1] = p[0];                                           // a degenerate first segment
+        const auto difference = [&](const double c[4]) {
+            return Vec3(c[0] * p[0] + c[1] * p[1] + c[2] * p[2] + c[3] * p[3]);
+        };
+        double c[4];
+        weft::contact_point_weights<double>(p[0], p[1], p[2], p[3], int(weft::ClothContactKind::point_triangle), true,
+                                            c);
+        const auto triangle = weft::closest_point_triangle<double>(p[0], p[1], p[2], p[3]);
+        CHECK(difference(c).norm() == Approx(std::sqrt(triangle.distance_squared)).margin(1e-14));
+        CHECK(c[0] == 1.0);
+        CHECK(c[1] + c[2] + c[3] == Approx(-1.0).margin(1e-14));
+        const auto segments = weft::closest_segment_segment<double>(p[0], p[1], p[2], p[3]);
+        const auto stable = weft::stable_segment_parameters<double>(p[0], p[1], p[2], p[3]);
+        for (const auto kind : {weft::ClothContactKind::edge_edge, weft::ClothContactKind::segment_pair})
+            for (const bool force_points : {false, true}) {
+                weft::contact_point_weights<double>(p[0], p[1], p[2], p[3], int(kind), force_points, c);
+                const bool blended = force_points && kind == weft::ClothContactKind::segment_pair;
+                const auto& at = blended ? stable : segments;
+                const Vec3 expected = (p[0] + at.s * (p[1] - p[0])) - (p[2] + at.t * (p[3] - p[2]));
+                CHECK((difference(c) - expected).norm() <= 1e-14);
+                CHECK(c[0] + c[1] == Approx(1.0).margin(1e-15));
+                CHECK(c[2] + c[3] == Approx(-1.0).margin(1e-15));
+                if (!blended) CHECK(difference(c).norm() == Approx(std::sqrt(segments.distance_squared)).margin(1e-14));
+            }
+        ++checked;
+    }
+    REQUIRE(checked == 200);
+}

@@ -196,12 +196,11 @@ struct ContactDistance {
     WEFT_HD T operator()(const ClothContactElement<T>& pair) const
     {
         const int* i = pair.nodes;
-        const Vec3<T> a = node_position(q, i[0], stride), b = node_position(q, i[1], stride),
-                      c = node_position(q, i[2], stride), d = node_position(q, i[3], stride);
-        using std::sqrt;
-        return sqrt(pair.kind == int(ClothContactKind::point_triangle)
-                        ? closest_point_triangle<T>(a, b, c, d).distance_squared
-                        : closest_segment_segment<T>(a, b, c, d).distance_squared);
+        const Vec3<T> p[4] = {node_position(q, i[0], stride), node_position(q, i[1], stride),
+                              node_position(q, i[2], stride), node_position(q, i[3], stride)};
+        T c[4];
+        contact_point_weights<T>(p[0], p[1], p[2], p[3], pair.kind, false, c);
+        return (c[0] * p[0] + c[1] * p[1] + c[2] * p[2] + c[3] * p[3]).norm();
     }
 };
 
@@ -259,7 +258,8 @@ constexpr double contact_onset_cap = 0.5;
 /// update q + α h Δv carries a pair that is out of contact (d ≥ r) at most
 /// `cap` into it, with d linearized along the pair's normal at its current
 /// contact points (the closest points of a point–triangle or edge–edge
-/// pair, `stable_segment_parameters` for a yarn segment pair). An
+/// pair, `stable_segment_parameters` for a yarn segment pair:
+/// `contact_point_weights`). An
 /// out-of-contact pair has no stiffness in the Newton matrix, so one update
 /// could otherwise carry two pieces of cloth that meet within the step deep
 /// into each other, and the next iterations bounce on the penalty. Measured
@@ -281,15 +281,7 @@ struct ContactOnsetFraction {
         const Vec3<T> p0 = ql.template segment<3>(0), p1 = ql.template segment<3>(3), p2 = ql.template segment<3>(6),
                       p3 = ql.template segment<3>(9);
         T c[4];
-        if (pair.kind == int(ClothContactKind::point_triangle)) {
-            const PointTriangleClosest<T> at = closest_point_triangle<T>(p0, p1, p2, p3);
-            c[0] = T(-1), c[1] = T(1) - at.u - at.v, c[2] = at.u, c[3] = at.v;
-        } else {
-            const SegmentPairClosest<T> at = pair.kind == int(ClothContactKind::segment_pair)
-                                                 ? stable_segment_parameters<T>(p0, p1, p2, p3)
-                                                 : closest_segment_segment<T>(p0, p1, p2, p3);
-            c[0] = T(1) - at.s, c[1] = at.s, c[2] = -(T(1) - at.t), c[3] = -at.t;
-        }
+        contact_point_weights<T>(p0, p1, p2, p3, pair.kind, true, c);
         Vec3<T> x = Vec3<T>::Zero(), dx = Vec3<T>::Zero();
         for (int i = 0; i < 4; ++i) {
             x += c[i] * ql.template segment<3>(3 * i);

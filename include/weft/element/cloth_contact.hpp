@@ -107,6 +107,28 @@ WEFT_HD inline T parallel_mollifier(const Vec<T, 12>& q, T eps, Vec<T, 12>& grad
     return (T(2) - x) * x;
 }
 
+/// The signed weights c of a pair's four nodes whose sum Σ c_i p_i is the
+/// difference x between its two contact points (its norm their distance):
+/// the first node minus the triangle's closest point for a point–triangle
+/// pair, the first segment's point minus the second's for the two edge
+/// kinds. `force_points`: a segment pair takes the points its force acts
+/// between (`stable_segment_parameters`, see cloth_contact below); otherwise
+/// every kind takes its closest points.
+template <typename T>
+WEFT_HD inline void contact_point_weights(const Vec3<T>& p0, const Vec3<T>& p1, const Vec3<T>& p2, const Vec3<T>& p3,
+                                          int kind, bool force_points, T c[4])
+{
+    if (kind == int(ClothContactKind::point_triangle)) {
+        const PointTriangleClosest<T> at = closest_point_triangle<T>(p0, p1, p2, p3);
+        c[0] = T(1), c[1] = -(T(1) - at.u - at.v), c[2] = -at.u, c[3] = -at.v;
+        return;
+    }
+    const SegmentPairClosest<T> at = force_points && kind == int(ClothContactKind::segment_pair)
+                                         ? stable_segment_parameters<T>(p0, p1, p2, p3)
+                                         : closest_segment_segment<T>(p0, p1, p2, p3);
+    c[0] = T(1) - at.s, c[1] = at.s, c[2] = -(T(1) - at.t), c[3] = -at.t;
+}
+
 /// The contact of one pair at the stacked positions q (12), edge–edge
 /// pairs mollified (energy, force, Gauss–Newton stiffness and normal force).
 /// A segment pair acts between the points of `stable_segment_parameters`:
