@@ -508,6 +508,33 @@ TEST_CASE("multilevel: with timed solves, a slow solve rebuilds once the stale h
     CHECK(m.failure_builds() == 1);
 }
 
+TEST_CASE("multilevel: without timed rebuilds, iteration growth alone rebuilds, whatever the solves' times",
+          "[backend][multilevel][reuse]")
+{
+    // The same solves as above with the stale time far below the build's:
+    // the rent-or-buy rule keeps the hierarchy, timed_rebuild = false
+    // rebuilds at the first slow solve (the rule of runs that repeat bit for
+    // bit).
+    Random rng(61);
+    const int n = 16;
+    for (const bool timed : {true, false}) {
+        RuleProblem rule(rng, n);
+        MultilevelOptions options = small_coarse_rebuilding();
+        options.timed_rebuild = timed;
+        MultilevelPreconditioner<double, 5> m(options);
+        REQUIRE(rule.prepare(m));
+        const double build = m.last_build_seconds();
+        REQUIRE(build > 0.0);
+        m.record_solve(true, 10, 1e-6 * build);
+        m.record_solve(true, 30, 3e-6 * build);  // slow: 20 extra iterations, a millionth of a build
+        REQUIRE(rule.prepare(m));
+        INFO("timed " << timed);
+        CHECK(m.builds() == (timed ? 1 : 2));
+        CHECK(m.growth_builds() == (timed ? 0 : 1));
+        CHECK(m.stale_seconds() == (timed ? Approx(2e-6 * build) : Approx(0.0)));
+    }
+}
+
 TEST_CASE("multilevel: a matrix that is not positive definite is reported by prepare()", "[backend][multilevel]")
 {
     Random rng(59);

@@ -5,7 +5,8 @@
 #   determinism.sh WEFT_RUN SOURCE_DIR WORK_DIR
 #
 # Each scene (a yarn scene with friction and EIL tracking, the EIL scene
-# sliding_rods.json, a triangle scene with full Newton) runs with
+# sliding_rods.json, a triangle scene with full Newton, a swinging sheet
+# whose multilevel hierarchy is rebuilt by its "growth" rule) runs with
 # OMP_NUM_THREADS = 1, 2 and 4, and with one thread pinned to one core
 # (taskset: Thrust's own reductions split their range by the number of
 # available cores, so that case stands for a machine with another core
@@ -16,7 +17,7 @@ run=$1 src=$2 work=$3
 rm -rf "$work"
 mkdir -p "$work"
 scenes=("$src/tests/examples/scenes/determinism_yarn.json" "$src/examples/scenes/sliding_rods.json"
-        "$src/tests/examples/scenes/determinism_triangle.json")
+        "$src/tests/examples/scenes/determinism_triangle.json" "$src/tests/examples/scenes/determinism_multilevel.json")
 configs=("threads1" "threads2" "threads4")
 if command -v taskset > /dev/null 2>&1 && [ "$(nproc --all)" -gt 1 ]; then
   configs+=("onecore")

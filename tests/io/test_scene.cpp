@@ -327,6 +327,24 @@ TEST_CASE("scene: solver.multilevel_refresh is read, \"on-growth\" by default, i
                                                 Catch::Contains("\"every-prepare\""));
 }
 
+TEST_CASE("scene: solver.multilevel_rebuild is read, \"rent-or-buy\" by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_rebuild == "rent-or-buy");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.timed_rebuild);
+    j["solver"] = json::object();
+    j["solver"]["multilevel_rebuild"] = "growth";
+    CHECK(weft::parse_scene(j).solver.multilevel_rebuild == "growth");
+    CHECK_FALSE(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.timed_rebuild);
+    j["solver"]["multilevel_rebuild"] = "rent-or-buy";
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.timed_rebuild);
+    j["solver"]["multilevel_rebuild"] = "never";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_rebuild") &&
+                                                Catch::Contains("\"never\"") && Catch::Contains("\"rent-or-buy\"") &&
+                                                Catch::Contains("\"growth\""));
+}
+
 TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material, bad values are named",
           "[io][scene][newton]")
 {
@@ -907,9 +925,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 175 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 176 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 175);
+    REQUIRE(checked == 176);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

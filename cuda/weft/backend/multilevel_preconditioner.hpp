@@ -124,6 +124,12 @@ struct MultilevelOptions {
     /// where solve times are known, the stale hierarchy's extra iterations
     /// have cost as much as the last build.
     double rebuild_growth = 1.5;
+    /// Weigh slow solves' measured wall time against the build's (the
+    /// rent-or-buy rule of the file comment). false: iteration growth alone
+    /// decides, so when the hierarchy is rebuilt does not depend on the
+    /// machine's speed and a run repeats bit for bit (more builds where a
+    /// build is dear against an iteration, e.g. on a GPU).
+    bool timed_rebuild = true;
     /// What a slow solve renews while the pattern and filter stay (see Reuse
     /// in the file comment).
     MultilevelRefresh refresh = MultilevelRefresh::on_growth;
@@ -940,7 +946,8 @@ public:
     /// rebuild_growth times the iterations of the first solve after the last
     /// build, once (where `seconds`, the solve's wall time, is given) the extra
     /// iterations since that build have cost as much as the build itself.
-    /// `seconds` < 0: not known, iteration growth alone decides.
+    /// `seconds` < 0 (not known) or MultilevelOptions::timed_rebuild false:
+    /// iteration growth alone decides.
     void record_solve(bool converged, int iterations, double seconds = -1.0)
     {
         if (m_first_iterations < 0) m_first_iterations = iterations;
@@ -959,7 +966,7 @@ public:
             return;
         }
         if (m_refresh_requested) return;
-        const bool timed = seconds >= 0.0 && iterations > 0;
+        const bool timed = m_options.timed_rebuild && seconds >= 0.0 && iterations > 0;
         if (timed) {
             m_stale_seconds += std::max(0, iterations - m_first_iterations) * (seconds / iterations);
         }

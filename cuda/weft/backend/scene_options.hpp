@@ -43,6 +43,7 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.multilevel.refresh = s.multilevel_refresh == "off"             ? MultilevelRefresh::off
                                  : s.multilevel_refresh == "every-prepare" ? MultilevelRefresh::every_prepare
                                                                            : MultilevelRefresh::on_growth;
+    options.multilevel.timed_rebuild = s.multilevel_rebuild != "growth";
     return options;
 }
 

@@ -40,6 +40,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, {"off", "on-growth", "every-prepare"}, "multilevel refresh");
         },
         s.multilevel_refresh);
+    s.multilevel_rebuild = o.get_or(
+        "multilevel_rebuild",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"rent-or-buy", "growth"}, "multilevel rebuild rule");
+        },
+        s.multilevel_rebuild);
     s.linear = o.get_or(
         "linear",
         [](const json& v, const std::string& p) {
