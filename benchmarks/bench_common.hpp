@@ -266,6 +266,15 @@ inline MultilevelRefresh parse_multilevel_refresh(const std::string& name)
     throw InvalidInput("invalid --multilevel-refresh \"" + name + "\": expected one of off, on-growth, every-prepare");
 }
 
+/// MultilevelOptions::timed_rebuild named by --multilevel-rebuild (the words
+/// of the scene key solver.multilevel_rebuild).
+inline bool parse_multilevel_rebuild(const std::string& name)
+{
+    if (name == "rent-or-buy") return true;
+    if (name == "growth") return false;
+    throw InvalidInput("invalid --multilevel-rebuild \"" + name + "\": expected one of rent-or-buy, growth");
+}
+
 /// JSON fields of the multilevel hierarchy after the timed steps (empty for
 /// the other preconditioners): builds during the timed steps, the mean time
 /// of a build (the whole run), builds by cause (the whole run: pattern or

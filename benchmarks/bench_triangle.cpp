@@ -14,6 +14,7 @@
 //                  [--damping strain-rate|rayleigh|none] [--table] [--spmv-repeats R]
 //                  [--no-cholmod] [--preconditioner block-jacobi|multilevel]
 //                  [--multilevel-refresh off|on-growth|every-prepare]
+//                  [--multilevel-rebuild rent-or-buy|growth]
 //                  [--bending dihedral|plate]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
@@ -58,6 +59,7 @@ struct Options {
     bool cholmod = weft::cholmod_available();
     std::string preconditioner = "block-jacobi";
     std::string multilevel_refresh = "on-growth";
+    std::string multilevel_rebuild = "rent-or-buy";
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
 };
@@ -90,6 +92,11 @@ Options parse(int argc, char** argv)
                    "but rebuilds (off), or the coarse values at every solve (every-prepare)")
         ->check(CLI::IsMember({"off", "on-growth", "every-prepare"}))
         ->type_name("WHEN");
+    app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
+                   "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
+                   "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
+        ->check(CLI::IsMember({"rent-or-buy", "growth"}))
+        ->type_name("RULE");
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
     o.command = weft::examples::parse_command_line(app, argc, argv);
@@ -160,6 +167,7 @@ SizeResult run_size(int n, const Options& opt)
     options.pcg.max_iterations = 20000;
     options.pcg.preconditioner = weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "multilevel"});
     options.multilevel.refresh = weft::bench::parse_multilevel_refresh(opt.multilevel_refresh);
+    options.multilevel.timed_rebuild = weft::bench::parse_multilevel_rebuild(opt.multilevel_rebuild);
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
 
     SizeResult r;
@@ -229,9 +237,10 @@ int main(int argc, char** argv)
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
                 << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"multilevel_refresh\": \""
-                << opt.multilevel_refresh << "\",\n  \"bending\": \"" << opt.bending << "\",\n  \"damping\": \""
-                << opt.damping << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps
-                << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+                << opt.multilevel_refresh << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
+                << "\",\n  \"bending\": \"" << opt.bending << "\",\n  \"damping\": \"" << opt.damping
+                << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup
+                << ",\n  \"results\": [";
         }
         bool first = true;
         for (const int n : opt.sizes) {

@@ -7,6 +7,7 @@
 //   bench_yarn [--sizes 50,100,200] [--steps N] [--warmup W] [--no-eigen]
 //              [--scene FILE] [--preconditioner block-jacobi|yarn-lines|multilevel]
 //              [--multilevel-refresh off|on-growth|every-prepare]
+//              [--multilevel-rebuild rent-or-buy|growth]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
@@ -52,6 +53,7 @@ struct Options {
     std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
     std::string preconditioner = "block-jacobi";
     std::string multilevel_refresh = "on-growth";
+    std::string multilevel_rebuild = "rent-or-buy";
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
@@ -80,6 +82,11 @@ Options parse(int argc, char** argv)
                    "but rebuilds (off), or the coarse values at every solve (every-prepare)")
         ->check(CLI::IsMember({"off", "on-growth", "every-prepare"}))
         ->type_name("WHEN");
+    app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
+                   "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
+                   "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
+        ->check(CLI::IsMember({"rent-or-buy", "growth"}))
+        ->type_name("RULE");
     app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
         ->check(CLI::Range(1, 1 << 30))
         ->default_str("the scene's")
@@ -138,9 +145,9 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh
-             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
-             << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+             << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_rebuild\": \""
+             << opt.multilevel_rebuild << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false")
+             << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;
@@ -165,6 +172,7 @@ int main(int argc, char** argv)
             options.pcg.preconditioner =
                 weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
             options.multilevel.refresh = weft::bench::parse_multilevel_refresh(opt.multilevel_refresh);
+            options.multilevel.timed_rebuild = weft::bench::parse_multilevel_rebuild(opt.multilevel_rebuild);
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {
