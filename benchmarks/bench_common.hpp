@@ -256,25 +256,6 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
     return PcgPreconditioner::block_jacobi;
 }
 
-/// MultilevelOptions::refresh named by --multilevel-refresh (the words of the
-/// scene key solver.multilevel_refresh).
-inline MultilevelRefresh parse_multilevel_refresh(const std::string& name)
-{
-    if (name == "off") return MultilevelRefresh::off;
-    if (name == "on-growth") return MultilevelRefresh::on_growth;
-    if (name == "every-prepare") return MultilevelRefresh::every_prepare;
-    throw InvalidInput("invalid --multilevel-refresh \"" + name + "\": expected one of off, on-growth, every-prepare");
-}
-
-/// MultilevelOptions::timed_rebuild named by --multilevel-rebuild (the words
-/// of the scene key solver.multilevel_rebuild).
-inline bool parse_multilevel_rebuild(const std::string& name)
-{
-    if (name == "rent-or-buy") return true;
-    if (name == "growth") return false;
-    throw InvalidInput("invalid --multilevel-rebuild \"" + name + "\": expected one of rent-or-buy, growth");
-}
-
 /// JSON fields of the multilevel hierarchy after the timed steps (empty for
 /// the other preconditioners): builds during the timed steps, the mean time
 /// of a build (the whole run), builds by cause (the whole run: pattern or

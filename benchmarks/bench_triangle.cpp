@@ -166,8 +166,8 @@ SizeResult run_size(int n, const Options& opt)
     options.pcg.tolerance = 1e-5;
     options.pcg.max_iterations = 20000;
     options.pcg.preconditioner = weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "multilevel"});
-    options.multilevel.refresh = weft::bench::parse_multilevel_refresh(opt.multilevel_refresh);
-    options.multilevel.timed_rebuild = weft::bench::parse_multilevel_rebuild(opt.multilevel_rebuild);
+    options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
+    options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
 
     SizeResult r;

@@ -171,8 +171,8 @@ int main(int argc, char** argv)
                 opt.pcg_max_iterations > 0 ? opt.pcg_max_iterations : scene.solver.pcg_max_iterations;
             options.pcg.preconditioner =
                 weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
-            options.multilevel.refresh = weft::bench::parse_multilevel_refresh(opt.multilevel_refresh);
-            options.multilevel.timed_rebuild = weft::bench::parse_multilevel_rebuild(opt.multilevel_rebuild);
+            options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
+            options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {

@@ -533,6 +533,13 @@ TEST_CASE("multilevel: without timed rebuilds, iteration growth alone rebuilds, 
         CHECK(m.growth_builds() == (timed ? 0 : 1));
         CHECK(m.stale_seconds() == (timed ? Approx(2e-6 * build) : Approx(0.0)));
     }
+    // The words of the scene keys (scene_options.hpp and both benchmarks).
+    CHECK(weft::multilevel_timed_rebuild_named("rent-or-buy"));
+    CHECK_FALSE(weft::multilevel_timed_rebuild_named("growth"));
+    CHECK_THROWS_WITH(weft::multilevel_timed_rebuild_named("never"),
+                      Catch::Contains("\"never\"") && Catch::Contains("rent-or-buy, growth"));
+    CHECK(weft::multilevel_refresh_named("every-prepare") == weft::MultilevelRefresh::every_prepare);
+    CHECK_THROWS_WITH(weft::multilevel_refresh_named("always"), Catch::Contains("\"always\""));
 }
 
 TEST_CASE("multilevel: a matrix that is not positive definite is reported by prepare()", "[backend][multilevel]")

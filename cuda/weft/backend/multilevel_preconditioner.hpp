@@ -64,6 +64,7 @@
 #include <cstdint>
 #include <limits>
 #include <numeric>
+#include <string>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -134,6 +135,27 @@ struct MultilevelOptions {
     /// in the file comment).
     MultilevelRefresh refresh = MultilevelRefresh::on_growth;
 };
+
+/// MultilevelOptions::refresh named in the words of the scene key
+/// solver.multilevel_refresh ("off", "on-growth", "every-prepare").
+/// @throws InvalidInput naming the word and the accepted ones
+inline MultilevelRefresh multilevel_refresh_named(const std::string& name)
+{
+    if (name == "off") return MultilevelRefresh::off;
+    if (name == "on-growth") return MultilevelRefresh::on_growth;
+    if (name == "every-prepare") return MultilevelRefresh::every_prepare;
+    throw InvalidInput("unknown multilevel refresh \"" + name + "\" (expected one of off, on-growth, every-prepare)");
+}
+
+/// MultilevelOptions::timed_rebuild named in the words of the scene key
+/// solver.multilevel_rebuild ("rent-or-buy": true, "growth": false).
+/// @throws InvalidInput naming the word and the accepted ones
+inline bool multilevel_timed_rebuild_named(const std::string& name)
+{
+    if (name == "rent-or-buy") return true;
+    if (name == "growth") return false;
+    throw InvalidInput("unknown multilevel rebuild rule \"" + name + "\" (expected one of rent-or-buy, growth)");
+}
 
 /// Checks the settings; throws InvalidInput naming the field and the value.
 inline void validate(const MultilevelOptions& o)

@@ -40,10 +40,8 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.pcg.preconditioner = s.preconditioner == "yarn-lines"   ? PcgPreconditioner::yarn_lines
                                  : s.preconditioner == "multilevel" ? PcgPreconditioner::multilevel
                                                                     : PcgPreconditioner::block_jacobi;
-    options.multilevel.refresh = s.multilevel_refresh == "off"             ? MultilevelRefresh::off
-                                 : s.multilevel_refresh == "every-prepare" ? MultilevelRefresh::every_prepare
-                                                                           : MultilevelRefresh::on_growth;
-    options.multilevel.timed_rebuild = s.multilevel_rebuild != "growth";
+    options.multilevel.refresh = multilevel_refresh_named(s.multilevel_refresh);
+    options.multilevel.timed_rebuild = multilevel_timed_rebuild_named(s.multilevel_rebuild);
     return options;
 }
 
