@@ -752,8 +752,7 @@ protected:
     {
         return {raw(m_q), raw(m_free), h, raw(colliders), static_cast<int>(colliders.size()), offset, raw(m_dv)};
     }
-    /// Positions at the start of the (sub)step being attempted.    /// Positions at the start of the (sub)step being
-    /// attempted.
+    /// Positions at the start of the (sub)step being attempted.
     const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
 
     ImplicitStepper(const std::vector<T>& q, const std::vector<T>& v, const std::vector<unsigned char>& free_dof,
