@@ -321,6 +321,20 @@ private:
         d["max_speed"] = r.max_speed;
         d["newton_residual"] = r.newton_residual;
         d["pcg_residual"] = r.pcg_residual;
+        py::list attempts;  // full Newton: every attempt of the step (weft-run's --newton-trace)
+        for (const weft::NewtonAttempt& a : r.attempts) {
+            py::dict t;
+            t["h"] = a.h;
+            t["halvings"] = a.halvings;
+            t["iterations"] = a.iterations;
+            t["converged"] = a.converged;
+            t["accepted"] = a.accepted;
+            t["residuals"] = a.residuals;
+            t["fractions"] = a.fractions;
+            t["message"] = a.message;
+            attempts.append(t);
+        }
+        d["newton_attempts"] = attempts;
     }
 
     void yarn_only(const char* what) const

@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <memory>
 #include <optional>
@@ -179,6 +180,73 @@ inline std::uint64_t run_fingerprint(const RunArguments& args)
     return checkpoint_detail::fnv1a(reinterpret_cast<const unsigned char*>(options.data()), options.size(), hash);
 }
 
+/// `--newton-trace FILE`: one CSV row per full-Newton attempt (see
+/// NewtonAttempt), numbers exact (shortest round trip), lists within a field
+/// separated by ';', the failure message quoted. On --resume the rows of steps after the checkpoint's are
+/// dropped first, so the file is that of an uninterrupted run.
+class NewtonTraceWriter {
+public:
+    static constexpr const char* header =
+        "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,message";
+
+    NewtonTraceWriter(const std::filesystem::path& path, long resumed_from) : m_path(path)
+    {
+        const std::string where = "--newton-trace \"" + path.string() + "\": ";
+        std::vector<std::string> kept;
+        if (resumed_from > 0) {
+            std::ifstream in(path);
+            if (!in) throw InvalidInput(where + "cannot be read, so the run cannot continue its trace");
+            std::string line;
+            std::getline(in, line);
+            if (line != header)
+                throw InvalidInput(where + "its header \"" + line + "\" is not the trace's \"" + header + "\"");
+            while (std::getline(in, line))
+                if (std::stol(line.substr(0, line.find(','))) <= resumed_from) kept.push_back(line);
+        }
+        m_out.open(path, std::ios::binary | std::ios::trunc);
+        if (!m_out) throw InvalidInput(where + "cannot be opened for writing");
+        m_out.precision(17);  // put_number's fallback without std::to_chars
+        m_out << header << '\n';
+        for (const std::string& line : kept) m_out << line << '\n';
+        flush();
+    }
+
+    void write(long step, double time, const std::vector<NewtonAttempt>& attempts)
+    {
+        const auto list = [&](const std::vector<double>& xs) {
+            for (std::size_t k = 0; k < xs.size(); ++k) {
+                if (k) m_out << ';';
+                io_detail::put_number(m_out, xs[k]);
+            }
+        };
+        for (std::size_t a = 0; a < attempts.size(); ++a) {
+            const NewtonAttempt& t = attempts[a];
+            m_out << step << ',';
+            io_detail::put_number(m_out, time);
+            m_out << ',' << a << ',';
+            io_detail::put_number(m_out, t.h);
+            m_out << ',' << t.halvings << ',' << int(t.converged) << ',' << int(t.accepted) << ',' << t.iterations
+                  << ',';
+            list(t.residuals);
+            m_out << ',';
+            list(t.fractions);
+            m_out << ",\"";
+            for (char c : t.message) m_out << (c == '"' ? "\"\"" : std::string(1, c));
+            m_out << "\"\n";
+        }
+        flush();
+    }
+
+private:
+    void flush()
+    {
+        m_out.flush();
+        if (!m_out) throw std::runtime_error("--newton-trace \"" + m_path.string() + "\": write failed (disk full?)");
+    }
+    std::filesystem::path m_path;
+    std::ofstream m_out;
+};
+
 /// The summary's counters, saved with a checkpoint so that a resumed run's
 /// summary is the uninterrupted run's.
 template <class Archive>
@@ -275,6 +343,14 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         csv = args.resume.empty() ? std::make_unique<CsvWriter>(path, columns)
                                   : std::make_unique<CsvWriter>(path, columns, static_cast<std::size_t>(csv_rows));
     }
+    std::unique_ptr<NewtonTraceWriter> trace;
+    if (!args.newton_trace.empty()) {
+        if (scene.solver.newton_iterations <= 1)
+            throw InvalidInput("invalid --newton-trace: solver.newton_iterations is " +
+                               std::to_string(scene.solver.newton_iterations) +
+                               " (the one-step scheme); it traces full Newton (newton_iterations > 1)");
+        trace = std::make_unique<NewtonTraceWriter>(args.newton_trace, summary.resumed_from);
+    }
     const long steps = std::max(1L, std::lround(scene.duration / scene.time_step));
     ProgressOptions progress_options;
     progress_options.terminal = stderr_is_terminal();
@@ -310,6 +386,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     for (long step = first_step; step <= steps; ++step) {
         const auto r = stepper.step(scene.time_step);
         const double time = step * scene.time_step;
+        if (trace) trace->write(step, time, r.attempts);
         if (!r.ok) {
             summary.ok = false;
             std::ostringstream os;

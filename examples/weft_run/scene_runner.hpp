@@ -29,6 +29,7 @@ struct RunArguments {
     long checkpoint_every = 0;               ///< > 0: write a checkpoint every so many steps and on SIGINT/SIGTERM
     std::filesystem::path checkpoint;        ///< the checkpoint file (default: OUTPUT_DIR/SCENE_STEM.checkpoint)
     std::filesystem::path resume;            ///< non-empty: continue the run saved in this checkpoint
+    std::filesystem::path newton_trace;      ///< non-empty: write every full-Newton attempt to this CSV
     bool help = false;                       ///< --help: print run_usage() and exit
     bool version = false;                    ///< --version: print the version and exit
 };
@@ -69,6 +70,11 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
     app.add_option("--resume", a.resume,
                    "continue the run saved in FILE (same scene, same options): the CSV rows and frames that follow "
                    "are those of an uninterrupted run")
+        ->type_name("FILE");
+    app.add_option("--newton-trace", a.newton_trace,
+                   "write every full-Newton attempt to FILE (CSV: step, time, attempt, h, halvings, converged, "
+                   "accepted, iterations, the relative residual after each iteration and the step fraction of each "
+                   "update); needs solver.newton_iterations > 1")
         ->type_name("FILE");
 }
 

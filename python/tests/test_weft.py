@@ -68,6 +68,37 @@ def test_same_bits_as_weft_run(tmp_path, name):
     assert compared >= 3
 
 
+@pytest.mark.skipif("WEFT_RUN" not in os.environ, reason="needs weft-run (WEFT_RUN)")
+def test_newton_attempts_are_weft_runs_trace(tmp_path):
+    """step()'s newton_attempts are the rows of weft-run --newton-trace, bit for bit."""
+    scene = load(os.path.join(SCENES, "determinism_triangle.json"))
+    scene.pop("output", None)
+    path = tmp_path / "scene.json"
+    path.write_text(json.dumps(scene))
+    trace = tmp_path / "trace.csv"
+    subprocess.run([os.environ["WEFT_RUN"], str(path), "--output-dir", str(tmp_path), "--quiet", "--duration", "0.02",
+                    "--newton-trace", str(trace)], check=True)
+    lines = trace.read_text().splitlines()
+    assert lines[0] == "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,message"
+    rows = [line.split(",") for line in lines[1:]]
+    sim = weft.Simulation(scene)
+    compared = 0
+    steps = int(round(0.02 / scene["time_step"]))
+    for step in range(1, steps + 1):
+        report = sim.step()
+        mine = [r for r in rows if int(r[0]) == step]
+        assert len(report["newton_attempts"]) == len(mine) >= 1
+        assert sum(a["iterations"] for a in report["newton_attempts"]) == report["newton_iterations"]
+        for a, r in zip(report["newton_attempts"], mine):
+            assert a["h"] == float(r[3]) and a["halvings"] == int(r[4]) and a["iterations"] == int(r[7])
+            assert a["converged"] == (r[5] == "1") and a["accepted"] == (r[6] == "1")
+            assert a["residuals"] == [float(x) for x in r[8].split(";") if x]
+            assert a["fractions"] == [float(x) for x in r[9].split(";") if x]
+            compared += 1
+        assert report["newton_attempts"][-1]["accepted"]
+    assert len(rows) == compared >= steps
+
+
 def test_scene_file_and_dict_agree():
     path = os.path.join(SHIPPED, "hang.json")
     a = weft.Simulation(path)

@@ -199,7 +199,8 @@ TEST_CASE("weft-run: command line", "[examples][weft-run]")
     const char* version[] = {"weft-run", "--version"};
     CHECK(parse_run_arguments(2, version).version);
     const std::string usage = weft::examples::run_usage();
-    for (const char* option : {"--duration", "--output-dir", "--quiet", "--damping", "--beta", "--version"})
+    for (const char* option :
+         {"--duration", "--output-dir", "--quiet", "--damping", "--beta", "--version", "--newton-trace"})
         CHECK_THAT(usage, Catch::Contains(option));
     CHECK_THAT(usage, Catch::Contains("DIR=."));  // --output-dir's default
 }
@@ -272,6 +273,156 @@ TEST_CASE("weft-run: a failed solve is reported with the step and residual", "[e
     CHECK(fs::exists(dir / "frames" / "frame_00000_warp.vtk"));
     CHECK_FALSE(fs::exists(dir / "frames" / "frame_00001_warp.vtk"));
     CHECK(lines_of(dir / "energy.csv").size() == 1);
+}
+
+namespace {
+
+/// One row of a --newton-trace file.
+struct TraceRow {
+    long step = 0;
+    int attempt = 0, halvings = 0, iterations = 0;
+    double h = 0;
+    bool converged = false, accepted = false;
+    std::vector<double> residuals, fractions;
+    std::string message;
+};
+
+std::vector<double> semicolon_list(const std::string& text)
+{
+    std::vector<double> out;
+    std::stringstream ss(text);
+    for (std::string cell; std::getline(ss, cell, ';');) out.push_back(std::stod(cell));
+    return out;
+}
+
+std::vector<TraceRow> trace_rows(const fs::path& path)
+{
+    const std::vector<std::string> lines = lines_of(path);
+    REQUIRE(!lines.empty());
+    REQUIRE(lines[0] == "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,message");
+    std::vector<TraceRow> rows;
+    for (std::size_t k = 1; k < lines.size(); ++k) {
+        const std::string& line = lines[k];
+        const std::size_t quote = line.find(",\"");
+        REQUIRE(quote != std::string::npos);
+        REQUIRE(line.back() == '"');
+        std::vector<std::string> cells;
+        std::stringstream ss(line.substr(0, quote));
+        for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+        if (line[quote - 1] == ',') cells.push_back("");  // no fractions
+        REQUIRE(cells.size() == 10);
+        TraceRow r;
+        r.step = std::stol(cells[0]);
+        r.attempt = std::stoi(cells[2]);
+        r.h = std::stod(cells[3]);
+        r.halvings = std::stoi(cells[4]);
+        r.converged = cells[5] == "1";
+        r.accepted = cells[6] == "1";
+        r.iterations = std::stoi(cells[7]);
+        r.residuals = semicolon_list(cells[8]);
+        r.fractions = semicolon_list(cells[9]);
+        r.message = line.substr(quote + 2, line.size() - quote - 3);
+        rows.push_back(r);
+    }
+    return rows;
+}
+
+RunSummary run_traced(const fs::path& scene, const fs::path& dir, double duration, const fs::path& trace,
+                      long checkpoint_every = 0, const fs::path& resume = {})
+{
+    RunArguments args;
+    args.scene = scene;
+    args.output_dir = dir;
+    args.duration = duration;
+    args.quiet = true;
+    args.newton_trace = trace;
+    args.checkpoint_every = checkpoint_every;
+    args.resume = resume;
+    std::ostringstream log;
+    return run_scene(args, log);
+}
+
+}  // namespace
+
+TEST_CASE("weft-run: --newton-trace writes every full-Newton attempt", "[examples][weft-run]")
+{
+    const fs::path dir = fresh_dir("newton_trace");
+    const double tolerance = 1e-6;
+    const fs::path scene = write_scene(dir, small_scene(R"({"newton_iterations": 8, "newton_tolerance": 1e-6})"));
+    const RunSummary s = run_traced(scene, dir, 0.02, dir / "trace.csv");
+    REQUIRE(s.ok);
+    const std::vector<TraceRow> rows = trace_rows(dir / "trace.csv");
+    const std::vector<std::string> csv = lines_of(dir / "energy.csv");
+    REQUIRE(csv.size() == 21);
+    // Every step has its attempts, numbered from 0, the last accepted; the
+    // iterations of a step's attempts add up to the CSV's newton_iterations.
+    std::vector<int> iterations(21, 0);
+    long expected_step = 1;
+    int checked = 0;
+    for (std::size_t k = 0; k < rows.size(); ++k) {
+        const TraceRow& r = rows[k];
+        INFO("row " << k + 1);
+        if (r.step != expected_step) {
+            REQUIRE(r.step == expected_step + 1);
+            REQUIRE(rows[k - 1].accepted);
+            expected_step = r.step;
+        }
+        CHECK(r.attempt == (k > 0 && rows[k - 1].step == r.step ? rows[k - 1].attempt + 1 : 0));
+        CHECK(r.h == Approx(0.001 / std::pow(2.0, r.halvings)));
+        iterations[std::size_t(r.step)] += r.iterations;
+        CHECK(r.residuals.size() == r.fractions.size());
+        for (double f : r.fractions) CHECK((f > 0 && f <= 16));  // at most 4 expansions
+        if (r.accepted) {
+            CHECK(r.converged);
+            CHECK(r.message.empty());
+            // Converged at the tolerance, or ended by round-off after one more solve.
+            if (r.iterations == int(r.residuals.size()))
+                CHECK(r.residuals.back() <= tolerance);
+            else
+                CHECK(r.iterations == int(r.residuals.size()) + 1);
+            ++checked;
+        }
+    }
+    CHECK(expected_step == 20);
+    CHECK(rows.back().accepted);
+    CHECK(checked >= 20);
+    for (std::size_t r = 1; r < csv.size(); ++r) CHECK(iterations[r] == int(fields(csv[r])[6]));
+
+    // A failed step's attempts are in the trace, with the reason.
+    fs::create_directories(dir / "fail");
+    const fs::path failing = write_scene(
+        dir / "fail", small_scene(R"({"newton_iterations": 4, "pcg_max_iterations": 2, "min_time_step": 0.0005})"));
+    const RunSummary f = run_traced(failing, dir / "fail", 0.01, dir / "fail_trace.csv");
+    CHECK_FALSE(f.ok);
+    const std::vector<TraceRow> failed = trace_rows(dir / "fail_trace.csv");
+    REQUIRE(failed.size() == 2);
+    for (int a = 0; a < 2; ++a) {
+        CHECK(failed[a].step == 1);
+        CHECK(failed[a].attempt == a);
+        CHECK(failed[a].halvings == a);
+        CHECK_FALSE(failed[a].accepted);
+        CHECK_THAT(failed[a].message, Catch::Contains("PCG"));
+    }
+
+    // Resumed from a checkpoint, the trace is that of an uninterrupted run:
+    // the interrupted run's rows after its checkpoint are dropped.
+    const RunSummary interrupted = run_traced(scene, dir / "a", 0.015, dir / "a.csv", 10);
+    INFO(interrupted.error);
+    REQUIRE(interrupted.ok);
+    const RunSummary resumed = run_traced(scene, dir / "a", 0.02, dir / "a.csv", 0, dir / "a" / "scene.checkpoint");
+    INFO(resumed.error);
+    REQUIRE(resumed.ok);
+    CHECK(lines_of(dir / "a.csv") == lines_of(dir / "trace.csv"));
+
+    // The one-step scheme has nothing to trace: refused, naming the key.
+    fs::create_directories(dir / "one");
+    const fs::path one_step = write_scene(dir / "one", small_scene());
+    try {
+        run_traced(one_step, dir, 0.01, dir / "one.csv");
+        FAIL("--newton-trace with the one-step scheme was not refused");
+    } catch (const weft::InvalidInput& e) {
+        CHECK_THAT(e.what(), Catch::Contains("--newton-trace") && Catch::Contains("newton_iterations is 1"));
+    }
 }
 
 namespace {

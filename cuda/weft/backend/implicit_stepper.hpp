@@ -164,6 +164,21 @@ struct StepperOptions {
 };
 
 /// What one call of step() did.
+/// One attempt of full Newton at a (sub)step (`newton_iterations` > 1), as
+/// weft-run's `--newton-trace` writes it: its size, how it ended, the
+/// relative residual after each iteration and the step fraction each update
+/// took (the line search's α, after the feasibility bound).
+struct NewtonAttempt {
+    double h = 0;                   ///< the (sub)step's size (s)
+    int halvings = 0;               ///< h = dt / 2^halvings
+    int iterations = 0;             ///< Newton iterations (linear solves) of the attempt
+    bool converged = false;         ///< Newton met its tolerance (or round-off ended it)
+    bool accepted = false;          ///< converged and the model accepted the step
+    std::vector<double> residuals;  ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) after iteration k = 1, 2, …
+    std::vector<double> fractions;  ///< the step fraction of update 0, 1, … (one per Newton iteration)
+    std::string message;            ///< why it failed (empty when accepted)
+};
+
 struct BackendStepReport {
     bool ok = true;
     int substeps = 0;                ///< successful (sub)steps taken (1 without halving)
@@ -186,6 +201,7 @@ struct BackendStepReport {
     double assembly_seconds = 0;  ///< element kernels + assembly
     double solve_seconds = 0;     ///< PCG
     double total_seconds = 0;     ///< the whole call
+    std::vector<NewtonAttempt> attempts;  ///< full Newton: every attempt of the step, in order (empty for one-step)
 };
 
 /// Raw pointers to the contribution buffers an element kernel writes.
@@ -935,6 +951,12 @@ private:
         m_exact_hessians = newton && exact_hessians_first();
         m_converged_iterations = 0;
         std::string trail, fractions;  // relative residuals and line-search step fractions, for the failure message
+        NewtonAttempt* traced = nullptr;
+        if (newton) {
+            report.attempts.emplace_back();
+            traced = &report.attempts.back();
+            traced->h = static_cast<double>(h);
+        }
         for (int k = 0; k <= iterations; ++k) {
             // Iteration k's system; k == iterations only measures the residual.
             const bool measure_only = k == iterations;
@@ -966,7 +988,9 @@ private:
                 const T scale = initial_norm > force_scale ? initial_norm : force_scale;
                 report.newton_residual = scale > T(0) ? static_cast<double>(norm / scale) : 0.0;
                 trail += (k > 1 ? ", " : "") + short_number(report.newton_residual);
+                traced->residuals.push_back(report.newton_residual);
                 if (norm <= m_options.newton_tolerance * scale) {
+                    traced->converged = true;
                     report.assembly_seconds += seconds_since(t0);
                     break;
                 }
@@ -1023,8 +1047,12 @@ private:
             const LineSearch searched = line_search(h, k, norm, merit, report);
             report.assembly_seconds += seconds_since(t0);
             if (searched == LineSearch::failed) return false;
-            if (searched == LineSearch::round_off) break;  // converged as far as the arithmetic resolves
+            if (searched == LineSearch::round_off) {  // converged as far as the arithmetic resolves
+                traced->converged = true;
+                break;
+            }
             fractions += (k > 0 ? ", " : "") + short_number(static_cast<double>(m_step_fraction));
+            traced->fractions.push_back(static_cast<double>(m_step_fraction));
             evaluated = true;
         }
         m_energies_valid = false;
@@ -1301,7 +1329,17 @@ private:
             const thrust::device_vector<T> q0 = m_q;
             const thrust::device_vector<T> v0 = m_v;
             self().save_extra();
-            if (newton_step(h, report)) {
+            const std::size_t traced = report.attempts.size();
+            const int iterations_before = report.newton_iterations;
+            const bool stepped = newton_step(h, report);
+            if (report.attempts.size() > traced) {
+                NewtonAttempt& a = report.attempts.back();
+                a.iterations = report.newton_iterations - iterations_before;
+                a.halvings = depth;
+                a.accepted = stepped;
+                if (!stepped) a.message = report.message;
+            }
+            if (stepped) {
                 report.substeps += 1;
                 report.halvings = depth > report.halvings ? depth : report.halvings;
                 report.message.clear();
