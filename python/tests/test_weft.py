@@ -82,7 +82,7 @@ def test_newton_attempts_are_weft_runs_trace(tmp_path):
     assert lines[0] == "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,message"
     rows = [line.split(",") for line in lines[1:]]
     sim = weft.Simulation(scene)
-    compared = 0
+    compared = total = 0
     steps = int(round(0.02 / scene["time_step"]))
     for step in range(1, steps + 1):
         report = sim.step()
@@ -96,7 +96,12 @@ def test_newton_attempts_are_weft_runs_trace(tmp_path):
             assert a["fractions"] == [float(x) for x in r[9].split(";") if x]
             compared += 1
         assert report["newton_attempts"][-1]["accepted"]
+        total += report["newton_iterations"]
     assert len(rows) == compared >= steps
+    # scripts/newton_trace.py reads the same file.
+    out = subprocess.run([os.sys.executable, os.path.join(SOURCE, "scripts", "newton_trace.py"),
+                          str(trace)], check=True, capture_output=True, text=True).stdout
+    assert "all: %d steps, %.2f Newton it./step" % (steps, total / steps) in out
 
 
 def test_scene_file_and_dict_agree():
