@@ -331,6 +331,7 @@ private:
             t["accepted"] = a.accepted;
             t["residuals"] = a.residuals;
             t["fractions"] = a.fractions;
+            t["pcg"] = a.pcg;
             t["message"] = a.message;
             attempts.append(t);
         }

@@ -4,7 +4,8 @@
 usage: scripts/newton_trace.py TRACE.csv [--window N]
 
 Prints, for each window of N steps (default 50) and for the whole run:
-- steps, Newton iterations per step (all attempts), steps halved;
+- steps, Newton iterations per step (all attempts), steps halved, PCG
+  iterations per Newton iteration;
 - over the attempts at the full time step that converged: their mean
   iterations, how often the first update was cut (step fraction < 1), its
   mean step fraction, the relative residual after it, the cuts of later
@@ -34,7 +35,9 @@ def summary(label, rows):
     halved = {r["step"] for r in rows if r["halvings"] > 0}
     full = [r for r in rows if r["halvings"] == 0 and r["accepted"] and r["fractions"]]
     halves = [r for r in rows if r["halvings"] > 0 and r["fractions"]]
-    print(f"{label}: {len(steps)} steps, {iterations / len(steps):.2f} Newton it./step, {len(halved)} halved")
+    pcg = sum(sum(r["pcg"]) for r in rows)
+    print(f"{label}: {len(steps)} steps, {iterations / len(steps):.2f} Newton it./step, {len(halved)} halved, "
+          f"{pcg / iterations if iterations else float('nan'):.0f} PCG it. per Newton iteration")
     if full:
         print(f"  full steps converged: {len(full)}, {mean([r['iterations'] for r in full]):.2f} it., "
               f"first update cut in {100 * mean([r['fractions'][0] < 1 for r in full]):.0f} % "
@@ -63,7 +66,8 @@ def main(argv):
     if "fractions" not in raw[0]:
         sys.exit(f"{args[0]}: not a --newton-trace file (no column fractions)")
     rows = [{"step": int(r["step"]), "halvings": int(r["halvings"]), "iterations": int(r["iterations"]),
-             "accepted": r["accepted"] == "1", "residuals": lists(r["residuals"]), "fractions": lists(r["fractions"])}
+             "accepted": r["accepted"] == "1", "residuals": lists(r["residuals"]), "fractions": lists(r["fractions"]),
+             "pcg": lists(r["pcg"])}
             for r in raw]
     last = max(r["step"] for r in rows)
     for first in range(1, last + 1, window):

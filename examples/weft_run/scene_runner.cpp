@@ -187,7 +187,7 @@ inline std::uint64_t run_fingerprint(const RunArguments& args)
 class NewtonTraceWriter {
 public:
     static constexpr const char* header =
-        "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,message";
+        "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,pcg,message";
 
     NewtonTraceWriter(const std::filesystem::path& path, long resumed_from) : m_path(path)
     {
@@ -230,6 +230,8 @@ public:
             list(t.residuals);
             m_out << ',';
             list(t.fractions);
+            m_out << ',';
+            for (std::size_t k = 0; k < t.pcg.size(); ++k) m_out << (k ? ";" : "") << t.pcg[k];
             m_out << ",\"";
             for (char c : t.message) m_out << (c == '"' ? "\"\"" : std::string(1, c));
             m_out << "\"\n";

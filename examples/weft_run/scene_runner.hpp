@@ -71,10 +71,11 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
                    "continue the run saved in FILE (same scene, same options): the CSV rows and frames that follow "
                    "are those of an uninterrupted run")
         ->type_name("FILE");
-    app.add_option("--newton-trace", a.newton_trace,
-                   "write every full-Newton attempt to FILE (CSV: step, time, attempt, h, halvings, converged, "
-                   "accepted, iterations, the relative residual after each iteration and the step fraction of each "
-                   "update); needs solver.newton_iterations > 1")
+    app.add_option(
+           "--newton-trace", a.newton_trace,
+           "write every full-Newton attempt to FILE (CSV: step, time, attempt, h, halvings, converged, "
+           "accepted, iterations, the relative residual after each iteration, the step fraction of each update, "
+           "the PCG iterations of each solve); needs solver.newton_iterations > 1")
         ->type_name("FILE");
 }
 

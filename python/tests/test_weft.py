@@ -79,7 +79,7 @@ def test_newton_attempts_are_weft_runs_trace(tmp_path):
     subprocess.run([os.environ["WEFT_RUN"], str(path), "--output-dir", str(tmp_path), "--quiet", "--duration", "0.02",
                     "--newton-trace", str(trace)], check=True)
     lines = trace.read_text().splitlines()
-    assert lines[0] == "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,message"
+    assert lines[0] == "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,pcg,message"
     rows = [line.split(",") for line in lines[1:]]
     sim = weft.Simulation(scene)
     compared = total = 0
@@ -89,11 +89,13 @@ def test_newton_attempts_are_weft_runs_trace(tmp_path):
         mine = [r for r in rows if int(r[0]) == step]
         assert len(report["newton_attempts"]) == len(mine) >= 1
         assert sum(a["iterations"] for a in report["newton_attempts"]) == report["newton_iterations"]
+        assert sum(sum(a["pcg"]) for a in report["newton_attempts"]) == report["pcg_iterations"]
         for a, r in zip(report["newton_attempts"], mine):
             assert a["h"] == float(r[3]) and a["halvings"] == int(r[4]) and a["iterations"] == int(r[7])
             assert a["converged"] == (r[5] == "1") and a["accepted"] == (r[6] == "1")
             assert a["residuals"] == [float(x) for x in r[8].split(";") if x]
             assert a["fractions"] == [float(x) for x in r[9].split(";") if x]
+            assert a["pcg"] == [int(x) for x in r[10].split(";") if x] and len(a["pcg"]) == a["iterations"]
             compared += 1
         assert report["newton_attempts"][-1]["accepted"]
         total += report["newton_iterations"]

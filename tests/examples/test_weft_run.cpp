@@ -284,6 +284,7 @@ struct TraceRow {
     double h = 0;
     bool converged = false, accepted = false;
     std::vector<double> residuals, fractions;
+    std::vector<int> pcg;
     std::string message;
 };
 
@@ -299,7 +300,7 @@ std::vector<TraceRow> trace_rows(const fs::path& path)
 {
     const std::vector<std::string> lines = lines_of(path);
     REQUIRE(!lines.empty());
-    REQUIRE(lines[0] == "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,message");
+    REQUIRE(lines[0] == "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,pcg,message");
     std::vector<TraceRow> rows;
     for (std::size_t k = 1; k < lines.size(); ++k) {
         const std::string& line = lines[k];
@@ -309,8 +310,8 @@ std::vector<TraceRow> trace_rows(const fs::path& path)
         std::vector<std::string> cells;
         std::stringstream ss(line.substr(0, quote));
         for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
-        if (line[quote - 1] == ',') cells.push_back("");  // no fractions
-        REQUIRE(cells.size() == 10);
+        if (line[quote - 1] == ',') cells.push_back("");  // no PCG list
+        REQUIRE(cells.size() == 11);
         TraceRow r;
         r.step = std::stol(cells[0]);
         r.attempt = std::stoi(cells[2]);
@@ -321,6 +322,7 @@ std::vector<TraceRow> trace_rows(const fs::path& path)
         r.iterations = std::stoi(cells[7]);
         r.residuals = semicolon_list(cells[8]);
         r.fractions = semicolon_list(cells[9]);
+        for (double p : semicolon_list(cells[10])) r.pcg.push_back(int(p));
         r.message = line.substr(quote + 2, line.size() - quote - 3);
         rows.push_back(r);
     }
@@ -356,7 +358,7 @@ TEST_CASE("weft-run: --newton-trace writes every full-Newton attempt", "[example
     REQUIRE(csv.size() == 21);
     // Every step has its attempts, numbered from 0, the last accepted; the
     // iterations of a step's attempts add up to the CSV's newton_iterations.
-    std::vector<int> iterations(21, 0);
+    std::vector<int> iterations(21, 0), pcg(21, 0);
     long expected_step = 1;
     int checked = 0;
     for (std::size_t k = 0; k < rows.size(); ++k) {
@@ -370,6 +372,8 @@ TEST_CASE("weft-run: --newton-trace writes every full-Newton attempt", "[example
         CHECK(r.attempt == (k > 0 && rows[k - 1].step == r.step ? rows[k - 1].attempt + 1 : 0));
         CHECK(r.h == Approx(0.001 / std::pow(2.0, r.halvings)));
         iterations[std::size_t(r.step)] += r.iterations;
+        CHECK(r.pcg.size() == std::size_t(r.iterations));
+        for (int p : r.pcg) pcg[std::size_t(r.step)] += p;
         CHECK(r.residuals.size() == r.fractions.size());
         for (double f : r.fractions) CHECK((f > 0 && f <= 16));  // at most 4 expansions
         if (r.accepted) {
@@ -386,7 +390,10 @@ TEST_CASE("weft-run: --newton-trace writes every full-Newton attempt", "[example
     CHECK(expected_step == 20);
     CHECK(rows.back().accepted);
     CHECK(checked >= 20);
-    for (std::size_t r = 1; r < csv.size(); ++r) CHECK(iterations[r] == int(fields(csv[r])[6]));
+    for (std::size_t r = 1; r < csv.size(); ++r) {
+        CHECK(iterations[r] == int(fields(csv[r])[6]));
+        CHECK(pcg[r] == int(fields(csv[r])[3]));
+    }
 
     // A failed step's attempts are in the trace, with the reason.
     fs::create_directories(dir / "fail");

@@ -176,6 +176,7 @@ struct NewtonAttempt {
     bool accepted = false;          ///< converged and the model accepted the step
     std::vector<double> residuals;  ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) after iteration k = 1, 2, …
     std::vector<double> fractions;  ///< the step fraction of update 0, 1, … (one per Newton iteration)
+    std::vector<int> pcg;           ///< PCG iterations of each Newton iteration's solve (a projected retry's included)
     std::string message;            ///< why it failed (empty when accepted)
 };
 
@@ -1006,6 +1007,7 @@ private:
             report.assembly_seconds += seconds_since(t0);
 
             t0 = std::chrono::steady_clock::now();
+            const int pcg_before = report.pcg_iterations;
             PcgResult<T> r = k == 0 ? solve_warm(h, norm) : solve_cold();
             if (m_exact_hessians && !(r.converged && descends())) {
                 // The exact Hessians leave A indefinite here (or PCG failed on
@@ -1027,6 +1029,7 @@ private:
             report.pcg_residual = static_cast<double>(r.relative_residual);
             report.pcg_status = r.status;
             report.newton_iterations += 1;
+            if (traced) traced->pcg.push_back(report.pcg_iterations - pcg_before);
             if (!r.converged) {
                 report.message = std::string("PCG ") + to_string(r.status) + " after " + std::to_string(r.iterations) +
                                  " iterations (relative residual " +
