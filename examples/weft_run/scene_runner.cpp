@@ -182,8 +182,9 @@ inline std::uint64_t run_fingerprint(const RunArguments& args)
 
 /// `--newton-trace FILE`: one CSV row per full-Newton attempt (see
 /// NewtonAttempt), numbers exact (shortest round trip), lists within a field
-/// separated by ';', the failure message quoted. On --resume the rows of steps after the checkpoint's are
-/// dropped first, so the file is that of an uninterrupted run.
+/// separated by ';', the failure message quoted. On --resume the rows of
+/// steps after the checkpoint's are dropped first, so the file is that of an
+/// uninterrupted run.
 class NewtonTraceWriter {
 public:
     static constexpr const char* header =
@@ -200,8 +201,12 @@ public:
             std::getline(in, line);
             if (line != header)
                 throw InvalidInput(where + "its header \"" + line + "\" is not the trace's \"" + header + "\"");
-            while (std::getline(in, line))
-                if (std::stol(line.substr(0, line.find(','))) <= resumed_from) kept.push_back(line);
+            for (long row = 1; std::getline(in, line); ++row) {
+                const std::string step = line.substr(0, line.find(','));
+                if (step.empty() || step.find_first_not_of("0123456789") != std::string::npos)
+                    throw InvalidInput(where + "row " + std::to_string(row) + " does not start with a step number");
+                if (std::stol(step) <= resumed_from) kept.push_back(line);
+            }
         }
         m_out.open(path, std::ios::binary | std::ios::trunc);
         if (!m_out) throw InvalidInput(where + "cannot be opened for writing");

@@ -163,7 +163,6 @@ struct StepperOptions {
     MultilevelOptions multilevel;
 };
 
-/// What one call of step() did.
 /// One attempt of full Newton at a (sub)step (`newton_iterations` > 1), as
 /// weft-run's `--newton-trace` writes it: its size, how it ended, the
 /// relative residual after each iteration and the step fraction each update
@@ -180,6 +179,7 @@ struct NewtonAttempt {
     std::string message;            ///< why it failed (empty when accepted)
 };
 
+/// What one call of step() did.
 struct BackendStepReport {
     bool ok = true;
     int substeps = 0;                ///< successful (sub)steps taken (1 without halving)
@@ -989,9 +989,9 @@ private:
                 const T scale = initial_norm > force_scale ? initial_norm : force_scale;
                 report.newton_residual = scale > T(0) ? static_cast<double>(norm / scale) : 0.0;
                 trail += (k > 1 ? ", " : "") + short_number(report.newton_residual);
-                traced->residuals.push_back(report.newton_residual);
+                if (traced) traced->residuals.push_back(report.newton_residual);
                 if (norm <= m_options.newton_tolerance * scale) {
-                    traced->converged = true;
+                    if (traced) traced->converged = true;
                     report.assembly_seconds += seconds_since(t0);
                     break;
                 }
@@ -1051,11 +1051,11 @@ private:
             report.assembly_seconds += seconds_since(t0);
             if (searched == LineSearch::failed) return false;
             if (searched == LineSearch::round_off) {  // converged as far as the arithmetic resolves
-                traced->converged = true;
+                if (traced) traced->converged = true;
                 break;
             }
             fractions += (k > 0 ? ", " : "") + short_number(static_cast<double>(m_step_fraction));
-            traced->fractions.push_back(static_cast<double>(m_step_fraction));
+            if (traced) traced->fractions.push_back(static_cast<double>(m_step_fraction));
             evaluated = true;
         }
         m_energies_valid = false;
