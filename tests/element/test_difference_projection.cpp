@@ -23,13 +23,15 @@ double min_eigenvalue(const Eigen::Matrix<double, N, N>& a)
     return Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, N, N>>(a).eigenvalues().minCoeff();
 }
 
-/// The closest PSD matrix (Frobenius) by a full eigen-decomposition.
+/// The closest PSD matrix (Frobenius) by a full eigen-decomposition; with
+/// `absolute`, V |Λ| Vᵀ instead.
 template <int N>
-Eigen::Matrix<double, N, N> reference_projection(const Eigen::Matrix<double, N, N>& a)
+Eigen::Matrix<double, N, N> reference_projection(const Eigen::Matrix<double, N, N>& a, bool absolute = false)
 {
     Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, N, N>> es(a);
-    const Eigen::Matrix<double, N, 1> clamped = es.eigenvalues().cwiseMax(0.0);
-    return es.eigenvectors() * clamped.asDiagonal() * es.eigenvectors().transpose();
+    const Eigen::Matrix<double, N, 1> filtered =
+        absolute ? Eigen::Matrix<double, N, 1>(es.eigenvalues().cwiseAbs()) : es.eigenvalues().cwiseMax(0.0);
+    return es.eigenvectors() * filtered.asDiagonal() * es.eigenvectors().transpose();
 }
 
 }  // namespace
@@ -51,16 +53,19 @@ TEST_CASE("difference projection: a compressed segment's stretch Hessian", "[ele
         CHECK(min_eigenvalue<8>(p) >= -1e-10 * hessian.norm());
         // The projection of [[H, −H], [−H, H]] in (Δx, Δs) is the closest PSD matrix.
         CHECK((p - reference_projection<8>(hessian)).norm() <= 1e-8 * hessian.norm());
+        // D = [−I, I] is √2 times an isometry: the absolute filter in (Δx, Δs) is V |Λ| Vᵀ of ∇²V.
+        const Mat8 pa = weft::project_segment_hessian<double>(hessian, true);
+        CHECK((pa - reference_projection<8>(hessian, true)).norm() <= 1e-8 * hessian.norm());
         // Rigid translations stay in the null space.
         for (int axis = 0; axis < 4; ++axis) {
             Eigen::Matrix<double, 8, 1> t = Eigen::Matrix<double, 8, 1>::Zero();
             t(axis) = t(4 + axis) = 1;
             CHECK((p * t).norm() <= 1e-10 * hessian.norm());
         }
-        checks += 6;
+        checks += 7;
     }
     CHECK(indefinite > 5);  // compressed segments exist among the trials
-    REQUIRE(checks == 300);
+    REQUIRE(checks == 350);
 }
 
 TEST_CASE("difference projection: the shear Hessian at a crossing", "[element][projection]")
@@ -86,13 +91,18 @@ TEST_CASE("difference projection: the shear Hessian at a crossing", "[element][p
         CHECK(min_eigenvalue<12>(added) >= -1e-10 * hessian.norm());
         const Mat12 psd = reference_projection<12>(hessian);
         CHECK((weft::project_crossing_hessian<double>(psd) - psd).norm() <= 1e-8 * hessian.norm());
+        // The absolute filter: PSD, above the clamp's (|λ| ≥ max(λ, 0) in H_d), equal to it where ∇²V ⪰ 0.
+        const Mat12 pa = weft::project_crossing_hessian<double>(hessian, true);
+        CHECK(min_eigenvalue<12>(pa) >= -1e-10 * hessian.norm());
+        CHECK(min_eigenvalue<12>(Mat12(pa - p)) >= -1e-10 * hessian.norm());
+        CHECK((weft::project_crossing_hessian<double>(psd, true) - psd).norm() <= 1e-8 * hessian.norm());
         for (int axis = 0; axis < 3; ++axis) {
             Eigen::Matrix<double, 12, 1> t = Eigen::Matrix<double, 12, 1>::Zero();
             t(axis) = t(4 + axis) = t(8 + axis) = 1;
             CHECK((p * t).norm() <= 1e-10 * hessian.norm());
         }
-        checks += 6;
+        checks += 9;
     }
     CHECK(indefinite > 5);
-    REQUIRE(checks == 300);
+    REQUIRE(checks == 450);
 }

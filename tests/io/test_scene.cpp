@@ -274,6 +274,23 @@ TEST_CASE("scene: solver.line_search_expansions and exact_hessians are read, wit
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.exact_hessians") && Catch::Contains("yes"));
 }
 
+TEST_CASE("scene: solver.hessian_projection is read, \"clamp\" by default; an unknown value names the accepted ones",
+          "[io][scene][newton]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.hessian_projection == "clamp");
+    j["solver"] = json::parse(R"({"newton_iterations": 5, "hessian_projection": "absolute"})");
+    CHECK(weft::parse_scene(j).solver.hessian_projection == "absolute");
+    j["solver"]["hessian_projection"] = "adaptive";
+    CHECK(weft::parse_scene(j).solver.hessian_projection == "adaptive");
+    j["solver"]["hessian_projection"] = "abs";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.hessian_projection") && Catch::Contains("abs") &&
+                                                Catch::Contains("clamp") && Catch::Contains("absolute") &&
+                                                Catch::Contains("adaptive"));
+    j["solver"]["hessian_projection"] = 1;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.hessian_projection"));
+}
+
 TEST_CASE("scene: solver.linear is read, \"pcg\" by default; an unknown solver names the accepted ones",
           "[io][scene][linear]")
 {
@@ -925,9 +942,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 176 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 177 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 176);
+    REQUIRE(checked == 177);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

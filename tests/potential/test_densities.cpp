@@ -114,7 +114,17 @@ int check_project_to_psd(Random& rng, int trials)
         // Already PSD (A Aᵀ + a multiple of I): unchanged.
         const MatN psd = a * a.transpose() + 1e-3 * MatN::Identity();
         CHECK((weft::project_to_psd<double, N>(psd) - psd).cwiseAbs().maxCoeff() <= 1e-12 * std::max(1.0, psd.norm()));
-        checks += 5;
+        // The absolute filter: V |Λ| Vᵀ, the same eigenvectors, PSD; unchanged where A is PSD.
+        const MatN abs_p = weft::project_to_psd<double, N>(a, true);
+        for (int k = 0; k < N; ++k) {
+            const Eigen::VectorXd vk = solver.eigenvectors().col(k);
+            CHECK((Eigen::MatrixXd(abs_p) * vk - std::abs(solver.eigenvalues()(k)) * vk).norm() <= tol);
+        }
+        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> abs_result{Eigen::MatrixXd(abs_p)};
+        CHECK(abs_result.eigenvalues().minCoeff() >= -tol);
+        CHECK((weft::project_to_psd<double, N>(psd, true) - psd).cwiseAbs().maxCoeff() <=
+              1e-12 * std::max(1.0, psd.norm()));
+        checks += 8;
     }
     // The random matrices must actually exercise the clamp.
     REQUIRE(with_negative >= trials / 2);
@@ -249,7 +259,8 @@ TEST_CASE("psd: clamp_symmetric_2x2 matches Eigen's eigen-decomposition", "[core
     REQUIRE(both_negative > 20);
 }
 
-TEST_CASE("psd: project_to_psd matches Eigen's eigen-decomposition for sizes 2, 3, 9, 12", "[core][psd][projection]")
+TEST_CASE("psd: project_to_psd matches Eigen's eigen-decomposition for sizes 2, 3, 9, 12, clamped and absolute",
+          "[core][psd][projection]")
 {
     Random rng(24);
     int checks = 0;
@@ -257,5 +268,5 @@ TEST_CASE("psd: project_to_psd matches Eigen's eigen-decomposition for sizes 2, 
     checks += check_project_to_psd<3>(rng, 20);
     checks += check_project_to_psd<9>(rng, 20);
     checks += check_project_to_psd<12>(rng, 20);
-    REQUIRE(checks == 4 * 20 * 5);
+    REQUIRE(checks == 4 * 20 * 8);
 }

@@ -121,6 +121,14 @@
 
 namespace weft {
 
+/// How full Newton's projected element stiffnesses treat negative
+/// eigenvalues (StepperOptions::hessian_projection): `clamp` sets them to
+/// zero, `absolute` to their absolute values (the eigenvalue filter of Chen
+/// et al. 2024), `adaptive` takes the absolute values only while the last
+/// accepted Newton update was cut by the line search (its quadratic model
+/// reached too far), and clamps otherwise.
+enum class HessianProjection { clamp, absolute, adaptive };
+
 template <typename T>
 struct StepperOptions {
     int newton_iterations = 1;     ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
@@ -151,6 +159,11 @@ struct StepperOptions {
     /// time per step (docs/scenes.md, "Buckling within a step"); false:
     /// projected always.
     bool exact_hessians = true;
+    /// Full Newton only: how the projected stiffnesses (always, or in the
+    /// retry after exact ones) treat the negative eigenvalues of each yarn
+    /// element's Hessian (NewtonInputs::absolute_eigenvalues; scene key
+    /// `solver.hessian_projection`).
+    HessianProjection hessian_projection = HessianProjection::clamp;
     /// The linear solver of each Newton iteration: filtered PCG with the
     /// settings below, or CHOLMOD's direct factorization on the host
     /// (direct_solver.hpp; needs a build that links it, `cholmod_available()`).
@@ -894,6 +907,9 @@ private:
         in.rate_start = raw(m_q_start);
         in.full_newton = true;
         in.exact_hessians = m_exact_hessians;
+        in.absolute_eigenvalues =
+            m_options.hessian_projection == HessianProjection::absolute ||
+            (m_options.hessian_projection == HessianProjection::adaptive && m_step_fraction < T(1));
         return in;
     }
 

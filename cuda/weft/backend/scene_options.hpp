@@ -34,6 +34,9 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.line_search_cuts = s.line_search_cuts;
     options.line_search_expansions = s.line_search_expansions;
     options.exact_hessians = s.exact_hessians;
+    options.hessian_projection = s.hessian_projection == "absolute"   ? HessianProjection::absolute
+                                 : s.hessian_projection == "adaptive" ? HessianProjection::adaptive
+                                                                      : HessianProjection::clamp;
     options.linear = s.linear == "cholmod" ? LinearSolver::cholmod : LinearSolver::pcg;
     options.pcg.tolerance = T(s.pcg_tolerance);
     options.pcg.max_iterations = s.pcg_max_iterations;

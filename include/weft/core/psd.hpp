@@ -62,17 +62,24 @@ WEFT_HD inline void symmetric_eigen_jacobi(Mat<T, N, N>& a, Mat<T, N, N>& v, int
 }
 
 /// Closest (Frobenius) positive semi-definite matrix to a symmetric matrix:
-/// negative eigenvalues set to zero.
+/// negative eigenvalues set to zero. With `absolute`, they are replaced by
+/// their absolute values instead (the eigenvalue filter of Chen et al. 2024,
+/// "Trust-region eigenvalue filtering for projected Newton"): still PSD,
+/// equal to the input where it is PSD, and it keeps the curvature of a
+/// negative direction as a positive one, so that a Newton update along it is
+/// short instead of unbounded.
 template <typename T, int N>
-WEFT_HD inline Mat<T, N, N> project_to_psd(const Mat<T, N, N>& symmetric)
+WEFT_HD inline Mat<T, N, N> project_to_psd(const Mat<T, N, N>& symmetric, bool absolute = false)
 {
+    using std::abs;
     Mat<T, N, N> d = T(0.5) * (symmetric + symmetric.transpose());
     Mat<T, N, N> v;
     symmetric_eigen_jacobi<T, N>(d, v);
     Mat<T, N, N> result = Mat<T, N, N>::Zero();
     for (int k = 0; k < N; ++k) {
         const T lambda = d(k, k);
-        if (lambda > T(0)) result += lambda * v.col(k) * v.col(k).transpose();
+        const T kept = absolute ? abs(lambda) : (lambda > T(0) ? lambda : T(0));
+        if (kept > T(0)) result += kept * v.col(k) * v.col(k).transpose();
     }
     return result;
 }

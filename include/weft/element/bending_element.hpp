@@ -244,8 +244,9 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending(const Vec<T, 12>& q, const
         detail::accumulate_bending_form(out, f.angle_form, densities.angle_elastic, densities.angle_dissipative, clamp);
     }
     // Project the element's stiffness once, not each form's: the sum is what the solver sees.
-    if (projection == PsdProjection::on) {
-        out.elastic_force_jacobian = -project_to_psd<T, 12>(Mat<T, 12, 12>(-out.elastic_force_jacobian));
+    if (projection != PsdProjection::off) {
+        out.elastic_force_jacobian =
+            -project_to_psd<T, 12>(Mat<T, 12, 12>(-out.elastic_force_jacobian), projection == PsdProjection::absolute);
     }
     return out;
 }

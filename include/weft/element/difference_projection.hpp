@@ -23,12 +23,13 @@ namespace weft {
 
 /// Projects −∂f/∂q = ∇²V of the 8-DoF segment [x₀, s₀, x₁, s₁]:
 /// ∇²V = [[H, −H], [−H, H]] with H the 4×4 Hessian in (Δx, Δs).
-/// @param[in] hessian  ∇²V (symmetric)
+/// @param[in] hessian   ∇²V (symmetric)
+/// @param[in] absolute  negative eigenvalues of H_d to their absolute values instead of zero
 /// @return  the projected ∇²V (PSD)
 template <typename T>
-WEFT_HD inline Mat<T, 8, 8> project_segment_hessian(const Mat<T, 8, 8>& hessian)
+WEFT_HD inline Mat<T, 8, 8> project_segment_hessian(const Mat<T, 8, 8>& hessian, bool absolute = false)
 {
-    const Mat<T, 4, 4> h = project_to_psd<T, 4>(Mat<T, 4, 4>(hessian.template block<4, 4>(4, 4)));
+    const Mat<T, 4, 4> h = project_to_psd<T, 4>(Mat<T, 4, 4>(hessian.template block<4, 4>(4, 4)), absolute);
     Mat<T, 8, 8> out;
     out.template block<4, 4>(0, 0) = h;
     out.template block<4, 4>(4, 4) = h;
@@ -39,16 +40,16 @@ WEFT_HD inline Mat<T, 8, 8> project_segment_hessian(const Mat<T, 8, 8>& hessian)
 
 /// Projects ∇²V of a 12-DoF three-node element [x₀, s₀, x₁, s₁, x₂, s₂] whose
 /// energy depends only on a = x₁ − x₀ and b = x₂ − x₀ (shear, 2017 Eq. 22).
-/// The s rows and columns of the result are zero.
+/// The s rows and columns of the result are zero. `absolute` as for the segment.
 template <typename T>
-WEFT_HD inline Mat<T, 12, 12> project_crossing_hessian(const Mat<T, 12, 12>& hessian)
+WEFT_HD inline Mat<T, 12, 12> project_crossing_hessian(const Mat<T, 12, 12>& hessian, bool absolute = false)
 {
     // H_d = Rᵀ ∇²V R with R: a ↦ x₁, b ↦ x₂ (a right inverse of D).
     Mat<T, 6, 6> hd;
     const int at[2] = {4, 8};
     for (int i = 0; i < 2; ++i)
         for (int j = 0; j < 2; ++j) hd.template block<3, 3>(3 * i, 3 * j) = hessian.template block<3, 3>(at[i], at[j]);
-    const Mat<T, 6, 6> p = project_to_psd<T, 6>(hd);
+    const Mat<T, 6, 6> p = project_to_psd<T, 6>(hd, absolute);
     // Dᵀ P D with D = [[−I, I, 0], [−I, 0, I]] on the x blocks.
     const Mat3<T> aa = p.template block<3, 3>(0, 0);
     const Mat3<T> ab = p.template block<3, 3>(0, 3);

@@ -190,7 +190,8 @@ WEFT_HD inline DihedralBendingForces<T> dihedral_bending_forces(const DihedralEv
 /// @param[in] q  12 stacked positions [x₀, x₁, x₂, x₃]
 /// @param[in] v  12 stacked velocities
 /// @param[in] projection  PsdProjection::on projects the whole −position_jacobian
-///            (elastic + clamped dissipative) onto the PSD cone (file comment)
+///            (elastic + clamped dissipative) onto the PSD cone (file comment);
+///            the hinge always clamps, so `absolute` projects as `on`
 /// @param[in] clamp  clamp of the dissipative stress in ∂f_d/∂q (2018 Sec. 3.4)
 template <typename T>
 WEFT_HD inline DihedralBendingForces<T> evaluate_dihedral_bending(const DihedralBendingElement<T>& element,
@@ -201,7 +202,7 @@ WEFT_HD inline DihedralBendingForces<T> evaluate_dihedral_bending(const Dihedral
     const DihedralAngleDerivatives<T> theta = dihedral_angle_derivatives(q, element.min_relative_height);
     DihedralBendingForces<T> out = dihedral_bending_forces(
         dihedral_bending_strain_from(element.rest, theta, v), element.elastic, element.dissipative,
-        projection == PsdProjection::on ? HingeStiffness::psd_projected : HingeStiffness::exact, clamp);
+        projection != PsdProjection::off ? HingeStiffness::psd_projected : HingeStiffness::exact, clamp);
     out.angle = theta.angle;
     return out;
 }

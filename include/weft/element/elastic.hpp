@@ -43,7 +43,7 @@ WEFT_HD inline Mat<T, N, N> elastic_force_jacobian(const StrainEval<T, N, M>& e,
     hessian += e.size * stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, clamp);
     hessian += grad_stress * e.size_gradient.transpose() + e.size_gradient * grad_stress.transpose();
     hessian += density.value(e.strain) * e.size_hessian;
-    if (projection == PsdProjection::on) return -project_to_psd<T, N>(hessian);
+    if (projection != PsdProjection::off) return -project_to_psd<T, N>(hessian, projection == PsdProjection::absolute);
     return -hessian;
 }
 

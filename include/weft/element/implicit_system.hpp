@@ -71,6 +71,11 @@ struct NewtonInputs {
     /// iteration with the projected stiffnesses where PCG meets negative
     /// curvature (StepperOptions::exact_hessians).
     bool exact_hessians = false;
+    /// Full Newton: where the stiffnesses are projected (exact_hessians
+    /// false), the yarn elements' negative eigenvalues become their absolute
+    /// values instead of zero (PsdProjection::absolute;
+    /// StepperOptions::absolute_eigenvalues).
+    bool absolute_eigenvalues = false;
 };
 
 /// The contribution of one element with K nodes of B DoFs each.

@@ -10,7 +10,9 @@ enum class DiffWrt { positions, velocities };
 /// Clamp the negative stress eigenvalues in ∂f_d/∂q (2018 Sec. 3.4).
 enum class StressClamp { off, on };
 
-/// Project a local stiffness matrix onto the PSD cone (negative eigenvalues → 0).
-enum class PsdProjection { off, on };
+/// Project a local stiffness matrix onto the PSD cone: `on` sets its negative
+/// eigenvalues to zero, `absolute` to their absolute values
+/// (core/psd.hpp, `project_to_psd`).
+enum class PsdProjection { off, on, absolute };
 
 }  // namespace weft

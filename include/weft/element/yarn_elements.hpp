@@ -64,6 +64,15 @@ WEFT_HD inline bool exact_stiffness(const YarnMaterial<T>& mat, const NewtonInpu
     return newton.exact_hessians && mat.damping != DampingModel::rayleigh;
 }
 
+/// The projection of a yarn element's stiffness where it is not exact:
+/// negative eigenvalues to zero, or in full Newton with
+/// NewtonInputs::absolute_eigenvalues to their absolute values.
+template <typename T>
+WEFT_HD inline PsdProjection yarn_projection(const NewtonInputs<T>& newton)
+{
+    return newton.full_newton && newton.absolute_eigenvalues ? PsdProjection::absolute : PsdProjection::on;
+}
+
 /// Segment element: stretch (2017 Eq. 12–14) with its damping, consistent
 /// mass, gravity with its Eulerian component, parallel-yarn contact on Δs.
 /// The elastic stiffness is PSD-projected in (Δx, Δs) (difference_projection.hpp);
@@ -107,7 +116,9 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
         energy.dissipation = dissipation_potential(rate_eval, damping);
     }
     Mat<T, 8, 8> df_dq =
-        exact_stiffness(mat, newton) ? Mat<T, 8, 8>(-hessian) : Mat<T, 8, 8>(-project_segment_hessian<T>(hessian));
+        exact_stiffness(mat, newton)
+            ? Mat<T, 8, 8>(-hessian)
+            : Mat<T, 8, 8>(-project_segment_hessian<T>(hessian, yarn_projection(newton) == PsdProjection::absolute));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
         // df_dq is the projected elastic stiffness here.
         energy.dissipation = add_rayleigh_damping<T, 8>(df_dq, mat.rayleigh_beta, vl, force, df_dv);
@@ -204,7 +215,7 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
         gauss_newton_stiffness(mat, newton)
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
             : evaluate_bending<T>(ql, vl, densities,
-                                  exact_stiffness(mat, newton) ? PsdProjection::off : PsdProjection::on,
+                                  exact_stiffness(mat, newton) ? PsdProjection::off : yarn_projection(newton),
                                   StressClamp::on);
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
     Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
@@ -259,9 +270,10 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
     }
-    Mat<T, 12, 12> df_dq = gauss_newton || exact_stiffness(mat, newton)
-                               ? Mat<T, 12, 12>(-hessian)
-                               : Mat<T, 12, 12>(-project_crossing_hessian<T>(hessian));
+    Mat<T, 12, 12> df_dq =
+        gauss_newton || exact_stiffness(mat, newton)
+            ? Mat<T, 12, 12>(-hessian)
+            : Mat<T, 12, 12>(-project_crossing_hessian<T>(hessian, yarn_projection(newton) == PsdProjection::absolute));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0))
         energy.dissipation = add_rayleigh_damping<T, 12>(df_dq, mat.rayleigh_beta, vl, force, df_dv);
     energy.kinetic = T(0);

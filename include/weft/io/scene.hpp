@@ -46,6 +46,12 @@
 ///                                     iteration with the exact element Hessians
 ///                                     first, the PSD-projected ones where that
 ///                                     system is not positive definite
+///   hessian_projection  string "clamp" | "absolute" | "adaptive";
+///                                     newton_iterations > 1 only: a
+///                                     projected yarn element stiffness sets
+///                                     its negative eigenvalues to zero
+///                                     (clamp), to their absolute values, or
+///                                     to those after a cut update (adaptive)
 ///   linear              string "pcg" | "cholmod": the linear solver of each
 ///                                     Newton iteration; "cholmod" (direct,
 ///                                     SuiteSparse, host) needs a build with

@@ -47,6 +47,7 @@ struct SolverDescription {
     int line_search_cuts = 8;        ///< full Newton: halvings of an update before the attempt fails
     int line_search_expansions = 4;  ///< full Newton: doublings of an update along negative curvature
     bool exact_hessians = true;      ///< full Newton: exact element Hessians first (StepperOptions)
+    std::string hessian_projection = "clamp";      ///< "clamp" | "absolute" | "adaptive" (StepperOptions)
     std::string stiffness_approximation = "auto";  ///< "auto" | "gauss-newton" | "projected" (yarns)
     std::string linear = "pcg";                    ///< "pcg" | "cholmod" (StepperOptions::linear)
 };

@@ -69,6 +69,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     s.line_search_cuts = o.get_or("line_search_cuts", up_to_30, s.line_search_cuts);
     s.line_search_expansions = o.get_or("line_search_expansions", up_to_30, s.line_search_expansions);
     s.exact_hessians = o.get_or("exact_hessians", read_bool, s.exact_hessians);
+    s.hessian_projection = o.get_or(
+        "hessian_projection",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, {"clamp", "absolute", "adaptive"}, "Hessian projection");
+        },
+        s.hessian_projection);
     if (o.has("eil")) {
         const Object e(o.required("eil"), o.path("eil"));
         e.allow_only(scene_keys::eil());
