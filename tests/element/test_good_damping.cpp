@@ -377,3 +377,52 @@ TEST_CASE("good damping: Rayleigh damping is good damping in the unstressed stat
     }
     REQUIRE(checks == 30);
 }
+
+TEST_CASE("good damping: the absolute eigenvalue filter of full Newton changes the stiffness, never a force",
+          "[element][good_damping][rayleigh][projection]")
+{
+    // A compressed segment (indefinite stretch Hessian) sliding and turning;
+    // full-Newton inputs with the projected stiffness, clamped and absolute.
+    const double rest = 2.0, k = 100.0, strain = -0.3;
+    Eigen::VectorXd q = Eigen::VectorXd::Zero(10), v = Eigen::VectorXd::Zero(10);
+    q.segment<3>(5) = Vector3d((1 + strain) * rest, 0.1, 0);
+    q(8) = rest;
+    v.segment<3>(5) = Vector3d(0.3, 0, 5).cross(Vector3d(q.segment<3>(5)));
+    v(3) = 0.2;
+    const weft::YarnSegment seg{0, 1, 3};
+    auto kernel = [&](const weft::YarnMaterial<double>& m, bool absolute) {
+        weft::NewtonInputs<double> newton;
+        newton.full_newton = true;
+        newton.absolute_eigenvalues = absolute;
+        return weft_test::kernel_terms<2, weft::yarn_node_dofs>(
+            [&](double h, weft::NodeBlocks<double, 2, weft::yarn_node_dofs>& out, weft::ElementEnergies<double>& e) {
+                weft::evaluate_yarn_segment<double>(q.data(), v.data(), seg, m, Vector3d::Zero().eval(), h, out, e,
+                                                    newton);
+            });
+    };
+    int checks = 0;
+    for (const weft::DampingModel model :
+         {weft::DampingModel::none, weft::DampingModel::strain_rate, weft::DampingModel::rayleigh}) {
+        weft::YarnMaterial<double> mat;
+        mat.stretch_stiffness = k;
+        mat.damping = model;
+        mat.stretch_damping = model == weft::DampingModel::strain_rate ? 0.5 : 0.0;
+        mat.rayleigh_beta = model == weft::DampingModel::rayleigh ? 0.1 : 0.0;
+        const weft_test::KernelTerms clamped = kernel(mat, false), absolute = kernel(mat, true);
+        INFO("damping model " << static_cast<int>(model));
+        CHECK((absolute.force - clamped.force).norm() == 0.0);
+        CHECK(absolute.dissipation == clamped.dissipation);
+        const Eigen::MatrixXd added = clamped.df_dq - absolute.df_dq;  // (−∂f/∂q)_abs − (−∂f/∂q)_clamp
+        if (model == weft::DampingModel::rayleigh) {
+            // Rayleigh's force is built from the projected stiffness: it keeps the clamp.
+            CHECK(added.norm() == 0.0);
+        } else {
+            // |λ| ≥ max(λ, 0): the absolute form adds a PSD part, non-zero at this compressed segment.
+            Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> es(added);
+            CHECK(es.eigenvalues().minCoeff() >= -1e-9 * clamped.df_dq.norm());
+            CHECK(added.norm() > 1e-3 * clamped.df_dq.norm());
+        }
+        checks += 3;
+    }
+    REQUIRE(checks == 9);
+}

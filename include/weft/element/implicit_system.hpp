@@ -74,7 +74,7 @@ struct NewtonInputs {
     /// Full Newton: where the stiffnesses are projected (exact_hessians
     /// false), the yarn elements' negative eigenvalues become their absolute
     /// values instead of zero (PsdProjection::absolute;
-    /// StepperOptions::absolute_eigenvalues).
+    /// StepperOptions::hessian_projection). Rayleigh damping keeps the clamp.
     bool absolute_eigenvalues = false;
 };
 

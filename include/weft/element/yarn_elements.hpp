@@ -66,11 +66,15 @@ WEFT_HD inline bool exact_stiffness(const YarnMaterial<T>& mat, const NewtonInpu
 
 /// The projection of a yarn element's stiffness where it is not exact:
 /// negative eigenvalues to zero, or in full Newton with
-/// NewtonInputs::absolute_eigenvalues to their absolute values.
+/// NewtonInputs::absolute_eigenvalues to their absolute values. Rayleigh
+/// damping always clamps: its force is built from the projected stiffness,
+/// and the filter must not change a force.
 template <typename T>
-WEFT_HD inline PsdProjection yarn_projection(const NewtonInputs<T>& newton)
+WEFT_HD inline PsdProjection yarn_projection(const YarnMaterial<T>& mat, const NewtonInputs<T>& newton)
 {
-    return newton.full_newton && newton.absolute_eigenvalues ? PsdProjection::absolute : PsdProjection::on;
+    return newton.full_newton && newton.absolute_eigenvalues && mat.damping != DampingModel::rayleigh
+               ? PsdProjection::absolute
+               : PsdProjection::on;
 }
 
 /// Segment element: stretch (2017 Eq. 12–14) with its damping, consistent
@@ -115,10 +119,10 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
         df_dv += dissipative_force_jacobian(rate_eval, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(rate_eval, damping);
     }
-    Mat<T, 8, 8> df_dq =
-        exact_stiffness(mat, newton)
-            ? Mat<T, 8, 8>(-hessian)
-            : Mat<T, 8, 8>(-project_segment_hessian<T>(hessian, yarn_projection(newton) == PsdProjection::absolute));
+    Mat<T, 8, 8> df_dq = exact_stiffness(mat, newton)
+                             ? Mat<T, 8, 8>(-hessian)
+                             : Mat<T, 8, 8>(-project_segment_hessian<T>(
+                                   hessian, yarn_projection(mat, newton) == PsdProjection::absolute));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
         // df_dq is the projected elastic stiffness here.
         energy.dissipation = add_rayleigh_damping<T, 8>(df_dq, mat.rayleigh_beta, vl, force, df_dv);
@@ -215,7 +219,7 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
         gauss_newton_stiffness(mat, newton)
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
             : evaluate_bending<T>(ql, vl, densities,
-                                  exact_stiffness(mat, newton) ? PsdProjection::off : yarn_projection(newton),
+                                  exact_stiffness(mat, newton) ? PsdProjection::off : yarn_projection(mat, newton),
                                   StressClamp::on);
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
     Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
@@ -270,10 +274,10 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
         df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
     }
-    Mat<T, 12, 12> df_dq =
-        gauss_newton || exact_stiffness(mat, newton)
-            ? Mat<T, 12, 12>(-hessian)
-            : Mat<T, 12, 12>(-project_crossing_hessian<T>(hessian, yarn_projection(newton) == PsdProjection::absolute));
+    Mat<T, 12, 12> df_dq = gauss_newton || exact_stiffness(mat, newton)
+                               ? Mat<T, 12, 12>(-hessian)
+                               : Mat<T, 12, 12>(-project_crossing_hessian<T>(
+                                     hessian, yarn_projection(mat, newton) == PsdProjection::absolute));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0))
         energy.dissipation = add_rayleigh_damping<T, 12>(df_dq, mat.rayleigh_beta, vl, force, df_dv);
     energy.kinetic = T(0);
