@@ -40,6 +40,7 @@
 #include <vector>
 
 #include <weft/backend/triangle_stepper.hpp>
+#include <weft/core/solver_words.hpp>
 #include <weft/model/triangle_mesh.hpp>
 #include <weft/model/triangle_model.hpp>
 
@@ -90,12 +91,12 @@ Options parse(int argc, char** argv)
     app.add_option("--multilevel-refresh", o.multilevel_refresh,
                    "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), nothing "
                    "but rebuilds (off), or the coarse values at every solve (every-prepare)")
-        ->check(CLI::IsMember({"off", "on-growth", "every-prepare"}))
+        ->check(CLI::IsMember(weft::solver_words::multilevel_refresh()))
         ->type_name("WHEN");
     app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
                    "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
-        ->check(CLI::IsMember({"rent-or-buy", "growth"}))
+        ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
         ->type_name("RULE");
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");

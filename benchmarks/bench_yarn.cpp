@@ -33,6 +33,7 @@
 #include <Eigen/Sparse>
 
 #include <weft/backend/yarn_stepper.hpp>
+#include <weft/core/solver_words.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
 
@@ -75,17 +76,17 @@ Options parse(int argc, char** argv)
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
     app.add_option("--scene", o.scene, "the scene whose cloth is resized")->type_name("FILE");
     app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
-        ->check(CLI::IsMember({"block-jacobi", "yarn-lines", "multilevel"}))
+        ->check(CLI::IsMember(weft::solver_words::preconditioner()))
         ->type_name("NAME");
     app.add_option("--multilevel-refresh", o.multilevel_refresh,
                    "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), nothing "
                    "but rebuilds (off), or the coarse values at every solve (every-prepare)")
-        ->check(CLI::IsMember({"off", "on-growth", "every-prepare"}))
+        ->check(CLI::IsMember(weft::solver_words::multilevel_refresh()))
         ->type_name("WHEN");
     app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
                    "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
-        ->check(CLI::IsMember({"rent-or-buy", "growth"}))
+        ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
         ->type_name("RULE");
     app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
         ->check(CLI::Range(1, 1 << 30))

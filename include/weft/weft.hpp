@@ -12,6 +12,7 @@
 #include <weft/core/error.hpp>
 #include <weft/core/math.hpp>
 #include <weft/core/psd.hpp>
+#include <weft/core/solver_words.hpp>
 #include <weft/core/types.hpp>
 #include <weft/core/version.hpp>
 

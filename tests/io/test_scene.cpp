@@ -1155,3 +1155,23 @@ TEST_CASE("scene: a triangle material given by Young's modulus and Poisson's rat
     json thin = with("thickness", 0);
     REQUIRE_THROWS_WITH(weft::parse_scene(thin), Contains("cloth[0].material.thickness: must be > 0"));
 }
+
+TEST_CASE("scene: the solver words are one list each, in the order of the options they name", "[io][scene][words]")
+{
+    namespace words = weft::solver_words;
+    CHECK(words::joined(words::multilevel_refresh()) == "off, on-growth, every-prepare");
+    CHECK(words::index_of("every-prepare", words::multilevel_refresh(), "multilevel refresh") == 2);
+    CHECK(words::index_of("adaptive", words::hessian_projection(), "Hessian projection") == 2);
+    CHECK_THROWS_WITH(words::index_of("sometimes", words::multilevel_rebuild(), "multilevel rebuild rule"),
+                      Catch::Contains("multilevel rebuild rule") && Catch::Contains("\"sometimes\"") &&
+                          Catch::Contains("rent-or-buy, growth"));
+    // The scene parser takes exactly these words, and names them when it refuses one.
+    json j = minimal();
+    for (const std::string& word : words::preconditioner()) {
+        j["solver"] = json{{"preconditioner", word}};
+        CHECK(weft::parse_scene(j).solver.preconditioner == word);
+    }
+    j["solver"] = json{{"multilevel_refresh", "sometimes"}};
+    for (const std::string& word : words::multilevel_refresh())
+        CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("\"" + word + "\""));
+}

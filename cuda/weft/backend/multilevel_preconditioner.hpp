@@ -83,6 +83,7 @@
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
+#include <weft/core/solver_words.hpp>
 
 namespace weft {
 
@@ -141,10 +142,8 @@ struct MultilevelOptions {
 /// @throws InvalidInput naming the word and the accepted ones
 inline MultilevelRefresh multilevel_refresh_named(const std::string& name)
 {
-    if (name == "off") return MultilevelRefresh::off;
-    if (name == "on-growth") return MultilevelRefresh::on_growth;
-    if (name == "every-prepare") return MultilevelRefresh::every_prepare;
-    throw InvalidInput("unknown multilevel refresh \"" + name + "\" (expected one of off, on-growth, every-prepare)");
+    return static_cast<MultilevelRefresh>(
+        solver_words::index_of(name, solver_words::multilevel_refresh(), "multilevel refresh"));
 }
 
 /// MultilevelOptions::timed_rebuild named in the words of the scene key
@@ -152,9 +151,7 @@ inline MultilevelRefresh multilevel_refresh_named(const std::string& name)
 /// @throws InvalidInput naming the word and the accepted ones
 inline bool multilevel_timed_rebuild_named(const std::string& name)
 {
-    if (name == "rent-or-buy") return true;
-    if (name == "growth") return false;
-    throw InvalidInput("unknown multilevel rebuild rule \"" + name + "\" (expected one of rent-or-buy, growth)");
+    return solver_words::index_of(name, solver_words::multilevel_rebuild(), "multilevel rebuild rule") == 0;
 }
 
 /// Checks the settings; throws InvalidInput naming the field and the value.

@@ -15,6 +15,7 @@
 #include <weft/backend/eil_tracker.hpp>
 #include <weft/backend/implicit_stepper.hpp>
 #include <weft/backend/pcg.hpp>
+#include <weft/core/solver_words.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
 
@@ -34,9 +35,8 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.line_search_cuts = s.line_search_cuts;
     options.line_search_expansions = s.line_search_expansions;
     options.exact_hessians = s.exact_hessians;
-    options.hessian_projection = s.hessian_projection == "absolute"   ? HessianProjection::absolute
-                                 : s.hessian_projection == "adaptive" ? HessianProjection::adaptive
-                                                                      : HessianProjection::clamp;
+    options.hessian_projection = static_cast<HessianProjection>(
+        solver_words::index_of(s.hessian_projection, solver_words::hessian_projection(), "Hessian projection"));
     options.linear = s.linear == "cholmod" ? LinearSolver::cholmod : LinearSolver::pcg;
     options.pcg.tolerance = T(s.pcg_tolerance);
     options.pcg.max_iterations = s.pcg_max_iterations;

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include <weft/core/solver_words.hpp>
 #include <weft/io/json_reader.hpp>
 #include <weft/io/scene_description.hpp>
 #include <weft/io/scene_schema.hpp>
@@ -31,19 +32,19 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     s.preconditioner = o.get_or(
         "preconditioner",
         [](const json& v, const std::string& p) {
-            return read_choice(v, p, {"block-jacobi", "yarn-lines", "multilevel"}, "preconditioner");
+            return read_choice(v, p, solver_words::preconditioner(), "preconditioner");
         },
         s.preconditioner);
     s.multilevel_refresh = o.get_or(
         "multilevel_refresh",
         [](const json& v, const std::string& p) {
-            return read_choice(v, p, {"off", "on-growth", "every-prepare"}, "multilevel refresh");
+            return read_choice(v, p, solver_words::multilevel_refresh(), "multilevel refresh");
         },
         s.multilevel_refresh);
     s.multilevel_rebuild = o.get_or(
         "multilevel_rebuild",
         [](const json& v, const std::string& p) {
-            return read_choice(v, p, {"rent-or-buy", "growth"}, "multilevel rebuild rule");
+            return read_choice(v, p, solver_words::multilevel_rebuild(), "multilevel rebuild rule");
         },
         s.multilevel_rebuild);
     s.linear = o.get_or(
@@ -72,7 +73,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     s.hessian_projection = o.get_or(
         "hessian_projection",
         [](const json& v, const std::string& p) {
-            return read_choice(v, p, {"clamp", "absolute", "adaptive"}, "Hessian projection");
+            return read_choice(v, p, solver_words::hessian_projection(), "Hessian projection");
         },
         s.hessian_projection);
     if (o.has("eil")) {
