@@ -200,7 +200,7 @@ struct ContactDistance {
                               node_position(q, i[2], stride), node_position(q, i[3], stride)};
         T c[4];
         contact_point_weights<T>(p[0], p[1], p[2], p[3], pair.kind, false, c);
-        return (c[0] * p[0] + c[1] * p[1] + c[2] * p[2] + c[3] * p[3]).norm();
+        return weighted_sum<T>(c, p[0], p[1], p[2], p[3]).norm();
     }
 };
 
@@ -282,11 +282,10 @@ struct ContactOnsetFraction {
                       p3 = ql.template segment<3>(9);
         T c[4];
         contact_point_weights<T>(p0, p1, p2, p3, pair.kind, true, c);
-        Vec3<T> x = Vec3<T>::Zero(), dx = Vec3<T>::Zero();
-        for (int i = 0; i < 4; ++i) {
-            x += c[i] * ql.template segment<3>(3 * i);
-            dx += c[i] * h * dl.template segment<3>(3 * i);
-        }
+        const Vec3<T> x = weighted_sum<T>(c, p0, p1, p2, p3);
+        const T ch[4] = {c[0] * h, c[1] * h, c[2] * h, c[3] * h};
+        const Vec3<T> dx = weighted_sum<T>(ch, dl.template segment<3>(0), dl.template segment<3>(3),
+                                           dl.template segment<3>(6), dl.template segment<3>(9));
         const T d = x.norm();
         if (!(d >= thickness) || !(d > T(0))) return T(1);
         const T closing = -x.dot(dx) / d;

@@ -129,6 +129,16 @@ WEFT_HD inline void contact_point_weights(const Vec3<T>& p0, const Vec3<T>& p1, 
     c[0] = T(1) - at.s, c[1] = at.s, c[2] = -(T(1) - at.t), c[3] = -at.t;
 }
 
+/// Σ c_i p_i over a pair's four nodes: with `contact_point_weights` the
+/// difference between its contact points, or with velocities their relative
+/// velocity.
+template <typename T>
+WEFT_HD inline Vec3<T> weighted_sum(const T c[4], const Vec3<T>& p0, const Vec3<T>& p1, const Vec3<T>& p2,
+                                    const Vec3<T>& p3)
+{
+    return c[0] * p0 + c[1] * p1 + c[2] * p2 + c[3] * p3;
+}
+
 /// The contact of one pair at the stacked positions q (12), edge–edge
 /// pairs mollified (energy, force, Gauss–Newton stiffness and normal force).
 /// A segment pair acts between the points of `stable_segment_parameters`:
