@@ -132,6 +132,26 @@ public:
     }
 
     std::string kind() const { return m_yarn ? "yarn" : "triangle"; }
+    bool jacobian_check() const
+    {
+        return m_yarn ? m_yarn->options().jacobian_check : m_triangle->options().jacobian_check;
+    }
+    void set_jacobian_check(bool on)
+    {
+        if (on && m_scene.solver.newton_iterations <= 1)
+            throw weft::InvalidInput("jacobian_check: solver.newton_iterations is " +
+                                     std::to_string(m_scene.solver.newton_iterations) +
+                                     " (the one-step scheme); it checks full Newton's matrix (newton_iterations > 1)");
+        if (m_yarn) {
+            auto o = m_yarn->options();
+            o.jacobian_check = on;
+            m_yarn->set_options(o);
+        } else {
+            auto o = m_triangle->options();
+            o.jacobian_check = on;
+            m_triangle->set_options(o);
+        }
+    }
     int dofs_per_node() const { return m_yarn ? weft::yarn_node_dofs : 3; }
     std::size_t node_count() const { return state(false).size() / std::size_t(dofs_per_node()); }
     double time() const { return m_time; }
@@ -336,6 +356,23 @@ private:
             attempts.append(t);
         }
         d["newton_attempts"] = attempts;
+        py::list checks;  // jacobian_check: one per Newton solve (weft-run's --jacobian-check)
+        for (const weft::JacobianCheck& c : r.jacobian_checks) {
+            py::dict t;
+            t["attempt"] = c.attempt;
+            t["iteration"] = c.iteration;
+            t["exact_hessians"] = c.exact_hessians;
+            t["update_norm"] = c.update_norm;
+            t["mismatch"] = std::vector<double>{c.mismatch[0], c.mismatch[1]};
+            t["worst_node"] = std::vector<long>{c.worst_node[0], c.worst_node[1]};
+            t["worst_component"] = std::vector<int>{c.worst_component[0], c.worst_component[1]};
+            t["residual_norm"] = c.residual_norm;
+            t["top8_share"] = c.top_share;
+            t["largest_node"] = c.largest_node;
+            t["largest_component"] = c.largest_component;
+            checks.append(t);
+        }
+        d["jacobian_checks"] = checks;
     }
 
     void yarn_only(const char* what) const
@@ -501,6 +538,9 @@ PYBIND11_MODULE(weft, m)
                            "CPU threads (OpenMP)")
         .def(py::init<const py::object&, const std::string&>(), py::arg("scene"), py::arg("output_dir") = ".")
         .def_property_readonly("kind", &Simulation::kind, "\"yarn\" or \"triangle\"")
+        .def_property("jacobian_check", &Simulation::jacobian_check, &Simulation::set_jacobian_check,
+                      "full Newton: check the matrix against finite differences of the residual at every solve; "
+                      "step() reports the rows as jacobian_checks (weft-run --jacobian-check)")
         .def_property_readonly("name", &Simulation::name)
         .def_property_readonly("node_count", &Simulation::node_count)
         .def_property_readonly("time", &Simulation::time, "simulated time (s)")

@@ -180,40 +180,62 @@ inline std::uint64_t run_fingerprint(const RunArguments& args)
     return checkpoint_detail::fnv1a(reinterpret_cast<const unsigned char*>(options.data()), options.size(), hash);
 }
 
-/// `--newton-trace FILE`: one CSV row per full-Newton attempt (see
-/// NewtonAttempt), numbers exact (shortest round trip), lists within a field
-/// separated by ';', the failure message quoted. On --resume the rows of
-/// steps after the checkpoint's are dropped first, so the file is that of an
-/// uninterrupted run.
-class NewtonTraceWriter {
+/// A CSV of rows that start with a step number, written as a run goes and
+/// continued by --resume: there the rows of steps after the checkpoint's are
+/// dropped first, so the file is that of an uninterrupted run (a file that
+/// does not exist yet starts with the resumed run's rows). Numbers exact
+/// (shortest round trip). `option` names the command-line option in errors.
+class StepRowsFile {
 public:
-    static constexpr const char* header =
-        "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,pcg,message";
-
-    NewtonTraceWriter(const std::filesystem::path& path, long resumed_from) : m_path(path)
+    StepRowsFile(const char* option, const char* header, const std::filesystem::path& path, long resumed_from)
+        : m_where(std::string(option) + " \"" + path.string() + "\": ")
     {
-        const std::string where = "--newton-trace \"" + path.string() + "\": ";
         std::vector<std::string> kept;
-        if (resumed_from > 0) {
+        if (resumed_from > 0 && std::filesystem::exists(path)) {
             std::ifstream in(path);
-            if (!in) throw InvalidInput(where + "cannot be read, so the run cannot continue its trace");
+            if (!in) throw InvalidInput(m_where + "cannot be read, so the run cannot continue its rows");
             std::string line;
             std::getline(in, line);
             if (line != header)
-                throw InvalidInput(where + "its header \"" + line + "\" is not the trace's \"" + header + "\"");
+                throw InvalidInput(m_where + "its header \"" + line + "\" is not the expected \"" + header + "\"");
             for (long row = 1; std::getline(in, line); ++row) {
                 const std::string step = line.substr(0, line.find(','));
                 if (step.empty() || step.find_first_not_of("0123456789") != std::string::npos)
-                    throw InvalidInput(where + "row " + std::to_string(row) + " does not start with a step number");
+                    throw InvalidInput(m_where + "row " + std::to_string(row) + " does not start with a step number");
                 if (std::stol(step) <= resumed_from) kept.push_back(line);
             }
         }
         m_out.open(path, std::ios::binary | std::ios::trunc);
-        if (!m_out) throw InvalidInput(where + "cannot be opened for writing");
+        if (!m_out) throw InvalidInput(m_where + "cannot be opened for writing");
         m_out.precision(17);  // put_number's fallback without std::to_chars
         m_out << header << '\n';
         for (const std::string& line : kept) m_out << line << '\n';
         flush();
+    }
+
+protected:
+    void flush()
+    {
+        m_out.flush();
+        if (!m_out) throw std::runtime_error(m_where + "write failed (disk full?)");
+    }
+    std::ofstream m_out;
+
+private:
+    std::string m_where;
+};
+
+/// `--newton-trace FILE`: one CSV row per full-Newton attempt (see
+/// NewtonAttempt), lists within a field separated by ';', the failure
+/// message quoted.
+class NewtonTraceWriter : StepRowsFile {
+public:
+    static constexpr const char* header =
+        "step,time,attempt,h,halvings,converged,accepted,iterations,residuals,fractions,pcg,message";
+
+    NewtonTraceWriter(const std::filesystem::path& path, long resumed_from)
+        : StepRowsFile("--newton-trace", header, path, resumed_from)
+    {
     }
 
     void write(long step, double time, const std::vector<NewtonAttempt>& attempts)
@@ -243,15 +265,42 @@ public:
         }
         flush();
     }
+};
 
-private:
-    void flush()
+/// `--jacobian-check FILE`: one CSV row per full-Newton solve (see
+/// JacobianCheck; `attempt` numbers the step's attempts as --newton-trace does).
+class JacobianCheckWriter : StepRowsFile {
+public:
+    static constexpr const char* header =
+        "step,time,attempt,iteration,exact_hessians,update_norm,mismatch_1e-2,mismatch_1e-4,worst_node_1e-2,"
+        "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4,residual_norm,top8_share,largest_node,"
+        "largest_component";
+
+    JacobianCheckWriter(const std::filesystem::path& path, long resumed_from)
+        : StepRowsFile("--jacobian-check", header, path, resumed_from)
     {
-        m_out.flush();
-        if (!m_out) throw std::runtime_error("--newton-trace \"" + m_path.string() + "\": write failed (disk full?)");
     }
-    std::filesystem::path m_path;
-    std::ofstream m_out;
+
+    void write(long step, double time, const std::vector<JacobianCheck>& checks)
+    {
+        for (const JacobianCheck& c : checks) {
+            m_out << step << ',';
+            io_detail::put_number(m_out, time);
+            m_out << ',' << c.attempt << ',' << c.iteration << ',' << int(c.exact_hessians) << ',';
+            io_detail::put_number(m_out, c.update_norm);
+            for (double x : c.mismatch) {
+                m_out << ',';
+                io_detail::put_number(m_out, x);
+            }
+            for (int e = 0; e < 2; ++e) m_out << ',' << c.worst_node[e] << ',' << c.worst_component[e];
+            m_out << ',';
+            io_detail::put_number(m_out, c.residual_norm);
+            m_out << ',';
+            io_detail::put_number(m_out, c.top_share);
+            m_out << ',' << c.largest_node << ',' << c.largest_component << '\n';
+        }
+        flush();
+    }
 };
 
 /// The summary's counters, saved with a checkpoint so that a resumed run's
@@ -358,6 +407,17 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
                                " (the one-step scheme); it traces full Newton (newton_iterations > 1)");
         trace = std::make_unique<NewtonTraceWriter>(args.newton_trace, summary.resumed_from);
     }
+    std::unique_ptr<JacobianCheckWriter> jacobian;
+    if (!args.jacobian_check.empty()) {
+        if (scene.solver.newton_iterations <= 1)
+            throw InvalidInput("invalid --jacobian-check: solver.newton_iterations is " +
+                               std::to_string(scene.solver.newton_iterations) +
+                               " (the one-step scheme); it checks full Newton's matrix (newton_iterations > 1)");
+        jacobian = std::make_unique<JacobianCheckWriter>(args.jacobian_check, summary.resumed_from);
+        auto options = stepper.options();
+        options.jacobian_check = true;
+        stepper.set_options(options);
+    }
     const long steps = std::max(1L, std::lround(scene.duration / scene.time_step));
     ProgressOptions progress_options;
     progress_options.terminal = stderr_is_terminal();
@@ -394,6 +454,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         const auto r = stepper.step(scene.time_step);
         const double time = step * scene.time_step;
         if (trace) trace->write(step, time, r.attempts);
+        if (jacobian) jacobian->write(step, time, r.jacobian_checks);
         if (!r.ok) {
             summary.ok = false;
             std::ostringstream os;

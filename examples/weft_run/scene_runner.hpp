@@ -30,6 +30,7 @@ struct RunArguments {
     std::filesystem::path checkpoint;        ///< the checkpoint file (default: OUTPUT_DIR/SCENE_STEM.checkpoint)
     std::filesystem::path resume;            ///< non-empty: continue the run saved in this checkpoint
     std::filesystem::path newton_trace;      ///< non-empty: write every full-Newton attempt to this CSV
+    std::filesystem::path jacobian_check;    ///< non-empty: check full Newton's matrix at every solve, rows to this CSV
     bool help = false;                       ///< --help: print run_usage() and exit
     bool version = false;                    ///< --version: print the version and exit
 };
@@ -76,6 +77,12 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
            "write every full-Newton attempt to FILE (CSV: step, time, attempt, h, halvings, converged, "
            "accepted, iterations, the relative residual after each iteration, the step fraction of each update, "
            "the PCG iterations of each solve); needs solver.newton_iterations > 1")
+        ->type_name("FILE");
+    app.add_option("--jacobian-check", a.jacobian_check,
+                   "after every full-Newton solve, compare the matrix with central differences of the residual "
+                   "along the update (eps 1e-2 and 1e-4) and write one CSV row per solve to FILE (a diagnostic: "
+                   "four more evaluations per iteration, the run itself unchanged); needs "
+                   "solver.newton_iterations > 1")
         ->type_name("FILE");
 }
 

@@ -106,6 +106,52 @@ def test_newton_attempts_are_weft_runs_trace(tmp_path):
     assert "all: %d steps, %.2f Newton it./step" % (steps, total / steps) in out
 
 
+@pytest.mark.skipif("WEFT_RUN" not in os.environ, reason="needs weft-run (WEFT_RUN)")
+def test_jacobian_check_rows_and_script(tmp_path):
+    """weft-run --jacobian-check writes one row per Newton solve (a triangle scene here), the
+    run itself unchanged, and scripts/jacobian_check.py sorts every one of them."""
+    scene = load(os.path.join(SCENES, "determinism_triangle.json"))
+    scene.pop("output", None)
+    path = tmp_path / "scene.json"
+    path.write_text(json.dumps(scene))
+    base = [os.environ["WEFT_RUN"], str(path), "--output-dir", str(tmp_path), "--quiet", "--duration", "0.02"]
+    subprocess.run(base + ["--newton-trace", str(tmp_path / "plain.csv")], check=True)
+    subprocess.run(base + ["--newton-trace", str(tmp_path / "trace.csv"), "--jacobian-check",
+                           str(tmp_path / "check.csv")], check=True)
+    trace = (tmp_path / "trace.csv").read_text().splitlines()
+    assert trace == (tmp_path / "plain.csv").read_text().splitlines()
+    solves = sum(int(line.split(",")[7]) for line in trace[1:])
+    rows = [line.split(",") for line in (tmp_path / "check.csv").read_text().splitlines()[1:]]
+    assert len(rows) == solves >= 20
+    assert all(r[4] == "0" for r in rows)  # triangles: projected stiffness always
+    out = subprocess.run([os.sys.executable, os.path.join(SOURCE, "scripts", "jacobian_check.py"),
+                          str(tmp_path / "check.csv")], check=True, capture_output=True, text=True).stdout
+    line = [x for x in out.splitlines() if x.startswith("all: ")][0]
+    assert line.startswith("all: %d solves, 0 with exact Hessians; " % solves)
+    counts = [int(line.split(kind + " ")[1].split(",")[0].split(";")[0])
+              for kind in ("derivative", "kink", "off", "round-off")]
+    assert sum(counts) == solves
+    # Python's records are the same rows, bit for bit.
+    sim = weft.Simulation(scene)
+    sim.jacobian_check = True
+    assert sim.jacobian_check
+    mine = []
+    for _ in range(int(round(0.02 / scene["time_step"]))):
+        mine += sim.step()["jacobian_checks"]
+    assert len(mine) == len(rows)
+    for c, r in zip(mine, rows):
+        assert (c["attempt"], c["iteration"], c["exact_hessians"]) == (int(r[2]), int(r[3]), r[4] == "1")
+        assert c["update_norm"] == float(r[5]) and c["mismatch"] == [float(r[6]), float(r[7])]
+        assert c["worst_node"] == [int(r[8]), int(r[10])] and c["worst_component"] == [int(r[9]), int(r[11])]
+        assert c["residual_norm"] == float(r[12]) and c["top8_share"] == float(r[13])
+        assert (c["largest_node"], c["largest_component"]) == (int(r[14]), int(r[15]))
+    # Off by default; the one-step scheme has no Newton matrix to check.
+    assert weft.Simulation(scene).step()["jacobian_checks"] == []
+    one_step = dict(scene, solver=dict(scene["solver"], newton_iterations=1))
+    with pytest.raises(weft.InvalidInput, match="newton_iterations is 1"):
+        weft.Simulation(one_step).jacobian_check = True
+
+
 def test_scene_file_and_dict_agree():
     path = os.path.join(SHIPPED, "hang.json")
     a = weft.Simulation(path)

@@ -87,6 +87,7 @@
 ///                            same size (up to `max_retries` times, before any
 ///                            halving), e.g. after revising a discretization.
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -94,6 +95,7 @@
 #include <cstdlib>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -174,7 +176,44 @@ struct StepperOptions {
     /// The hierarchy of PcgPreconditioner::multilevel (multilevel_preconditioner.hpp);
     /// pcg.custom is ignored: the stepper supplies its own, prepared for each solve.
     MultilevelOptions multilevel;
+    /// Full Newton only, a diagnostic (weft-run `--jacobian-check`): after
+    /// each Newton solve, check the matrix against central differences of the
+    /// residual along the solved update and record it in the step report
+    /// (`JacobianCheck`). Costs four more evaluations per iteration and
+    /// changes nothing else: the iterate, its buffers and the trajectory stay
+    /// as without it.
+    bool jacobian_check = false;
 };
+
+/// One full-Newton iteration's directional finite-difference check of its
+/// matrix (StepperOptions::jacobian_check). With Δv the solved update at the
+/// iterate v, d_ε = −(b(v + εΔv) − b(v − εΔv)) / (2ε) is the central
+/// difference of the residual b along Δv, and the mismatch
+/// ‖A Δv − d_ε‖ / ‖A Δv‖ (free DoFs) is taken at ε = 1e-2 and 1e-4:
+/// - both small: A is the derivative of the residual;
+/// - both large and alike: A lacks or misstates a term (or a projection
+///   changed it: `exact_hessians` false);
+/// - only ε = 1e-2 large: the residual's derivative changes within 1 % of
+///   the update, i.e. a kink or something that switches on (a penalty's
+///   onset, a contact), which no Jacobian linearizes.
+/// The residual's own distribution says where Newton has work left: the
+/// share of ‖S b‖² in its 8 largest rows and the largest row.
+struct JacobianCheck {
+    int attempt = 0;                    ///< index into the step's attempts (BackendStepReport::attempts)
+    int iteration = 0;                  ///< Newton iteration of the attempt (0: the first solve)
+    bool exact_hessians = false;        ///< A held the exact element Hessians (else the projected ones)
+    double update_norm = 0;             ///< ‖S Δv‖
+    double mismatch[2] = {0, 0};        ///< at ε = 1e-2 and ε = 1e-4
+    long worst_node[2] = {-1, -1};      ///< per ε: the node of the largest |A Δv − d_ε|
+    int worst_component[2] = {-1, -1};  ///< per ε: its DoF within the node
+    double residual_norm = 0;           ///< ‖S b‖ at the iterate
+    double top_share = 0;               ///< share of ‖S b‖² in its 8 largest rows
+    long largest_node = -1;             ///< the node of the largest |b_i|
+    int largest_component = -1;         ///< its DoF within the node
+};
+
+/// The ε of JacobianCheck::mismatch.
+constexpr double jacobian_check_steps[2] = {1e-2, 1e-4};
 
 /// One attempt of full Newton at a (sub)step (`newton_iterations` > 1), as
 /// weft-run's `--newton-trace` writes it: its size, how it ended, the
@@ -216,6 +255,7 @@ struct BackendStepReport {
     double solve_seconds = 0;     ///< PCG
     double total_seconds = 0;     ///< the whole call
     std::vector<NewtonAttempt> attempts;  ///< full Newton: every attempt of the step, in order (empty for one-step)
+    std::vector<JacobianCheck> jacobian_checks;  ///< StepperOptions::jacobian_check: one per Newton solve, in order
 };
 
 /// Raw pointers to the contribution buffers an element kernel writes.
@@ -1057,6 +1097,8 @@ private:
                 apply_update(h, m_v, T(1));
                 continue;
             }
+            if (m_options.jacobian_check)
+                check_jacobian(h, k, static_cast<int>(report.attempts.size()) - 1, norm, report);
             t0 = std::chrono::steady_clock::now();
             // The next iterate's system: exact first again. (Exact only below a
             // relative residual of 1e-2 was tried: more iterations and 1.5×
@@ -1099,6 +1141,77 @@ private:
         m_guess_step = h;
         self().after_step();
         return true;
+    }
+
+    /// StepperOptions::jacobian_check at iteration k (see JacobianCheck): the
+    /// residual at v ± εΔv, then the iterate restored exactly (q, v, v − v_n,
+    /// the element buffers, b and f), so the run goes on as without it.
+    void check_jacobian(T h, int k, int attempt, T norm, BackendStepReport& report)
+    {
+        const std::size_t n = m_q.size();
+        JacobianCheck c;
+        c.attempt = attempt;
+        c.iteration = k;
+        c.exact_hessians = m_exact_hessians;
+        c.update_norm = static_cast<double>(filtered_norm(m_dv));
+        c.residual_norm = static_cast<double>(norm);
+        thrust::device_vector<T> product(n);
+        spmv(m_matrix, m_dv, product);
+        const std::vector<T> ad = to_host(product), b = to_host(m_rhs);
+        const std::vector<unsigned char> free_dof(m_free.begin(), m_free.end());
+        // Where the residual sits.
+        std::vector<std::pair<double, std::size_t>> rows;
+        double total = 0;
+        for (std::size_t i = 0; i < n; ++i) {
+            if (!free_dof[i]) continue;
+            const double x = static_cast<double>(b[i]);
+            rows.emplace_back(x * x, i);
+            total += x * x;
+        }
+        const std::size_t top = std::min<std::size_t>(8, rows.size());
+        std::partial_sort(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(top), rows.end(),
+                          [](const auto& x, const auto& y) { return x.first > y.first; });
+        double top_sum = 0;
+        for (std::size_t r = 0; r < top; ++r) top_sum += rows[r].first;
+        c.top_share = total > 0 ? top_sum / total : 0.0;
+        if (top > 0) {
+            c.largest_node = static_cast<long>(rows[0].second / B);
+            c.largest_component = static_cast<int>(rows[0].second % B);
+        }
+        // The central differences along Δv.
+        const thrust::device_vector<T> q0 = m_q, v0 = m_v, mass_velocity0 = m_mass_velocity, rhs0 = m_rhs,
+                                       force0 = m_force;
+        for (int e = 0; e < 2; ++e) {
+            const T eps = T(jacobian_check_steps[e]);
+            std::vector<T> side[2];
+            for (int sign = 0; sign < 2; ++sign) {
+                apply_update(h, v0, sign == 0 ? eps : -eps);
+                evaluate(h, iterate_inputs());
+                assemble_vector(m_map, m_rhs_contributions, m_rhs);
+                side[sign] = to_host(m_rhs);
+            }
+            double num = 0, den = 0, worst = -1;
+            for (std::size_t i = 0; i < n; ++i) {
+                if (!free_dof[i]) continue;
+                const double fd = -static_cast<double>(side[0][i] - side[1][i]) / (2 * static_cast<double>(eps));
+                const double a = static_cast<double>(ad[i]), d = a - fd;
+                num += d * d;
+                den += a * a;
+                if (std::abs(d) > worst) {
+                    worst = std::abs(d);
+                    c.worst_node[e] = static_cast<long>(i / B);
+                    c.worst_component[e] = static_cast<int>(i % B);
+                }
+            }
+            c.mismatch[e] = den > 0 ? std::sqrt(num / den) : (num > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+        }
+        m_q = q0;
+        m_v = v0;
+        m_mass_velocity = mass_velocity0;
+        evaluate(h, iterate_inputs());
+        m_rhs = rhs0;
+        m_force = force0;
+        report.jacobian_checks.push_back(c);
     }
 
     /// The incremental potential E(v) of the current Newton iterate (see the
