@@ -138,10 +138,9 @@ public:
     }
     void set_jacobian_check(bool on)
     {
-        if (on && m_scene.solver.newton_iterations <= 1)
-            throw weft::InvalidInput("jacobian_check: solver.newton_iterations is " +
-                                     std::to_string(m_scene.solver.newton_iterations) +
-                                     " (the one-step scheme); it checks full Newton's matrix (newton_iterations > 1)");
+        if (on)
+            weft::require_full_newton("jacobian_check", m_scene.solver.newton_iterations,
+                                      "it checks full Newton's matrix");
         if (m_yarn) {
             auto o = m_yarn->options();
             o.jacobian_check = on;

@@ -22,6 +22,8 @@ import csv
 import sys
 from collections import Counter
 
+from newton_trace import file_and_window
+
 HEADER = ("step,time,attempt,iteration,exact_hessians,update_norm,mismatch_1e-2,mismatch_1e-4,worst_node_1e-2,"
           "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4,residual_norm,top8_share,largest_node,"
           "largest_component")
@@ -68,22 +70,15 @@ def summary(label, rows):
 
 
 def main(argv):
-    window = 50
-    args = list(argv[1:])
-    if "--window" in args:
-        k = args.index("--window")
-        window = int(args[k + 1])
-        del args[k:k + 2]
-    if len(args) != 1 or window < 1:
-        sys.exit(__doc__.strip())
-    with open(args[0], newline="") as f:
+    path, window = file_and_window(argv, __doc__)
+    with open(path, newline="") as f:
         header = f.readline().strip()
         if header != HEADER:
-            sys.exit(f"{args[0]}: not a --jacobian-check file (header {header!r})")
+            sys.exit(f"{path}: not a --jacobian-check file (header {header!r})")
         f.seek(0)
         raw = list(csv.DictReader(f))
     if not raw:
-        sys.exit(f"{args[0]}: no rows")
+        sys.exit(f"{path}: no rows")
     rows = [{"step": int(r["step"]), "iteration": int(r["iteration"]), "exact": r["exact_hessians"] == "1",
              "coarse": float(r["mismatch_1e-2"]), "fine": float(r["mismatch_1e-4"]),
              "worst": (int(r["worst_node_1e-2"]), int(r["worst_component_1e-2"])), "top8": float(r["top8_share"]),

@@ -50,21 +50,27 @@ def summary(label, rows):
               f"first update cut in {100 * mean([r['fractions'][0] < 1 for r in halves]):.0f} %")
 
 
-def main(argv):
+def file_and_window(argv, usage):
+    """The command line FILE [--window N] of this script and scripts/jacobian_check.py: (FILE, N)."""
     window = 50
     args = list(argv[1:])
     if "--window" in args:
         k = args.index("--window")
-        window = int(args[k + 1])
+        window = int(args[k + 1]) if k + 1 < len(args) else 0
         del args[k:k + 2]
     if len(args) != 1 or window < 1:
-        sys.exit(__doc__.strip())
-    with open(args[0], newline="") as f:
+        sys.exit(usage.strip())
+    return args[0], window
+
+
+def main(argv):
+    path, window = file_and_window(argv, __doc__)
+    with open(path, newline="") as f:
         raw = list(csv.DictReader(f))
     if not raw:
-        sys.exit(f"{args[0]}: no rows")
+        sys.exit(f"{path}: no rows")
     if "fractions" not in raw[0]:
-        sys.exit(f"{args[0]}: not a --newton-trace file (no column fractions)")
+        sys.exit(f"{path}: not a --newton-trace file (no column fractions)")
     rows = [{"step": int(r["step"]), "halvings": int(r["halvings"]), "iterations": int(r["iterations"]),
              "accepted": r["accepted"] == "1", "residuals": lists(r["residuals"]), "fractions": lists(r["fractions"]),
              "pcg": lists(r["pcg"])}

@@ -401,18 +401,12 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     }
     std::unique_ptr<NewtonTraceWriter> trace;
     if (!args.newton_trace.empty()) {
-        if (scene.solver.newton_iterations <= 1)
-            throw InvalidInput("invalid --newton-trace: solver.newton_iterations is " +
-                               std::to_string(scene.solver.newton_iterations) +
-                               " (the one-step scheme); it traces full Newton (newton_iterations > 1)");
+        require_full_newton("--newton-trace", scene.solver.newton_iterations, "it traces full Newton");
         trace = std::make_unique<NewtonTraceWriter>(args.newton_trace, summary.resumed_from);
     }
     std::unique_ptr<JacobianCheckWriter> jacobian;
     if (!args.jacobian_check.empty()) {
-        if (scene.solver.newton_iterations <= 1)
-            throw InvalidInput("invalid --jacobian-check: solver.newton_iterations is " +
-                               std::to_string(scene.solver.newton_iterations) +
-                               " (the one-step scheme); it checks full Newton's matrix (newton_iterations > 1)");
+        require_full_newton("--jacobian-check", scene.solver.newton_iterations, "it checks full Newton's matrix");
         jacobian = std::make_unique<JacobianCheckWriter>(args.jacobian_check, summary.resumed_from);
         auto options = stepper.options();
         options.jacobian_check = true;

@@ -330,7 +330,7 @@ std::vector<TraceRow> trace_rows(const fs::path& path)
 }
 
 RunSummary run_traced(const fs::path& scene, const fs::path& dir, double duration, const fs::path& trace,
-                      long checkpoint_every = 0, const fs::path& resume = {})
+                      long checkpoint_every = 0, const fs::path& resume = {}, const fs::path& jacobian_check = {})
 {
     RunArguments args;
     args.scene = scene;
@@ -338,6 +338,7 @@ RunSummary run_traced(const fs::path& scene, const fs::path& dir, double duratio
     args.duration = duration;
     args.quiet = true;
     args.newton_trace = trace;
+    args.jacobian_check = jacobian_check;
     args.checkpoint_every = checkpoint_every;
     args.resume = resume;
     std::ostringstream log;
@@ -486,19 +487,6 @@ std::vector<std::string> without_wall_time(const fs::path& csv)
     return out;
 }
 
-RunSummary run_checked(const fs::path& scene, const fs::path& dir, const fs::path& check, const fs::path& trace = {})
-{
-    RunArguments args;
-    args.scene = scene;
-    args.output_dir = dir;
-    args.duration = 0.02;
-    args.quiet = true;
-    args.jacobian_check = check;
-    args.newton_trace = trace;
-    std::ostringstream log;
-    return run_scene(args, log);
-}
-
 }  // namespace
 
 TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve and changes nothing",
@@ -510,8 +498,8 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
     // The same run without the check, and with it (and the trace).
     fs::create_directories(dir / "plain");
     fs::create_directories(dir / "checked");
-    const RunSummary plain = run_checked(scene, dir / "plain", {});
-    const RunSummary checked = run_checked(scene, dir / "checked", dir / "check.csv", dir / "trace.csv");
+    const RunSummary plain = run_traced(scene, dir / "plain", 0.02, {});
+    const RunSummary checked = run_traced(scene, dir / "checked", 0.02, dir / "trace.csv", 0, {}, dir / "check.csv");
     REQUIRE(plain.ok);
     REQUIRE(checked.ok);
     CHECK(without_wall_time(dir / "checked" / "energy.csv") == without_wall_time(dir / "plain" / "energy.csv"));
@@ -561,7 +549,7 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
         dir / "gn",
         small_scene(
             R"({"newton_iterations": 8, "newton_tolerance": 1e-6, "exact_hessians": false, "stiffness_approximation": "gauss-newton"})"));
-    REQUIRE(run_checked(gauss_newton, dir / "gn", dir / "gn.csv").ok);
+    REQUIRE(run_traced(gauss_newton, dir / "gn", 0.02, {}, 0, {}, dir / "gn.csv").ok);
     const std::vector<JacobianRow> gn = jacobian_rows(dir / "gn.csv");
     REQUIRE(!gn.empty());
     for (const JacobianRow& r : gn) CHECK_FALSE(r.exact);
@@ -573,7 +561,7 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
     // The one-step scheme has no Newton matrix to check: refused, naming the key.
     fs::create_directories(dir / "one");
     const fs::path one_step = write_scene(dir / "one", small_scene());
-    CHECK_THROWS_WITH(run_checked(one_step, dir / "one", dir / "one.csv"),
+    CHECK_THROWS_WITH(run_traced(one_step, dir / "one", 0.02, {}, 0, {}, dir / "one.csv"),
                       Catch::Contains("--jacobian-check") && Catch::Contains("newton_iterations is 1"));
 }
 

@@ -215,6 +215,16 @@ struct JacobianCheck {
 /// The ε of JacobianCheck::mismatch.
 constexpr double jacobian_check_steps[2] = {1e-2, 1e-4};
 
+/// Refuses a full-Newton diagnostic (`what`: the option that asked for it,
+/// `does`: what it does) for the one-step scheme, naming the scene key.
+/// @throws InvalidInput when newton_iterations ≤ 1
+inline void require_full_newton(const std::string& what, int newton_iterations, const std::string& does)
+{
+    if (newton_iterations > 1) return;
+    throw InvalidInput("invalid " + what + ": solver.newton_iterations is " + std::to_string(newton_iterations) +
+                       " (the one-step scheme); " + does + " (newton_iterations > 1)");
+}
+
 /// One attempt of full Newton at a (sub)step (`newton_iterations` > 1), as
 /// weft-run's `--newton-trace` writes it: its size, how it ended, the
 /// relative residual after each iteration and the step fraction each update
