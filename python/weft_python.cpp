@@ -141,15 +141,15 @@ public:
         if (on)
             weft::require_full_newton("jacobian_check", m_scene.solver.newton_iterations,
                                       "it checks full Newton's matrix");
-        if (m_yarn) {
-            auto o = m_yarn->options();
+        const auto set = [on](auto& stepper) {
+            auto o = stepper.options();
             o.jacobian_check = on;
-            m_yarn->set_options(o);
-        } else {
-            auto o = m_triangle->options();
-            o.jacobian_check = on;
-            m_triangle->set_options(o);
-        }
+            stepper.set_options(o);
+        };
+        if (m_yarn)
+            set(*m_yarn);
+        else
+            set(*m_triangle);
     }
     int dofs_per_node() const { return m_yarn ? weft::yarn_node_dofs : 3; }
     std::size_t node_count() const { return state(false).size() / std::size_t(dofs_per_node()); }

@@ -472,16 +472,23 @@ std::vector<JacobianRow> jacobian_rows(const fs::path& path)
     return rows;
 }
 
-/// The CSV without its wall-time column (ms_per_step).
+/// The CSV without its wall-time column (the one its header names ms_per_step).
 std::vector<std::string> without_wall_time(const fs::path& csv)
 {
+    const std::vector<std::string> lines = lines_of(csv);
+    REQUIRE(!lines.empty());
+    int wall = -1, column = 0;
+    std::stringstream header(lines[0]);
+    for (std::string name; std::getline(header, name, ','); ++column)
+        if (name == "ms_per_step") wall = column;
+    REQUIRE(wall >= 0);
     std::vector<std::string> out;
-    for (const std::string& line : lines_of(csv)) {
+    for (const std::string& line : lines) {
         std::stringstream ss(line);
         std::string kept;
-        int column = 0;
+        column = 0;
         for (std::string cell; std::getline(ss, cell, ','); ++column)
-            if (column != 8) kept += cell + ",";
+            if (column != wall) kept += cell + ",";
         out.push_back(kept);
     }
     return out;
