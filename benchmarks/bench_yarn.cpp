@@ -8,6 +8,7 @@
 //              [--scene FILE] [--preconditioner block-jacobi|yarn-lines|multilevel]
 //              [--multilevel-refresh off|on-growth|every-prepare]
 //              [--multilevel-rebuild rent-or-buy|growth]
+//              [--multilevel-smoother chebyshev|yarn-lines]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
@@ -54,6 +55,7 @@ struct Options {
     std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
     std::string preconditioner = "block-jacobi";
     std::string multilevel_refresh = "on-growth";
+    std::string multilevel_smoother = "chebyshev";
     std::string multilevel_rebuild = "rent-or-buy";
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
@@ -83,6 +85,11 @@ Options parse(int argc, char** argv)
                    "but rebuilds (off), or the coarse values at every solve (every-prepare)")
         ->check(CLI::IsMember(weft::solver_words::multilevel_refresh()))
         ->type_name("WHEN");
+    app.add_option("--multilevel-smoother", o.multilevel_smoother,
+                   "the multilevel hierarchy's finest-level smoother: Chebyshev on block Jacobi, or exact solves "
+                   "along the yarns (yarn-lines)")
+        ->check(CLI::IsMember(weft::solver_words::multilevel_smoother()))
+        ->type_name("NAME");
     app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
                    "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
@@ -146,9 +153,10 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_rebuild\": \""
-             << opt.multilevel_rebuild << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false")
-             << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+             << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_smoother\": \""
+             << opt.multilevel_smoother << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
+             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
+             << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;
@@ -173,6 +181,7 @@ int main(int argc, char** argv)
             options.pcg.preconditioner =
                 weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
             options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
+            options.multilevel.smoother = weft::multilevel_smoother_named(opt.multilevel_smoother);
             options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;

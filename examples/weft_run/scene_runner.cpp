@@ -585,6 +585,10 @@ RunSummary run_scene(const RunArguments& args, std::ostream& log)
         if (scene.solver.preconditioner == "yarn-lines")
             throw InvalidInput(
                 "solver.preconditioner: \"yarn-lines\" needs yarns; use \"block-jacobi\" for triangle cloth");
+        if (scene.solver.multilevel_smoother == "yarn-lines")
+            throw InvalidInput(
+                "solver.multilevel_smoother: \"yarn-lines\" needs yarns; use \"chebyshev\" for "
+                "triangle cloth");
         if (scene.solver.eil) throw InvalidInput("solver.eil: EIL nodes apply to yarns, not to triangle cloth");
         if (scene.solver.stiffness_approximation != "auto")
             throw InvalidInput("solver.stiffness_approximation \"" + scene.solver.stiffness_approximation +

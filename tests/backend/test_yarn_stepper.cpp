@@ -793,48 +793,53 @@ TEST_CASE("yarn stepper: the multilevel preconditioner gives the block-Jacobi st
     const YarnModel<double> model = busy_patch(weft::DampingModel::strain_rate, colliders);
     const Vec3 g(0, 0, -9.81);
     int compared = 0;
-    for (int newton : {1, 20}) {
-        std::vector<double> v[2], q[2];
-        int builds = 0, solves = 0;
-        for (int k = 0; k < 2; ++k) {
-            YarnStepperOptions<double> options = weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
-            if (k == 1) {
-                options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
-                options.multilevel.coarse_dofs = 40;  // a small patch, still more than one level
-            }
-            weft::EilOptions<double> eil;
-            eil.enabled = true;
-            YarnStepper<double> stepper(model, colliders, g, options, eil);
-            for (int s = 0; s < 3; ++s) {
-                const weft::YarnStepReport r = stepper.step(1e-3);
-                INFO("preconditioner " << k << ", Newton " << newton << ", step " << s << ": " << r.message);
-                REQUIRE(r.ok);
+    for (const auto smoother : {weft::MultilevelSmoother::chebyshev, weft::MultilevelSmoother::yarn_lines})
+        for (int newton : {1, 20}) {
+            std::vector<double> v[2], q[2];
+            int builds = 0, solves = 0;
+            for (int k = 0; k < 2; ++k) {
+                YarnStepperOptions<double> options =
+                    weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
                 if (k == 1) {
-                    builds += r.multilevel_builds;
-                    solves += r.newton_iterations;
+                    options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
+                    options.multilevel.coarse_dofs = 40;  // a small patch, still more than one level
+                    options.multilevel.smoother = smoother;
+                }
+                weft::EilOptions<double> eil;
+                eil.enabled = true;
+                YarnStepper<double> stepper(model, colliders, g, options, eil);
+                for (int s = 0; s < 3; ++s) {
+                    const weft::YarnStepReport r = stepper.step(1e-3);
+                    INFO("preconditioner " << k << ", Newton " << newton << ", step " << s << ": " << r.message);
+                    REQUIRE(r.ok);
+                    if (k == 1) {
+                        builds += r.multilevel_builds;
+                        solves += r.newton_iterations;
+                    }
+                }
+                v[k] = weft::to_host(stepper.velocities());
+                q[k] = weft::to_host(stepper.positions());
+                if (k == 1) {
+                    CHECK(stepper.multilevel().levels() >= 2);
+                    CHECK(stepper.multilevel().line_smoothing() == (smoother == weft::MultilevelSmoother::yarn_lines));
+                    CHECK(stepper.multilevel_builds() == builds);
                 }
             }
-            v[k] = weft::to_host(stepper.velocities());
-            q[k] = weft::to_host(stepper.positions());
-            if (k == 1) {
-                CHECK(stepper.multilevel().levels() >= 2);
-                CHECK(stepper.multilevel_builds() == builds);
-            }
+            const auto [dv, dq, vscale, qscale] = state_difference(v, q, model.q);
+            INFO("smoother " << static_cast<int>(smoother) << ", Newton " << newton << ": |dv| " << dv << " of "
+                             << vscale << ", |dq| " << dq << " of " << qscale << ", " << builds << " builds for "
+                             << solves << " solves");
+            REQUIRE(vscale > 0);
+            // As for CHOLMOD: the same systems to 1e-12 in one step; two Newton
+            // solutions that each meet the Newton tolerance (1e-4) under full Newton.
+            const double agree = newton == 1 ? 1e-7 : 1e-4;
+            CHECK(dv <= agree * vscale);
+            CHECK(dq <= agree * qscale);
+            CHECK(builds >= 1);
+            CHECK(builds <= solves);
+            ++compared;
         }
-        const auto [dv, dq, vscale, qscale] = state_difference(v, q, model.q);
-        INFO("Newton " << newton << ": |dv| " << dv << " of " << vscale << ", |dq| " << dq << " of " << qscale << ", "
-                       << builds << " builds for " << solves << " solves");
-        REQUIRE(vscale > 0);
-        // As for CHOLMOD: the same systems to 1e-12 in one step; two Newton
-        // solutions that each meet the Newton tolerance (1e-4) under full Newton.
-        const double agree = newton == 1 ? 1e-7 : 1e-4;
-        CHECK(dv <= agree * vscale);
-        CHECK(dq <= agree * qscale);
-        CHECK(builds >= 1);
-        CHECK(builds <= solves);
-        ++compared;
-    }
-    REQUIRE(compared == 2);
+    REQUIRE(compared == 4);
 }
 
 namespace {

@@ -344,6 +344,25 @@ TEST_CASE("scene: solver.multilevel_refresh is read, \"on-growth\" by default, i
                                                 Catch::Contains("\"every-prepare\""));
 }
 
+TEST_CASE("scene: solver.multilevel_smoother is read, \"chebyshev\" by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_smoother == "chebyshev");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.smoother ==
+          weft::MultilevelSmoother::chebyshev);
+    j["solver"]["multilevel_smoother"] = "yarn-lines";
+    CHECK(weft::parse_scene(j).solver.multilevel_smoother == "yarn-lines");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.smoother ==
+          weft::MultilevelSmoother::yarn_lines);
+    j["solver"]["multilevel_smoother"] = "gauss-seidel";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_smoother") &&
+                                                Catch::Contains("\"gauss-seidel\"") &&
+                                                Catch::Contains("\"chebyshev\"") && Catch::Contains("\"yarn-lines\""));
+    j["solver"]["multilevel_smoother"] = 2;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_smoother"));
+}
+
 TEST_CASE("scene: solver.multilevel_rebuild is read, \"rent-or-buy\" by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {
@@ -942,9 +961,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 177 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 178 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 177);
+    REQUIRE(checked == 178);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

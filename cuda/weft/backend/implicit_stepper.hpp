@@ -1415,6 +1415,7 @@ private:
             options.custom = nullptr;
             return solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
         }
+        m_multilevel.set_lines(options.lines);
         if (!m_multilevel.prepare(m_matrix, m_free, m_q)) {
             PcgResult<T> failed;
             failed.status = PcgStatus::indefinite_preconditioner;

@@ -32,6 +32,24 @@
 /// and it is positive definite whenever each smoother converges in the
 /// energy norm of its level, for any positive definite coarse operator.
 ///
+/// Yarn-line smoothing (MultilevelOptions::smoother = yarn_lines, with a
+/// LineSet given by set_lines()): on the finest level the Chebyshev smoother
+/// is replaced by block Gauss–Seidel by yarns: exact solves of the warp
+/// yarns, then the weft yarns, each family split into colour classes of
+/// mutually uncoupled yarns (colored_line_set, once per pattern), a forward
+/// sweep before the coarse correction and the backward sweep after it
+/// (sweep_lines). Stretch ties a yarn's nodes far more strongly along it
+/// than to the neighbouring yarns, and a point smoother leaves the error
+/// that is smooth along each yarn and varies from yarn to yarn
+/// (benchmarks/RESULTS.md, "Why the yarn iterations grow"); a line solve
+/// removes it. Each class update is an exact subspace correction, so the
+/// sweep contracts in Â's energy norm and the V-cycle (backward sweep the
+/// adjoint of the forward one) stays symmetric positive definite, whatever
+/// the coupling between yarns. (Block Jacobi across all the yarns of a
+/// family, as in PCG's yarn_lines_symmetric, need not contract: on a
+/// woven patch it made the V-cycle indefinite.) The coarse levels keep
+/// Chebyshev.
+///
 /// Reuse. The finest level always uses the current matrix (its block
 /// inverses are refreshed at each prepare()); the coarse levels are kept while
 /// the sparsity pattern and the filter are unchanged, and rebuilt when
@@ -103,8 +121,15 @@ enum class MultilevelRefresh {
     every_prepare,
 };
 
+/// The smoother of the finest level (MultilevelOptions::smoother; scene key
+/// solver.multilevel_smoother): Chebyshev on block Jacobi, or one symmetric
+/// sweep of exact yarn-line solves (needs the yarns' LineSet, set_lines()).
+enum class MultilevelSmoother { chebyshev, yarn_lines };
+
 /// Settings of the smoothed-aggregation hierarchy.
 struct MultilevelOptions {
+    /// The finest level's smoother (see the file comment); the coarse levels use Chebyshev.
+    MultilevelSmoother smoother = MultilevelSmoother::chebyshev;
     /// θ of the strength of connection on the finest level; 0 makes every
     /// stored coupling strong. Coarser levels always take θ = 0 (with θ > 0
     /// there, coarsening stalled on the sphere drop: singleton aggregates).
@@ -144,6 +169,15 @@ inline MultilevelRefresh multilevel_refresh_named(const std::string& name)
 {
     return static_cast<MultilevelRefresh>(
         solver_words::index_of(name, solver_words::multilevel_refresh(), "multilevel refresh"));
+}
+
+/// MultilevelOptions::smoother named in the words of the scene key
+/// solver.multilevel_smoother ("chebyshev", "yarn-lines").
+/// @throws InvalidInput naming the word and the accepted ones
+inline MultilevelSmoother multilevel_smoother_named(const std::string& name)
+{
+    return static_cast<MultilevelSmoother>(
+        solver_words::index_of(name, solver_words::multilevel_smoother(), "multilevel smoother"));
 }
 
 /// MultilevelOptions::timed_rebuild named in the words of the scene key
@@ -900,6 +934,13 @@ public:
     explicit MultilevelPreconditioner(const MultilevelOptions& options) : m_options(options) {}
 
     const MultilevelOptions& options() const { return m_options; }
+
+    /// The yarns as node chains, for MultilevelSmoother::yarn_lines (not
+    /// owned; must outlive the solves and match the matrix's node count).
+    /// nullptr: Chebyshev on the finest level whatever the options say.
+    void set_lines(const LineSet* lines) { m_lines = lines; }
+    /// Whether the finest level smooths by yarn lines.
+    bool line_smoothing() const { return m_options.smoother == MultilevelSmoother::yarn_lines && m_lines != nullptr; }
     void set_options(const MultilevelOptions& options)
     {
         m_options = options;
@@ -951,10 +992,8 @@ public:
             m_last_build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             m_build_seconds += m_last_build_seconds;
             if (!built) return false;
-        } else if (m_fine.invert(a, free_dofs) > 0) {
+        } else if (!prepare_fine(a, free_dofs)) {
             return false;
-        } else {
-            m_fine.bound(a, free_dofs);
         }
         m_ready = true;
         return true;
@@ -1139,8 +1178,8 @@ private:
         m_pattern_cols = a.col_idx();
         m_pattern_free = free_dofs;
 
-        if (m_fine.invert(a, free_dofs) > 0) return false;
-        m_fine.bound(a, free_dofs);
+        m_colored_from = nullptr;  // a new pattern: colour the lines again
+        if (!prepare_fine(a, free_dofs)) return false;
 
         const std::vector<std::uint8_t> free = to_host(free_dofs);
         HostMatrix<T> level_matrix = filtered_host_matrix(a, free);
@@ -1225,8 +1264,7 @@ private:
         const bool asked = m_refresh_requested;
         m_refresh_requested = false;
         m_ready = false;
-        bool ok = m_fine.invert(a, free_dofs) == 0;
-        if (ok) m_fine.bound(a, free_dofs);
+        bool ok = prepare_fine(a, free_dofs);
         if (ok && m_coarse.empty()) {  // one level: the coarsest inverse is the finest matrix's
             const std::vector<std::uint8_t> free = to_host(free_dofs);
             ok = invert_coarsest(filtered_host_matrix(a, free), free);
@@ -1258,6 +1296,30 @@ private:
         m_stale_seconds = 0.0;
         m_checking_refresh = asked;
         return true;
+    }
+
+    /// The finest level's smoother for the current matrix: its block
+    /// inverses and Chebyshev bound, and with yarn-line smoothing the lines'
+    /// factors. false where a block or a line is not positive definite.
+    bool prepare_fine(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        if (m_fine.invert(a, free_dofs) > 0) return false;
+        m_fine.bound(a, free_dofs);
+        if (!line_smoothing()) return true;
+        if (m_colored_from != m_lines || m_colored_lines.node_count() != a.block_rows()) {
+            m_colored_lines = colored_line_set(a, *m_lines);
+            m_colored_from = m_lines;
+        }
+        return factor_lines(a, free_dofs, m_colored_lines, m_line_factors) == 0;
+    }
+
+    /// The finest level's line smoother: before the coarse correction
+    /// (`pre`, from z = 0) a forward block Gauss–Seidel sweep over the
+    /// coloured line families, after it the backward sweep (sweep_lines).
+    void smooth_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+                      multilevel_detail::Smoother<T, B>& s, bool pre)
+    {
+        sweep_lines(a, free_dofs, m_colored_lines, m_line_factors, s.r, s.z, pre, pre);
     }
 
     /// The dense inverse of the coarsest level (of the free DoFs; zero
@@ -1313,7 +1375,16 @@ private:
         using namespace multilevel_detail;
         const int degree = m_options.smoother_degree;
         const T ratio = static_cast<T>(m_options.smoother_ratio);
-        s.smooth(a, free_dofs, s.r, s.z, true, degree, ratio);
+        const auto smooth = [&](bool zero_start) {
+            if constexpr (BB == B) {
+                if (line_smoothing()) {
+                    smooth_lines(a, free_dofs, s, zero_start);
+                    return;
+                }
+            }
+            s.smooth(a, free_dofs, s.r, s.z, zero_start, degree, ratio);
+        };
+        smooth(true);
         if (coarse < m_coarse.size()) {
             thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                              thrust::counting_iterator<Index>(a.block_rows()),
@@ -1333,7 +1404,7 @@ private:
                              thrust::counting_iterator<Index>(next.prolongator.rows()),
                              AddRowProduct<T>{next.prolongator.view(), raw_pointer(next_z), raw_pointer(s.z)});
         }
-        s.smooth(a, free_dofs, s.r, s.z, false, degree, ratio);
+        smooth(false);
     }
 
     void cycle_fine()
@@ -1350,6 +1421,10 @@ private:
     const BsrMatrix<T, B>* m_matrix = nullptr;
     const thrust::device_vector<std::uint8_t>* m_free = nullptr;
     multilevel_detail::Smoother<T, B> m_fine;
+    const LineSet* m_lines = nullptr;         ///< set_lines(): the yarns, for MultilevelSmoother::yarn_lines
+    LineSet m_colored_lines;                  ///< m_lines coloured for the matrix's pattern (colored_line_set)
+    const LineSet* m_colored_from = nullptr;  ///< the lines m_colored_lines was made from; nullptr: none yet
+    LineFactors<T, B> m_line_factors;
     std::vector<multilevel_detail::CoarseLevel<T>> m_coarse;
     BsrMatrix<T, 1> m_coarsest_inverse;
     thrust::device_vector<T> m_coarsest_rhs, m_coarsest_solution;

@@ -44,6 +44,7 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
                                  : s.preconditioner == "multilevel" ? PcgPreconditioner::multilevel
                                                                     : PcgPreconditioner::block_jacobi;
     options.multilevel.refresh = multilevel_refresh_named(s.multilevel_refresh);
+    options.multilevel.smoother = multilevel_smoother_named(s.multilevel_smoother);
     options.multilevel.timed_rebuild = multilevel_timed_rebuild_named(s.multilevel_rebuild);
     return options;
 }

@@ -35,6 +35,13 @@ inline const std::vector<std::string>& multilevel_rebuild()
     return words;
 }
 
+/// solver.multilevel_smoother, in the order of MultilevelSmoother.
+inline const std::vector<std::string>& multilevel_smoother()
+{
+    static const std::vector<std::string> words{"chebyshev", "yarn-lines"};
+    return words;
+}
+
 /// solver.hessian_projection, in the order of HessianProjection.
 inline const std::vector<std::string>& hessian_projection()
 {

@@ -35,6 +35,9 @@
 ///   preconditioner      string "block-jacobi" | "yarn-lines" (banded solves along
 ///                              every warp and weft yarn, added) | "multilevel"
 ///                              (smoothed-aggregation AMG V-cycle, yarns and triangles)
+///   multilevel_smoother string "chebyshev" | "yarn-lines"; the multilevel
+///                              V-cycle's finest smoother: Chebyshev on block
+///                              Jacobi, or block Gauss-Seidel by yarns (yarns only)
 ///   line_search_cuts    int    8      0..30; newton_iterations > 1 only: how often
 ///                                     the line search may halve a Newton update
 ///                                     before the attempt fails (then dt is halved)

@@ -35,6 +35,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, solver_words::preconditioner(), "preconditioner");
         },
         s.preconditioner);
+    s.multilevel_smoother = o.get_or(
+        "multilevel_smoother",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, solver_words::multilevel_smoother(), "multilevel smoother");
+        },
+        s.multilevel_smoother);
     s.multilevel_refresh = o.get_or(
         "multilevel_refresh",
         [](const json& v, const std::string& p) {
