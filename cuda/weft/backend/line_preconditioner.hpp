@@ -170,6 +170,11 @@ public:
     const thrust::device_vector<Index>& line_ptr() const { return m_line_ptr; }
     /// #entries node indices, line after line.
     const thrust::device_vector<Index>& line_nodes() const { return m_line_nodes; }
+    /// Whether this set came from colored_line_set: no block of the matrix it
+    /// was coloured for couples two lines of one family (what sweep_lines needs).
+    bool classes_uncoupled() const { return m_classes_uncoupled; }
+    /// Marks the set as colored_line_set's (called by it).
+    void mark_classes_uncoupled() { m_classes_uncoupled = true; }
     /// Host copies of line_ptr() and line_nodes().
     const std::vector<Index>& host_line_ptr() const { return m_host_line_ptr; }
     const std::vector<Index>& host_line_nodes() const { return m_host_line_nodes; }
@@ -179,6 +184,7 @@ private:
     int m_bandwidth = 2;
     int m_family_count = 0;
     Index m_uncovered = 0;
+    bool m_classes_uncoupled = false;
     std::vector<Index> m_family_line_ptr = std::vector<Index>(1, 0);
     std::vector<Index> m_family_entry_ptr = std::vector<Index>(1, 0);
     std::vector<Index> m_host_line_ptr = std::vector<Index>(1, 0);
@@ -271,7 +277,9 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
         for (Index e = line_ptr[static_cast<std::size_t>(first)]; e < line_ptr[static_cast<std::size_t>(last)]; ++e)
             line_of[static_cast<std::size_t>(line_nodes[static_cast<std::size_t>(e)])] = -1;
     }
-    return LineSet(lines.node_count(), families, lines.bandwidth());
+    LineSet colored(lines.node_count(), families, lines.bandwidth());
+    colored.mark_classes_uncoupled();
+    return colored;
 }
 
 /// Factors of the line preconditioner for one matrix and filter, and its
@@ -515,13 +523,20 @@ struct FilteredResidual {
     }
 };
 
-/// FilteredResidual for the rows of a range of line entries (the nodes of one family).
+/// One line of a family whose lines no block couples (colored_line_set):
+/// the residual S (r − A z) on the line's rows, then its solve added to z.
+/// Another line's thread never reads the z this one writes, since no row of
+/// one line has a block in the other's columns.
 template <typename T, int B>
-struct EntryResidual {
-    const FilteredResidual<T, B> residual;
-    const Index* const line_nodes;  ///< #entries
+struct ResidualThenSolveLine {
+    const FilteredResidual<T, B> residual;  ///< writes solve.input
+    const SolveLine<T, B> solve;
 
-    WEFT_HD void operator()(Index entry) const { residual(line_nodes[entry]); }
+    WEFT_HD void operator()(Index line) const
+    {
+        for (Index e = solve.line_ptr[line]; e < solve.line_ptr[line + 1]; ++e) residual(solve.line_nodes[e]);
+        solve(line);
+    }
 };
 
 template <typename T, int B>
@@ -658,9 +673,10 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
 }
 
 /// One multiplicative sweep over the families, in order (`forward`) or in
-/// reverse: z ← z + M_f⁻¹ S (r − A z) family by family, the residual
-/// refreshed on the rows of the family about to be solved only (what its
-/// solve reads). From z = 0 (`zero_start`) the first family takes r itself.
+/// reverse: z ← z + M_f⁻¹ S (r − A z) family by family, each line's thread
+/// forming the residual on its own rows just before its solve (what the
+/// solve reads; race-free because no block couples two lines of a family).
+/// From z = 0 (`zero_start`) the first family takes r itself.
 /// With the families of colored_line_set, each update is exact on its
 /// family's subspace, so the sweep contracts in the A-norm, and a forward
 /// sweep before and a backward one after a coarse correction make a
@@ -671,13 +687,18 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
 /// @param[in,out] factors    from factor_lines (scratch and sweep_residual are overwritten)
 /// @param[in]     r          #DoFs, zero on constrained DoFs
 /// @param[in,out] z          #DoFs (ignored on entry when zero_start), must not alias r
-/// @throws InvalidInput on size mismatches or aliasing
+/// @throws InvalidInput on size mismatches or aliasing, or for lines not made by colored_line_set
 template <typename T, int B>
 void sweep_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, const LineSet& lines,
                  LineFactors<T, B>& factors, const thrust::device_vector<T>& r, thrust::device_vector<T>& z,
                  bool zero_start, bool forward)
 {
     line_detail::require_line_sizes("sweep_lines", lines, factors, r, z);
+    if (!lines.classes_uncoupled()) {
+        throw InvalidInput(
+            "invalid sweep_lines lines: they must come from colored_line_set (lines of one family "
+            "that no block couples)");
+    }
     if (&r == &z) throw InvalidInput("invalid sweep_lines arguments: r and z must be different vectors");
     if (a.rows() != static_cast<Index>(r.size()) || free_dofs.size() != r.size()) {
         throw InvalidInput(
@@ -689,16 +710,25 @@ void sweep_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint
     for (int s = 0; s < m; ++s) {
         const int family = forward ? s : m - 1 - s;
         const bool first_from_zero = zero_start && s == 0;
-        if (!first_from_zero) {
-            thrust::for_each(
-                thrust::device, thrust::counting_iterator<Index>(lines.family_first_entry(family)),
-                thrust::counting_iterator<Index>(lines.family_first_entry(family + 1)),
-                line_detail::EntryResidual<T, B>{
-                    {a.view(), thrust::raw_pointer_cast(free_dofs.data()), thrust::raw_pointer_cast(r.data()),
-                     thrust::raw_pointer_cast(z.data()), thrust::raw_pointer_cast(w.data())},
-                    thrust::raw_pointer_cast(lines.line_nodes().data())});
+        if (first_from_zero) {
+            line_detail::solve_family(lines, factors, family, r, T(1), z);
+            continue;
         }
-        line_detail::solve_family(lines, factors, family, first_from_zero ? r : w, T(1), z);
+        const line_detail::SolveLine<T, B> solve{thrust::raw_pointer_cast(lines.line_ptr().data()),
+                                                 thrust::raw_pointer_cast(lines.line_nodes().data()),
+                                                 lines.bandwidth(),
+                                                 thrust::raw_pointer_cast(factors.inverse_pivots.data()),
+                                                 thrust::raw_pointer_cast(factors.couplings.data()),
+                                                 thrust::raw_pointer_cast(w.data()),
+                                                 T(1),
+                                                 thrust::raw_pointer_cast(factors.scratch.data()),
+                                                 thrust::raw_pointer_cast(z.data())};
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(lines.family_first_line(family)),
+                         thrust::counting_iterator<Index>(lines.family_first_line(family + 1)),
+                         line_detail::ResidualThenSolveLine<T, B>{
+                             {a.view(), thrust::raw_pointer_cast(free_dofs.data()), thrust::raw_pointer_cast(r.data()),
+                              thrust::raw_pointer_cast(z.data()), thrust::raw_pointer_cast(w.data())},
+                             solve});
     }
 }
 
