@@ -651,7 +651,21 @@ TEST_CASE("line preconditioner: invalid line sets and options are rejected with 
     expect(invalid_input_message(
                [&] { weft::factor_lines(a, thrust::device_vector<std::uint8_t>(20, 1), wrong_size, unfactored); }),
            {"factor_lines", "node_count() = 5"});
-    REQUIRE(rejected == 12);
+    // sweep_lines needs colored_line_set's classes (its threads share z).
+    const thrust::device_vector<std::uint8_t> all_free(20, 1);
+    LineFactors<double, 5> crossing_factors;
+    REQUIRE(weft::factor_lines(a, all_free, crossing, crossing_factors) == 0);
+    expect(invalid_input_message([&] { weft::sweep_lines(a, all_free, crossing, crossing_factors, b, z, true, true); }),
+           {"sweep_lines", "colored_line_set"});
+    expect(invalid_input_message([&] { weft::colored_line_set(a, wrong_size); }),
+           {"colored_line_set", "node_count() = 5"});
+    const LineSet colored = weft::colored_line_set(a, crossing);
+    CHECK(colored.classes_uncoupled());
+    LineFactors<double, 5> colored_factors;
+    REQUIRE(weft::factor_lines(a, all_free, colored, colored_factors) == 0);
+    expect(invalid_input_message([&] { weft::sweep_lines(a, all_free, colored, colored_factors, b, b, true, true); }),
+           {"sweep_lines", "different vectors"});
+    REQUIRE(rejected == 15);
 
     options.line_relaxation = 1.0;
     const PcgResult<double> result = weft::solve_filtered_pcg(a, b, x, workspace, options);
