@@ -41,6 +41,7 @@
 #include <utility>
 #include <vector>
 
+#include <thrust/copy.h>
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
@@ -233,8 +234,9 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
             detail::describe("colored_line_set matrix block rows", a.block_rows(),
                              ("must equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
     }
-    const std::vector<Index> row_ptr(a.row_ptr().begin(), a.row_ptr().end());
-    const std::vector<Index> col_idx(a.col_idx().begin(), a.col_idx().end());
+    std::vector<Index> row_ptr(a.row_ptr().size()), col_idx(a.col_idx().size());  // one bulk copy each
+    thrust::copy(a.row_ptr().begin(), a.row_ptr().end(), row_ptr.begin());
+    thrust::copy(a.col_idx().begin(), a.col_idx().end(), col_idx.begin());
     const std::vector<Index>& line_ptr = lines.host_line_ptr();
     const std::vector<Index>& line_nodes = lines.host_line_nodes();
     std::vector<std::vector<std::vector<Index>>> families;
