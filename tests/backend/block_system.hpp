@@ -12,10 +12,23 @@
 #include <stdexcept>
 
 #include <weft/backend/assembly.hpp>
+#include <weft/backend/pcg.hpp>
 
 #include "support/random.hpp"
 
 namespace weft_backend_test {
+
+/// PCG settings with a prepared multilevel preconditioner.
+inline weft::PcgOptions<double> multilevel_pcg(weft::PreconditionerOperator<double>& m, double tolerance,
+                                               int max_iterations)
+{
+    weft::PcgOptions<double> options;
+    options.tolerance = tolerance;
+    options.max_iterations = max_iterations;
+    options.preconditioner = weft::PcgPreconditioner::multilevel;
+    options.custom = &m;
+    return options;
+}
 
 /// Contributions in element order: contribution k targets coords[k] and is
 /// the row-major block blocks[k·B·B, (k+1)·B·B).

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <iostream>
 #include <numeric>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -373,11 +374,14 @@ TEST_CASE("line preconditioner: on a woven patch, yarn-line PCG reaches block-Ja
     CHECK(iterations[2] < iterations[0]);
 }
 
-TEST_CASE("line preconditioner: colored_line_set splits each family into classes of uncoupled lines, every line once",
-          "[backend][line_preconditioner]")
+TEST_CASE(
+    "line preconditioner: colored_line_set cuts lines to their band and splits each family into classes of "
+    "uncoupled pieces",
+    "[backend][line_preconditioner]")
 {
     // A woven patch (yarns coupled through crossings, shear and the other
-    // family's bending) and a random chain system with uncovered nodes.
+    // family's bending), a grid with uncovered nodes, and chains whose
+    // couplings reach two nodes along while their LineSet's band is one.
     Random rng(59);
     int checked = 0;
     const YarnProblem problem = yarn_problem(24, 20);
@@ -392,28 +396,56 @@ TEST_CASE("line preconditioner: colored_line_set splits each family into classes
     }
     const LineSet grid_lines(grid.nodes, {rows}, 1);
     REQUIRE(grid_lines.uncovered_node_count() == 60);
+    const Chains chains = random_chains(rng, 6, 9, 0);
+    const BsrMatrix<double, 3> chain_matrix =
+        weft::to_bsr<3>(chain_system<3>(rng, chains.nodes, chains.lines, 2, 10.0));
+    const LineSet chain_lines(chains.nodes, {chains.lines}, 1);
     const auto check = [&checked](const auto& a, const LineSet& given) {
         const LineSet colored = weft::colored_line_set(a, given);
-        std::cout << "colored_line_set: " << given.sweep_family_count() << " families into "
-                  << colored.sweep_family_count() << " classes\n";
+        std::cout << "colored_line_set: " << given.sweep_family_count() << " families, " << given.line_count()
+                  << " lines into " << colored.sweep_family_count() << " classes, " << colored.line_count()
+                  << " pieces\n";
         CHECK(colored.sweep_family_count() >= given.sweep_family_count());
-        CHECK(colored.line_count() == given.line_count());
+        CHECK(colored.line_count() >= given.line_count());
         CHECK(colored.entry_count() == given.entry_count());
         CHECK(colored.uncovered_node_count() == 0);
         CHECK(colored.bandwidth() == given.bandwidth());
-        // Every given line appears once, nodes in order.
-        std::vector<std::vector<Index>> expected, got;
-        for (Index l = 0; l < given.line_count(); ++l)
-            expected.emplace_back(given.host_line_nodes().begin() + given.host_line_ptr()[l],
-                                  given.host_line_nodes().begin() + given.host_line_ptr()[l + 1]);
-        for (Index l = 0; l < colored.line_count(); ++l)
-            got.emplace_back(colored.host_line_nodes().begin() + colored.host_line_ptr()[l],
-                             colored.host_line_nodes().begin() + colored.host_line_ptr()[l + 1]);
-        std::sort(expected.begin(), expected.end());
-        std::sort(got.begin(), got.end());
-        CHECK(got == expected);
-        // No stored block couples two lines of one class.
+        // The pieces partition the given lines: each node as often, and
+        // consecutive nodes of a piece consecutive on a given line.
+        std::vector<int> given_count(static_cast<std::size_t>(a.block_rows()), 0), count = given_count;
+        std::set<std::pair<Index, Index>> steps;
+        for (Index l = 0; l < given.line_count(); ++l) {
+            for (Index e = given.host_line_ptr()[l]; e < given.host_line_ptr()[l + 1]; ++e) {
+                ++given_count[static_cast<std::size_t>(given.host_line_nodes()[e])];
+                if (e > given.host_line_ptr()[l])
+                    steps.emplace(given.host_line_nodes()[e - 1], given.host_line_nodes()[e]);
+            }
+        }
+        for (Index l = 0; l < colored.line_count(); ++l) {
+            for (Index e = colored.host_line_ptr()[l]; e < colored.host_line_ptr()[l + 1]; ++e) {
+                ++count[static_cast<std::size_t>(colored.host_line_nodes()[e])];
+                if (e > colored.host_line_ptr()[l])
+                    CHECK(steps.count({colored.host_line_nodes()[e - 1], colored.host_line_nodes()[e]}) == 1);
+            }
+        }
+        CHECK(count == given_count);
         const std::vector<Index> row_ptr = weft::to_host(a.row_ptr()), col_idx = weft::to_host(a.col_idx());
+        // Within a piece every stored block lies within the band.
+        std::vector<Index> position(static_cast<std::size_t>(a.block_rows()), -1);
+        for (Index l = 0; l < colored.line_count(); ++l) {
+            const Index first = colored.host_line_ptr()[l], last = colored.host_line_ptr()[l + 1];
+            for (Index e = first; e < last; ++e)
+                position[static_cast<std::size_t>(colored.host_line_nodes()[e])] = e - first;
+            for (Index e = first; e < last; ++e) {
+                const Index i = colored.host_line_nodes()[e];
+                for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+                    const Index p = position[static_cast<std::size_t>(col_idx[k])];
+                    if (p >= 0) REQUIRE(std::abs(p - (e - first)) <= colored.bandwidth());
+                }
+            }
+            for (Index e = first; e < last; ++e) position[static_cast<std::size_t>(colored.host_line_nodes()[e])] = -1;
+        }
+        // No stored block couples two pieces of one class.
         for (int f = 0; f < colored.sweep_family_count(); ++f) {
             std::vector<Index> line_of(static_cast<std::size_t>(a.block_rows()), -1);
             for (Index l = colored.family_first_line(f); l < colored.family_first_line(f + 1); ++l)
@@ -431,7 +463,12 @@ TEST_CASE("line preconditioner: colored_line_set splits each family into classes
     };
     check(problem.a, lines);
     check(grid.a, grid_lines);
-    CHECK(checked >= 5);
+    check(chain_matrix, chain_lines);
+    CHECK(checked >= 6);
+    // The yarns' band holds all their couplings: no yarn is cut. The chains'
+    // second neighbours are outside a band of one: each is cut into pairs.
+    CHECK(weft::colored_line_set(problem.a, lines).line_count() == lines.line_count());
+    CHECK(weft::colored_line_set(chain_matrix, chain_lines).line_count() == 6 * 5);
 }
 
 TEST_CASE(
@@ -485,11 +522,7 @@ TEST_CASE(
                 CHECK((px - filter.cwiseProduct(px)).lpNorm<Eigen::Infinity>() == 0.0);
                 ++checked;
             }
-            PcgOptions<double> pcg;
-            pcg.tolerance = 1e-10;
-            pcg.max_iterations = 5000;
-            pcg.preconditioner = PcgPreconditioner::multilevel;
-            pcg.custom = &m;
+            const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-10, 5000);
             PcgWorkspace<double, 5> workspace;
             thrust::device_vector<double> x(static_cast<std::size_t>(dofs), 0.0);
             const PcgResult<double> result =

@@ -255,11 +255,7 @@ int check_refresh(Random& rng)
     const Eigen::VectorXd prescribed = random_vector(rng, size, 0.5, 2.0);
     const Eigen::VectorXd expected = reference_solution(now.reference, free_host, b, prescribed);
     const auto pf = weft_backend_test::selection(free_host);
-    PcgOptions<double> pcg;
-    pcg.tolerance = 1e-11;
-    pcg.max_iterations = 2000;
-    pcg.preconditioner = PcgPreconditioner::multilevel;
-    pcg.custom = &m;
+    const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-11, 2000);
     PcgWorkspace<double, B> workspace;
     thrust::device_vector<double> x = to_device(prescribed);
     const PcgResult<double> result = weft::solve_filtered_pcg(now.a, to_device(b), free_dofs, x, workspace, pcg);
@@ -453,11 +449,7 @@ TEST_CASE("multilevel: refreshed coarse values take fewer PCG iterations than st
             thrust::copy(values.begin(), values.end(), a.values().begin());
             REQUIRE(m.prepare(a, free_dofs, state));
         }
-        PcgOptions<double> pcg;
-        pcg.tolerance = 1e-8;
-        pcg.max_iterations = 2000;
-        pcg.preconditioner = PcgPreconditioner::multilevel;
-        pcg.custom = &m;
+        const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-8, 2000);
         PcgWorkspace<double, 3> workspace;
         thrust::device_vector<double> x(static_cast<std::size_t>(b.size()), 0.0);
         const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), free_dofs, x, workspace, pcg);

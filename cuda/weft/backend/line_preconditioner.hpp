@@ -214,14 +214,17 @@ LineSet yarn_line_set(const YarnModel<T>& model)
 }
 
 /// The lines of `lines` regrouped so that no two lines of a family are
-/// coupled by a block of `a`'s pattern: each sweep family (the uncovered
-/// nodes' single-node lines included) is split into colour classes by a
-/// greedy colouring of its lines in order (two lines of the family are
-/// neighbours where some A(i, j) is stored with i on one and j on the
-/// other), and the classes become the families, family by family, colour by
-/// colour. A family update of the result solves the principal submatrix of
-/// A on the union of its lines exactly (where each line's band holds all of
-/// its couplings, as for yarns at bandwidth 2): an A-orthogonal projection,
+/// coupled by a block of `a`'s pattern: each line is first cut where a node
+/// is coupled to a node of the same piece more than the bandwidth before it
+/// (an EIL element or a contact can couple yarn nodes further apart than
+/// bending does), so that each piece's band holds all of its couplings;
+/// then each sweep family's pieces (the uncovered nodes' single-node lines
+/// included) are split into colour classes by a greedy colouring in order
+/// (two pieces of a family are neighbours where some A(i, j) is stored with
+/// i on one and j on the other), and the classes become the families,
+/// family by family, colour by colour. A family update of the result solves
+/// the principal submatrix of A on the union of its lines exactly: an
+/// A-orthogonal projection,
 /// so a multiplicative sweep over the families (sweep_lines) contracts in
 /// the energy norm whatever the coupling between lines (block Gauss–Seidel
 /// by lines). Host work, O(stored blocks).
@@ -234,50 +237,70 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
             detail::describe("colored_line_set matrix block rows", a.block_rows(),
                              ("must equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
     }
+    using std::size_t;
     std::vector<Index> row_ptr(a.row_ptr().size()), col_idx(a.col_idx().size());  // one bulk copy each
     thrust::copy(a.row_ptr().begin(), a.row_ptr().end(), row_ptr.begin());
     thrust::copy(a.col_idx().begin(), a.col_idx().end(), col_idx.begin());
     const std::vector<Index>& line_ptr = lines.host_line_ptr();
     const std::vector<Index>& line_nodes = lines.host_line_nodes();
+    const Index band = lines.bandwidth();
     std::vector<std::vector<std::vector<Index>>> families;
-    std::vector<Index> line_of(static_cast<std::size_t>(lines.node_count()), Index(-1));
+    std::vector<Index> owner(static_cast<size_t>(lines.node_count()), Index(-1));  // piece, or position in a line
     for (int f = 0; f < lines.sweep_family_count(); ++f) {
-        const Index first = lines.family_first_line(f), last = lines.family_first_line(f + 1);
-        for (Index l = first; l < last; ++l) {
-            for (Index e = line_ptr[static_cast<std::size_t>(l)]; e < line_ptr[static_cast<std::size_t>(l) + 1]; ++e)
-                line_of[static_cast<std::size_t>(line_nodes[static_cast<std::size_t>(e)])] = l;
+        // The family's lines cut into pieces whose couplings lie within the band.
+        std::vector<std::vector<Index>> pieces;
+        for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
+            const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
+            for (Index i = 0; i < length; ++i)
+                owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = i;
+            Index start = 0;
+            pieces.emplace_back();
+            for (Index i = 0; i < length; ++i) {
+                const Index node = line_nodes[static_cast<size_t>(first + i)];
+                bool far = false;
+                for (Index k = row_ptr[static_cast<size_t>(node)]; k < row_ptr[static_cast<size_t>(node) + 1]; ++k) {
+                    const Index p = owner[static_cast<size_t>(col_idx[static_cast<size_t>(k)])];
+                    far = far || (p >= start && p < i - band);
+                }
+                if (far) {
+                    pieces.emplace_back();
+                    start = i;
+                }
+                pieces.back().push_back(node);
+            }
+            for (Index i = 0; i < length; ++i)
+                owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
         }
-        std::vector<int> color(static_cast<std::size_t>(last - first), -1);
-        std::vector<Index> used_by;  // used_by[c] == l: colour c is taken by a neighbour of line l
+        // Greedy colouring of the pieces in order.
+        for (size_t p = 0; p < pieces.size(); ++p)
+            for (Index node : pieces[p]) owner[static_cast<size_t>(node)] = static_cast<Index>(p);
+        std::vector<int> color(pieces.size(), -1);
+        std::vector<size_t> used_by;  // used_by[c] == p + 1: colour c is taken by a neighbour of piece p
         int colors = 0;
-        for (Index l = first; l < last; ++l) {
-            for (Index e = line_ptr[static_cast<std::size_t>(l)]; e < line_ptr[static_cast<std::size_t>(l) + 1]; ++e) {
-                const Index node = line_nodes[static_cast<std::size_t>(e)];
-                for (Index k = row_ptr[static_cast<std::size_t>(node)]; k < row_ptr[static_cast<std::size_t>(node) + 1];
-                     ++k) {
-                    const Index other = line_of[static_cast<std::size_t>(col_idx[static_cast<std::size_t>(k)])];
-                    if (other < 0 || other == l) continue;
-                    const int c = color[static_cast<std::size_t>(other - first)];
-                    if (c >= 0) used_by[static_cast<std::size_t>(c)] = l;
+        for (size_t p = 0; p < pieces.size(); ++p) {
+            for (Index node : pieces[p]) {
+                for (Index k = row_ptr[static_cast<size_t>(node)]; k < row_ptr[static_cast<size_t>(node) + 1]; ++k) {
+                    const Index other = owner[static_cast<size_t>(col_idx[static_cast<size_t>(k)])];
+                    if (other < 0 || static_cast<size_t>(other) == p) continue;
+                    const int c = color[static_cast<size_t>(other)];
+                    if (c >= 0) used_by[static_cast<size_t>(c)] = p + 1;
                 }
             }
             int c = 0;
-            while (c < colors && used_by[static_cast<std::size_t>(c)] == l) ++c;
+            while (c < colors && used_by[static_cast<size_t>(c)] == p + 1) ++c;
             if (c == colors) {
                 ++colors;
-                used_by.push_back(Index(-1));
+                used_by.push_back(0);
             }
-            color[static_cast<std::size_t>(l - first)] = c;
+            color[p] = c;
         }
-        const std::size_t base = families.size();
-        families.resize(base + static_cast<std::size_t>(colors));
-        for (Index l = first; l < last; ++l) {
-            families[base + static_cast<std::size_t>(color[static_cast<std::size_t>(l - first)])].emplace_back(
-                line_nodes.begin() + line_ptr[static_cast<std::size_t>(l)],
-                line_nodes.begin() + line_ptr[static_cast<std::size_t>(l) + 1]);
+        const size_t base = families.size();
+        families.resize(base + static_cast<size_t>(colors));
+        for (size_t p = 0; p < pieces.size(); ++p) {
+            families[base + static_cast<size_t>(color[p])].push_back(std::move(pieces[p]));
+            for (Index node : families[base + static_cast<size_t>(color[p])].back())
+                owner[static_cast<size_t>(node)] = -1;
         }
-        for (Index e = line_ptr[static_cast<std::size_t>(first)]; e < line_ptr[static_cast<std::size_t>(last)]; ++e)
-            line_of[static_cast<std::size_t>(line_nodes[static_cast<std::size_t>(e)])] = -1;
     }
     LineSet colored(lines.node_count(), families, lines.bandwidth());
     colored.mark_classes_uncoupled();
