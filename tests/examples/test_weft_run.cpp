@@ -727,6 +727,10 @@ TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[exa
     std::string lines = triangle_scene("", "{}");
     lines.replace(lines.find("\"cloth\""), 7, R"("solver": {"preconditioner": "yarn-lines"}, "cloth")");
     CHECK_THAT(error(lines), Contains("yarn-lines"));
+    std::string smoother = triangle_scene("", "{}");
+    smoother.replace(smoother.find("\"cloth\""), 7,
+                     R"("solver": {"preconditioner": "multilevel", "multilevel_smoother": "yarn-lines"}, "cloth")");
+    CHECK_THAT(error(smoother), Contains("solver.multilevel_smoother") && Contains("needs yarns"));
     std::string approximation = triangle_scene("", "{}");
     approximation.replace(approximation.find("\"cloth\""), 7,
                           R"("solver": {"stiffness_approximation": "projected"}, "cloth")");
