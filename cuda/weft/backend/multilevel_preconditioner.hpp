@@ -1178,7 +1178,7 @@ private:
         m_pattern_cols = a.col_idx();
         m_pattern_free = free_dofs;
 
-        m_colored_from = nullptr;  // a new pattern: colour the lines again
+        m_colored = false;  // a new pattern: colour the lines again
         if (!prepare_fine(a, free_dofs)) return false;
 
         const std::vector<std::uint8_t> free = to_host(free_dofs);
@@ -1299,16 +1299,23 @@ private:
     }
 
     /// The finest level's smoother for the current matrix: its block
-    /// inverses and Chebyshev bound, and with yarn-line smoothing the lines'
-    /// factors. false where a block or a line is not positive definite.
+    /// inverses and Chebyshev bound, or with yarn-line smoothing the coloured
+    /// lines (coloured again after a build, or when the given lines changed)
+    /// and their factors. false where a block or a line is not positive definite.
     bool prepare_fine(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
     {
-        if (m_fine.invert(a, free_dofs) > 0) return false;
-        m_fine.bound(a, free_dofs);
-        if (!line_smoothing()) return true;
-        if (m_colored_from != m_lines || m_colored_lines.node_count() != a.block_rows()) {
+        if (!line_smoothing()) {
+            if (m_fine.invert(a, free_dofs) > 0) return false;
+            m_fine.bound(a, free_dofs);
+            return true;
+        }
+        m_fine.resize(static_cast<std::size_t>(a.rows()));
+        if (!m_colored || m_colored_line_ptr != m_lines->host_line_ptr() ||
+            m_colored_line_nodes != m_lines->host_line_nodes()) {
             m_colored_lines = colored_line_set(a, *m_lines);
-            m_colored_from = m_lines;
+            m_colored_line_ptr = m_lines->host_line_ptr();
+            m_colored_line_nodes = m_lines->host_line_nodes();
+            m_colored = true;
         }
         return factor_lines(a, free_dofs, m_colored_lines, m_line_factors) == 0;
     }
@@ -1421,9 +1428,10 @@ private:
     const BsrMatrix<T, B>* m_matrix = nullptr;
     const thrust::device_vector<std::uint8_t>* m_free = nullptr;
     multilevel_detail::Smoother<T, B> m_fine;
-    const LineSet* m_lines = nullptr;         ///< set_lines(): the yarns, for MultilevelSmoother::yarn_lines
-    LineSet m_colored_lines;                  ///< m_lines coloured for the matrix's pattern (colored_line_set)
-    const LineSet* m_colored_from = nullptr;  ///< the lines m_colored_lines was made from; nullptr: none yet
+    const LineSet* m_lines = nullptr;  ///< set_lines(): the yarns, for MultilevelSmoother::yarn_lines
+    LineSet m_colored_lines;           ///< m_lines coloured for the matrix's pattern (colored_line_set)
+    bool m_colored = false;            ///< m_colored_lines is for the current pattern and the lines below
+    std::vector<Index> m_colored_line_ptr, m_colored_line_nodes;  ///< the lines it was coloured from
     LineFactors<T, B> m_line_factors;
     std::vector<multilevel_detail::CoarseLevel<T>> m_coarse;
     BsrMatrix<T, 1> m_coarsest_inverse;
