@@ -17,7 +17,8 @@
 #            200², 400² (10 steps) with --preconditioner multilevel, and the
 #            same yarn sizes with block Jacobi and with the multilevel coarse
 #            values never refreshed (--multilevel-refresh off) and refreshed
-#            for every solve (every-prepare)
+#            for every solve (every-prepare), and with the yarn-line smoother
+#            (--multilevel-smoother yarn-lines)
 #   collision  the collision scenes with weft-run-cuda, fold and drop_on_cloth
 #            to their end, sheet_fold for 0.2 s, and at twice their size (fold
 #            80 x 40 with a 50 mm bar for 0.12 s, drop_on_cloth 60² + 40²,
@@ -95,7 +96,10 @@ for part in "${parts[@]}"; do
         "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
           --spmv-repeats 0 --preconditioner multilevel --multilevel-refresh $r \
           > "$out/bench_yarn_cuda_multilevel_$r.json" || status=1
-      done ;;
+      done
+      "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
+        --spmv-repeats 0 --preconditioner multilevel --multilevel-smoother yarn-lines \
+        > "$out/bench_yarn_cuda_multilevel_yarn_lines.json" || status=1 ;;
     collision)
       mkdir -p "$out/collision"
       python3 - "$here/examples/scenes" "$out/collision" <<'PY' || status=1
