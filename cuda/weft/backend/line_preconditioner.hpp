@@ -139,9 +139,6 @@ public:
         m_num_nodes = num_nodes;
         m_bandwidth = bandwidth;
         m_family_line_ptr = family_ptr;
-        m_family_entry_ptr.clear();
-        for (Index first_line : family_ptr)
-            m_family_entry_ptr.push_back(line_ptr[static_cast<std::size_t>(first_line)]);
         m_host_line_ptr = line_ptr;
         m_host_line_nodes = line_nodes;
         m_line_ptr.assign(line_ptr.begin(), line_ptr.end());
@@ -160,8 +157,6 @@ public:
     int sweep_family_count() const { return static_cast<int>(m_family_line_ptr.size()) - 1; }
     /// First line of sweep family f (f = sweep_family_count() gives #lines).
     Index family_first_line(int f) const { return m_family_line_ptr[static_cast<std::size_t>(f)]; }
-    /// First line entry of sweep family f (f = sweep_family_count() gives #entries).
-    Index family_first_entry(int f) const { return m_family_entry_ptr[static_cast<std::size_t>(f)]; }
     /// Number of lines, uncovered single-node lines included.
     Index line_count() const { return m_family_line_ptr.back(); }
     /// Number of line entries (Σ line lengths, uncovered nodes included).
@@ -176,7 +171,8 @@ public:
     bool classes_uncoupled() const { return m_classes_uncoupled; }
     /// Marks the set as colored_line_set's (called by it).
     void mark_classes_uncoupled() { m_classes_uncoupled = true; }
-    /// Host copies of line_ptr() and line_nodes().
+    /// Host copies of line_ptr() and line_nodes() (colored_line_set and the
+    /// multilevel smoother's change check read them without a device transfer).
     const std::vector<Index>& host_line_ptr() const { return m_host_line_ptr; }
     const std::vector<Index>& host_line_nodes() const { return m_host_line_nodes; }
 
@@ -187,7 +183,6 @@ private:
     Index m_uncovered = 0;
     bool m_classes_uncoupled = false;
     std::vector<Index> m_family_line_ptr = std::vector<Index>(1, 0);
-    std::vector<Index> m_family_entry_ptr = std::vector<Index>(1, 0);
     std::vector<Index> m_host_line_ptr = std::vector<Index>(1, 0);
     std::vector<Index> m_host_line_nodes;
     thrust::device_vector<Index> m_line_ptr = thrust::device_vector<Index>(1, 0);
