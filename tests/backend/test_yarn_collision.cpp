@@ -177,6 +177,235 @@ TEST_CASE("yarn collision: the finder returns exactly the non-neighbour segment 
     CHECK_FALSE(finder.excluded(0, 1, 22, 23));
 }
 
+namespace {
+
+/// A bottom n × n patch (1 mm spacing, r = 0.25 mm) at z = 0, pinned, and
+/// an m × m patch stacked on it by `add_contact_layer` (half a spacing off,
+/// in its plane: model/layers.hpp), collision on at thickness 2r. With
+/// `separate`, every contact is removed again (`remove_contact_node`): the
+/// layers keep their places in the stack but nothing joins them.
+YarnModel<double> stacked_pair(int n, int m, bool separate, double stiffness, double friction)
+{
+    YarnModel<double> model = weft_test::make_patch(n, n, weft::DampingModel::strain_rate);
+    weft::WovenPatch bottom;
+    bottom.nx = bottom.ny = n;
+    const weft::WovenPatch top = weft::stacked_patch(bottom, m, m);
+    const int first = weft::add_woven_patch(model, top);
+    std::vector<int> pinned;
+    for (int i = 0; i < first; ++i) pinned.push_back(i);
+    weft::pin_nodes(model, pinned);
+    const std::vector<weft::LayerContact> contacts =
+        weft::add_contact_layer(model, first, top, 0, bottom, 2.5 * bottom.radius);
+    REQUIRE(contacts.size() > 10);
+    if (separate)
+        for (const weft::LayerContact& c : contacts) weft::remove_contact_node(model, c.node);
+    model.collision.enabled = true;
+    model.collision.thickness = 2 * bottom.radius;
+    model.collision.stiffness = stiffness;
+    model.collision.friction = friction;
+    return model;
+}
+
+/// The stack level of the yarn a segment lies on (YarnModel::yarn_layer).
+int segment_level(const YarnModel<double>& model, const weft::YarnSegment& s)
+{
+    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+        if (model.yarn_coordinate[y] != s.coordinate) continue;
+        const std::vector<int>& list = model.yarns[y];
+        if (std::find(list.begin(), list.end(), s.node0) != list.end() &&
+            std::find(list.begin(), list.end(), s.node1) != list.end())
+            return model.yarn_layer.at(y).level;
+    }
+    FAIL("segment " << s.node0 << "-" << s.node1 << " on no yarn");
+    return -1;
+}
+
+}  // namespace
+
+TEST_CASE("yarn collision: stacked layers are measured a thickness apart, so they touch nowhere at rest",
+          "[backend][yarn][collision][layers]")
+{
+    // add_contact_layer records the stack: the bottom fabric's yarns at
+    // level 0, the top's at level 1, one stack.
+    const YarnModel<double> model = stacked_pair(8, 7, false, 1.0, 0.0);
+    const double thickness = model.collision.thickness;
+    REQUIRE(model.yarn_layer.size() == model.yarns.size());
+    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+        CHECK(model.yarn_layer[y].stack == 0);
+        CHECK(model.yarn_layer[y].level == (y < 16 ? 0 : 1));
+    }
+    const int nodes = model.node_count();
+    const thrust::device_vector<double> q(model.q.begin(), model.q.end()), v(model.v.size(), 0.0);
+    weft::YarnContactFinder<double> finder(nodes, 2e-3, thickness);
+    finder.set_layers(model);
+    finder.set_segments(model.segments, model.segments, {}, {});
+    const std::vector<weft::ClothContactElement<double>> pairs = weft::to_host(finder.find(q, v, 0.0, 1.5 * thickness));
+    // The node normals of flat patches: +z (axis1 × axis2) on both layers,
+    // zero only on nodes of one yarn.
+    int normals = 0;
+    const std::vector<double> n = finder.normals();
+    for (int i = 0; i < nodes; ++i) {
+        const Vec3 ni(n[3 * i], n[3 * i + 1], n[3 * i + 2]);
+        if (ni.norm() == 0) continue;
+        CHECK((ni - Vec3(0, 0, 1)).norm() < 1e-12);
+        ++normals;
+    }
+    CHECK(normals == nodes);
+    std::map<std::pair<int, int>, int> level_of;  // segment's nodes → level
+    for (const weft::YarnSegment& s : model.segments) level_of[{s.node0, s.node1}] = segment_level(model, s);
+    int between = 0;
+    const weft::cloth_collision_detail::ContactDistance<double> distance{model.q.data(), B};
+    for (const weft::ClothContactElement<double>& c : pairs) {
+        const int la = level_of.at({c.nodes[0], c.nodes[1]}), lb = level_of.at({c.nodes[2], c.nodes[3]});
+        const Vec3 offset(c.offset[0], c.offset[1], c.offset[2]);
+        // The second segment is moved by thickness × (its level − the first's) along +z.
+        CHECK((offset - Vec3(0, 0, thickness * (lb - la))).norm() < 1e-15);
+        between += la != lb ? 1 : 0;
+        // At rest nothing is within the thickness: a layer's own yarns are
+        // a spacing apart, the other layer's centre lines a thickness.
+        CHECK(distance(c) >= thickness * (1 - 1e-12));
+    }
+    CHECK(between >= 20);                             // 28 pairs between the layers within 1.5 thicknesses
+    CHECK(between < static_cast<int>(pairs.size()));  // each layer's own pairs two crossings apart too
+
+    // The finder against brute force with the offsets, on the stack
+    // crumpled so that the top layer dips through the bottom one in places
+    // (random positions ±0.3 mm and velocities), several cells, reaches and
+    // sweep times.
+    YarnModel<double> crumpled = model;
+    weft_test::Random rng(5);
+    for (int i = 0; i < nodes; ++i)
+        for (int k = 0; k < 3; ++k) {
+            crumpled.q[static_cast<std::size_t>(B * i + k)] += rng.uniform(-0.3e-3, 0.3e-3);
+            crumpled.v[static_cast<std::size_t>(B * i + k)] = rng.uniform(-0.2, 0.2);
+        }
+    const thrust::device_vector<double> cq(crumpled.q.begin(), crumpled.q.end()),
+        cv(crumpled.v.begin(), crumpled.v.end());
+    int compared = 0, offset_pairs = 0;
+    for (const double cell : {0.4e-3, 2e-3}) {
+        weft::YarnContactFinder<double> f(nodes, cell, thickness);
+        f.set_layers(crumpled);
+        f.set_segments(crumpled.segments, crumpled.segments, {}, {});
+        for (const double tau : {0.0, 2e-3})
+            for (const double reach : {0.5e-3, 0.75e-3}) {
+                const thrust::device_vector<weft::ClothContactElement<double>> found = f.find(cq, cv, tau, reach);
+                const std::vector<double> normal = f.normals();
+                std::set<std::vector<int>> got, expected;
+                for (const weft::ClothContactElement<double>& c : weft::to_host(found))
+                    got.insert({c.nodes[0], c.nodes[1], c.nodes[2], c.nodes[3]});
+                // Brute force: every pair of segments not excluded (the
+                // finder's own exclusion, tested above against a rebuilt
+                // one) whose boxes swept over τ v, grown by half the reach
+                // plus half the largest offset (one thickness), overlap,
+                // offset by thickness × Δlevel × the unit sum of the four
+                // end nodes' normals, within reach + τ × relative speed.
+                const double grow = (reach + thickness) / 2;
+                const auto box = [&](const weft::YarnSegment& seg) {
+                    Vec3 lo = at(crumpled.q, seg.node0), hi = lo;
+                    for (int i : {seg.node0, seg.node1})
+                        for (const Vec3& x : {at(crumpled.q, i), Vec3(at(crumpled.q, i) + tau * at(crumpled.v, i))}) {
+                            lo = lo.cwiseMin(x);
+                            hi = hi.cwiseMax(x);
+                        }
+                    return std::make_pair(Vec3(lo - Vec3::Constant(grow)), Vec3(hi + Vec3::Constant(grow)));
+                };
+                for (std::size_t a = 0; a < crumpled.segments.size(); ++a)
+                    for (std::size_t b = a + 1; b < crumpled.segments.size(); ++b) {
+                        const weft::YarnSegment &sa = crumpled.segments[a], &sb = crumpled.segments[b];
+                        if (f.excluded(sa.node0, sa.node1, sb.node0, sb.node1)) continue;
+                        const auto ba = box(sa), bb = box(sb);
+                        if (!((ba.first.array() <= bb.second.array()).all() &&
+                              (bb.first.array() <= ba.second.array()).all()))
+                            continue;
+                        const int ids[4] = {sa.node0, sa.node1, sb.node0, sb.node1};
+                        Vec3 sum = Vec3::Zero();
+                        for (int i : ids) sum += Vec3(normal[3 * i], normal[3 * i + 1], normal[3 * i + 2]);
+                        const int dl = level_of.at({sb.node0, sb.node1}) - level_of.at({sa.node0, sa.node1});
+                        const Vec3 offset = dl == 0 ? Vec3::Zero() : Vec3(thickness * dl * sum.normalized());
+                        double fastest = 0;
+                        for (int i : {sa.node0, sa.node1})
+                            for (int j : {sb.node0, sb.node1})
+                                fastest = std::max(fastest, (at(crumpled.v, i) - at(crumpled.v, j)).norm());
+                        const double limit = reach + tau * fastest;
+                        if (weft::closest_segment_segment<double>(at(crumpled.q, sa.node0), at(crumpled.q, sa.node1),
+                                                                  Vec3(at(crumpled.q, sb.node0) + offset),
+                                                                  Vec3(at(crumpled.q, sb.node1) + offset))
+                                .distance_squared < limit * limit) {
+                            expected.insert({ids[0], ids[1], ids[2], ids[3]});
+                            offset_pairs += dl != 0 ? 1 : 0;
+                        }
+                    }
+                INFO("cell " << cell << " tau " << tau << " reach " << reach);
+                CHECK(got == expected);
+                ++compared;
+            }
+    }
+    CHECK(compared == 8);
+    CHECK(offset_pairs > 100);
+}
+
+TEST_CASE("yarn collision: stacked layers that no contact joins any more meet again without passing through",
+          "[backend][yarn][collision][layers]")
+{
+    // The top layer of a stack, its contacts removed, falls at 0.2 m/s
+    // under gravity onto the pinned bottom layer in whose plane its centre
+    // lines lie (model/layers.hpp). Measured a thickness above it, it comes
+    // to rest with its centre lines on the bottom's (z ≈ 0, the penalty's
+    // depth below at most), never through; without collision it falls
+    // through.
+    for (const bool collide : {true, false}) {
+        YarnModel<double> model = stacked_pair(10, 7, true, 0.0, 0.3);
+        const int first = 100;
+        const double h = 1e-3;
+        double mass = 0;
+        for (const weft::YarnSegment& s : model.segments)
+            mass += model.material.linear_density * (at(model.q, s.node1) - at(model.q, s.node0)).norm();
+        model.collision.stiffness = 100 * mass / model.node_count() / (h * h);
+        model.collision.enabled = collide;
+        for (int i = first; i < first + 49; ++i) model.v[static_cast<std::size_t>(B * i + 2)] = -0.2;
+        weft::StepperOptions<double> options;
+        options.max_halvings = 4;
+        options.newton_iterations = 8;
+        options.newton_tolerance = 1e-4;
+        YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options);
+        double lowest = 1, closest = 1;
+        std::size_t interpenetrating = 0;
+        int steps = 0;
+        for (int s = 0; s < 150; ++s) {
+            const auto r = stepper.step(h);
+            INFO(r.message);
+            REQUIRE(r.ok);
+            ++steps;
+            const VectorX q = host(stepper.positions());
+            for (int i = first; i < first + 49; ++i) lowest = std::min(lowest, q(B * i + 2));
+            if (collide) {
+                closest = std::min(closest, stepper.min_contact_distance());
+                interpenetrating += stepper.interpenetrating_pairs();
+            }
+        }
+        const VectorX q = host(stepper.positions()), v = host(stepper.velocities());
+        double final_low = 1, final_high = -1, fastest = 0;
+        for (int i = first; i < first + 49; ++i) {
+            final_low = std::min(final_low, q(B * i + 2));
+            final_high = std::max(final_high, q(B * i + 2));
+            fastest = std::max(fastest, v.segment<3>(B * i).norm());
+        }
+        INFO((collide ? "collision" : "no collision")
+             << ": top layer's crossings lowest " << lowest << " m, at the end " << final_low << " to " << final_high
+             << " m, speed " << fastest << ", closest pair " << closest);
+        CHECK(steps == 150);
+        if (collide) {
+            CHECK(lowest > -0.1 * model.collision.thickness);
+            CHECK(final_high < 0.3 * model.collision.thickness);
+            CHECK(fastest < 0.02);
+            CHECK(closest > 0.5 * model.collision.thickness);
+            CHECK(interpenetrating == 0);
+        } else {
+            CHECK(final_high < -10 * model.collision.thickness);  // fell through
+        }
+    }
+}
+
 TEST_CASE("yarn collision: assembled contact force and stiffness against finite differences",
           "[backend][yarn][collision]")
 {

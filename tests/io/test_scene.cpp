@@ -1057,11 +1057,24 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
     yarn["collision"] = json::parse(R"({"create_contacts": true})");
     REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(yarn)),
                         Contains("collision.create_contacts") && Contains("not available yet"));
+    // Stacked layers with collision: the layers' places in the stack (the
+    // bottom cloth's yarns at level 0, the top's at 1); the thickness is
+    // checked against each fabric's own spacing, not the half segments the
+    // contact nodes cut.
     weft::SceneDescription stacked = weft::load_scene(WEFT_DOCS_DIR "/../examples/scenes/tablecloth.json");
     stacked.collision.enabled = true;
     stacked.collision.thickness = 2 * stacked.cloth[0].radius;
+    const weft::YarnScene<double> sb = weft::build_yarn_scene<double>(stacked);
+    REQUIRE(sb.model.yarn_layer.size() == sb.model.yarns.size());
+    const std::size_t bottom_yarns = static_cast<std::size_t>(stacked.cloth[0].yarns[0] + stacked.cloth[0].yarns[1]);
+    for (std::size_t y = 0; y < sb.model.yarns.size(); ++y) {
+        CHECK(sb.model.yarn_layer[y].stack == 0);
+        CHECK(sb.model.yarn_layer[y].level == (y < bottom_yarns ? 0 : 1));
+    }
+    CHECK(weft::yarn_segment_lengths(sb.model).first < 0.75 * stacked.cloth[0].spacing);  // cut by the contacts
+    stacked.collision.thickness = 1.01 * stacked.cloth[0].spacing;
     REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(stacked),
-                        Contains("collision.enabled") && Contains("stacked layers"));
+                        Contains("collision.thickness") && Contains("shortest yarn segment"));
 }
 
 TEST_CASE("scene: several triangle entries make one model of several pieces", "[io][scene][triangle]")

@@ -188,6 +188,15 @@ struct NearEdgeEdge {
     }
 };
 
+/// The position of a contact pair's node k (0–3) as the pair measures it:
+/// the second primitive's nodes (k ≥ 2) displaced by the pair's offset.
+template <typename T>
+WEFT_HD inline Vec3<T> contact_node_position(const T* q, const ClothContactElement<T>& pair, int k, int stride)
+{
+    const Vec3<T> p = node_position(q, pair.nodes[k], stride);
+    return k < 2 ? p : Vec3<T>(p + Vec3<T>(pair.offset[0], pair.offset[1], pair.offset[2]));
+}
+
 /// The distance of a contact pair's primitives at q (`stride` DoFs per node).
 template <typename T>
 struct ContactDistance {
@@ -195,9 +204,8 @@ struct ContactDistance {
     int stride;
     WEFT_HD T operator()(const ClothContactElement<T>& pair) const
     {
-        const int* i = pair.nodes;
-        const Vec3<T> p[4] = {node_position(q, i[0], stride), node_position(q, i[1], stride),
-                              node_position(q, i[2], stride), node_position(q, i[3], stride)};
+        const Vec3<T> p[4] = {contact_node_position(q, pair, 0, stride), contact_node_position(q, pair, 1, stride),
+                              contact_node_position(q, pair, 2, stride), contact_node_position(q, pair, 3, stride)};
         T c[4];
         contact_point_weights<T>(p[0], p[1], p[2], p[3], pair.kind, false, c);
         return weighted_sum<T>(c, p[0], p[1], p[2], p[3]).norm();
@@ -218,6 +226,14 @@ struct SameContact {
     {
         return a.kind == b.kind && a.nodes[0] == b.nodes[0] && a.nodes[1] == b.nodes[1] && a.nodes[2] == b.nodes[2] &&
                a.nodes[3] == b.nodes[3];
+    }
+};
+
+template <typename T>
+struct SameOffset {
+    WEFT_HD bool operator()(const ClothContactElement<T>& a, const ClothContactElement<T>& b) const
+    {
+        return a.offset[0] == b.offset[0] && a.offset[1] == b.offset[1] && a.offset[2] == b.offset[2];
     }
 };
 
@@ -276,7 +292,7 @@ struct ContactOnsetFraction {
     T cap;
     WEFT_HD T operator()(const ClothContactElement<T>& pair) const
     {
-        const Vec<T, 12> ql = gather_nodes<T, 4, B>(q, pair.nodes);
+        const Vec<T, 12> ql = gather_contact_positions<T, B>(q, pair);
         const Vec<T, 12> dl = gather_nodes<T, 4, B>(dv, pair.nodes);
         const Vec3<T> p0 = ql.template segment<3>(0), p1 = ql.template segment<3>(3), p2 = ql.template segment<3>(6),
                       p3 = ql.template segment<3>(9);
@@ -355,6 +371,15 @@ inline bool same_contacts(const thrust::device_vector<ClothContactElement<T>>& a
 {
     return a.size() == b.size() &&
            thrust::equal(thrust::device, a.begin(), a.end(), b.begin(), cloth_collision_detail::SameContact<T>{});
+}
+
+/// Whether two contact lists of the same pairs (`same_contacts`) hold the
+/// same offsets.
+template <typename T>
+inline bool same_contact_offsets(const thrust::device_vector<ClothContactElement<T>>& a,
+                                 const thrust::device_vector<ClothContactElement<T>>& b)
+{
+    return thrust::equal(thrust::device, a.begin(), a.end(), b.begin(), cloth_collision_detail::SameOffset<T>{});
 }
 
 /// The unique edges of a triangle list (3 node indices per triangle), each

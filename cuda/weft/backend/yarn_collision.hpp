@@ -28,6 +28,9 @@
 
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
+#include <thrust/remove.h>
 #include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
 
@@ -68,15 +71,88 @@ struct NeighbourNodes {
 /// A segment pair as a contact element (`ClothContactKind::segment_pair`:
 /// the closest points, blended with the middle of the overlap for nearly
 /// parallel segments, so that parallel yarns lying on each other get a
-/// force that is continuous in their positions).
+/// force that is continuous in their positions). Two segments of different
+/// levels of one stack of layers (`stack`, `level` per segment; null: no
+/// stacks) get the offset thickness × (level_b − level_a) × n on the second
+/// segment, with n the unit sum of the four end nodes' `normals`: measured
+/// so, the upper layer lies a thickness per level above the lower one, as
+/// the contact nodes that join them do not (docs/collision.md, "Stacked
+/// layers"). Where n is undefined (no end node with a normal) the offset
+/// stays zero.
 template <typename T>
 struct SegmentPairElement {
     const int* edges;
+    const int* stack;
+    const int* level;
+    const T* normals;  ///< 3 per node (zero: none)
+    T thickness;
     WEFT_HD ClothContactElement<T> operator()(const CandidatePair& p) const
     {
-        return ClothContactElement<T>{{edges[2 * p.a], edges[2 * p.a + 1], edges[2 * p.b], edges[2 * p.b + 1]},
-                                      int(ClothContactKind::segment_pair),
-                                      T(0)};
+        ClothContactElement<T> e{{edges[2 * p.a], edges[2 * p.a + 1], edges[2 * p.b], edges[2 * p.b + 1]},
+                                 int(ClothContactKind::segment_pair),
+                                 T(0)};
+        if (!stack || stack[p.a] < 0 || stack[p.a] != stack[p.b] || level[p.a] == level[p.b]) return e;
+        Vec3<T> n = Vec3<T>::Zero();
+        for (int k = 0; k < 4; ++k)
+            n += Vec3<T>(normals[3 * e.nodes[k]], normals[3 * e.nodes[k] + 1], normals[3 * e.nodes[k] + 2]);
+        const T length = n.norm();
+        if (!(length > T(0))) return e;
+        const T scale = thickness * T(level[p.b] - level[p.a]) / length;
+        for (int d = 0; d < 3; ++d) e.offset[d] = scale * n(d);
+        return e;
+    }
+};
+
+/// A node's unit normal to its fabric, t_u × t_v with t_u and t_v the sums
+/// of its u- and v-segments' chords (each from the node earlier in arc
+/// length to the later one): for stacked patches (model/layers.hpp) it
+/// points from the bottom layer to the top one, as in
+/// `layer_contact_normal_force`. Zero where the node lies on one yarn only
+/// or the tangents are parallel.
+template <typename T>
+struct NodeNormal {
+    const T* q;
+    const int* edges;
+    const int* coordinate;  ///< per segment: 3 (u) or 4 (v)
+    const int* incident;    ///< 4 per node: segments ending there (−1: none)
+    T* normals;
+    WEFT_HD void operator()(int node) const
+    {
+        using cloth_collision_detail::node_position;
+        Vec3<T> t[2] = {Vec3<T>::Zero(), Vec3<T>::Zero()};
+        for (int k = 0; k < 4; ++k) {
+            const int s = incident[4 * node + k];
+            if (s < 0) continue;
+            t[coordinate[s] == 3 ? 0 : 1] +=
+                node_position(q, edges[2 * s + 1], yarn_node_dofs) - node_position(q, edges[2 * s], yarn_node_dofs);
+        }
+        Vec3<T> n = t[0].cross(t[1]);
+        const T length = n.norm();
+        using std::sqrt;
+        if (length > T(1e-12) * sqrt(t[0].squaredNorm() * t[1].squaredNorm()) && length > T(0))
+            n /= length;
+        else
+            n.setZero();
+        for (int d = 0; d < 3; ++d) normals[3 * node + d] = n(d);
+    }
+};
+
+/// True for a pair whose (offset) segments stay farther apart than the
+/// reach plus τ × the largest relative speed of their nodes: the broad
+/// phase tested them, without their offset, against a larger reach.
+template <typename T>
+struct BeyondReach {
+    cloth_collision_detail::Motion<T> motion;
+    T reach;
+    WEFT_HD bool operator()(const ClothContactElement<T>& e) const
+    {
+        using cloth_collision_detail::contact_node_position;
+        const int n = motion.stride;
+        const T limit = reach + motion.tau * cloth_collision_detail::relative_speed_bound<T>(motion.v, e.nodes, 2, n);
+        return !(closest_segment_segment<T>(
+                     contact_node_position(motion.q, e, 0, n), contact_node_position(motion.q, e, 1, n),
+                     contact_node_position(motion.q, e, 2, n), contact_node_position(motion.q, e, 3, n))
+                     .distance_squared < limit * limit);
     }
 };
 
@@ -84,11 +160,12 @@ struct SegmentPairElement {
 /// (`stride` DoFs per node), its square norm, and whether both closest
 /// points lie inside their segments.
 template <typename T>
-WEFT_HD inline Vec3<T> closest_difference(const T* x, const int (&i)[4], int stride, T& squared, bool& interior)
+WEFT_HD inline Vec3<T> closest_difference(const T* x, const ClothContactElement<T>& pair, int stride, T& squared,
+                                          bool& interior)
 {
-    using cloth_collision_detail::node_position;
-    const Vec3<T> a0 = node_position(x, i[0], stride), a1 = node_position(x, i[1], stride),
-                  b0 = node_position(x, i[2], stride), b1 = node_position(x, i[3], stride);
+    using cloth_collision_detail::contact_node_position;
+    const Vec3<T> a0 = contact_node_position(x, pair, 0, stride), a1 = contact_node_position(x, pair, 1, stride),
+                  b0 = contact_node_position(x, pair, 2, stride), b1 = contact_node_position(x, pair, 3, stride);
     const SegmentPairClosest<T> p = closest_segment_segment<T>(a0, a1, b0, b1);
     squared = p.distance_squared;
     interior = p.s > T(0) && p.s < T(1) && p.t > T(0) && p.t < T(1);
@@ -111,8 +188,8 @@ struct PassedThrough {
     {
         T d0 = T(0), d1 = T(0);
         bool inside0 = false, inside1 = false;
-        const Vec3<T> x0 = closest_difference<T>(q_start, c.nodes, stride, d0, inside0);
-        const Vec3<T> x1 = closest_difference<T>(q, c.nodes, stride, d1, inside1);
+        const Vec3<T> x0 = closest_difference<T>(q_start, c, stride, d0, inside0);
+        const Vec3<T> x1 = closest_difference<T>(q, c, stride, d1, inside1);
         const T r2 = thickness * thickness;
         return x0.dot(x1) < T(0) && (d0 < r2 || d1 < r2 || (inside0 && inside1)) ? 1 : 0;
     }
@@ -138,10 +215,45 @@ public:
 
     /// @param[in] nodes  the model's node count
     /// @param[in] cell   the broad phase's cell size (about two segment lengths)
-    /// @throws InvalidInput for a bad cell size
-    YarnContactFinder(int nodes, T cell) : m_nodes(nodes), m_cell(cell)
+    /// @param[in] thickness  the collision thickness: the offset per level
+    ///            between stacked layers (`set_layers`)
+    /// @throws InvalidInput for a bad cell size or thickness
+    YarnContactFinder(int nodes, T cell, T thickness = T(0)) : m_nodes(nodes), m_cell(cell), m_thickness(thickness)
     {
         if (!(cell > T(0))) throw InvalidInput(detail::describe("yarn collision cell size", cell, "must be positive"));
+        if (!(thickness >= T(0)))
+            throw InvalidInput(detail::describe("yarn collision thickness", thickness, "must be non-negative"));
+    }
+
+    /// Stacked layers (YarnModel::yarn_layer): each node's u- and v-yarn's
+    /// place, from the model's yarn lists. Without stacks (or before this
+    /// call) no pair gets an offset. Call before `set_segments`.
+    /// @throws InvalidInput for yarn lists that do not match the model
+    void set_layers(const YarnModel<T>& model)
+    {
+        m_node_place.clear();
+        m_largest_offset = T(0);
+        const bool stacked = std::any_of(model.yarn_layer.begin(), model.yarn_layer.end(),
+                                         [](const YarnLayerPlace& p) { return p.stack >= 0; });
+        if (!stacked) return;
+        if (model.yarn_coordinate.size() != model.yarns.size())
+            throw InvalidInput(
+                detail::describe("yarn_coordinate.size()", model.yarn_coordinate.size(), "must equal yarns.size()"));
+        m_node_place.assign(2 * static_cast<std::size_t>(m_nodes), YarnLayerPlace{});
+        for (std::size_t y = 0; y < model.yarns.size() && y < model.yarn_layer.size(); ++y)
+            for (int n : model.yarns[y]) {
+                if (n < 0 || n >= m_nodes)
+                    throw InvalidInput(detail::describe("yarn collision node", n, "out of range"));
+                m_node_place[2 * static_cast<std::size_t>(n) + (model.yarn_coordinate[y] == 3 ? 0 : 1)] =
+                    model.yarn_layer[y];
+            }
+        int lowest = 0, highest = 0;
+        for (const YarnLayerPlace& p : model.yarn_layer)
+            if (p.stack >= 0) {
+                lowest = std::min(lowest, p.level);
+                highest = std::max(highest, p.level);
+            }
+        m_largest_offset = m_thickness * T(highest - lowest);
     }
 
     /// The segments to test and the node links that exclude pairs
@@ -188,6 +300,7 @@ public:
             edges.push_back(s.node1);
         }
         m_edges.assign(edges.begin(), edges.end());
+        set_segment_layers(segments);
     }
 
     int segment_count() const { return static_cast<int>(m_edges.size() / 2); }
@@ -200,13 +313,38 @@ public:
                                                        const thrust::device_vector<T>& v, T tau, T reach) const
     {
         const cloth_collision_detail::Motion<T> motion{raw_pointer(q), raw_pointer(v), tau, yarn_node_dofs};
+        // Between stacked layers the broad phase reaches as far as the
+        // largest offset further; the offset pairs are then tested again.
         const thrust::device_vector<CandidatePair> near =
-            near_edge_pairs<T>(motion, m_edges, reach, m_cell, exclusion());
+            near_edge_pairs<T>(motion, m_edges, reach + m_largest_offset, m_cell, exclusion());
         thrust::device_vector<ClothContactElement<T>> out(near.size());
+        if (m_segment_stack.empty()) {
+            thrust::transform(
+                thrust::device, near.begin(), near.end(), out.begin(),
+                yarn_collision_detail::SegmentPairElement<T>{raw_pointer(m_edges), nullptr, nullptr, nullptr, T(0)});
+            return out;
+        }
+        // Stacked layers: the pairs between levels with their offsets, and
+        // only those within reach once offset.
+        m_normals.resize(3 * static_cast<std::size_t>(m_nodes));
+        const auto first = thrust::counting_iterator<int>(0);
+        thrust::for_each(
+            thrust::device, first, first + m_nodes,
+            yarn_collision_detail::NodeNormal<T>{raw_pointer(q), raw_pointer(m_edges), raw_pointer(m_coordinate),
+                                                 raw_pointer(m_incident), raw_pointer(m_normals)});
         thrust::transform(thrust::device, near.begin(), near.end(), out.begin(),
-                          yarn_collision_detail::SegmentPairElement<T>{raw_pointer(m_edges)});
+                          yarn_collision_detail::SegmentPairElement<T>{
+                              raw_pointer(m_edges), raw_pointer(m_segment_stack), raw_pointer(m_segment_level),
+                              raw_pointer(m_normals), m_thickness});
+        const auto end = thrust::remove_if(thrust::device, out.begin(), out.end(),
+                                           yarn_collision_detail::BeyondReach<T>{motion, reach});
+        out.resize(static_cast<std::size_t>(end - out.begin()));
         return out;
     }
+
+    /// The node normals of the last `find` among stacked layers (3 per node;
+    /// empty without stacks).
+    std::vector<T> normals() const { return to_host(m_normals); }
 
     /// Whether the segments of nodes a0–a1 and b0–b1 are excluded (tests).
     bool excluded(int a0, int a1, int b0, int b1) const
@@ -221,8 +359,42 @@ private:
         return {raw_pointer(m_offsets), raw_pointer(m_neighbours)};
     }
 
+    /// Stacked layers: per segment its yarn's stack and level, its
+    /// coordinate, and per node the segments ending there (empty: no stack).
+    void set_segment_layers(const std::vector<YarnSegment>& segments)
+    {
+        m_segment_stack.clear();
+        m_segment_level.clear();
+        if (m_node_place.empty()) return;
+        std::vector<int> stack, level, coordinate, incident(4 * static_cast<std::size_t>(m_nodes), -1),
+            count(static_cast<std::size_t>(m_nodes), 0);
+        for (std::size_t k = 0; k < segments.size(); ++k) {
+            const YarnSegment& s = segments[k];
+            const std::size_t slot = s.coordinate == 3 ? 0 : 1;
+            // A node off this coordinate's yarn (−1 stack) takes the other end's place.
+            YarnLayerPlace p = m_node_place[2 * static_cast<std::size_t>(s.node0) + slot];
+            if (p.stack < 0) p = m_node_place[2 * static_cast<std::size_t>(s.node1) + slot];
+            stack.push_back(p.stack);
+            level.push_back(p.level);
+            coordinate.push_back(s.coordinate);
+            for (int n : {s.node0, s.node1}) {
+                int& c = count[static_cast<std::size_t>(n)];
+                if (c < 4) incident[4 * static_cast<std::size_t>(n) + static_cast<std::size_t>(c++)] = int(k);
+            }
+        }
+        m_segment_stack.assign(stack.begin(), stack.end());
+        m_segment_level.assign(level.begin(), level.end());
+        m_coordinate.assign(coordinate.begin(), coordinate.end());
+        m_incident.assign(incident.begin(), incident.end());
+    }
+
     int m_nodes = 0;
     T m_cell = T(1);
+    T m_thickness = T(0);
+    T m_largest_offset = T(0);                 ///< stacked layers: thickness × the largest level difference
+    std::vector<YarnLayerPlace> m_node_place;  ///< stacked layers: 2 per node (u-yarn, v-yarn)
+    thrust::device_vector<int> m_segment_stack, m_segment_level, m_coordinate, m_incident;
+    mutable thrust::device_vector<T> m_normals;
     thrust::device_vector<int> m_offsets;     ///< #nodes + 1
     thrust::device_vector<int> m_neighbours;  ///< sorted per node
     thrust::device_vector<int> m_edges;       ///< the current segments' end nodes, 2 per segment

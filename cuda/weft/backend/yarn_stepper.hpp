@@ -39,6 +39,8 @@
 /// (YarnContactFinder) become 4-node contact elements on the nodes'
 /// positions (cloth_contact.hpp), assembled after the nodes; an attempt in
 /// which a pair passed through each other is rejected (`accept_step`).
+/// Pairs between two layers of one stack carry the offset of their levels,
+/// taken with the pairs at the attempt's start (`YarnContactFinder::set_layers`).
 ///
 /// Choices of ours, beyond the thesis: a node that lies on one yarn only has
 /// no contact partner and never becomes EIL (it is treated like a fixed node
@@ -732,7 +734,13 @@ private:
                               yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
                                                                this->raw(m_node_segments), m_material.linear_density});
         }
-        if (same_contacts(found, m_contacts)) return;
+        if (same_contacts(found, m_contacts)) {
+            // The same pairs; between stacked layers their offsets follow the layers' normal.
+            if (same_contact_offsets(found, m_contacts)) return;
+            m_contacts.swap(found);
+            this->invalidate_evaluation();
+            return;
+        }
         m_contacts.swap(found);
         build_with_contacts();
         this->invalidate_evaluation();
@@ -1106,7 +1114,8 @@ YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collide
     if (m_collision.enabled) {
         validate_yarn_collision(model);
         m_initial_segments = model.segments;
-        m_contact_finder = YarnContactFinder<T>(model.node_count(), yarn_collision_cell(model));
+        m_contact_finder = YarnContactFinder<T>(model.node_count(), yarn_collision_cell(model), m_collision.thickness);
+        m_contact_finder.set_layers(model);
     }
     rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
     m_lines = yarn_line_set(model);

@@ -77,13 +77,31 @@ enum class ClothContactKind : int {
     segment_pair = 2,
 };
 
-/// One candidate contact pair of triangle cloth.
+/// One candidate contact pair of triangle cloth or of yarn segments.
 template <typename T>
 struct ClothContactElement {
     int nodes[4];
     int kind;        ///< ClothContactKind
     T parallel_eps;  ///< edge–edge: the mollifier's ε× (0: none; point–triangle pairs)
+    /// A constant displacement of the second primitive (nodes 2 and 3) in
+    /// every distance the pair measures: zero, except between segments of
+    /// two stacked yarn layers, whose contact nodes carry no thickness
+    /// (model/layers.hpp), so the layer above is a thickness along the
+    /// layers' normal from where its centre lines lie in the model
+    /// (docs/collision.md, "Stacked layers"). Held fixed through a Newton
+    /// attempt, so that the pair's force stays the gradient of its energy.
+    T offset[3] = {T(0), T(0), T(0)};
 };
+
+/// A pair's four nodes' positions (`B` DoFs per node, positions first) as
+/// the pair measures them: the second primitive displaced by its offset.
+template <typename T, int B>
+WEFT_HD inline Vec<T, 12> gather_contact_positions(const T* q, const ClothContactElement<T>& pair)
+{
+    Vec<T, 12> x = gather_nodes<T, 4, B>(q, pair.nodes);
+    for (int k = 6; k < 12; ++k) x(k) += pair.offset[k % 3];
+    return x;
+}
 
 /// IPC's edge–edge mollifier m(c) of the squared cross product c = |u × w|²
 /// of the two edges in q = [a₀, a₁, b₀, b₁], with its gradient.
@@ -186,7 +204,7 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
                                            const ClothCollision<T>& collision, T h, NodeBlocks<T, 4, B>& out,
                                            ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
 {
-    const Vec<T, 12> ql = gather_nodes<T, 4, B>(q, pair.nodes);
+    const Vec<T, 12> ql = gather_contact_positions<T, B>(q, pair);
     const Vec<T, 12> vl = gather_nodes<T, 4, B>(v, pair.nodes);
     const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness);
     energy = ElementEnergies<T>{T(0), c.energy, T(0), T(0)};
@@ -194,8 +212,8 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     if (collision.friction > T(0)) {
         const SegmentContact<T> lagged =
-            newton.lagged_positions ? cloth_contact<T>(gather_nodes<T, 4, B>(newton.lagged_positions, pair.nodes), pair,
-                                                       collision.stiffness, collision.thickness)
+            newton.lagged_positions ? cloth_contact<T>(gather_contact_positions<T, B>(newton.lagged_positions, pair),
+                                                       pair, collision.stiffness, collision.thickness)
                                     : c;
         if (lagged.active && !lagged.degenerate) {
             T pair_mass = T(0);

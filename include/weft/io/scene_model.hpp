@@ -259,13 +259,6 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
     }
     if (!out.model.layer_friction.empty())
         out.model.layer_friction.resize(static_cast<std::size_t>(out.model.node_count()), T(-1));
-    const bool stacked =
-        std::any_of(scene.cloth.begin(), scene.cloth.end(), [](const ClothDescription& c) { return c.on_top_of >= 0; });
-    if (scene.collision.enabled && stacked)
-        throw InvalidInput(
-            "invalid collision.enabled: yarn-yarn collision with stacked layers (on_top_of) is not available yet: the "
-            "layers' contact nodes put both layers in one plane (model/layers.hpp), where every pair of their yarns "
-            "would touch (docs/collision.md)");
     if (scene.collision.enabled) {
         // Yarn-yarn collision (docs/collision.md): thickness the yarn
         // diameter unless given; stiffness default_contact_stiffness (of the

@@ -52,13 +52,13 @@
 /// force N from the node's balance at the start of every step
 /// (`layer_contact_normal_force`), its Coulomb limit μ max(N, 0), and is
 /// removed the same way when N < 0 (EilOptions::remove_pulling_contacts).
-/// With no contact creation during a run, and yarn–yarn collision refused
-/// for stacked layers (both lie in one plane, docs/collision.md), the
-/// layers may pass through each other where a removed contact was and they
-/// meet again. `detach_contact_node` takes a node off one yarn by hand
-/// between steppers (friction_incline detaches a little before the end and
-/// shares F_n among the remaining contacts). Contacts are only created here,
-/// never during a simulation (the thesis does the same: "no dynamic addition
+/// Contacts are not created during a run; where a removed contact was, the
+/// layers keep from passing through each other only with yarn–yarn
+/// collision on (YarnModel::collision), which measures two layers of one
+/// stack with the upper one lifted by the thickness per level, as recorded
+/// here in YarnModel::yarn_layer (docs/collision.md, "Stacked layers"). `detach_contact_node` takes a node off one yarn
+/// by hand between steppers (friction_incline detaches a little before the end and shares F_n among the remaining
+/// contacts). Contacts are only created here, never during a simulation (the thesis does the same: "no dynamic addition
 /// of EoL nodes").
 ///
 /// Parallel-yarn contact (thesis Sec. 4.3.2, rule (a)): every contact node
@@ -110,6 +110,37 @@ inline WovenPatch stacked_patch(const WovenPatch& bottom, int nx, int ny, double
     top.center = {c(0), c(1), c(2)};
     return top;
 }
+
+namespace layers_detail {
+
+/// Records that the `top` yarns' fabric lies on the `bottom` ones'
+/// (YarnModel::yarn_layer): the bottom fabric starts a stack unless it is in
+/// one, and the top fabric's stack (itself and whatever was stacked on it
+/// before) joins it one level above the bottom fabric. A top fabric already
+/// in the bottom's stack moves alone to one level above the bottom one.
+template <typename T>
+void stack_layers(YarnModel<T>& model, const std::vector<int>& top, const std::vector<int>& bottom)
+{
+    if (top.empty() || bottom.empty()) return;
+    model.yarn_layer.resize(model.yarns.size());
+    const auto at = [&](int y) -> YarnLayerPlace& { return model.yarn_layer[static_cast<std::size_t>(y)]; };
+    if (at(bottom.front()).stack < 0) {
+        int next = 0;
+        for (const YarnLayerPlace& p : model.yarn_layer) next = std::max(next, p.stack + 1);
+        for (int y : bottom) at(y) = YarnLayerPlace{next, 0};
+    }
+    const YarnLayerPlace base = at(bottom.front());
+    const YarnLayerPlace old = at(top.front());
+    if (old.stack < 0 || old.stack == base.stack) {
+        for (int y : top) at(y) = YarnLayerPlace{base.stack, base.level + 1};
+        return;
+    }
+    const int shift = base.level + 1 - old.level;
+    for (YarnLayerPlace& p : model.yarn_layer)
+        if (p.stack == old.stack) p = YarnLayerPlace{base.stack, p.level + shift};
+}
+
+}  // namespace layers_detail
 
 /// Indices of the yarns through at least one node of [first, first + count).
 template <typename T>
@@ -378,6 +409,7 @@ std::vector<LayerContact> add_contact_layer(YarnModel<T>& model, int top_first_n
         for (const auto& entry : list) model.yarns[y].push_back(entry.second);
     }
     rebuild_yarn_segments_and_bends(model);
+    layers_detail::stack_layers(model, top_yarns, bottom_yarns);
     return out;
 }
 

@@ -21,6 +21,12 @@
 namespace weft {
 
 /// A whole yarn-level cloth (one or several patches).
+/// A yarn's place in a stack of fabric layers (YarnModel::yarn_layer).
+struct YarnLayerPlace {
+    int stack = -1;  ///< the stack (−1: in none)
+    int level = 0;   ///< 0 for the bottom layer, one more per layer above it
+};
+
 template <typename T>
 struct YarnModel {
     std::vector<T> q;                     ///< 5 × #nodes generalized positions
@@ -56,6 +62,13 @@ struct YarnModel {
     /// `friction_limit`'s. Such a node must be marked in `external_contact`,
     /// and `over` says which of its yarns is the top one.
     std::vector<T> layer_friction;
+    /// Per yarn (empty, or shorter than #yarns: the rest are in no stack):
+    /// its fabric's place in a stack of layers joined by `add_contact_layer`
+    /// (model/layers.hpp). Yarn–yarn collision between two layers of one
+    /// stack measures their distance with the upper one lifted by a
+    /// thickness per level along the layers' normal, since the contact nodes
+    /// put stacked layers in one plane (docs/collision.md, "Stacked layers").
+    std::vector<YarnLayerPlace> yarn_layer;
     YarnMaterial<T> material;
     T radius = T(0);
     /// Yarn–yarn collision (off by default; docs/collision.md): segment
@@ -154,13 +167,24 @@ std::pair<T, T> yarn_segment_lengths(const YarnModel<T>& model)
 /// Checks a yarn model's collision settings (YarnModel::collision): the
 /// values, and a thickness below the shortest segment of the initial shape
 /// (thicker, a fabric's own yarns two crossings apart would touch at rest).
+/// With contacts between stacked layers (`external_contact`), which split
+/// each fabric's segments, the segments measured are those between a
+/// fabric's consecutive crossings on a yarn (`fabric_pairs`).
 /// @throws InvalidInput naming the key and its value
 template <typename T>
 inline void validate_yarn_collision(const YarnModel<T>& model)
 {
     validate_cloth_collision(model.collision);
     if (!model.collision.enabled) return;
-    const T shortest = yarn_segment_lengths(model).first;
+    T shortest = yarn_segment_lengths(model).first;
+    const bool layered =
+        std::any_of(model.external_contact.begin(), model.external_contact.end(), [](unsigned char c) { return c; });
+    const std::vector<YarnParallelPair> fabric = layered ? fabric_pairs(model) : std::vector<YarnParallelPair>{};
+    if (!fabric.empty()) {
+        shortest = std::numeric_limits<T>::infinity();
+        for (const YarnParallelPair& p : fabric)
+            shortest = std::min(shortest, T((model.position(p.node1) - model.position(p.node0)).norm()));
+    }
     if (!(model.collision.thickness < shortest)) {
         const std::string why =
             "must be below the shortest yarn segment (" + std::to_string(static_cast<double>(shortest)) + " m)";
