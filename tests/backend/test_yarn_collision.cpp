@@ -63,6 +63,37 @@ YarnModel<double> two_patches(int n, int m, double gap, double rotation, double 
 
 using PairKey = std::pair<int, int>;  // segment indices, a < b
 
+/// A segment's box swept over τ v, grown by `grow` on every side.
+std::pair<Vec3, Vec3> swept_box(const YarnModel<double>& model, const weft::YarnSegment& s, double tau, double grow)
+{
+    Vec3 lo = at(model.q, s.node0), hi = lo;
+    for (int i : {s.node0, s.node1})
+        for (const Vec3& x : {at(model.q, i), Vec3(at(model.q, i) + tau * at(model.v, i))}) {
+            lo = lo.cwiseMin(x);
+            hi = hi.cwiseMax(x);
+        }
+    return {Vec3(lo - Vec3::Constant(grow)), Vec3(hi + Vec3::Constant(grow))};
+}
+
+/// By brute force, whether segments sa and sb (sb displaced by `offset`)
+/// are a pair: their boxes swept over τ v (without the offset), grown by
+/// `grow`, overlap, and their distance is below reach plus τ times the
+/// largest relative speed of their nodes.
+bool near_pair(const YarnModel<double>& model, const weft::YarnSegment& sa, const weft::YarnSegment& sb,
+               const Vec3& offset, double tau, double reach, double grow)
+{
+    const auto ba = swept_box(model, sa, tau, grow), bb = swept_box(model, sb, tau, grow);
+    if (!((ba.first.array() <= bb.second.array()).all() && (bb.first.array() <= ba.second.array()).all())) return false;
+    double fastest = 0;
+    for (int i : {sa.node0, sa.node1})
+        for (int j : {sb.node0, sb.node1}) fastest = std::max(fastest, (at(model.v, i) - at(model.v, j)).norm());
+    const double limit = reach + tau * fastest;
+    return weft::closest_segment_segment<double>(at(model.q, sa.node0), at(model.q, sa.node1),
+                                                 Vec3(at(model.q, sb.node0) + offset),
+                                                 Vec3(at(model.q, sb.node1) + offset))
+               .distance_squared < limit * limit;
+}
+
 /// By brute force: the segment pairs, sharing no node and with no end node
 /// next to one of the other's along a segment, whose boxes swept over τ v
 /// (grown by reach / 2) overlap and whose distance is below reach plus τ
@@ -75,15 +106,6 @@ std::set<PairKey> brute_force_pairs(const YarnModel<double>& model, double tau, 
         linked.insert({s.node1, s.node0});
     }
     const auto near = [&](int a, int b) { return a == b || linked.count({a, b}) > 0; };
-    const auto box = [&](const weft::YarnSegment& s) {
-        Vec3 lo = at(model.q, s.node0), hi = lo;
-        for (int i : {s.node0, s.node1})
-            for (const Vec3& x : {at(model.q, i), Vec3(at(model.q, i) + tau * at(model.v, i))}) {
-                lo = lo.cwiseMin(x);
-                hi = hi.cwiseMax(x);
-            }
-        return std::make_pair(Vec3(lo - Vec3::Constant(reach / 2)), Vec3(hi + Vec3::Constant(reach / 2)));
-    };
     std::set<PairKey> out;
     const int count = static_cast<int>(model.segments.size());
     for (int a = 0; a < count; ++a)
@@ -94,18 +116,7 @@ std::set<PairKey> brute_force_pairs(const YarnModel<double>& model, double tau, 
             for (int i : {sa.node0, sa.node1})
                 for (int j : {sb.node0, sb.node1}) excluded = excluded || near(i, j);
             if (excluded) continue;
-            const auto ba = box(sa), bb = box(sb);
-            if (!((ba.first.array() <= bb.second.array()).all() && (bb.first.array() <= ba.second.array()).all()))
-                continue;
-            double fastest = 0;
-            for (int i : {sa.node0, sa.node1})
-                for (int j : {sb.node0, sb.node1})
-                    fastest = std::max(fastest, (at(model.v, i) - at(model.v, j)).norm());
-            const double limit = reach + tau * fastest;
-            if (weft::closest_segment_segment<double>(at(model.q, sa.node0), at(model.q, sa.node1),
-                                                      at(model.q, sb.node0), at(model.q, sb.node1))
-                    .distance_squared < limit * limit)
-                out.insert({a, b});
+            if (near_pair(model, sa, sb, Vec3::Zero(), tau, reach, reach / 2)) out.insert({a, b});
         }
     return out;
 }
@@ -299,38 +310,16 @@ TEST_CASE("yarn collision: stacked layers are measured a thickness apart, so the
                 // plus half the largest offset (one thickness), overlap,
                 // offset by thickness × Δlevel × the unit sum of the four
                 // end nodes' normals, within reach + τ × relative speed.
-                const double grow = (reach + thickness) / 2;
-                const auto box = [&](const weft::YarnSegment& seg) {
-                    Vec3 lo = at(crumpled.q, seg.node0), hi = lo;
-                    for (int i : {seg.node0, seg.node1})
-                        for (const Vec3& x : {at(crumpled.q, i), Vec3(at(crumpled.q, i) + tau * at(crumpled.v, i))}) {
-                            lo = lo.cwiseMin(x);
-                            hi = hi.cwiseMax(x);
-                        }
-                    return std::make_pair(Vec3(lo - Vec3::Constant(grow)), Vec3(hi + Vec3::Constant(grow)));
-                };
                 for (std::size_t a = 0; a < crumpled.segments.size(); ++a)
                     for (std::size_t b = a + 1; b < crumpled.segments.size(); ++b) {
                         const weft::YarnSegment &sa = crumpled.segments[a], &sb = crumpled.segments[b];
                         if (f.excluded(sa.node0, sa.node1, sb.node0, sb.node1)) continue;
-                        const auto ba = box(sa), bb = box(sb);
-                        if (!((ba.first.array() <= bb.second.array()).all() &&
-                              (bb.first.array() <= ba.second.array()).all()))
-                            continue;
                         const int ids[4] = {sa.node0, sa.node1, sb.node0, sb.node1};
                         Vec3 sum = Vec3::Zero();
                         for (int i : ids) sum += Vec3(normal[3 * i], normal[3 * i + 1], normal[3 * i + 2]);
                         const int dl = level_of.at({sb.node0, sb.node1}) - level_of.at({sa.node0, sa.node1});
                         const Vec3 offset = dl == 0 ? Vec3::Zero() : Vec3(thickness * dl * sum.normalized());
-                        double fastest = 0;
-                        for (int i : {sa.node0, sa.node1})
-                            for (int j : {sb.node0, sb.node1})
-                                fastest = std::max(fastest, (at(crumpled.v, i) - at(crumpled.v, j)).norm());
-                        const double limit = reach + tau * fastest;
-                        if (weft::closest_segment_segment<double>(at(crumpled.q, sa.node0), at(crumpled.q, sa.node1),
-                                                                  Vec3(at(crumpled.q, sb.node0) + offset),
-                                                                  Vec3(at(crumpled.q, sb.node1) + offset))
-                                .distance_squared < limit * limit) {
+                        if (near_pair(crumpled, sa, sb, offset, tau, reach, (reach + thickness) / 2)) {
                             expected.insert({ids[0], ids[1], ids[2], ids[3]});
                             offset_pairs += dl != 0 ? 1 : 0;
                         }
