@@ -236,101 +236,156 @@ int segment_level(const YarnModel<double>& model, const weft::YarnSegment& s)
 TEST_CASE("yarn collision: stacked layers are measured a thickness apart, so they touch nowhere at rest",
           "[backend][yarn][collision][layers]")
 {
-    // add_contact_layer records the stack: the bottom fabric's yarns at
-    // level 0, the top's at level 1, one stack.
-    const YarnModel<double> model = stacked_pair(8, 7, false, 1.0, 0.0);
-    const double thickness = model.collision.thickness;
-    REQUIRE(model.yarn_layer.size() == model.yarns.size());
-    for (std::size_t y = 0; y < model.yarns.size(); ++y) {
-        CHECK(model.yarn_layer[y].stack == 0);
-        CHECK(model.yarn_layer[y].level == (y < 16 ? 0 : 1));
-    }
-    const int nodes = model.node_count();
-    const thrust::device_vector<double> q(model.q.begin(), model.q.end()), v(model.v.size(), 0.0);
-    weft::YarnContactFinder<double> finder(nodes, 2e-3, thickness);
-    finder.set_layers(model);
-    finder.set_segments(model.segments, model.segments, {}, {});
-    const std::vector<weft::ClothContactElement<double>> pairs = weft::to_host(finder.find(q, v, 0.0, 1.5 * thickness));
-    // The node normals of flat patches: +z (axis1 × axis2) on both layers,
-    // zero only on nodes of one yarn.
-    int normals = 0;
-    const std::vector<double> n = finder.normals();
-    for (int i = 0; i < nodes; ++i) {
-        const Vec3 ni(n[3 * i], n[3 * i + 1], n[3 * i + 2]);
-        if (ni.norm() == 0) continue;
-        CHECK((ni - Vec3(0, 0, 1)).norm() < 1e-12);
-        ++normals;
-    }
-    CHECK(normals == nodes);
-    std::map<std::pair<int, int>, int> level_of;  // segment's nodes → level
-    for (const weft::YarnSegment& s : model.segments) level_of[{s.node0, s.node1}] = segment_level(model, s);
-    int between = 0;
-    const weft::cloth_collision_detail::ContactDistance<double> distance{model.q.data(), B};
-    for (const weft::ClothContactElement<double>& c : pairs) {
-        const int la = level_of.at({c.nodes[0], c.nodes[1]}), lb = level_of.at({c.nodes[2], c.nodes[3]});
-        const Vec3 offset(c.offset[0], c.offset[1], c.offset[2]);
-        // The second segment is moved by thickness × (its level − the first's) along +z.
-        CHECK((offset - Vec3(0, 0, thickness * (lb - la))).norm() < 1e-15);
-        between += la != lb ? 1 : 0;
-        // At rest nothing is within the thickness: a layer's own yarns are
-        // a spacing apart, the other layer's centre lines a thickness.
-        CHECK(distance(c) >= thickness * (1 - 1e-12));
-    }
-    CHECK(between >= 20);                             // 28 pairs between the layers within 1.5 thicknesses
-    CHECK(between < static_cast<int>(pairs.size()));  // each layer's own pairs two crossings apart too
-
-    // The finder against brute force with the offsets, on the stack
-    // crumpled so that the top layer dips through the bottom one in places
-    // (random positions ±0.3 mm and velocities), several cells, reaches and
-    // sweep times.
-    YarnModel<double> crumpled = model;
-    weft_test::Random rng(5);
-    for (int i = 0; i < nodes; ++i)
-        for (int k = 0; k < 3; ++k) {
-            crumpled.q[static_cast<std::size_t>(B * i + k)] += rng.uniform(-0.3e-3, 0.3e-3);
-            crumpled.v[static_cast<std::size_t>(B * i + k)] = rng.uniform(-0.2, 0.2);
+    // Two layers of one stack: joined by their contacts, then with every
+    // contact removed (nothing joins them but they keep their levels).
+    for (const bool separate : {false, true}) {
+        INFO((separate ? "contacts removed" : "joined by contacts"));
+        const YarnModel<double> model = stacked_pair(8, 7, separate, 1.0, 0.0);
+        const double thickness = model.collision.thickness;
+        // add_contact_layer records the stack: the bottom fabric's yarns at
+        // level 0, the top's at level 1, one stack.
+        REQUIRE(model.yarn_layer.size() == model.yarns.size());
+        for (std::size_t y = 0; y < model.yarns.size(); ++y) {
+            CHECK(model.yarn_layer[y].stack == 0);
+            CHECK(model.yarn_layer[y].level == (y < 16 ? 0 : 1));
         }
-    const thrust::device_vector<double> cq(crumpled.q.begin(), crumpled.q.end()),
-        cv(crumpled.v.begin(), crumpled.v.end());
-    int compared = 0, offset_pairs = 0;
-    for (const double cell : {0.4e-3, 2e-3}) {
-        weft::YarnContactFinder<double> f(nodes, cell, thickness);
-        f.set_layers(crumpled);
-        f.set_segments(crumpled.segments, crumpled.segments, {}, {});
-        for (const double tau : {0.0, 2e-3})
-            for (const double reach : {0.5e-3, 0.75e-3}) {
-                const thrust::device_vector<weft::ClothContactElement<double>> found = f.find(cq, cv, tau, reach);
-                const std::vector<double> normal = f.normals();
-                std::set<std::vector<int>> got, expected;
-                for (const weft::ClothContactElement<double>& c : weft::to_host(found))
-                    got.insert({c.nodes[0], c.nodes[1], c.nodes[2], c.nodes[3]});
-                // Brute force: every pair of segments not excluded (the
-                // finder's own exclusion, tested above against a rebuilt
-                // one) whose boxes swept over τ v, grown by half the reach
-                // plus half the largest offset (one thickness), overlap,
-                // offset by thickness × Δlevel × the unit sum of the four
-                // end nodes' normals, within reach + τ × relative speed.
-                for (std::size_t a = 0; a < crumpled.segments.size(); ++a)
-                    for (std::size_t b = a + 1; b < crumpled.segments.size(); ++b) {
-                        const weft::YarnSegment &sa = crumpled.segments[a], &sb = crumpled.segments[b];
-                        if (f.excluded(sa.node0, sa.node1, sb.node0, sb.node1)) continue;
-                        const int ids[4] = {sa.node0, sa.node1, sb.node0, sb.node1};
-                        Vec3 sum = Vec3::Zero();
-                        for (int i : ids) sum += Vec3(normal[3 * i], normal[3 * i + 1], normal[3 * i + 2]);
-                        const int dl = level_of.at({sb.node0, sb.node1}) - level_of.at({sa.node0, sa.node1});
-                        const Vec3 offset = dl == 0 ? Vec3::Zero() : Vec3(thickness * dl * sum.normalized());
-                        if (near_pair(crumpled, sa, sb, offset, tau, reach, (reach + thickness) / 2)) {
-                            expected.insert({ids[0], ids[1], ids[2], ids[3]});
-                            offset_pairs += dl != 0 ? 1 : 0;
-                        }
-                    }
-                INFO("cell " << cell << " tau " << tau << " reach " << reach);
-                CHECK(got == expected);
-                ++compared;
+        const int nodes = model.node_count();
+        std::map<std::pair<int, int>, int> level_of;  // segment's nodes → level
+        for (const weft::YarnSegment& s : model.segments) level_of[{s.node0, s.node1}] = segment_level(model, s);
+        const auto at_contact = [&](const weft::YarnSegment& seg) {
+            return model.external_contact[static_cast<std::size_t>(seg.node0)] ||
+                   model.external_contact[static_cast<std::size_t>(seg.node1)];
+        };
+        const thrust::device_vector<double> q(model.q.begin(), model.q.end()), v(model.v.size(), 0.0);
+        const std::vector<weft::YarnParallelPair> fabric = weft::fabric_pairs(model);
+        weft::YarnContactFinder<double> finder(nodes, 2e-3, thickness);
+        finder.set_layers(model);
+        finder.set_segments(model.segments, model.segments, {}, {}, fabric);
+        const std::vector<weft::ClothContactElement<double>> pairs =
+            weft::to_host(finder.find(q, v, 0.0, 1.5 * thickness));
+        // The contacts cut each fabric's segments in two; each half keeps
+        // the whole fabric segment's exclusions: its ends are two of the
+        // fabric's crossings one spacing apart with only contacts between.
+        const std::vector<int> parents = weft::YarnContactFinder<double>::fabric_segment_ends(model.segments, fabric);
+        int halves = 0;
+        for (std::size_t k = 0; k < model.segments.size(); ++k) {
+            const weft::YarnSegment& seg = model.segments[k];
+            const int p0 = parents[2 * k], p1 = parents[2 * k + 1];
+            if (!at_contact(seg)) {
+                CHECK((p0 == seg.node0 && p1 == seg.node1));
+                continue;
             }
+            ++halves;
+            CHECK_FALSE(model.external_contact[static_cast<std::size_t>(p0)]);
+            CHECK_FALSE(model.external_contact[static_cast<std::size_t>(p1)]);
+            CHECK(std::abs((at(model.q, p1) - at(model.q, p0)).norm() - 1e-3) < 1e-12);
+        }
+        if (separate)
+            CHECK(halves == 0);
+        else
+            CHECK(halves > 200);  // 336: every top segment, and the bottom's under the top patch
+        if (!separate) {
+            // Joined: no pair at all within 1.5 thicknesses. The contacts
+            // join every segment of the top layer to the bottom one, and a
+            // flat fabric alone has no pair that near; without the fabric
+            // segments' exclusions the halves that meet at a crossing, √½
+            // spacing apart, would be pairs.
+            CHECK(pairs.empty());
+            weft::YarnContactFinder<double> halves_only(nodes, 2e-3, thickness);
+            halves_only.set_layers(model);
+            halves_only.set_segments(model.segments, model.segments, {}, {});
+            CHECK(halves_only.find(q, v, 0.0, 1.5 * thickness).size() > 50);
+        } else {
+            // Nothing joins the layers: the pairs between them carry the
+            // offset, none is within the thickness. The node normals of the
+            // flat patches are +z (axis1 × axis2) on both layers, zero on
+            // the removed contacts (on no yarn).
+            int normals = 0;
+            const std::vector<double> n = finder.normals();
+            for (int i = 0; i < nodes; ++i) {
+                const Vec3 ni(n[3 * i], n[3 * i + 1], n[3 * i + 2]);
+                if (ni.norm() == 0) continue;
+                CHECK((ni - Vec3(0, 0, 1)).norm() < 1e-12);
+                ++normals;
+            }
+            CHECK(normals == 8 * 8 + 7 * 7);
+            int between = 0;
+            const weft::cloth_collision_detail::ContactDistance<double> distance{model.q.data(), B};
+            for (const weft::ClothContactElement<double>& c : pairs) {
+                const int la = level_of.at({c.nodes[0], c.nodes[1]}), lb = level_of.at({c.nodes[2], c.nodes[3]});
+                const Vec3 offset(c.offset[0], c.offset[1], c.offset[2]);
+                // The second segment moves by thickness × (its level − the first's) along +z.
+                CHECK((offset - Vec3(0, 0, thickness * (lb - la))).norm() < 1e-15);
+                between += la != lb ? 1 : 0;
+                // The other layer's centre lines are a thickness away at least.
+                CHECK(distance(c) >= thickness * (1 - 1e-12));
+            }
+            CHECK(between >= 50);
+            CHECK(between == static_cast<int>(pairs.size()));  // a flat fabric alone has none
+        }
+
+        // The finder against brute force, with the offsets, the fabric
+        // segments' exclusions and the joined layers' exclusion, on the
+        // stack crumpled so that the top layer dips through the bottom one
+        // in places (random positions ±0.3 mm and velocities), several
+        // cells, reaches and sweep times.
+        YarnModel<double> crumpled = model;
+        weft_test::Random rng(5);
+        for (int i = 0; i < nodes; ++i)
+            for (int k = 0; k < 3; ++k) {
+                crumpled.q[static_cast<std::size_t>(B * i + k)] += rng.uniform(-0.3e-3, 0.3e-3);
+                crumpled.v[static_cast<std::size_t>(B * i + k)] = rng.uniform(-0.2, 0.2);
+            }
+        const thrust::device_vector<double> cq(crumpled.q.begin(), crumpled.q.end()),
+            cv(crumpled.v.begin(), crumpled.v.end());
+        int compared = 0, offset_pairs = 0, same_layer = 0;
+        for (const double cell : {0.4e-3, 2e-3}) {
+            weft::YarnContactFinder<double> f(nodes, cell, thickness);
+            f.set_layers(crumpled);
+            f.set_segments(crumpled.segments, crumpled.segments, {}, {}, fabric);
+            for (const double tau : {0.0, 2e-3})
+                for (const double reach : {0.5e-3, 0.75e-3}) {
+                    const thrust::device_vector<weft::ClothContactElement<double>> found = f.find(cq, cv, tau, reach);
+                    const std::vector<double> normal = f.normals();
+                    std::set<std::vector<int>> got, expected;
+                    for (const weft::ClothContactElement<double>& c : weft::to_host(found))
+                        got.insert({c.nodes[0], c.nodes[1], c.nodes[2], c.nodes[3]});
+                    // Brute force: every pair of segments not excluded, nor
+                    // their fabric segments (the finder's own exclusion,
+                    // tested above against a rebuilt one), nor on two levels
+                    // with a contact at an end (every contact here joins the
+                    // two layers), whose boxes swept over τ v, grown by half
+                    // the reach plus half the largest offset (one
+                    // thickness), overlap, offset by thickness × Δlevel ×
+                    // the unit sum of the four end nodes' normals, within
+                    // reach + τ × relative speed.
+                    for (std::size_t a = 0; a < crumpled.segments.size(); ++a)
+                        for (std::size_t b = a + 1; b < crumpled.segments.size(); ++b) {
+                            const weft::YarnSegment &sa = crumpled.segments[a], &sb = crumpled.segments[b];
+                            if (f.excluded(sa.node0, sa.node1, sb.node0, sb.node1) ||
+                                f.excluded(parents[2 * a], parents[2 * a + 1], parents[2 * b], parents[2 * b + 1]))
+                                continue;
+                            const int dl = level_of.at({sb.node0, sb.node1}) - level_of.at({sa.node0, sa.node1});
+                            if (dl != 0 && (at_contact(sa) || at_contact(sb))) continue;
+                            const int ids[4] = {sa.node0, sa.node1, sb.node0, sb.node1};
+                            Vec3 sum = Vec3::Zero();
+                            for (int i : ids) sum += Vec3(normal[3 * i], normal[3 * i + 1], normal[3 * i + 2]);
+                            const Vec3 offset = dl == 0 ? Vec3::Zero() : Vec3(thickness * dl * sum.normalized());
+                            if (near_pair(crumpled, sa, sb, offset, tau, reach, (reach + thickness) / 2)) {
+                                expected.insert({ids[0], ids[1], ids[2], ids[3]});
+                                offset_pairs += dl != 0 ? 1 : 0;
+                                same_layer += dl == 0 ? 1 : 0;
+                            }
+                        }
+                    INFO("cell " << cell << " tau " << tau << " reach " << reach);
+                    CHECK(got == expected);
+                    ++compared;
+                }
+        }
+        CHECK(compared == 8);
+        CHECK(same_layer > 100);
+        if (separate) CHECK(offset_pairs > 100);
     }
-    CHECK(compared == 8);
-    CHECK(offset_pairs > 100);
 }
 
 TEST_CASE("yarn collision: stacked layers that no contact joins any more meet again without passing through",

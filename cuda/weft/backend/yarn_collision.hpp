@@ -22,6 +22,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -100,6 +101,37 @@ struct SegmentPairElement {
         const T scale = thickness * T(level[p.b] - level[p.a]) / length;
         for (int d = 0; d < 3; ++d) e.offset[d] = scale * n(d);
         return e;
+    }
+};
+
+/// Excludes a candidate pair of segments whose fabric segments (the ends
+/// of the segments of one fabric that contacts with another cut them from,
+/// YarnContactFinder::set_segments) are excluded.
+struct FabricExcluded {
+    const int* parents;  ///< 2 per segment
+    NeighbourNodes excluded;
+    WEFT_HD bool operator()(const CandidatePair& p) const
+    {
+        return excluded(parents[2 * p.a], parents[2 * p.a + 1], parents[2 * p.b], parents[2 * p.b + 1]);
+    }
+};
+
+/// Excludes a candidate pair of segments on two levels of one stack of
+/// layers when one of them ends at a contact between those two layers
+/// (`joined`: per segment and end, the level the end's contact joins the
+/// segment's layer to, −1 none): the persistent contacts keep the layers
+/// apart where they join them (thesis Sec. 4.4), as the two yarns through
+/// one contact are no pair. Collision between the layers acts where no
+/// contact joins them: beyond a layer's edge, or where contacts were removed.
+struct JoinedLayers {
+    const int* stack;
+    const int* level;
+    const int* joined;
+    WEFT_HD bool operator()(const CandidatePair& p) const
+    {
+        if (stack[p.a] < 0 || stack[p.a] != stack[p.b] || level[p.a] == level[p.b]) return false;
+        return joined[2 * p.a] == level[p.b] || joined[2 * p.a + 1] == level[p.b] || joined[2 * p.b] == level[p.a] ||
+               joined[2 * p.b + 1] == level[p.a];
     }
 };
 
@@ -259,9 +291,17 @@ public:
     /// The segments to test and the node links that exclude pairs
     /// (yarn_collision.hpp): the links of `initial` (the model's first
     /// segments), of `segments` (the current ones) and of the EIL springs.
+    /// `fabric`: the segments between a fabric's consecutive crossings on a
+    /// yarn across contacts with another fabric (`fabric_pairs`, the EIL
+    /// lists' `fabric`). A segment that such contacts cut out of one of them
+    /// keeps that fabric segment's exclusions too: a pair is also excluded
+    /// when the fabric segments of its two segments are (joined as links).
+    /// Without it, the halves of two fabric segments that meet at a crossing
+    /// would be contacts, √½ spacing apart in a stack at rest.
     /// @throws InvalidInput for a node out of range
     void set_segments(const std::vector<YarnSegment>& initial, const std::vector<YarnSegment>& segments,
-                      const std::vector<EilSpring>& springs, const std::vector<EilPairSpring>& pairs)
+                      const std::vector<EilSpring>& springs, const std::vector<EilPairSpring>& pairs,
+                      const std::vector<YarnParallelPair>& fabric = {})
     {
         std::vector<std::pair<int, int>> links;
         const auto link = [&](int a, int b) {
@@ -282,6 +322,14 @@ public:
                 link(p.node, p.before[k]);
                 link(p.node, p.after[k]);
             }
+        const std::vector<int> parents = fabric_segment_ends(segments, fabric);
+        m_has_parents = false;
+        for (std::size_t k = 0; k < segments.size(); ++k)
+            if (parents[2 * k] != segments[k].node0 || parents[2 * k + 1] != segments[k].node1) {
+                m_has_parents = true;
+                link(parents[2 * k], parents[2 * k + 1]);
+            }
+        m_parent_edges.assign(parents.begin(), parents.end());
         std::sort(links.begin(), links.end());
         links.erase(std::unique(links.begin(), links.end()), links.end());
         std::vector<int> offsets(static_cast<std::size_t>(m_nodes) + 1, 0), neighbours;
@@ -303,6 +351,40 @@ public:
         set_segment_layers(segments);
     }
 
+    /// Per segment, the ends of the fabric segment it lies in (2 each): the
+    /// `fabric` pair whose chain of segments (same coordinate, each starting
+    /// where the last ended) contains it; its own ends otherwise.
+    static std::vector<int> fabric_segment_ends(const std::vector<YarnSegment>& segments,
+                                                const std::vector<YarnParallelPair>& fabric)
+    {
+        std::vector<int> out;
+        out.reserve(2 * segments.size());
+        for (const YarnSegment& s : segments) {
+            out.push_back(s.node0);
+            out.push_back(s.node1);
+        }
+        if (fabric.empty()) return out;
+        std::map<std::pair<int, int>, std::size_t> starting;  // (node0, coordinate) → segment
+        for (std::size_t k = 0; k < segments.size(); ++k) starting[{segments[k].node0, segments[k].coordinate}] = k;
+        std::vector<std::size_t> chain;
+        for (const YarnParallelPair& f : fabric) {
+            chain.clear();
+            int at = f.node0;
+            while (at != f.node1 && chain.size() <= segments.size()) {
+                const auto it = starting.find({at, f.coordinate});
+                if (it == starting.end()) break;
+                chain.push_back(it->second);
+                at = segments[it->second].node1;
+            }
+            if (at != f.node1 || chain.size() < 2) continue;
+            for (std::size_t k : chain) {
+                out[2 * k] = f.node0;
+                out[2 * k + 1] = f.node1;
+            }
+        }
+        return out;
+    }
+
     int segment_count() const { return static_cast<int>(m_edges.size() / 2); }
     T cell() const { return m_cell; }
 
@@ -315,8 +397,14 @@ public:
         const cloth_collision_detail::Motion<T> motion{raw_pointer(q), raw_pointer(v), tau, yarn_node_dofs};
         // Between stacked layers the broad phase reaches as far as the
         // largest offset further; the offset pairs are then tested again.
-        const thrust::device_vector<CandidatePair> near =
+        thrust::device_vector<CandidatePair> near =
             near_edge_pairs<T>(motion, m_edges, reach + m_largest_offset, m_cell, exclusion());
+        if (m_has_parents) {
+            const auto end =
+                thrust::remove_if(thrust::device, near.begin(), near.end(),
+                                  yarn_collision_detail::FabricExcluded{raw_pointer(m_parent_edges), exclusion()});
+            near.resize(static_cast<std::size_t>(end - near.begin()));
+        }
         thrust::device_vector<ClothContactElement<T>> out(near.size());
         if (m_segment_stack.empty()) {
             thrust::transform(
@@ -324,8 +412,15 @@ public:
                 yarn_collision_detail::SegmentPairElement<T>{raw_pointer(m_edges), nullptr, nullptr, nullptr, T(0)});
             return out;
         }
-        // Stacked layers: the pairs between levels with their offsets, and
-        // only those within reach once offset.
+        // Stacked layers: no pair between two layers that a contact at one
+        // of its segments' ends joins; the others between levels with their
+        // offsets, and only those within reach once offset.
+        const auto joined_end = thrust::remove_if(
+            thrust::device, near.begin(), near.end(),
+            yarn_collision_detail::JoinedLayers{raw_pointer(m_segment_stack), raw_pointer(m_segment_level),
+                                                raw_pointer(m_segment_joined)});
+        near.resize(static_cast<std::size_t>(joined_end - near.begin()));
+        out.resize(near.size());
         m_normals.resize(3 * static_cast<std::size_t>(m_nodes));
         const auto first = thrust::counting_iterator<int>(0);
         thrust::for_each(
@@ -365,6 +460,7 @@ private:
     {
         m_segment_stack.clear();
         m_segment_level.clear();
+        m_segment_joined.clear();
         if (m_node_place.empty()) return;
         std::vector<int> stack, level, coordinate, incident(4 * static_cast<std::size_t>(m_nodes), -1),
             count(static_cast<std::size_t>(m_nodes), 0);
@@ -382,8 +478,25 @@ private:
                 if (c < 4) incident[4 * static_cast<std::size_t>(n) + static_cast<std::size_t>(c++)] = int(k);
             }
         }
+        // The level each segment's end joins it to: an end on current
+        // segments of both coordinates whose two yarns lie on two levels of
+        // one stack is a contact between those layers.
+        std::vector<unsigned char> on(2 * static_cast<std::size_t>(m_nodes), 0);
+        for (const YarnSegment& s : segments)
+            for (int n : {s.node0, s.node1}) on[2 * static_cast<std::size_t>(n) + (s.coordinate == 3 ? 0 : 1)] = 1;
+        std::vector<int> joined(2 * segments.size(), -1);
+        for (std::size_t k = 0; k < segments.size(); ++k) {
+            const std::size_t other = segments[k].coordinate == 3 ? 1 : 0;
+            for (int e = 0; e < 2; ++e) {
+                const std::size_t n = static_cast<std::size_t>(e == 0 ? segments[k].node0 : segments[k].node1);
+                const YarnLayerPlace p = m_node_place[2 * n + other];
+                if (on[2 * n] && on[2 * n + 1] && p.stack >= 0 && p.stack == stack[k] && p.level != level[k])
+                    joined[2 * k + static_cast<std::size_t>(e)] = p.level;
+            }
+        }
         m_segment_stack.assign(stack.begin(), stack.end());
         m_segment_level.assign(level.begin(), level.end());
+        m_segment_joined.assign(joined.begin(), joined.end());
         m_coordinate.assign(coordinate.begin(), coordinate.end());
         m_incident.assign(incident.begin(), incident.end());
     }
@@ -394,10 +507,13 @@ private:
     T m_largest_offset = T(0);                 ///< stacked layers: thickness × the largest level difference
     std::vector<YarnLayerPlace> m_node_place;  ///< stacked layers: 2 per node (u-yarn, v-yarn)
     thrust::device_vector<int> m_segment_stack, m_segment_level, m_coordinate, m_incident;
+    thrust::device_vector<int> m_segment_joined;  ///< stacked layers: 2 per segment (JoinedLayers)
     mutable thrust::device_vector<T> m_normals;
-    thrust::device_vector<int> m_offsets;     ///< #nodes + 1
-    thrust::device_vector<int> m_neighbours;  ///< sorted per node
-    thrust::device_vector<int> m_edges;       ///< the current segments' end nodes, 2 per segment
+    thrust::device_vector<int> m_offsets;       ///< #nodes + 1
+    thrust::device_vector<int> m_neighbours;    ///< sorted per node
+    thrust::device_vector<int> m_edges;         ///< the current segments' end nodes, 2 per segment
+    thrust::device_vector<int> m_parent_edges;  ///< the ends of each segment's fabric segment, 2 per segment
+    bool m_has_parents = false;                 ///< some segment is a part of a fabric segment
 };
 
 }  // namespace weft

@@ -673,7 +673,7 @@ private:
         m_base_blocks = std::move(blocks);
         m_base_vectors = std::move(vectors);
         m_base_entries = entries;
-        if (m_collision.enabled) m_contact_finder.set_segments(m_initial_segments, segments, springs, pairs);
+        if (m_collision.enabled) m_contact_finder.set_segments(m_initial_segments, segments, springs, pairs, fabric);
         build_with_contacts();
         ++m_assembly_builds;
 
