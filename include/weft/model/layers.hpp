@@ -56,10 +56,12 @@
 /// layers keep from passing through each other only with yarn–yarn
 /// collision on (YarnModel::collision), which measures two layers of one
 /// stack with the upper one lifted by the thickness per level, as recorded
-/// here in YarnModel::yarn_layer (docs/collision.md, "Stacked layers"). `detach_contact_node` takes a node off one yarn
-/// by hand between steppers (friction_incline detaches a little before the end and shares F_n among the remaining
-/// contacts). Contacts are only created here, never during a simulation (the thesis does the same: "no dynamic addition
-/// of EoL nodes").
+/// here in YarnModel::yarn_layer (docs/collision.md, "Stacked layers").
+/// `detach_contact_node` takes a node off one yarn by hand between steppers
+/// (friction_incline detaches a little before the end and shares F_n among
+/// the remaining contacts). Contacts are only created here, never during a
+/// simulation (the thesis does the same: "no dynamic addition of EoL
+/// nodes").
 ///
 /// Parallel-yarn contact (thesis Sec. 4.3.2, rule (a)): every contact node
 /// is marked in `YarnModel::external_contact`, which takes it out of
