@@ -388,6 +388,144 @@ TEST_CASE("yarn collision: stacked layers are measured a thickness apart, so the
     }
 }
 
+namespace {
+
+/// Makes `node` EIL on its yarn of `coordinate` in the segment list: the
+/// two segments of that coordinate ending at it become one, and the spring
+/// that interpolates it there (with the neighbouring segments' far ends as
+/// its outer nodes, −1 where there is none) is returned.
+weft::EilSpring make_eil(std::vector<weft::YarnSegment>& segments, int node, int coordinate)
+{
+    const auto ending = [&](int at, bool as_start) {
+        for (std::size_t k = 0; k < segments.size(); ++k)
+            if (segments[k].coordinate == coordinate && (as_start ? segments[k].node0 : segments[k].node1) == at)
+                return static_cast<int>(k);
+        return -1;
+    };
+    const int before = ending(node, false), after = ending(node, true);
+    REQUIRE(before >= 0);
+    REQUIRE(after >= 0);
+    weft::EilSpring s;
+    s.node = node;
+    s.coordinate = coordinate;
+    s.before = segments[static_cast<std::size_t>(before)].node0;
+    s.after = segments[static_cast<std::size_t>(after)].node1;
+    const int outer_before = ending(s.before, false), outer_after = ending(s.after, true);
+    s.outer_before = outer_before >= 0 ? segments[static_cast<std::size_t>(outer_before)].node0 : -1;
+    s.outer_after = outer_after >= 0 ? segments[static_cast<std::size_t>(outer_after)].node1 : -1;
+    segments[static_cast<std::size_t>(before)].node1 = s.after;
+    segments.erase(segments.begin() + after);
+    return s;
+}
+
+}  // namespace
+
+TEST_CASE("yarn collision: a segment through an EIL node keeps the exclusions of the two it replaces",
+          "[backend][yarn][collision][layers][eil]")
+{
+    // The joined stack of the test above has no pair within 1.5 thicknesses
+    // at rest. An EIL node ends no segment of its EIL yarn: one segment
+    // passes through it. Made EIL here: a crossing of the bottom fabric on
+    // both of its yarns (its two yarns' segments then cross in one plane),
+    // one on its v-yarn only (the segments of its u-yarn that end at the
+    // contacts half a spacing from it then come within the thickness of
+    // the v-yarn's segment through it), as two springs and as a pair
+    // spring, and a contact between the layers on its top yarn. Still no
+    // pair: each segment through an EIL node is excluded where the two it
+    // replaces were. And the normal of a node EIL on a yarn comes from its
+    // spring's chord: +z like every other node of the flat stack.
+    const YarnModel<double> model = stacked_pair(8, 7, false, 1.0, 0.0);
+    const double thickness = model.collision.thickness;
+    const int nodes = model.node_count();
+    const auto incident = [&](int n, int coordinate) {
+        int count = 0;
+        for (const weft::YarnSegment& s : model.segments)
+            count += s.coordinate == coordinate && (s.node0 == n || s.node1 == n) ? 1 : 0;
+        return count;
+    };
+    // Interior crossings of the bottom fabric (its 8 × 8 nodes come first;
+    // two segments of each coordinate end there, cut by contacts), two on
+    // different yarns, and a contact with the same, on none of their yarns.
+    std::vector<int> interior, contacts;
+    for (int n = 0; n < nodes; ++n)
+        if (incident(n, 3) == 2 && incident(n, 4) == 2)
+            (model.external_contact[static_cast<std::size_t>(n)] ? contacts : interior).push_back(n);
+    const auto apart = [&](int a, int b) {
+        const Vec3 d = at(model.q, a) - at(model.q, b);
+        return std::abs(d.x()) > 1.5e-3 && std::abs(d.y()) > 1.5e-3;
+    };
+    std::vector<int> crossings;
+    for (int n : interior)
+        if (n < 8 * 8 && (crossings.empty() || apart(n, crossings[0]))) crossings.push_back(n);
+    REQUIRE(crossings.size() >= 2);
+    int contact = -1;
+    for (int n : contacts)
+        if (contact < 0 && apart(n, crossings[0]) && apart(n, crossings[1])) contact = n;
+    REQUIRE(contact >= 0);
+    const thrust::device_vector<double> q(model.q.begin(), model.q.end()), v(model.v.size(), 0.0);
+    const std::vector<weft::YarnParallelPair> fabric = weft::fabric_pairs(model);
+    for (int variant = 0; variant < 2; ++variant) {
+        INFO((variant == 0 ? "EIL springs" : "a pair spring for the node EIL on both yarns"));
+        std::vector<weft::YarnSegment> segments = model.segments;
+        std::vector<weft::EilSpring> springs;
+        std::vector<weft::EilPairSpring> pairs;
+        const weft::EilSpring su = make_eil(segments, crossings[0], 3);
+        const weft::EilSpring sv = make_eil(segments, crossings[0], 4);
+        if (variant == 0) {
+            springs = {su, sv};
+        } else {
+            weft::EilPairSpring p;
+            p.node = crossings[0];
+            for (const weft::EilSpring& s : {su, sv}) {
+                const int k = s.coordinate - 3;
+                p.before[k] = s.before;
+                p.after[k] = s.after;
+                p.outer_before[k] = s.outer_before;
+                p.outer_after[k] = s.outer_after;
+            }
+            pairs = {p};
+        }
+        springs.push_back(make_eil(segments, crossings[1], 4));
+        const int top_coordinate = incident(contact, 3) == 2 ? 3 : 4;
+        springs.push_back(make_eil(segments, contact, top_coordinate));
+        // The segments through the EIL crossings cross or pass within the
+        // thickness of others of their own fabric: without the exclusions
+        // these are pairs (checked by brute force: segments sharing no node
+        // and not next to each other along the segments of the model).
+        int close = 0;
+        std::set<std::pair<int, int>> linked;
+        const std::vector<weft::YarnSegment>* lists[2] = {&model.segments, &segments};
+        for (const std::vector<weft::YarnSegment>* list : lists)
+            for (const weft::YarnSegment& s : *list) {
+                linked.insert({s.node0, s.node1});
+                linked.insert({s.node1, s.node0});
+            }
+        for (std::size_t a = 0; a < segments.size(); ++a)
+            for (std::size_t b = a + 1; b < segments.size(); ++b) {
+                const weft::YarnSegment &sa = segments[a], &sb = segments[b];
+                bool excluded = false;
+                for (int i : {sa.node0, sa.node1})
+                    for (int j : {sb.node0, sb.node1}) excluded = excluded || i == j || linked.count({i, j}) > 0;
+                if (excluded) continue;
+                const double d =
+                    std::sqrt(weft::closest_segment_segment<double>(at(model.q, sa.node0), at(model.q, sa.node1),
+                                                                    at(model.q, sb.node0), at(model.q, sb.node1))
+                                  .distance_squared);
+                close += d < thickness * (1 + 1e-9) ? 1 : 0;
+            }
+        CHECK(close >= 3);
+        weft::YarnContactFinder<double> finder(nodes, 2e-3, thickness);
+        finder.set_layers(model);
+        finder.set_segments(model.segments, segments, springs, pairs, fabric);
+        CHECK(finder.find(q, v, 0.0, 1.5 * thickness).empty());
+        const std::vector<double> n = finder.normals();
+        for (int i : {crossings[0], crossings[1], contact}) {
+            INFO("node " << i);
+            CHECK((Vec3(n[3 * i], n[3 * i + 1], n[3 * i + 2]) - Vec3(0, 0, 1)).norm() < 1e-12);
+        }
+    }
+}
+
 TEST_CASE("yarn collision: stacked layers that no contact joins any more meet again without passing through",
           "[backend][yarn][collision][layers]")
 {

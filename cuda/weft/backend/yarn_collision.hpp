@@ -21,6 +21,7 @@
 /// different cloths, are contacts.
 
 #include <algorithm>
+#include <array>
 #include <limits>
 #include <map>
 #include <string>
@@ -117,9 +118,10 @@ struct FabricExcluded {
 };
 
 /// Excludes a candidate pair of segments on two levels of one stack of
-/// layers when one of them ends at a contact between those two layers
-/// (`joined`: per segment and end, the level the end's contact joins the
-/// segment's layer to, −1 none): the persistent contacts keep the layers
+/// layers when one of them ends at a contact between those two layers, or
+/// passes through one that is EIL on its yarn (`joined`: two per segment,
+/// the levels its contacts join the segment's layer to, −1 none; see
+/// YarnContactFinder::set_segment_layers): the persistent contacts keep the layers
 /// apart where they join them (thesis Sec. 4.4), as the two yarns through
 /// one contact are no pair. Collision between the layers acts where no
 /// contact joins them: beyond a layer's edge, or where contacts were removed.
@@ -136,17 +138,18 @@ struct JoinedLayers {
 };
 
 /// A node's unit normal to its fabric, t_u × t_v with t_u and t_v the sums
-/// of its u- and v-segments' chords (each from the node earlier in arc
-/// length to the later one): for stacked patches (model/layers.hpp) it
-/// points from the bottom layer to the top one, as in
+/// of its u- and v-chords (each from the node earlier in arc length to the
+/// later one: the segments ending at the node, and where the node is EIL on
+/// a yarn the segment between its spring's EoL nodes): for stacked patches
+/// (model/layers.hpp) it points from the bottom layer to the top one, as in
 /// `layer_contact_normal_force`. Zero where the node lies on one yarn only
 /// or the tangents are parallel.
 template <typename T>
 struct NodeNormal {
     const T* q;
-    const int* edges;
-    const int* coordinate;  ///< per segment: 3 (u) or 4 (v)
-    const int* incident;    ///< 4 per node: segments ending there (−1: none)
+    const int* edges;       ///< 2 per chord
+    const int* coordinate;  ///< per chord: 3 (u) or 4 (v)
+    const int* incident;    ///< 4 per node: the chords it lies on (−1: none)
     T* normals;
     WEFT_HD void operator()(int node) const
     {
@@ -313,15 +316,40 @@ public:
         };
         for (const YarnSegment& s : initial) link(s.node0, s.node1);
         for (const YarnSegment& s : segments) link(s.node0, s.node1);
-        for (const EilSpring& s : springs) {
-            link(s.node, s.before);
-            link(s.node, s.after);
-        }
-        for (const EilPairSpring& p : pairs)
-            for (int k = 0; k < 2; ++k) {
-                link(p.node, p.before[k]);
-                link(p.node, p.after[k]);
+        // An EIL node X lies inside the segment of its EIL yarn between its
+        // spring's EoL nodes, or past one of them in the neighbouring
+        // segment (EilSpring::outer_before, outer_after). That segment takes
+        // the exclusions of the two it would be split into at X: X and each
+        // node linked to X so far (its neighbours on its yarns) are linked
+        // to all four ends. Without it, a segment ending next to X on X's
+        // other yarn would pair with the segment passing through X, closer
+        // than the thickness in one fabric. A node EIL on both yarns (a pair
+        // spring, or a spring on each) ends no segment: the segments of its
+        // two yarns that pass through it cross there, as the two yarns
+        // through any crossing do, and are no pair, so every node of its
+        // u-yarn's side is linked to every one of its v-yarn's side as well.
+        std::vector<std::vector<int>> adjacent(static_cast<std::size_t>(m_nodes));
+        for (const auto& l : links) adjacent[static_cast<std::size_t>(l.first)].push_back(l.second);
+        std::map<int, std::array<std::vector<int>, 2>> sides;
+        const auto add_side = [&](int node, int coordinate, std::initializer_list<int> ends) {
+            if (node < 0 || node >= m_nodes)
+                throw InvalidInput(detail::describe("yarn collision node", node, "out of range"));
+            std::vector<int>& side = sides[node][coordinate == 3 ? 0 : 1];
+            for (int n : ends) {
+                if (n < 0) continue;
+                link(node, n);
+                for (int m : adjacent[static_cast<std::size_t>(node)]) link(m, n);
+                side.push_back(n);
             }
+        };
+        for (const EilSpring& s : springs)
+            add_side(s.node, s.coordinate, {s.before, s.after, s.outer_before, s.outer_after});
+        for (const EilPairSpring& p : pairs)
+            for (int k = 0; k < 2; ++k)
+                add_side(p.node, 3 + k, {p.before[k], p.after[k], p.outer_before[k], p.outer_after[k]});
+        for (const auto& entry : sides)
+            for (int a : entry.second[0])
+                for (int b : entry.second[1]) link(a, b);
         const std::vector<int> parents = fabric_segment_ends(segments, fabric);
         m_has_parents = false;
         for (std::size_t k = 0; k < segments.size(); ++k)
@@ -348,7 +376,7 @@ public:
             edges.push_back(s.node1);
         }
         m_edges.assign(edges.begin(), edges.end());
-        set_segment_layers(segments);
+        set_segment_layers(segments, springs, pairs);
     }
 
     /// Per segment, the ends of the fabric segment it lies in (2 each): the
@@ -425,7 +453,7 @@ public:
         const auto first = thrust::counting_iterator<int>(0);
         thrust::for_each(
             thrust::device, first, first + m_nodes,
-            yarn_collision_detail::NodeNormal<T>{raw_pointer(q), raw_pointer(m_edges), raw_pointer(m_coordinate),
+            yarn_collision_detail::NodeNormal<T>{raw_pointer(q), raw_pointer(m_chords), raw_pointer(m_coordinate),
                                                  raw_pointer(m_incident), raw_pointer(m_normals)});
         thrust::transform(thrust::device, near.begin(), near.end(), out.begin(),
                           yarn_collision_detail::SegmentPairElement<T>{
@@ -454,16 +482,30 @@ private:
         return {raw_pointer(m_offsets), raw_pointer(m_neighbours)};
     }
 
-    /// Stacked layers: per segment its yarn's stack and level, its
-    /// coordinate, and per node the segments ending there (empty: no stack).
-    void set_segment_layers(const std::vector<YarnSegment>& segments)
+    /// Stacked layers: per segment its yarn's stack and level, and the
+    /// chords of the node normals (NodeNormal): each segment, and for an EIL
+    /// node on each of its EIL yarns the segment between its spring's EoL
+    /// nodes, with per node the chords it lies on (empty: no stack).
+    void set_segment_layers(const std::vector<YarnSegment>& segments, const std::vector<EilSpring>& springs,
+                            const std::vector<EilPairSpring>& pairs)
     {
         m_segment_stack.clear();
         m_segment_level.clear();
         m_segment_joined.clear();
+        m_chords.clear();
         if (m_node_place.empty()) return;
-        std::vector<int> stack, level, coordinate, incident(4 * static_cast<std::size_t>(m_nodes), -1),
+        std::vector<int> stack, level, chords, coordinate, incident(4 * static_cast<std::size_t>(m_nodes), -1),
             count(static_cast<std::size_t>(m_nodes), 0);
+        const auto add_chord = [&](int from, int to, int c, std::initializer_list<int> on) {
+            const int index = int(coordinate.size());
+            chords.push_back(from);
+            chords.push_back(to);
+            coordinate.push_back(c);
+            for (int n : on) {
+                int& k = count[static_cast<std::size_t>(n)];
+                if (k < 4) incident[4 * static_cast<std::size_t>(n) + static_cast<std::size_t>(k++)] = index;
+            }
+        };
         for (std::size_t k = 0; k < segments.size(); ++k) {
             const YarnSegment& s = segments[k];
             const std::size_t slot = s.coordinate == 3 ? 0 : 1;
@@ -472,31 +514,61 @@ private:
             if (p.stack < 0) p = m_node_place[2 * static_cast<std::size_t>(s.node1) + slot];
             stack.push_back(p.stack);
             level.push_back(p.level);
-            coordinate.push_back(s.coordinate);
-            for (int n : {s.node0, s.node1}) {
-                int& c = count[static_cast<std::size_t>(n)];
-                if (c < 4) incident[4 * static_cast<std::size_t>(n) + static_cast<std::size_t>(c++)] = int(k);
-            }
+            add_chord(s.node0, s.node1, s.coordinate, {s.node0, s.node1});
         }
-        // The level each segment's end joins it to: an end on current
-        // segments of both coordinates whose two yarns lie on two levels of
-        // one stack is a contact between those layers.
+        // An EIL node ends no segment of its EIL yarn; that yarn's tangent
+        // there is the chord of its spring's EoL nodes (without it the
+        // normal of a node EIL on a yarn would be zero).
+        for (const EilSpring& s : springs) add_chord(s.before, s.after, s.coordinate, {s.node});
+        for (const EilPairSpring& p : pairs)
+            for (int k = 0; k < 2; ++k) add_chord(p.before[k], p.after[k], 3 + k, {p.node});
+        // The level each segment's end joins it to: an end on both
+        // coordinates (on current segments of that coordinate, or EIL on
+        // it) whose two yarns lie on two levels of one stack is a contact
+        // between those layers.
         std::vector<unsigned char> on(2 * static_cast<std::size_t>(m_nodes), 0);
         for (const YarnSegment& s : segments)
             for (int n : {s.node0, s.node1}) on[2 * static_cast<std::size_t>(n) + (s.coordinate == 3 ? 0 : 1)] = 1;
+        for (const EilSpring& s : springs) on[2 * static_cast<std::size_t>(s.node) + (s.coordinate == 3 ? 0 : 1)] = 1;
+        for (const EilPairSpring& p : pairs)
+            on[2 * static_cast<std::size_t>(p.node)] = on[2 * static_cast<std::size_t>(p.node) + 1] = 1;
+        // The level of the other layer that a contact at node n joins a
+        // segment of (level, stack) to, −1 none.
+        const auto joins = [&](std::size_t n, int coordinate, std::size_t k) {
+            const YarnLayerPlace p = m_node_place[2 * n + (coordinate == 3 ? 1 : 0)];
+            return on[2 * n] && on[2 * n + 1] && p.stack >= 0 && p.stack == stack[k] && p.level != level[k] ? p.level
+                                                                                                            : -1;
+        };
         std::vector<int> joined(2 * segments.size(), -1);
+        std::map<std::pair<int, int>, std::size_t> segment_of;  // (node0, node1) → segment
         for (std::size_t k = 0; k < segments.size(); ++k) {
-            const std::size_t other = segments[k].coordinate == 3 ? 1 : 0;
-            for (int e = 0; e < 2; ++e) {
-                const std::size_t n = static_cast<std::size_t>(e == 0 ? segments[k].node0 : segments[k].node1);
-                const YarnLayerPlace p = m_node_place[2 * n + other];
-                if (on[2 * n] && on[2 * n + 1] && p.stack >= 0 && p.stack == stack[k] && p.level != level[k])
-                    joined[2 * k + static_cast<std::size_t>(e)] = p.level;
-            }
+            segment_of[{segments[k].node0, segments[k].node1}] = k;
+            for (int e = 0; e < 2; ++e)
+                joined[2 * k + static_cast<std::size_t>(e)] =
+                    joins(static_cast<std::size_t>(e == 0 ? segments[k].node0 : segments[k].node1),
+                          segments[k].coordinate, k);
         }
+        // A contact EIL on a yarn ends no segment of it: the segment that
+        // passes through it is joined to the other layer too (in a free
+        // slot; a segment joined to two other levels already keeps those).
+        const auto join_through = [&](int node, int before, int after, int coordinate) {
+            const auto it = segment_of.find({before, after});
+            if (it == segment_of.end() || segments[it->second].coordinate != coordinate) return;
+            const std::size_t k = it->second;
+            const int level_joined = joins(static_cast<std::size_t>(node), coordinate, k);
+            if (level_joined < 0 || joined[2 * k] == level_joined || joined[2 * k + 1] == level_joined) return;
+            if (joined[2 * k] < 0)
+                joined[2 * k] = level_joined;
+            else if (joined[2 * k + 1] < 0)
+                joined[2 * k + 1] = level_joined;
+        };
+        for (const EilSpring& s : springs) join_through(s.node, s.before, s.after, s.coordinate);
+        for (const EilPairSpring& p : pairs)
+            for (int k = 0; k < 2; ++k) join_through(p.node, p.before[k], p.after[k], 3 + k);
         m_segment_stack.assign(stack.begin(), stack.end());
         m_segment_level.assign(level.begin(), level.end());
         m_segment_joined.assign(joined.begin(), joined.end());
+        m_chords.assign(chords.begin(), chords.end());
         m_coordinate.assign(coordinate.begin(), coordinate.end());
         m_incident.assign(incident.begin(), incident.end());
     }
@@ -506,7 +578,9 @@ private:
     T m_thickness = T(0);
     T m_largest_offset = T(0);                 ///< stacked layers: thickness × the largest level difference
     std::vector<YarnLayerPlace> m_node_place;  ///< stacked layers: 2 per node (u-yarn, v-yarn)
-    thrust::device_vector<int> m_segment_stack, m_segment_level, m_coordinate, m_incident;
+    thrust::device_vector<int> m_segment_stack, m_segment_level;
+    thrust::device_vector<int> m_chords, m_coordinate,
+        m_incident;                               ///< stacked layers: the normals' chords (set_segment_layers)
     thrust::device_vector<int> m_segment_joined;  ///< stacked layers: 2 per segment (JoinedLayers)
     mutable thrust::device_vector<T> m_normals;
     thrust::device_vector<int> m_offsets;       ///< #nodes + 1
