@@ -526,6 +526,89 @@ TEST_CASE("yarn collision: a segment through an EIL node keeps the exclusions of
     }
 }
 
+TEST_CASE("yarn collision: segments closer along their yarns than the thickness are no pair",
+          "[backend][yarn][collision][eil]")
+{
+    // Sliding contacts leave segments shorter than the thickness (0.5 mm).
+    // A straight u-yarn (nodes 0–7 along x, arc length u = x) with two
+    // segments of 0.1 mm (nodes 3, 4), a v-yarn crossing it at node 4
+    // (nodes 8, 4, 9 along y, v = y), and a separate u-yarn 0.3 mm above
+    // (nodes 10, 11). Within the thickness and not excluded by the
+    // neighbour links: segments 1–2 and 4–5 of the first yarn (collinear,
+    // 0.2 mm apart along it), segment 1–2 and the v-yarn's 8–4 (0.2 mm
+    // apart, crossing at node 4), and the yarn above with the first. Only
+    // the last is a pair: the others lie closer than the thickness along
+    // their yarns, on one yarn or to a common node.
+    const double mm = 1e-3, thickness = 0.5 * mm;
+    const std::vector<Vec3> x = {{0, 0, 0},
+                                 {1 * mm, 0, 0},
+                                 {2 * mm, 0, 0},
+                                 {2.1 * mm, 0, 0},
+                                 {2.2 * mm, 0, 0},
+                                 {3.2 * mm, 0, 0},
+                                 {4.2 * mm, 0, 0},
+                                 {5.2 * mm, 0, 0},
+                                 {2.2 * mm, -1 * mm, 0},
+                                 {2.2 * mm, 1 * mm, 0},
+                                 {3.2 * mm, 0, 0.3 * mm},
+                                 {4.2 * mm, 0, 0.3 * mm}};
+    const int nodes = static_cast<int>(x.size());
+    std::vector<double> qh(static_cast<std::size_t>(B * nodes), 0.0);
+    for (int i = 0; i < nodes; ++i) {
+        for (int d = 0; d < 3; ++d) qh[static_cast<std::size_t>(B * i + d)] = x[static_cast<std::size_t>(i)](d);
+        qh[static_cast<std::size_t>(B * i + 3)] = x[static_cast<std::size_t>(i)].x();
+        qh[static_cast<std::size_t>(B * i + 4)] = x[static_cast<std::size_t>(i)].y();
+    }
+    std::vector<weft::YarnSegment> segments;
+    for (int i = 0; i < 7; ++i) segments.push_back({i, i + 1, 3});
+    segments.push_back({8, 4, 4});
+    segments.push_back({4, 9, 4});
+    segments.push_back({10, 11, 3});
+    const thrust::device_vector<double> q(qh.begin(), qh.end()), v(qh.size(), 0.0);
+    const auto found = [&](const weft::YarnContactFinder<double>& f) {
+        std::set<std::vector<int>> out;
+        for (const weft::ClothContactElement<double>& c : weft::to_host(f.find(q, v, 0.0, thickness))) {
+            std::vector<int> a = {c.nodes[0], c.nodes[1]}, b = {c.nodes[2], c.nodes[3]};
+            std::sort(a.begin(), a.end());
+            std::sort(b.begin(), b.end());
+            if (b < a) std::swap(a, b);
+            out.insert({a[0], a[1], b[0], b[1]});
+        }
+        return out;
+    };
+    // Without a thickness (the finder's tests against brute force) the
+    // rule is off: all of them are pairs.
+    weft::YarnContactFinder<double> plain(nodes, 2 * mm);
+    plain.set_segments(segments, segments, {}, {});
+    const std::set<std::vector<int>> all = found(plain);
+    CHECK(all.count({1, 2, 4, 5}) == 1);
+    CHECK(all.count({1, 2, 4, 8}) == 1);
+    CHECK(all.count({5, 6, 10, 11}) == 1);
+    weft::YarnContactFinder<double> finder(nodes, 2 * mm, thickness);
+    finder.set_segments(segments, segments, {}, {});
+    const std::set<std::vector<int>> pairs = found(finder);
+    CHECK(pairs.count({1, 2, 4, 5}) == 0);
+    CHECK(pairs.count({1, 2, 4, 8}) == 0);
+    CHECK(pairs.count({5, 6, 10, 11}) == 1);
+    // The same yarn folded back on itself meets itself as any other: the
+    // second yarn joined to the first's end (arc length going on) is far
+    // from segment 5–6 along the chain.
+    std::vector<weft::YarnSegment> folded = segments;
+    folded.back() = {7, 11, 3};
+    folded.push_back({11, 10, 3});
+    std::vector<double> qf = qh;
+    qf[static_cast<std::size_t>(B * 11 + 3)] = 6.2 * mm;
+    qf[static_cast<std::size_t>(B * 10 + 3)] = 7.2 * mm;
+    const thrust::device_vector<double> q_folded(qf.begin(), qf.end());
+    weft::YarnContactFinder<double> fold(nodes, 2 * mm, thickness);
+    fold.set_segments(folded, folded, {}, {});
+    bool folded_pair = false;
+    for (const weft::ClothContactElement<double>& c : weft::to_host(fold.find(q_folded, v, 0.0, thickness)))
+        folded_pair = folded_pair ||
+                      (std::set<int>{c.nodes[0], c.nodes[1], c.nodes[2], c.nodes[3]} == std::set<int>{5, 6, 10, 11});
+    CHECK(folded_pair);
+}
+
 TEST_CASE("yarn collision: stacked layers that no contact joins any more meet again without passing through",
           "[backend][yarn][collision][layers]")
 {

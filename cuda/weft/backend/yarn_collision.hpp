@@ -117,6 +117,54 @@ struct FabricExcluded {
     }
 };
 
+/// Excludes a candidate pair of segments that lie closer than `limit`
+/// along their yarns (arc length, the node's u or v): two segments of one
+/// yarn with a gap below the limit between them, or segments of two yarns
+/// through a common node (`junctions`: a crossing, or a contact joining
+/// two layers), each within the limit of that node. Such segments touch
+/// where the yarns' own elements (stretch, bending, the crossing) hold
+/// them; the neighbour links above miss them once sliding contacts leave
+/// segments shorter than the thickness.
+template <typename T>
+struct CloseAlongYarns {
+    const T* q;
+    const int* edges;       ///< 2 per segment
+    const int* coordinate;  ///< per segment: 3 (u) or 4 (v)
+    const int* yarn;        ///< per segment: its yarn (the connected segments of one coordinate)
+    const int* junction_u;  ///< per junction, sorted by (u-yarn, v-yarn)
+    const int* junction_v;
+    const int* junction_node;
+    int junctions;
+    T limit;
+    WEFT_HD static T outside(T s, T lo, T hi) { return s < lo ? lo - s : (s > hi ? s - hi : T(0)); }
+    WEFT_HD bool operator()(const CandidatePair& p) const
+    {
+        const int ca = coordinate[p.a], cb = coordinate[p.b];
+        const T a0 = q[yarn_node_dofs * edges[2 * p.a] + ca], a1 = q[yarn_node_dofs * edges[2 * p.a + 1] + ca];
+        const T b0 = q[yarn_node_dofs * edges[2 * p.b] + cb], b1 = q[yarn_node_dofs * edges[2 * p.b + 1] + cb];
+        const T lo_a = a0 < a1 ? a0 : a1, hi_a = a0 < a1 ? a1 : a0;
+        const T lo_b = b0 < b1 ? b0 : b1, hi_b = b0 < b1 ? b1 : b0;
+        if (yarn[p.a] == yarn[p.b]) return (lo_a > lo_b ? lo_a : lo_b) - (hi_a < hi_b ? hi_a : hi_b) < limit;
+        if (ca == cb) return false;
+        const int yu = ca == 3 ? yarn[p.a] : yarn[p.b], yv = ca == 3 ? yarn[p.b] : yarn[p.a];
+        int lo = 0, hi = junctions;
+        while (lo < hi) {
+            const int mid = (lo + hi) / 2;
+            if (junction_u[mid] < yu || (junction_u[mid] == yu && junction_v[mid] < yv))
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        for (int k = lo; k < junctions && junction_u[k] == yu && junction_v[k] == yv; ++k) {
+            const int c = junction_node[k];
+            if (outside(q[yarn_node_dofs * c + ca], lo_a, hi_a) < limit &&
+                outside(q[yarn_node_dofs * c + cb], lo_b, hi_b) < limit)
+                return true;
+        }
+        return false;
+    }
+};
+
 /// Excludes a candidate pair of segments on two levels of one stack of
 /// layers when one of them ends at a contact between those two layers, or
 /// passes through one that is EIL on its yarn (`joined`: two per segment,
@@ -376,6 +424,7 @@ public:
             edges.push_back(s.node1);
         }
         m_edges.assign(edges.begin(), edges.end());
+        set_yarns(segments, springs, pairs);
         set_segment_layers(segments, springs, pairs);
     }
 
@@ -433,6 +482,15 @@ public:
                                   yarn_collision_detail::FabricExcluded{raw_pointer(m_parent_edges), exclusion()});
             near.resize(static_cast<std::size_t>(end - near.begin()));
         }
+        if (m_thickness > T(0) && !m_segment_yarn.empty()) {
+            const auto end = thrust::remove_if(
+                thrust::device, near.begin(), near.end(),
+                yarn_collision_detail::CloseAlongYarns<T>{
+                    raw_pointer(q), raw_pointer(m_edges), raw_pointer(m_segment_coordinate),
+                    raw_pointer(m_segment_yarn), raw_pointer(m_junction_u), raw_pointer(m_junction_v),
+                    raw_pointer(m_junction_node), static_cast<int>(m_junction_node.size()), m_thickness});
+            near.resize(static_cast<std::size_t>(end - near.begin()));
+        }
         thrust::device_vector<ClothContactElement<T>> out(near.size());
         if (m_segment_stack.empty()) {
             thrust::transform(
@@ -480,6 +538,58 @@ private:
     yarn_collision_detail::NeighbourNodes exclusion() const
     {
         return {raw_pointer(m_offsets), raw_pointer(m_neighbours)};
+    }
+
+    /// Per segment its yarn (the segments of one coordinate that chain
+    /// through shared end nodes; an EIL node ends none, so a yarn stays
+    /// one chain), and the junctions: the nodes on a u-yarn and a v-yarn
+    /// (as a segment end or EIL on it), sorted by (u-yarn, v-yarn), for
+    /// CloseAlongYarns.
+    void set_yarns(const std::vector<YarnSegment>& segments, const std::vector<EilSpring>& springs,
+                   const std::vector<EilPairSpring>& pairs)
+    {
+        std::vector<int> root(2 * static_cast<std::size_t>(m_nodes));
+        for (std::size_t i = 0; i < root.size(); ++i) root[i] = static_cast<int>(i);
+        const auto find = [&](int i) {
+            while (root[static_cast<std::size_t>(i)] != i) {
+                root[static_cast<std::size_t>(i)] = root[static_cast<std::size_t>(root[static_cast<std::size_t>(i)])];
+                i = root[static_cast<std::size_t>(i)];
+            }
+            return i;
+        };
+        const auto slot = [](int node, int coordinate) { return 2 * node + (coordinate == 3 ? 0 : 1); };
+        for (const YarnSegment& s : segments) {
+            const int a = find(slot(s.node0, s.coordinate)), b = find(slot(s.node1, s.coordinate));
+            if (a != b) root[static_cast<std::size_t>(a)] = b;
+        }
+        std::vector<int> yarn, coordinate, on(2 * static_cast<std::size_t>(m_nodes), -1);
+        for (const YarnSegment& s : segments) {
+            yarn.push_back(find(slot(s.node0, s.coordinate)));
+            coordinate.push_back(s.coordinate);
+            for (int n : {s.node0, s.node1}) on[static_cast<std::size_t>(slot(n, s.coordinate))] = yarn.back();
+        }
+        for (const EilSpring& s : springs)
+            on[static_cast<std::size_t>(slot(s.node, s.coordinate))] = find(slot(s.before, s.coordinate));
+        for (const EilPairSpring& p : pairs)
+            for (int k = 0; k < 2; ++k)
+                on[static_cast<std::size_t>(slot(p.node, 3 + k))] = find(slot(p.before[k], 3 + k));
+        std::vector<std::array<int, 3>> junctions;
+        for (int n = 0; n < m_nodes; ++n) {
+            const int u = on[static_cast<std::size_t>(slot(n, 3))], v = on[static_cast<std::size_t>(slot(n, 4))];
+            if (u >= 0 && v >= 0) junctions.push_back({u, v, n});
+        }
+        std::sort(junctions.begin(), junctions.end());
+        std::vector<int> ju, jv, jn;
+        for (const auto& j : junctions) {
+            ju.push_back(j[0]);
+            jv.push_back(j[1]);
+            jn.push_back(j[2]);
+        }
+        m_segment_yarn.assign(yarn.begin(), yarn.end());
+        m_segment_coordinate.assign(coordinate.begin(), coordinate.end());
+        m_junction_u.assign(ju.begin(), ju.end());
+        m_junction_v.assign(jv.begin(), jv.end());
+        m_junction_node.assign(jn.begin(), jn.end());
     }
 
     /// Stacked layers: per segment its yarn's stack and level, and the
@@ -583,9 +693,11 @@ private:
         m_incident;                               ///< stacked layers: the normals' chords (set_segment_layers)
     thrust::device_vector<int> m_segment_joined;  ///< stacked layers: 2 per segment (JoinedLayers)
     mutable thrust::device_vector<T> m_normals;
-    thrust::device_vector<int> m_offsets;       ///< #nodes + 1
-    thrust::device_vector<int> m_neighbours;    ///< sorted per node
-    thrust::device_vector<int> m_edges;         ///< the current segments' end nodes, 2 per segment
+    thrust::device_vector<int> m_offsets;     ///< #nodes + 1
+    thrust::device_vector<int> m_neighbours;  ///< sorted per node
+    thrust::device_vector<int> m_edges;       ///< the current segments' end nodes, 2 per segment
+    thrust::device_vector<int> m_segment_yarn, m_segment_coordinate;         ///< per segment (set_yarns)
+    thrust::device_vector<int> m_junction_u, m_junction_v, m_junction_node;  ///< nodes on two yarns (set_yarns)
     thrust::device_vector<int> m_parent_edges;  ///< the ends of each segment's fabric segment, 2 per segment
     bool m_has_parents = false;                 ///< some segment is a part of a fabric segment
 };
