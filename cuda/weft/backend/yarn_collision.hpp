@@ -15,10 +15,14 @@
 /// nodes are neighbours when a segment of the model's initial topology or
 /// of the current one joins them, or an EIL spring ties one to the other's
 /// segment (the EIL node and the ends of the segment it is interpolated
-/// on). So the segments around a crossing (one node apart) and the parallel
-/// yarns next to each other in a weave (joined by the crossing yarn's
-/// segment) are excluded, and pairs two crossings apart or more, or of
-/// different cloths, are contacts.
+/// on; a segment through an EIL node keeps the exclusions of the two it
+/// replaces). So the segments around a crossing (one node apart) and the
+/// parallel yarns next to each other in a weave (joined by the crossing
+/// yarn's segment) are excluded, and pairs two crossings apart or more, or
+/// of different cloths, are contacts. With a thickness, segments closer
+/// along their yarns than it are excluded too (`CloseAlongYarns`): sliding
+/// contacts leave segments shorter than the thickness, which links that
+/// count nodes do not cover.
 
 #include <algorithm>
 #include <array>
@@ -550,7 +554,7 @@ private:
     {
         std::vector<int> root(2 * static_cast<std::size_t>(m_nodes));
         for (std::size_t i = 0; i < root.size(); ++i) root[i] = static_cast<int>(i);
-        const auto find = [&](int i) {
+        const auto root_of = [&](int i) {
             while (root[static_cast<std::size_t>(i)] != i) {
                 root[static_cast<std::size_t>(i)] = root[static_cast<std::size_t>(root[static_cast<std::size_t>(i)])];
                 i = root[static_cast<std::size_t>(i)];
@@ -559,20 +563,20 @@ private:
         };
         const auto slot = [](int node, int coordinate) { return 2 * node + (coordinate == 3 ? 0 : 1); };
         for (const YarnSegment& s : segments) {
-            const int a = find(slot(s.node0, s.coordinate)), b = find(slot(s.node1, s.coordinate));
+            const int a = root_of(slot(s.node0, s.coordinate)), b = root_of(slot(s.node1, s.coordinate));
             if (a != b) root[static_cast<std::size_t>(a)] = b;
         }
         std::vector<int> yarn, coordinate, on(2 * static_cast<std::size_t>(m_nodes), -1);
         for (const YarnSegment& s : segments) {
-            yarn.push_back(find(slot(s.node0, s.coordinate)));
+            yarn.push_back(root_of(slot(s.node0, s.coordinate)));
             coordinate.push_back(s.coordinate);
             for (int n : {s.node0, s.node1}) on[static_cast<std::size_t>(slot(n, s.coordinate))] = yarn.back();
         }
         for (const EilSpring& s : springs)
-            on[static_cast<std::size_t>(slot(s.node, s.coordinate))] = find(slot(s.before, s.coordinate));
+            on[static_cast<std::size_t>(slot(s.node, s.coordinate))] = root_of(slot(s.before, s.coordinate));
         for (const EilPairSpring& p : pairs)
             for (int k = 0; k < 2; ++k)
-                on[static_cast<std::size_t>(slot(p.node, 3 + k))] = find(slot(p.before[k], 3 + k));
+                on[static_cast<std::size_t>(slot(p.node, 3 + k))] = root_of(slot(p.before[k], 3 + k));
         std::vector<std::array<int, 3>> junctions;
         for (int n = 0; n < m_nodes; ++n) {
             const int u = on[static_cast<std::size_t>(slot(n, 3))], v = on[static_cast<std::size_t>(slot(n, 4))];
@@ -689,8 +693,8 @@ private:
     T m_largest_offset = T(0);                 ///< stacked layers: thickness × the largest level difference
     std::vector<YarnLayerPlace> m_node_place;  ///< stacked layers: 2 per node (u-yarn, v-yarn)
     thrust::device_vector<int> m_segment_stack, m_segment_level;
-    thrust::device_vector<int> m_chords, m_coordinate,
-        m_incident;                               ///< stacked layers: the normals' chords (set_segment_layers)
+    /// Stacked layers: the node normals' chords, 2 nodes and a coordinate each, and 4 per node (set_segment_layers).
+    thrust::device_vector<int> m_chords, m_coordinate, m_incident;
     thrust::device_vector<int> m_segment_joined;  ///< stacked layers: 2 per segment (JoinedLayers)
     mutable thrust::device_vector<T> m_normals;
     thrust::device_vector<int> m_offsets;     ///< #nodes + 1
