@@ -474,6 +474,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.multilevel_builds += r.multilevel_builds;
         summary.multilevel_refreshes += r.multilevel_refreshes;
         summary.feasibility_limits += r.feasibility_limits;
+        summary.rebrackets += r.rebrackets;
         const double closest = min_contact_distance_of(stepper);
         summary.min_contact_distance = std::min(summary.min_contact_distance, closest);
         summary.peak_contact_pairs = std::max(summary.peak_contact_pairs, contact_pairs_of(stepper));
@@ -548,6 +549,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", " << summary.multilevel_refreshes << " refreshes of their coarse values";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
+        if (summary.rebrackets > 0)
+            log << ", " << summary.rebrackets << " Newton iterates with EIL brackets moved"
+                << (summary.resumed_from > 0 ? " since the resume" : "");
         if (collision_of(stepper))
             log << ", collision: at most " << summary.peak_contact_pairs << " contact pairs, closest "
                 << summary.min_contact_distance << " m, " << summary.intersecting_frames << " frames with "

@@ -175,6 +175,44 @@ TEST_CASE("eil stepper: full Newton carries an EIL node past an EoL node within 
     CHECK(log.newton_iterations <= 3 * steps);
 }
 
+TEST_CASE("eil stepper: full Newton's EIL bracket follows its node past several EoL nodes within a step",
+          "[backend][eil][sliding][newton]")
+{
+    // C is dragged along A at 1.3 mm per step (B stands still), so within a
+    // step its contact passes B and A's Lagrangian nodes, more than the one
+    // neighbouring EoL segment its spring's stencil covers. Rod C translates
+    // rigidly and A is straight and frictionless: the contact slides at
+    // ẋ/p along A.
+    const double fast = -1.3;
+    const weft_test::SlidingRods rods = weft_test::make_sliding_rods(0.0, fast, prestretch);
+    weft::YarnStepperOptions<double> options;
+    options.newton_iterations = 8;
+    options.newton_tolerance = 1e-6;
+    options.pcg.tolerance = 1e-10;
+    options.pcg.max_iterations = 5000;
+    weft::EilOptions<double> eil_options;
+    eil_options.enabled = true;
+    eil_options.rest_segment_length = rods.spacing;
+    YarnStepper<double> stepper(rods.model, {}, Vec3::Zero(), options, eil_options);
+    const std::size_t c = 5 * static_cast<std::size_t>(rods.contact_c);
+    const double u_c0 = rods.model.q[c + 3];
+    int halved = 0, rebrackets = 0, iterations = 0;
+    for (int s = 0; s < 3; ++s) {
+        const weft::YarnStepReport r = stepper.step(h);
+        INFO("step " << s << ": " << r.message << ", EIL nodes " << r.eil_nodes << ", Newton " << r.newton_iterations
+                     << ", brackets moved at " << r.rebrackets << " iterates");
+        REQUIRE(r.ok);
+        halved += r.halvings > 0 ? 1 : 0;
+        rebrackets += r.rebrackets;
+        iterations += r.newton_iterations;
+        const std::vector<double> q = weft::to_host(stepper.positions());
+        CHECK(q[c + 3] - u_c0 == Approx((s + 1) * h * fast / prestretch).epsilon(1e-6));
+    }
+    CHECK(halved == 0);
+    CHECK(rebrackets > 0);
+    CHECK(iterations <= 3 * 4);
+}
+
 TEST_CASE("eil stepper: the optional arc-length reset (thesis Eq. 4.4) on leaving EIL keeps the crossing exact",
           "[backend][eil][sliding][reset]")
 {

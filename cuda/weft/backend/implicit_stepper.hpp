@@ -252,6 +252,7 @@ struct BackendStepReport {
     int line_search_expansions = 0;  ///< doublings of full Newton updates along negative curvature, summed
     int projected_solves = 0;        ///< full Newton solves redone with projected Hessians (exact ones failed), summed
     int feasibility_limits = 0;      ///< Newton updates shortened by the model's feasibility bound
+    int rebrackets = 0;              ///< Newton iterates at which the model moved EIL brackets (rebracket_within_step)
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
     int multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner (0 with the others)
     int multilevel_refreshes = 0;    ///< refreshes of its coarse values (MultilevelRefresh; 0 with the others)
@@ -767,6 +768,12 @@ protected:
     /// Full Newton: adjusts the solved update m_dv before the line search
     /// (e.g. `collider_onset_correction`); nothing by default.
     void adjust_update(T) {}
+    /// Full Newton, after each accepted update: whether the model changed
+    /// its element lists at the new iterate without changing its potential
+    /// (e.g. `YarnStepper::rebracket`: an EIL node's interpolation bracket
+    /// follows the node past an EoL node); the iterate is then evaluated
+    /// anew. No by default.
+    bool rebracket_within_step() { return false; }
     bool retry_attempt() { return false; }
     /// Whether the model's element kernels honour NewtonInputs::exact_hessians
     /// (otherwise StepperOptions::exact_hessians has nothing to try); no by default.
@@ -1124,7 +1131,9 @@ private:
             }
             fractions += (k > 0 ? ", " : "") + short_number(static_cast<double>(m_step_fraction));
             if (traced) traced->fractions.push_back(static_cast<double>(m_step_fraction));
-            evaluated = true;
+            // The same potential on new element lists: evaluate it there.
+            evaluated = !self().rebracket_within_step();
+            if (!evaluated) report.rebrackets += 1;
         }
         m_energies_valid = false;
         if (!state_finite()) {

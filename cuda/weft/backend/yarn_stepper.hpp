@@ -334,6 +334,31 @@ struct FeasibleFraction {
     }
 };
 
+/// 1 for an EIL spring whose node lies outside its bracket [s_a, s_b] on a
+/// side where the yarn has a further EoL segment (EilSpring::outer_before,
+/// outer_after): the bracket can follow it (YarnStepper::rebracket_within_step).
+template <typename T>
+struct OutsideBracket {
+    const T* q;
+    WEFT_HD int outside(int node, int before, int after, int outer_before, int outer_after, int coordinate) const
+    {
+        const T s = q[dof_index(node, coordinate)];
+        return ((outer_before >= 0 && s < q[dof_index(before, coordinate)]) ||
+                (outer_after >= 0 && s > q[dof_index(after, coordinate)]))
+                   ? 1
+                   : 0;
+    }
+    WEFT_HD int operator()(const EilSpring& s) const
+    {
+        return outside(s.node, s.before, s.after, s.outer_before, s.outer_after, s.coordinate);
+    }
+    WEFT_HD int operator()(const EilPairSpring& p) const
+    {
+        return outside(p.node, p.before[0], p.after[0], p.outer_before[0], p.outer_after[0], 3) |
+               outside(p.node, p.before[1], p.after[1], p.outer_before[1], p.outer_after[1], 4);
+    }
+};
+
 /// Coulomb anchors after a step (DESIGN.md; same rule as the Eigen path).
 template <typename T>
 struct DragAnchors {
@@ -786,6 +811,14 @@ private:
         if (m_tracker.enabled() || !m_contact_nodes.empty()) {
             const auto start = std::chrono::steady_clock::now();
             if (m_tracker.enabled()) follow(m_tracker.update(eil_state(), h));
+            if (m_rebracketed) {
+                // Brackets moved within the last attempt: the assignment's lists again.
+                m_rebracketed = false;
+                const EilElementLists& l = m_tracker.lists();
+                if (!(yarn_stepper_detail::same_elements(l.springs, m_host_springs) &&
+                      yarn_stepper_detail::same_elements(l.pairs, m_host_pairs)))
+                    rebuild_elements(l.segments, l.bends, l.springs, l.pairs, l.fabric);
+            }
             if (!m_contact_nodes.empty()) update_layer_contacts(h);
             m_peak_eil = std::max(m_peak_eil, m_tracker.count());
             m_assignment_seconds += stepper_detail::seconds_since(start);
@@ -882,6 +915,80 @@ private:
                 alpha, thrust::transform_reduce(thrust::device, m_pairs.begin(), m_pairs.end(), bound, T(1), lowest));
         alpha = lowest(alpha, contact_onset_bound<T, B>(this->m_q, dv, h, m_contacts, m_collision.thickness));
         return lowest(alpha, this->collider_step_bound(h, dv, m_colliders, m_radius));
+    }
+
+    /// Full Newton, after each accepted update: an EIL node that the update
+    /// carried past an EoL node of its bracket (into the neighbouring segment
+    /// that its spring's stencil covers, EilSpring) gets the bracket it now
+    /// lies in, with that bracket's neighbouring segments as its new outer
+    /// ones. The interpolation is piecewise linear over the yarn's EoL
+    /// chain, so the potential and its gradient at the iterate are the same
+    /// on either bracket; what changes is how far the next update may carry
+    /// the node (FeasibleFraction). Without it a node sliding past more than
+    /// one EoL node within a step stalls Newton at that bound (each update
+    /// closes 90 % of the rest of the gap, so the step fraction falls
+    /// tenfold per iteration), since EoL nodes do not pass each other within
+    /// a step and otherwise only the next assignment moves brackets. The
+    /// assignment's lists come back at the next attempt (begin_attempt), so
+    /// a step's end state does not depend on whether brackets moved within
+    /// the step before it.
+    bool rebracket_within_step()
+    {
+        if (!m_tracker.enabled() || (m_spring_count == 0 && m_pair_count == 0)) return false;
+        const yarn_stepper_detail::OutsideBracket<T> outside{this->raw(this->m_q)};
+        int count = 0;
+        if (m_spring_count > 0)
+            count += thrust::transform_reduce(thrust::device, m_springs.begin(), m_springs.end(), outside, 0,
+                                              thrust::plus<int>{});
+        if (m_pair_count > 0)
+            count += thrust::transform_reduce(thrust::device, m_pairs.begin(), m_pairs.end(), outside, 0,
+                                              thrust::plus<int>{});
+        if (count == 0) return false;
+        const std::vector<T> q = to_host(this->m_q);
+        // The EoL chain of each yarn: consecutive EoL nodes are the segments' ends.
+        const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
+        std::vector<int> next(2 * nodes, -1), prev(2 * nodes, -1);
+        for (const YarnSegment& g : m_host_segments) {
+            const std::size_t c = static_cast<std::size_t>(g.coordinate - 3);
+            next[2 * static_cast<std::size_t>(g.node0) + c] = g.node1;
+            prev[2 * static_cast<std::size_t>(g.node1) + c] = g.node0;
+        }
+        // Moves (before, after) along the chain to the EoL segment holding the
+        // node's arc length (or the chain's end segment); returns whether it moved.
+        const auto follow_node = [&](int node, int& before, int& after, int& outer_before, int& outer_after,
+                                     int coordinate) {
+            const std::size_t c = static_cast<std::size_t>(coordinate - 3);
+            const auto arc = [&](int n) { return q[yarn_stepper_detail::dof_index(n, coordinate)]; };
+            const auto link = [&](const std::vector<int>& chain, int n) {
+                return chain[2 * static_cast<std::size_t>(n) + c];
+            };
+            const T s = arc(node);
+            const int before0 = before, after0 = after;
+            while (s > arc(after) && link(next, after) >= 0) {
+                before = after;
+                after = link(next, after);
+            }
+            while (s < arc(before) && link(prev, before) >= 0) {
+                after = before;
+                before = link(prev, before);
+            }
+            outer_before = link(prev, before);
+            outer_after = link(next, after);
+            return before != before0 || after != after0;
+        };
+        std::vector<EilSpring> springs = m_host_springs;
+        std::vector<EilPairSpring> pairs = m_host_pairs;
+        bool moved = false;
+        for (EilSpring& e : springs)
+            moved = follow_node(e.node, e.before, e.after, e.outer_before, e.outer_after, e.coordinate) || moved;
+        for (EilPairSpring& p : pairs)
+            for (int i = 0; i < 2; ++i)
+                moved =
+                    follow_node(p.node, p.before[i], p.after[i], p.outer_before[i], p.outer_after[i], 3 + i) || moved;
+        if (!moved) return false;
+        rebuild_elements(m_host_segments, m_host_bends, springs, pairs, m_host_fabric);
+        m_rebracketed = true;
+        return true;
     }
 
     /// Redo a rejected attempt at the same size when collapsed segments
@@ -1085,6 +1192,7 @@ private:
     // EIL tracking (thesis Sec. 4.2–4.4); does nothing with EIL off.
     EilTracker<T> m_tracker;
     bool m_retry = false;             ///< the last rejected attempt changed the assignment input
+    bool m_rebracketed = false;       ///< rebracket_within_step moved brackets since the last assignment
     int m_peak_eil = 0;               ///< largest EIL count over the substeps of a step
     double m_assignment_seconds = 0;  ///< assignment time of the current step
 };
