@@ -475,6 +475,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.multilevel_refreshes += r.multilevel_refreshes;
         summary.feasibility_limits += r.feasibility_limits;
         summary.rebrackets += r.rebrackets;
+        summary.inexact_solves += r.inexact_solves;
         const double closest = min_contact_distance_of(stepper);
         summary.min_contact_distance = std::min(summary.min_contact_distance, closest);
         summary.peak_contact_pairs = std::max(summary.peak_contact_pairs, contact_pairs_of(stepper));
@@ -549,6 +550,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", " << summary.multilevel_refreshes << " refreshes of their coarse values";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
+        if (summary.inexact_solves > 0)
+            log << ", " << summary.inexact_solves << " Newton updates from PCG solves stopped at their limit"
+                << (summary.resumed_from > 0 ? " since the resume" : "");
         if (summary.rebrackets > 0)
             log << ", " << summary.rebrackets << " Newton iterates with EIL brackets moved"
                 << (summary.resumed_from > 0 ? " since the resume" : "");

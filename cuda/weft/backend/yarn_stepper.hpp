@@ -921,17 +921,19 @@ private:
     /// carried past an EoL node of its bracket (into the neighbouring segment
     /// that its spring's stencil covers, EilSpring) gets the bracket it now
     /// lies in, with that bracket's neighbouring segments as its new outer
-    /// ones. The interpolation is piecewise linear over the yarn's EoL
-    /// chain, so the potential and its gradient at the iterate are the same
-    /// on either bracket; what changes is how far the next update may carry
-    /// the node (FeasibleFraction). Without it a node sliding past more than
-    /// one EoL node within a step stalls Newton at that bound (each update
-    /// closes 90 % of the rest of the gap, so the step fraction falls
-    /// tenfold per iteration), since EoL nodes do not pass each other within
-    /// a step and otherwise only the next assignment moves brackets. The
-    /// assignment's lists come back at the next attempt (begin_attempt), so
-    /// a step's end state does not depend on whether brackets moved within
-    /// the step before it.
+    /// ones. Either bracket interpolates on the same EoL polyline of the
+    /// yarn; full Newton rounds its corners at the bracket's ends
+    /// (docs/scenes.md, "Rounded EIL corners in full Newton"), so the
+    /// potential changes only where the node lies within the rounding
+    /// window of the new bracket's far end. What changes is how far the next
+    /// update may carry the node (FeasibleFraction). Without it, a node that
+    /// slides past more than one EoL node within a step stalls Newton at that
+    /// bound (each update closes 90 % of the rest of the gap, so the step
+    /// fraction falls tenfold per iteration): EoL nodes do not pass each
+    /// other within a step, and otherwise only the next assignment moves
+    /// brackets. Each attempt starts from the assignment's lists whether or
+    /// not brackets moved in the one before (begin_attempt), so a resumed
+    /// run equals an uninterrupted one.
     bool rebracket_within_step()
     {
         if (!m_tracker.enabled() || (m_spring_count == 0 && m_pair_count == 0)) return false;
