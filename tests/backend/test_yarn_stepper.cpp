@@ -56,6 +56,20 @@ YarnModel<double> busy_patch(weft::DampingModel damping, std::vector<Collider<do
     return model;
 }
 
+/// A 7 × 6 patch with friction, stretched by 2 %, with small random offsets
+/// and velocities (the full-Newton convergence tests).
+YarnModel<double> stretched_patch()
+{
+    weft_test::Random rng(3);
+    YarnModel<double> model = weft_test::make_patch(7, 6, weft::DampingModel::strain_rate);
+    weft_test::enable_friction(model);
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int k = 0; k < 2; ++k) model.q[5 * n + k] *= 1.02;
+    weft_test::perturb(model, rng, 2e-6, 0);
+    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
+    return model;
+}
+
 Eigen::MatrixXd dense(const Eigen::SparseMatrix<double>& a)
 {
     return Eigen::MatrixXd(a);
@@ -172,13 +186,7 @@ TEST_CASE("yarn stepper: full Newton solves the backward-Euler equations", "[bac
     // terms, e.g. the q-derivative of the consistent EoL mass and the
     // Eulerian ∇Ω terms of the damping). Full Newton starts at the predictor
     // v_n and takes strain rates in incremental form (implicit_stepper.hpp).
-    weft_test::Random rng(3);
-    YarnModel<double> model = weft_test::make_patch(7, 6, weft::DampingModel::strain_rate);
-    weft_test::enable_friction(model);
-    for (int n = 0; n < model.node_count(); ++n)
-        for (int k = 0; k < 2; ++k) model.q[5 * n + k] *= 1.02;
-    weft_test::perturb(model, rng, 2e-6, 0);
-    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
+    const YarnModel<double> model = stretched_patch();
     const std::vector<Collider<double>> colliders;
     const Vec3 g(0, 0, -9.81);
     const double h = 1e-3;
@@ -290,13 +298,7 @@ TEST_CASE("yarn stepper: full Newton uses a PCG solve stopped at its limit when 
     // (inexact Newton: each update reduces the linearized residual to below
     // 1e-2 of ‖b‖); the one-step scheme, which has no later iteration to
     // correct a solve, fails.
-    weft_test::Random rng(3);
-    YarnModel<double> model = weft_test::make_patch(7, 6, weft::DampingModel::strain_rate);
-    weft_test::enable_friction(model);
-    for (int n = 0; n < model.node_count(); ++n)
-        for (int k = 0; k < 2; ++k) model.q[5 * n + k] *= 1.02;
-    weft_test::perturb(model, rng, 2e-6, 0);
-    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
+    const YarnModel<double> model = stretched_patch();
     const Vec3 g(0, 0, -9.81);
     const double h = 1e-3;
     YarnStepperOptions<double> options;
