@@ -70,6 +70,17 @@ YarnModel<double> stretched_patch()
     return model;
 }
 
+/// Full Newton to 1e-6 with PCG solves to 1e-12.
+YarnStepperOptions<double> tight_newton(int iterations)
+{
+    YarnStepperOptions<double> options;
+    options.newton_iterations = iterations;
+    options.newton_tolerance = 1e-6;
+    options.pcg.tolerance = 1e-12;
+    options.pcg.max_iterations = 20000;
+    return options;
+}
+
 Eigen::MatrixXd dense(const Eigen::SparseMatrix<double>& a)
 {
     return Eigen::MatrixXd(a);
@@ -190,11 +201,7 @@ TEST_CASE("yarn stepper: full Newton solves the backward-Euler equations", "[bac
     const std::vector<Collider<double>> colliders;
     const Vec3 g(0, 0, -9.81);
     const double h = 1e-3;
-    YarnStepperOptions<double> options;
-    options.newton_iterations = 12;
-    options.newton_tolerance = 1e-6;
-    options.pcg.tolerance = 1e-12;
-    options.pcg.max_iterations = 20000;
+    YarnStepperOptions<double> options = tight_newton(12);
     YarnStepper<double> stepper(model, colliders, g, options);
     const weft::YarnStepReport report = stepper.step(h);
     INFO(report.message);
@@ -301,11 +308,7 @@ TEST_CASE("yarn stepper: full Newton uses a PCG solve stopped at its limit when 
     const YarnModel<double> model = stretched_patch();
     const Vec3 g(0, 0, -9.81);
     const double h = 1e-3;
-    YarnStepperOptions<double> options;
-    options.newton_iterations = 30;
-    options.newton_tolerance = 1e-6;
-    options.pcg.tolerance = 1e-12;
-    options.pcg.max_iterations = 20000;
+    YarnStepperOptions<double> options = tight_newton(30);
     YarnStepper<double> exact(model, {}, g, options);
     const weft::YarnStepReport reference = exact.step(h);
     INFO(reference.message);
