@@ -1375,15 +1375,17 @@ TEST_CASE("yarn stepper: a full Newton step that does not converge says how far 
     REQUIRE(checks == 2);
 }
 
-TEST_CASE("yarn stepper: full Newton's predictor keeps a resting node's depth in a collider",
+TEST_CASE("yarn stepper: full Newton's predictor keeps a resting or sliding node's depth in a collider",
           "[backend][yarn][newton][collider]")
 {
-    // ColliderPredictor on 5 nodes near a sphere (r = 0.25 mm contact band):
+    // ColliderPredictor on 7 nodes near a sphere (r = 0.25 mm contact band):
     // 0 in the band, moving in; 1 in the band, moving in at a slant; 2
-    // outside the band,
-    // predicted into it; 3 in the band, moving out; 4 as 0 with a prescribed
-    // x DoF. Only 0 and 1 move, each back to its start depth along the
-    // normal at its predictor.
+    // outside the band, predicted into it; 3 in the band, moving straight
+    // out; 4 as 0 with a prescribed x DoF; 5 in the band, sliding along the
+    // surface (the straight line would lift it 2 µm off the sphere); 6 in
+    // the band, moving out at a slant. 0, 1 and 5 move back to their start
+    // depth along the normal at their predictor, 6 to its start depth less
+    // its outward motion h v·n₀; 2, 3 and 4 stay.
     const double h = 1e-3, offset = 0.25e-3, d0 = 1e-6;
     Collider<double> sphere;
     sphere.shape = weft::ColliderShape::sphere;
@@ -1393,37 +1395,42 @@ TEST_CASE("yarn stepper: full Newton's predictor keeps a resting node's depth in
     sphere.stiffness = 1e3;
     sphere.friction = 0.3;
     const double rest = sphere.radius + offset - d0;  // distance from the centre at depth d0
-    const Vec3 x0[5] = {Vec3(0, 0, rest), Vec3(0, 0, rest), Vec3(0, 0, sphere.radius + offset + 30e-6),
-                        Vec3(0, 0, rest), Vec3(0, 0, rest)};
-    const Vec3 v[5] = {Vec3(0.001, 0, -0.02), Vec3(0.05, 0.02, -0.03), Vec3(0, 0, -0.04), Vec3(0, 0, 0.02),
-                       Vec3(0, 0, -0.02)};
-    std::vector<double> q_start(25, 0.0), q(25, 0.0), dv(25, 1.0);
-    std::vector<std::uint8_t> free(25, 1);
+    const Vec3 x0[7] = {Vec3(0, 0, rest), Vec3(0, 0, rest), Vec3(0, 0, sphere.radius + offset + 30e-6),
+                        Vec3(0, 0, rest), Vec3(0, 0, rest), Vec3(0, 0, rest),
+                        Vec3(0, 0, rest)};
+    const Vec3 v[7] = {Vec3(0.001, 0, -0.02), Vec3(0.05, 0.02, -0.03), Vec3(0, 0, -0.04),  Vec3(0, 0, 0.02),
+                       Vec3(0, 0, -0.02),     Vec3(0.1, 0, 0),         Vec3(0.1, 0, 0.005)};
+    const int nodes = 7;
+    std::vector<double> q_start(5 * nodes, 0.0), q(5 * nodes, 0.0), dv(5 * nodes, 1.0);
+    std::vector<std::uint8_t> free(5 * nodes, 1);
     free[5 * 4 + 1] = 0;
-    for (int n = 0; n < 5; ++n)
+    for (int n = 0; n < nodes; ++n)
         for (int c = 0; c < 3; ++c) {
             q_start[5 * n + c] = x0[n](c);
             q[5 * n + c] = x0[n](c) + h * v[n](c);
         }
     const weft::stepper_detail::ColliderPredictor<double, 5> predictor{
         q_start.data(), q.data(), free.data(), h, &sphere, 1, offset, dv.data()};
-    for (int n = 0; n < 5; ++n) predictor(n);
+    for (int n = 0; n < nodes; ++n) predictor(n);
     int checks = 0;
-    for (int n = 0; n < 5; ++n) {
+    for (int n = 0; n < nodes; ++n) {
         INFO("node " << n);
         const Vec3 moved(h * dv[5 * n], h * dv[5 * n + 1], h * dv[5 * n + 2]);
         CHECK(dv[5 * n + 3] == 0.0);
         CHECK(dv[5 * n + 4] == 0.0);
-        if (n < 2) {
+        if (n < 2 || n >= 5) {
             const Vec3 x = Vec3(q[5 * n], q[5 * n + 1], q[5 * n + 2]) + moved;
-            CHECK(sphere.radius + offset - x.norm() == Approx(d0).margin(1e-12));
-            CHECK(moved.norm() > 1e-6);  // it was predicted 20–30 µm deeper
+            const double outward = n == 6 ? h * v[n].z() : 0.0;  // n₀ = (0, 0, 1)
+            CHECK(sphere.radius + offset - x.norm() == Approx(d0 - outward).margin(1e-12));
+            // 0, 1 were predicted 20–30 µm deeper, 5 and 6 2 µm too shallow
+            CHECK(moved.norm() > 1e-6);
         } else {
-            CHECK(moved.norm() == 0.0);
+            // 3 moves out along its normal: where it should be, up to round-off
+            CHECK(moved.norm() < 1e-15);
         }
         checks += 3;
     }
-    REQUIRE(checks == 15);
+    REQUIRE(checks == 3 * nodes);
 }
 
 TEST_CASE("yarn stepper: full Newton leaves a rigid spin undamped", "[backend][yarn][newton][good-damping]")

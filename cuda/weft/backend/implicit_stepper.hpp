@@ -421,10 +421,14 @@ struct NodeColliderArgs {
 
 /// Full Newton's contact-aware predictor, one node per thread (see
 /// ImplicitStepper::collider_predictor): a node that is in a collider's
-/// contact band at the start of the step (depth d₀ > 0) and whose predictor
-/// position q_n + h v_n lies deeper is moved back out along the collider's
-/// normal at the predictor to the depth d₀. Writes the velocity change to
-/// dv (x DoFs; zero elsewhere and on nodes with a prescribed x DoF).
+/// contact band at the start of the step (depth d₀ > 0, outward normal n₀)
+/// is moved along the collider's normal at its predictor position
+/// x = x_n + h v_n to the depth d₀ − max(h v_n · n₀, 0): the depth it starts
+/// with, less what its outward velocity carries it out. So a node landing
+/// (v_n · n₀ < 0) is not predicted deeper, and a node sliding along a curved
+/// surface (v_n · n₀ ≈ 0) is not predicted off it by the straight line.
+/// Writes the velocity change to dv (x DoFs; zero elsewhere and on nodes
+/// with a prescribed x DoF).
 template <typename T, int B>
 struct ColliderPredictor {
     const T* q_start;
@@ -446,7 +450,9 @@ struct ColliderPredictor {
             Vec3<T> n;
             args.colliders[k].distance(x, phi, n);
             const T depth = args.offset - phi;
-            if (depth > depth0) x += (depth - depth0) * n;
+            const T outward = (x - x0).dot(n0);  // h v_n · n₀
+            const T target = outward > T(0) ? depth0 - outward : depth0;
+            x += (depth - target) * n;
         }
         for (int c = 0; c < 3; ++c) args.dv[a + c] = (x(c) - args.q[a + c]) / args.h;
     }
@@ -811,14 +817,21 @@ protected:
     }
     /// Full Newton's predictor against the colliders (ColliderPredictor):
     /// a node resting in a collider's contact band keeps its depth instead
-    /// of being predicted into the collider by its inward velocity. Without
-    /// it, a node that has just landed starts Newton up to h |v·n| deep in
-    /// the penalty's quadratic onset (force k d²/(2 d_on)), where each
+    /// of being predicted into the collider by its inward velocity, or off
+    /// a curved collider by the straight line. Without the first, a node
+    /// that has just landed starts Newton up to h |v·n| deep in the
+    /// penalty's quadratic onset (force k d²/(2 d_on)), where each
     /// iteration only halves the excess depth: linear convergence, and the
     /// step halved (measured on `tablecloth_angle.json`: yarn crossings
     /// landing on the table's rounded edge, 23 µm deep against 0.34 µm at
-    /// the solution, residual falling 4× per iteration). The start changes,
-    /// the converged step does not.
+    /// the solution, residual falling 4× per iteration). Without the
+    /// second, a node sliding over the table's rounded edge starts Newton
+    /// outside the band, where A has no penalty stiffness for it: the cloth's
+    /// tension then carries it tens of µm into the collider within one
+    /// update, and the line search cuts the first update of nearly every
+    /// sliding step (measured on `tablecloth_friction.json`, docs/scenes.md,
+    /// "The predictor on a curved collider"). The start changes, the
+    /// converged step does not.
     void collider_predictor(T h, const thrust::device_vector<Collider<T>>& colliders, T offset)
     {
         if (colliders.empty()) return;
