@@ -1378,14 +1378,15 @@ TEST_CASE("yarn stepper: a full Newton step that does not converge says how far 
 TEST_CASE("yarn stepper: full Newton's predictor keeps a resting or sliding node's depth in a collider",
           "[backend][yarn][newton][collider]")
 {
-    // ColliderPredictor on 7 nodes near a sphere (r = 0.25 mm contact band):
-    // 0 in the band, moving in; 1 in the band, moving in at a slant; 2
-    // outside the band, predicted into it; 3 in the band, moving straight
-    // out; 4 as 0 with a prescribed x DoF; 5 in the band, sliding along the
-    // surface (the straight line would lift it 2 µm off the sphere); 6 in
-    // the band, moving out at a slant. 0, 1 and 5 move back to their start
-    // depth along the normal at their predictor, 6 to its start depth less
-    // its outward motion h v·n₀; 2, 3 and 4 stay.
+    // ColliderPredictor on 7 nodes near a sphere (r = 0.25 mm contact band),
+    // each at depth d0 = 1 µm but node 2: 0 moving in; 1 moving in at a
+    // slant; 2 outside the band, predicted into it; 3 moving straight out;
+    // 4 as 0 with a prescribed x DoF; 5 sliding along the sphere at depth d0
+    // (v_n the chord of its last step, which the straight line continues
+    // 2.2 µm off the sphere); 6 moving out at a slant. Each node in the band
+    // goes along the normal at its predictor to the depth its last step's
+    // depth change extrapolates to, no deeper than d0: d0 − max(d_prev − d0, 0),
+    // d_prev the depth at x0 − h v. 3 is there already; 2 and 4 stay.
     const double h = 1e-3, offset = 0.25e-3, d0 = 1e-6;
     Collider<double> sphere;
     sphere.shape = weft::ColliderShape::sphere;
@@ -1394,12 +1395,15 @@ TEST_CASE("yarn stepper: full Newton's predictor keeps a resting or sliding node
     sphere.radius = 2e-3;
     sphere.stiffness = 1e3;
     sphere.friction = 0.3;
+    const auto depth = [&](const Vec3& x) { return sphere.radius + offset - x.norm(); };
     const double rest = sphere.radius + offset - d0;  // distance from the centre at depth d0
-    const Vec3 x0[7] = {Vec3(0, 0, rest), Vec3(0, 0, rest), Vec3(0, 0, sphere.radius + offset + 30e-6),
-                        Vec3(0, 0, rest), Vec3(0, 0, rest), Vec3(0, 0, rest),
-                        Vec3(0, 0, rest)};
-    const Vec3 v[7] = {Vec3(0.001, 0, -0.02), Vec3(0.05, 0.02, -0.03), Vec3(0, 0, -0.04),  Vec3(0, 0, 0.02),
-                       Vec3(0, 0, -0.02),     Vec3(0.1, 0, 0),         Vec3(0.1, 0, 0.005)};
+    const double angle = 1e-4 / rest;                 // node 5 slid 0.1 mm in its last step
+    const Vec3 top(0, 0, rest);
+    const Vec3 x0[7] = {top, top, Vec3(0, 0, sphere.radius + offset + 30e-6), top, top, top, top};
+    const Vec3 v[7] = {Vec3(0.001, 0, -0.02), Vec3(0.05, 0.02, -0.03),
+                       Vec3(0, 0, -0.04),     Vec3(0, 0, 0.02),
+                       Vec3(0, 0, -0.02),     (top - rest * Vec3(-std::sin(angle), 0, std::cos(angle))) / h,
+                       Vec3(0.1, 0, 0.005)};
     const int nodes = 7;
     std::vector<double> q_start(5 * nodes, 0.0), q(5 * nodes, 0.0), dv(5 * nodes, 1.0);
     std::vector<std::uint8_t> free(5 * nodes, 1);
@@ -1409,6 +1413,7 @@ TEST_CASE("yarn stepper: full Newton's predictor keeps a resting or sliding node
             q_start[5 * n + c] = x0[n](c);
             q[5 * n + c] = x0[n](c) + h * v[n](c);
         }
+    REQUIRE(depth(x0[5] + h * v[5]) < d0 - 2e-6);  // the straight line leaves the sphere
     const weft::stepper_detail::ColliderPredictor<double, 5> predictor{
         q_start.data(), q.data(), free.data(), h, &sphere, 1, offset, dv.data()};
     for (int n = 0; n < nodes; ++n) predictor(n);
@@ -1418,19 +1423,22 @@ TEST_CASE("yarn stepper: full Newton's predictor keeps a resting or sliding node
         const Vec3 moved(h * dv[5 * n], h * dv[5 * n + 1], h * dv[5 * n + 2]);
         CHECK(dv[5 * n + 3] == 0.0);
         CHECK(dv[5 * n + 4] == 0.0);
-        if (n < 2 || n >= 5) {
-            const Vec3 x = Vec3(q[5 * n], q[5 * n + 1], q[5 * n + 2]) + moved;
-            const double outward = n == 6 ? h * v[n].z() : 0.0;  // n₀ = (0, 0, 1)
-            CHECK(sphere.radius + offset - x.norm() == Approx(d0 - outward).margin(1e-12));
-            // 0, 1 were predicted 20–30 µm deeper, 5 and 6 2 µm too shallow
-            CHECK(moved.norm() > 1e-6);
+        if (n == 2 || n == 4) {
+            CHECK(moved.norm() == 0.0);
         } else {
-            // 3 moves out along its normal: where it should be, up to round-off
-            CHECK(moved.norm() < 1e-15);
+            const Vec3 x = Vec3(q[5 * n], q[5 * n + 1], q[5 * n + 2]) + moved;
+            const double leaving = std::max(depth(x0[n] - h * v[n]) - d0, 0.0);
+            CHECK(depth(x) == Approx(d0 - leaving).margin(1e-12));
+            if (n == 3)
+                CHECK(moved.norm() < 1e-15);  // where it should be, up to round-off
+            else
+                CHECK(moved.norm() > 1e-6);  // 0, 1 predicted 20–30 µm deeper, 5 and 6 2–4 µm too shallow
         }
         checks += 3;
     }
     REQUIRE(checks == 3 * nodes);
+    CHECK(depth(x0[5] + h * v[5] + h * Vec3(dv[25], dv[26], dv[27])) == Approx(d0).margin(1e-12));
+    CHECK(depth(x0[6] - h * v[6]) - d0 > 2e-6);  // 6 is leaving: d0 − 2.8 µm
 }
 
 TEST_CASE("yarn stepper: full Newton leaves a rigid spin undamped", "[backend][yarn][newton][good-damping]")

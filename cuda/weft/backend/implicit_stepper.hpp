@@ -420,15 +420,17 @@ struct NodeColliderArgs {
 };
 
 /// Full Newton's contact-aware predictor, one node per thread (see
-/// ImplicitStepper::collider_predictor): a node that is in a collider's
-/// contact band at the start of the step (depth d₀ > 0, outward normal n₀)
-/// is moved along the collider's normal at its predictor position
-/// x = x_n + h v_n to the depth d₀ − max(h v_n · n₀, 0): the depth it starts
-/// with, less what its outward velocity carries it out. So a node landing
-/// (v_n · n₀ < 0) is not predicted deeper, and a node sliding along a curved
-/// surface (v_n · n₀ ≈ 0) is not predicted off it by the straight line.
-/// Writes the velocity change to dv (x DoFs; zero elsewhere and on nodes
-/// with a prescribed x DoF).
+/// ImplicitStepper::collider_predictor). A node in a collider's contact band
+/// at the start of the step (depth d₀ > 0) is moved along the collider's
+/// normal at its predictor position x = x_n + h v_n to the depth the last
+/// step's depth change extrapolates to, but no deeper than d₀:
+/// d₀ − max(d_{n−1} − d₀, 0), with d_{n−1} the depth at x_n − h v_n (the
+/// previous position: backward Euler's x_n = x_{n−1} + h v_n). Depths, not
+/// positions, are extrapolated, so a node sliding along a curved surface at
+/// a constant depth stays at it (the straight line x_n + h v_n leaves a
+/// convex surface by about (h |v|)² / 2R), a node leaving it keeps leaving,
+/// and a landing node is not predicted deeper. Writes the velocity change
+/// to dv (x DoFs; zero elsewhere and on nodes with a prescribed x DoF).
 template <typename T, int B>
 struct ColliderPredictor {
     const T* q_start;
@@ -440,17 +442,19 @@ struct ColliderPredictor {
         if (!(args.free[a] && args.free[a + 1] && args.free[a + 2])) return;
         const Vec3<T> x0(q_start[a], q_start[a + 1], q_start[a + 2]);
         Vec3<T> x(args.q[a], args.q[a + 1], args.q[a + 2]);
+        const Vec3<T> previous = x0 - (x - x0);
         for (int k = 0; k < args.collider_count; ++k) {
             T phi0;
             Vec3<T> n0;
             args.colliders[k].distance(x0, phi0, n0);
             const T depth0 = args.offset - phi0;
             if (!(depth0 > T(0))) continue;
-            T phi;
-            Vec3<T> n;
+            T phi, phi_previous;
+            Vec3<T> n, n_previous;
             args.colliders[k].distance(x, phi, n);
+            args.colliders[k].distance(previous, phi_previous, n_previous);
             const T depth = args.offset - phi;
-            const T outward = (x - x0).dot(n0);  // h v_n · n₀
+            const T outward = phi0 - phi_previous;  // d_{n−1} − d₀
             const T target = outward > T(0) ? depth0 - outward : depth0;
             x += (depth - target) * n;
         }
