@@ -454,8 +454,8 @@ struct ColliderPredictor {
             args.colliders[k].distance(x, phi, n);
             args.colliders[k].distance(previous, phi_previous, n_previous);
             const T depth = args.offset - phi;
-            const T outward = phi0 - phi_previous;  // d_{n−1} − d₀
-            const T target = outward > T(0) ? depth0 - outward : depth0;
+            const T lost = phi0 - phi_previous;  // the depth lost in the last step, d_{n−1} − d₀
+            const T target = lost > T(0) ? depth0 - lost : depth0;
             x += (depth - target) * n;
         }
         for (int c = 0; c < 3; ++c) args.dv[a + c] = (x(c) - args.q[a + c]) / args.h;
