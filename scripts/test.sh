@@ -36,7 +36,9 @@ if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja > /dev/null 2>&1; then g
 cmake "${generator[@]}" -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_CUDA_PROGRAMS=$cuda_programs "${cuda_arch[@]}"
 cmake --build "$build" -j "$jobs"
 cd "$build"
-# One test at a time: each test runs 2 OpenMP threads (ctest ENVIRONMENT),
-# and two 2-thread tests on 2 cores slow each other 10-20x (measured: 136 s
-# with -j 2 against 34 s with -j 1 for the whole suite).
-ctest --output-on-failure -j 1
+# Two tests side by side on 2 cores, each on one OpenMP thread (ctest
+# ENVIRONMENT); tests that start threads of their own run alone (PROCESSORS,
+# tests/CMakeLists.txt). Two 2-thread tests on 2 cores slow each other
+# 10-20x (measured: 136 s with -j 2 against 34 s with -j 1 for the whole
+# suite when every test ran 2 threads).
+ctest --output-on-failure -j "$jobs"

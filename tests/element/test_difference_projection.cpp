@@ -2,7 +2,7 @@
 // difference variables (element/difference_projection.hpp).
 #include <catch2/catch.hpp>
 
-#include <Eigen/Eigenvalues>
+#include <Eigen/Core>
 
 #include <weft/element/difference_projection.hpp>
 #include <weft/element/elastic.hpp>
@@ -11,6 +11,7 @@
 #include <weft/strain/stretch.hpp>
 
 #include "support/random.hpp"
+#include "support/symmetric_eigen.hpp"
 
 using Mat8 = Eigen::Matrix<double, 8, 8>;
 using Mat12 = Eigen::Matrix<double, 12, 12>;
@@ -20,7 +21,7 @@ namespace {
 template <int N>
 double min_eigenvalue(const Eigen::Matrix<double, N, N>& a)
 {
-    return Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, N, N>>(a).eigenvalues().minCoeff();
+    return weft_test::symmetric_eigenvalues(a).minCoeff();
 }
 
 /// The closest PSD matrix (Frobenius) by a full eigen-decomposition; with
@@ -28,10 +29,9 @@ double min_eigenvalue(const Eigen::Matrix<double, N, N>& a)
 template <int N>
 Eigen::Matrix<double, N, N> reference_projection(const Eigen::Matrix<double, N, N>& a, bool absolute = false)
 {
-    Eigen::SelfAdjointEigenSolver<Eigen::Matrix<double, N, N>> es(a);
-    const Eigen::Matrix<double, N, 1> filtered =
-        absolute ? Eigen::Matrix<double, N, 1>(es.eigenvalues().cwiseAbs()) : es.eigenvalues().cwiseMax(0.0);
-    return es.eigenvectors() * filtered.asDiagonal() * es.eigenvectors().transpose();
+    const weft_test::SymmetricEigen es = weft_test::symmetric_eigen(a);
+    const Eigen::VectorXd filtered = absolute ? Eigen::VectorXd(es.values.cwiseAbs()) : es.values.cwiseMax(0.0);
+    return es.vectors * filtered.asDiagonal() * es.vectors.transpose();
 }
 
 }  // namespace

@@ -1,13 +1,14 @@
 #include <weft/element/membrane_element.hpp>
 #include <weft/element/triangle_elements.hpp>
 
-#include <Eigen/Eigenvalues>
+#include <Eigen/Core>
 #include <cmath>
 #include <limits>
 
 #include "support/element_kernels.hpp"
 #include "support/fd_check.hpp"
 #include "support/random.hpp"
+#include "support/symmetric_eigen.hpp"
 
 using weft_test::FdChecker;
 using weft_test::MatrixX;
@@ -21,9 +22,9 @@ namespace {
 
 double min_eigenvalue(const Mat9& a)
 {
-    Eigen::SelfAdjointEigenSolver<Mat9> solver(0.5 * (a + a.transpose()));
-    REQUIRE(solver.info() == Eigen::Success);
-    return solver.eigenvalues().minCoeff();
+    const weft_test::SymmetricEigen solver = weft_test::symmetric_eigen(0.5 * (a + a.transpose()));
+    REQUIRE(solver.ok);
+    return solver.values.minCoeff();
 }
 
 /// Eigenvalues of the 2×2 tensor behind a Voigt conjugate vector (S₁₁, S₂₂, 2 S₁₂).
@@ -31,7 +32,7 @@ Eigen::Vector2d stress_eigenvalues(const Vector3d& conjugate)
 {
     Eigen::Matrix2d s;
     s << conjugate(0), 0.5 * conjugate(2), 0.5 * conjugate(2), conjugate(1);
-    return Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d>(s).eigenvalues();
+    return weft_test::symmetric_eigenvalues(s);
 }
 
 struct MembraneState {
@@ -169,9 +170,8 @@ TEST_CASE(
         g = g * rest.dm_inverse;
         Eigen::Matrix2d s;
         s << stress(0), 0.5 * stress(2), 0.5 * stress(2), stress(1);
-        Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> se(s);
-        const Eigen::Matrix2d s_plus =
-            se.eigenvectors() * se.eigenvalues().cwiseMax(0.0).asDiagonal() * se.eigenvectors().transpose();
+        const weft_test::SymmetricEigen se = weft_test::symmetric_eigen(s);
+        const Eigen::Matrix2d s_plus = se.vectors * se.values.cwiseMax(0.0).asDiagonal() * se.vectors.transpose();
         const Eigen::Matrix3d gsg = g * s_plus * g.transpose();
         Mat9 expected;
         for (int i = 0; i < 3; ++i)

@@ -1034,39 +1034,45 @@ TEST_CASE("weft-run: fold.json: the halves of a woven patch meet under a bar one
     CHECK(run.summary.min_contact_distance > 0.9 * thickness);
 }
 
-TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between the layers runs to the end",
+TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between the layers runs past its old failures",
           "[examples][weft-run][layers][eil]")
 {
     // Both failed before each fabric kept parallel-yarn contact between its
     // own crossings across the other layer's contacts (docs/scenes.md, "Why
     // stacked layers blew up"): μ = 0.2 at t = 0.197 s, μ = 0 at t = 0.129 s.
-    // Measured now: all 300 steps of both ok, none halved.
+    // Measured: the scene's whole 0.3 s of both ok, none halved
+    // (benchmarks/RESULTS.md); here each runs past its old failure.
     const fs::path dir = fresh_dir("tablecloth_slide");
     const std::string text = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
+    const double frictionless_duration = 0.15;
     for (const char* value : {"0.2", "0"}) {
         const std::string scene =
             replaced(text, "\"layer_friction\": 0.3", std::string("\"layer_friction\": ") + value);
-        const double duration = std::string(value) == "0" ? 0.3 : 0.25;
+        const double duration = std::string(value) == "0" ? frictionless_duration : 0.21;
         const RunOutput run = run_quietly(write_scene(dir, scene), dir, duration);
         INFO("layer_friction " << value << ": " << run.log << run.summary.error);
         REQUIRE(run.summary.ok);
         CHECK(run.summary.steps == static_cast<int>(std::lround(duration / 0.001)));
-        CHECK(run.summary.peak_eil_nodes > 200);
+        CHECK(run.summary.peak_eil_nodes > 200);  // measured 514 at μ 0.2, 962 at μ 0
         // the top cloth slides off the bottom one's edge (measured with the
-        // normal forces from the elements: 77 at μ 0.2 in 0.25 s, 1,384 at μ 0)
+        // normal forces from the elements: 77 at μ 0.2 in 0.21 s, 823 at μ 0 in 0.15 s)
         CHECK(run.summary.detached_contacts > 50);
         require_finite_rows(dir / "tablecloth.csv", run.summary.steps);
     }
     // The frames follow the removals: the last frame of the frictionless run
-    // draws the same polylines with fewer points (removed contacts are on no yarn).
-    const auto line_points = [&](const char* file) {
+    // (one every 20 steps) draws the same polylines with fewer points
+    // (removed contacts are on no yarn).
+    const auto line_points = [&](const std::string& file) {
         long lines = -1, size = -1;
         for (const std::string& line : lines_of(dir / "tablecloth_frames" / file))
             if (line.rfind("LINES ", 0) == 0) std::sscanf(line.c_str(), "LINES %ld %ld", &lines, &size);
         return std::make_pair(lines, size - lines);
     };
+    const long last_frame = std::lround(frictionless_duration / 0.001) / 20;
+    char last_name[64];
+    std::snprintf(last_name, sizeof last_name, "frame_%05ld_warp.vtk", last_frame);
     const std::pair<long, long> first = line_points("frame_00000_warp.vtk");
-    const std::pair<long, long> last = line_points("frame_00015_warp.vtk");
+    const std::pair<long, long> last = line_points(last_name);
     REQUIRE(first.first > 0);
     CHECK(last.first == first.first);
     CHECK(last.second < first.second);

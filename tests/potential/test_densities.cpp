@@ -3,12 +3,13 @@
 #include <weft/potential/rayleigh_analogy.hpp>
 #include <weft/potential/stvk.hpp>
 
-#include <Eigen/Eigenvalues>
+#include <Eigen/Core>
 
 #include <string>
 
 #include "support/fd_check.hpp"
 #include "support/random.hpp"
+#include "support/symmetric_eigen.hpp"
 
 using weft_test::AllowZero;
 using weft_test::FdChecker;
@@ -59,10 +60,10 @@ int check_density(FdChecker& checker, const Density& density, const Eigen::Matri
 /// Reference clamp of a symmetric matrix by Eigen's solver: V max(Λ, 0) Vᵀ.
 Eigen::MatrixXd reference_psd(const Eigen::MatrixXd& a)
 {
-    Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver(a);
-    REQUIRE(solver.info() == Eigen::Success);
-    const Eigen::VectorXd clamped = solver.eigenvalues().cwiseMax(0.0);
-    return solver.eigenvectors() * clamped.asDiagonal() * solver.eigenvectors().transpose();
+    const weft_test::SymmetricEigen solver = weft_test::symmetric_eigen(a);
+    REQUIRE(solver.ok);
+    const Eigen::VectorXd clamped = solver.values.cwiseMax(0.0);
+    return solver.vectors * clamped.asDiagonal() * solver.vectors.transpose();
 }
 
 Eigen::Matrix2d voigt_to_tensor(const Eigen::Vector3d& s)
@@ -95,20 +96,19 @@ int check_project_to_psd(Random& rng, int trials)
         const double tol = 1e-12 * std::max(1.0, a.norm());
         INFO("N = " << N << ", trial " << trial << "\nA =\n" << a << "\nP =\n" << p);
 
-        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> solver{Eigen::MatrixXd(a)};
-        REQUIRE(solver.info() == Eigen::Success);
-        if (solver.eigenvalues().minCoeff() < -1e-3) ++with_negative;
+        const weft_test::SymmetricEigen solver = weft_test::symmetric_eigen(a);
+        REQUIRE(solver.ok);
+        if (solver.values.minCoeff() < -1e-3) ++with_negative;
 
         // Matches the reference V max(Λ, 0) Vᵀ.
         CHECK((Eigen::MatrixXd(p) - reference_psd(Eigen::MatrixXd(a))).cwiseAbs().maxCoeff() <= tol);
         // Symmetric and PSD.
         CHECK((p - p.transpose()).cwiseAbs().maxCoeff() <= tol);
-        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> result{Eigen::MatrixXd(p)};
-        CHECK(result.eigenvalues().minCoeff() >= -tol);
+        CHECK(weft_test::symmetric_eigenvalues(p).minCoeff() >= -tol);
         // Eigenvectors of A preserved: P v_k = max(λ_k, 0) v_k.
         for (int k = 0; k < N; ++k) {
-            const Eigen::VectorXd vk = solver.eigenvectors().col(k);
-            const double lk = std::max(solver.eigenvalues()(k), 0.0);
+            const Eigen::VectorXd vk = solver.vectors.col(k);
+            const double lk = std::max(solver.values(k), 0.0);
             CHECK((Eigen::MatrixXd(p) * vk - lk * vk).norm() <= tol);
         }
         // Already PSD (A Aᵀ + a multiple of I): unchanged.
@@ -117,11 +117,10 @@ int check_project_to_psd(Random& rng, int trials)
         // The absolute filter: V |Λ| Vᵀ, the same eigenvectors, PSD; unchanged where A is PSD.
         const MatN abs_p = weft::project_to_psd<double, N>(a, true);
         for (int k = 0; k < N; ++k) {
-            const Eigen::VectorXd vk = solver.eigenvectors().col(k);
-            CHECK((Eigen::MatrixXd(abs_p) * vk - std::abs(solver.eigenvalues()(k)) * vk).norm() <= tol);
+            const Eigen::VectorXd vk = solver.vectors.col(k);
+            CHECK((Eigen::MatrixXd(abs_p) * vk - std::abs(solver.values(k)) * vk).norm() <= tol);
         }
-        Eigen::SelfAdjointEigenSolver<Eigen::MatrixXd> abs_result{Eigen::MatrixXd(abs_p)};
-        CHECK(abs_result.eigenvalues().minCoeff() >= -tol);
+        CHECK(weft_test::symmetric_eigenvalues(abs_p).minCoeff() >= -tol);
         CHECK((weft::project_to_psd<double, N>(psd, true) - psd).cwiseAbs().maxCoeff() <=
               1e-12 * std::max(1.0, psd.norm()));
         checks += 8;
@@ -227,9 +226,9 @@ TEST_CASE("psd: clamp_symmetric_2x2 matches Eigen's eigen-decomposition", "[core
     for (int trial = 0; trial < 300; ++trial) {
         const Eigen::Vector3d s(rng.uniform(-1, 1), rng.uniform(-1, 1), rng.uniform(-1, 1));
         const Eigen::Matrix2d tensor = voigt_to_tensor(s);
-        Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> solver(tensor);
-        REQUIRE(solver.info() == Eigen::Success);
-        const Eigen::Vector2d l = solver.eigenvalues();  // ascending
+        const weft_test::SymmetricEigen solver = weft_test::symmetric_eigen(tensor);
+        REQUIRE(solver.ok);
+        const Eigen::Vector2d l = solver.values;  // ascending
         if (l(0) >= 0)
             ++both_positive;
         else if (l(1) > 0)
@@ -243,10 +242,9 @@ TEST_CASE("psd: clamp_symmetric_2x2 matches Eigen's eigen-decomposition", "[core
         INFO("s = " << s.transpose() << ", eigenvalues " << l.transpose() << ", clamped " << clamped.transpose());
         CHECK((result - expected).cwiseAbs().maxCoeff() <= 1e-13);
         // PSD, and the eigenvectors of S are kept: result e_k = max(λ_k, 0) e_k.
-        Eigen::SelfAdjointEigenSolver<Eigen::Matrix2d> after(result);
-        CHECK(after.eigenvalues().minCoeff() >= -1e-13);
+        CHECK(weft_test::symmetric_eigenvalues(result).minCoeff() >= -1e-13);
         for (int k = 0; k < 2; ++k) {
-            const Eigen::Vector2d ek = solver.eigenvectors().col(k);
+            const Eigen::Vector2d ek = solver.vectors.col(k);
             CHECK((result * ek - std::max(l(k), 0.0) * ek).norm() <= 1e-13);
         }
         if (l(0) >= 0) CHECK(clamped == s);  // unchanged, bit for bit, when already PSD
