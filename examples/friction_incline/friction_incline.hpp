@@ -67,6 +67,9 @@ struct InclineRun {
     int contacts = 0;           ///< created
     int detached = 0;           ///< contacts taken off their top yarn
     int max_eil_nodes = 0;
+    /// The attached contacts' arc-length coordinates whose anchor spring is at
+    /// the Coulomb limit at the end (slipping); the others stick.
+    int anchors_at_limit = 0;
     double top_mass = 0;  ///< kg
     double seconds = 0;   ///< wall time of the stepping
     /// Slid: beyond what sticking allows (elastic deformation, the creep of
@@ -218,7 +221,7 @@ inline std::string incline_summary(const InclineOptions& o, const InclineRun& ru
     if (run.left_fixed_patch) s << " (off the fixed patch's edge, stopped)";
     if (!run.ok) s << "; step failed: " << run.message;
     s << "; " << run.contacts << " contacts, " << run.detached << " detached, max EIL nodes " << run.max_eil_nodes
-      << ", " << run.seconds << " s";
+      << ", anchors at the limit " << run.anchors_at_limit << ", " << run.seconds << " s";
     return s.str();
 }
 

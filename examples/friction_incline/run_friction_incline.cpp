@@ -99,6 +99,21 @@ InclineRun run_friction_incline(const InclineOptions& o)
         }
     }
     run.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // The last state downloaded: which contacts slip at the end.
+    const YarnModel<double>& m = s.model;
+    for (const LayerContact& c : s.contacts) {
+        double limit = 0;
+        if (!node_friction<double>(m.material, m.friction_limit.empty() ? nullptr : m.friction_limit.data(), c.node,
+                                   limit))
+            continue;
+        for (std::size_t k = 3; k < 5; ++k) {
+            const std::size_t i = 5 * static_cast<std::size_t>(c.node) + k;
+            if (m.free_dof[i] &&
+                anchor_at_limit<double>(m.q[i], m.anchors[2 * static_cast<std::size_t>(c.node) + k - 3],
+                                        m.material.anchor_stiffness, limit))
+                ++run.anchors_at_limit;
+        }
+    }
     run.slide_distance = run.samples.back().slide_distance;
     return run;
 }

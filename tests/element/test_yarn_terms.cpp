@@ -167,6 +167,18 @@ TEST_CASE("yarn terms: a slipping anchor's full-Newton friction is the gradient 
     const double kf = 0.1, limit = 2e-7, h = 1e-3;
     const double eps = weft::anchor_slip_velocity<double>(kf, limit, h);
     REQUIRE(eps == Approx(limit / (kf * h)));
+    // With the node's mass m and the coordinate's rate at the step's start:
+    // the floor, raised to min(|ṡ_n|, limit h / m) (a contact at rest keeps
+    // the floor, a sliding one gets at most its own rate).
+    const double mass = limit * h / (8 * eps);  // limit h / m = 8 ε
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, mass) == eps);
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, mass, 0.0) == eps);
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, 0.0, 100 * eps) == eps);
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, mass, 0.5 * eps) == eps);
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, mass, 3 * eps) == Approx(3 * eps));
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, mass, -3 * eps) == Approx(3 * eps));
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, mass, 100 * eps) == Approx(8 * eps));
+    CHECK(weft::anchor_slip_velocity<double>(kf, limit, h, 1e3 * mass, 100 * eps) == eps);
     int checked = 0, below = 0, above = 0;
     std::vector<double> rates = {0.0, eps, -eps, eps * (1 - 1e-9), eps * (1 + 1e-9)};
     for (int trial = 0; trial < 100; ++trial)
@@ -201,6 +213,34 @@ TEST_CASE("yarn terms: a slipping anchor's full-Newton friction is the gradient 
         CHECK(weft::anchor_at_limit<double>(s, dragged, kf, limit));
         CHECK_FALSE(weft::anchor_at_limit<double>(s, s - sign * 0.9 * limit / kf, kf, limit));
     }
+    // After a step in which the anchor slipped, Coulomb's stick test on the
+    // total force at the step's end: below ε and with the other forces
+    // F = force − f(ṡ) within the limit it sticks, the spring carrying −F;
+    // beyond the limit, or at or beyond ε, it is dragged to the limit.
+    int settled = 0;
+    for (int trial = 0; trial < 20; ++trial) {
+        const double s = rng.uniform(-1e-2, 1e-2);
+        const double sign = trial % 2 ? -1.0 : 1.0;
+        const double old_anchor = s - sign * 3 * limit / kf;
+        const double slow = sign * rng.uniform(0.01, 0.9) * eps;
+        const double f = weft::lagged_anchor_friction<double>(slow, limit, eps).force(0);
+        // steady creep (the load balances f: total force 0): F = −f, within the limit
+        const double steady = weft::settle_slipping_anchor<double>(s, old_anchor, slow, 0.0, kf, limit, eps);
+        CHECK(weft::anchor_spring<double>(s, steady, kf).force(0) == Approx(f).epsilon(1e-9));
+        CHECK_FALSE(weft::anchor_at_limit<double>(s, steady, kf, limit));
+        // a load below the limit that still accelerates it: held by the spring
+        const double below = sign * rng.uniform(0.1, 0.99) * limit;
+        const double held = weft::settle_slipping_anchor<double>(s, old_anchor, slow, below + f, kf, limit, eps);
+        CHECK(weft::anchor_spring<double>(s, held, kf).force(0) == Approx(-below).epsilon(1e-9));
+        // a load beyond the limit: F = 1.2 limit · sign
+        CHECK(weft::settle_slipping_anchor<double>(s, old_anchor, slow, 1.2 * sign * limit + f, kf, limit, eps) ==
+              weft::drag_anchor_to_limit<double>(s, old_anchor, kf, limit));
+        for (const double fast : {sign * eps, sign * rng.uniform(1.01, 50) * eps})
+            CHECK(weft::settle_slipping_anchor<double>(s, old_anchor, fast, 0.0, kf, limit, eps) ==
+                  weft::drag_anchor_to_limit<double>(s, old_anchor, kf, limit));
+        ++settled;
+    }
+    REQUIRE(settled == 20);
 }
 
 TEST_CASE("yarn terms: the consistent segment mass is the kinetic energy of the EoL velocity field", "[element][yarn]")

@@ -109,10 +109,15 @@ TEST_CASE("friction_incline: full Newton keeps the Coulomb threshold between lay
             CHECK_FALSE(run.slid());
             CHECK(run.slide_distance < 1e-9);
             CHECK(run.end_time == Approx(0.2));
+            // Coulomb's stick test after each step (settle_slipping_anchor):
+            // every contact, loaded below its limit, is back on its spring
+            // (the one-step scheme leaves half of them at the limit).
+            CHECK(run.anchors_at_limit == 0);
         } else {
             CHECK(run.slid());
             CHECK(run.left_fixed_patch);
             CHECK(run.end_time < 0.1);
+            CHECK(run.anchors_at_limit > 0);
         }
         ++runs;
     }

@@ -876,6 +876,10 @@ protected:
     }
     /// Positions at the start of the (sub)step being attempted.
     const thrust::device_vector<T>& attempt_start_positions() const { return m_q_start; }
+    /// Velocities at the start of the (sub)step being attempted.
+    const thrust::device_vector<T>& attempt_start_velocities() const { return m_v_start; }
+    /// The size of the (sub)step last evaluated (the accepted one, in after_step).
+    T attempt_step_size() const { return m_last_h; }
 
     ImplicitStepper(const std::vector<T>& q, const std::vector<T>& v, const std::vector<unsigned char>& free_dof,
                     const StepperOptions<T>& options)
@@ -985,6 +989,7 @@ private:
         NewtonInputs<T> in;
         if (full_newton()) {
             in.lagged_positions = raw(m_q);
+            in.lagged_velocities = raw(m_v);
             in.full_newton = true;
         }
         return in;
@@ -996,6 +1001,7 @@ private:
         in.stiffness_velocity = raw(m_zero);
         in.mass_velocity = raw(m_mass_velocity);
         in.lagged_positions = raw(m_q_start);
+        in.lagged_velocities = raw(m_v_start);
         in.rate_start = raw(m_q_start);
         in.full_newton = true;
         in.exact_hessians = m_exact_hessians;

@@ -230,12 +230,12 @@ struct NodeKernel {
         NodeBlocks<T, 1, B> blocks;
         blocks.set_zero();
         ElementEnergies<T> e;
-        // Full Newton: the node's mass at the step start sets its collider friction's slip velocity.
-        const T mass =
-            in.newton.lagged_positions && in.collider_count > 0
-                ? yarn_node_mass<T>(in.newton.lagged_positions, in.segments,
-                                    in.node_segments[static_cast<std::size_t>(node)], in.material.linear_density)
-                : T(0);
+        // Full Newton: the node's mass at the step start sets the slip
+        // velocities of its collider friction and its slipping anchors.
+        const T mass = in.newton.lagged_positions ? yarn_node_mass<T>(in.newton.lagged_positions, in.segments,
+                                                                      in.node_segments[static_cast<std::size_t>(node)],
+                                                                      in.material.linear_density)
+                                                  : T(0);
         evaluate_yarn_node<T>(in.q, in.v, in.free_dof, in.anchors, in.friction_limit, node, in.material, in.colliders,
                               in.collider_count, in.radius, in.h, blocks, e, in.newton, mass);
         stepper_detail::write_blocks<T, 1, B>(blocks, in.out, matrix_base + static_cast<std::size_t>(node),
@@ -360,20 +360,39 @@ struct OutsideBracket {
 };
 
 /// Coulomb anchors after a step (DESIGN.md; same rule as the Eigen path).
+/// Full Newton (`q_start` set): an anchor that slipped in the step
+/// (`anchor_at_limit` at the step's start) settles by the rate it ended with
+/// (`settle_slipping_anchor`, with the slip velocity of the step's friction).
 template <typename T>
 struct DragAnchors {
     const T* q;
     T* anchors;
     const T* friction_limit;  ///< nullptr: the material's μF_n
     YarnMaterial<T> m;
+    const T* v = nullptr;        ///< full Newton: the step's end velocities
+    const T* force = nullptr;    ///< full Newton: the total force at the step's end (the converged iterate's f)
+    const T* v_start = nullptr;  ///< full Newton: the velocities at the step's start
+    const T* q_start = nullptr;  ///< full Newton: the positions at the step's start; null: one-step scheme
+    const YarnSegment* segments = nullptr;
+    const NodeSegments* node_segments = nullptr;
+    T h = T(0);
     WEFT_HD void operator()(Index node) const
     {
         T limit = T(0);
         const bool friction = node_friction<T>(m, friction_limit, static_cast<int>(node), limit);
+        const bool slip = friction && q_start && m.anchor_friction == AnchorFriction::slip_in_step;
+        const T mass =
+            slip ? yarn_node_mass<T>(q_start, segments, node_segments[static_cast<std::size_t>(node)], m.linear_density)
+                 : T(0);
         for (int c = 0; c < 2; ++c) {
-            const T s = q[B * static_cast<std::size_t>(node) + 3 + c];
+            const std::size_t i = B * static_cast<std::size_t>(node) + 3 + static_cast<std::size_t>(c);
+            const T s = q[i];
             T& a = anchors[2 * static_cast<std::size_t>(node) + c];
-            a = friction ? drag_anchor_to_limit<T>(s, a, m.anchor_stiffness, limit) : s;
+            if (slip && anchor_at_limit<T>(q_start[i], a, m.anchor_stiffness, limit))
+                a = settle_slipping_anchor<T>(s, a, v[i], force[i], m.anchor_stiffness, limit,
+                                              anchor_slip_velocity<T>(m.anchor_stiffness, limit, h, mass, v_start[i]));
+            else
+                a = friction ? drag_anchor_to_limit<T>(s, a, m.anchor_stiffness, limit) : s;
         }
     }
 };
@@ -1070,10 +1089,14 @@ private:
 
     void after_step()
     {
-        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
-                         thrust::counting_iterator<Index>(this->m_nodes),
-                         yarn_stepper_detail::DragAnchors<T>{this->raw(this->m_q), this->raw(m_anchors),
-                                                             friction_limit(), m_material});
+        const bool full_newton = this->options().newton_iterations > 1;
+        thrust::for_each(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(this->m_nodes),
+            yarn_stepper_detail::DragAnchors<T>{
+                this->raw(this->m_q), this->raw(m_anchors), friction_limit(), m_material, this->raw(this->m_v),
+                this->raw(this->force()), this->raw(this->attempt_start_velocities()),
+                full_newton ? this->raw(this->attempt_start_positions()) : nullptr, this->raw(m_segments),
+                this->raw(m_node_segments), this->attempt_step_size()});
     }
     const T* friction_limit() const { return m_friction_limit.empty() ? nullptr : this->raw(m_friction_limit); }
 

@@ -55,6 +55,10 @@ struct NewtonInputs {
     /// tangent basis, `lagged_friction`); null: the one-step scheme's forms,
     /// evaluated at the current q.
     const T* lagged_positions = nullptr;
+    /// Velocities at the start of the step (v_n), set with lagged_positions:
+    /// the slipping anchors' slip velocity (`anchor_slip_velocity`) is
+    /// frozen from them for the whole Newton solve.
+    const T* lagged_velocities = nullptr;
     /// Positions at the start of the step for strain rates in incremental-
     /// potential form, ε̇ = (ε(q) − ε(q_n))/h (`set_incremental_rate`; full
     /// Newton iterations after the first); null: ε̇ = ∇ε(q)·v.

@@ -325,8 +325,10 @@ WEFT_HD inline bool node_friction(const YarnMaterial<T>& mat, const T* friction_
 /// @param[in] friction_limit  nullptr (the material's μF_n) or #nodes Coulomb
 ///            limits (YarnModel::friction_limit)
 /// @param[in] node_mass  the node's lumped mass at the start of the step, for
-///            the slip velocity of the colliders' lagged friction in full
-///            Newton (`collider_slip_velocity`); 0: the 1 mm/s floor alone
+///            the slip velocities of the colliders' lagged friction and the
+///            slipping anchors' friction in full Newton
+///            (`collider_slip_velocity`, `anchor_slip_velocity`); 0: the
+///            1 mm/s floor, and the anchor spring's rate, alone
 template <typename T>
 WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned char* free_dof, const T* anchors,
                                        const T* friction_limit, int node, const YarnMaterial<T>& mat,
@@ -352,7 +354,10 @@ WEFT_HD inline void evaluate_yarn_node(const T* q, const T* v, const unsigned ch
                 const T s0 = newton.lagged_positions[yarn_node_dofs * node + 3 + c];
                 if (anchor_at_limit<T>(s0, anchor, mat.anchor_stiffness, limit)) {
                     const LocalTerms<T, 1> f = lagged_anchor_friction<T>(
-                        vn[3 + c], limit, anchor_slip_velocity<T>(mat.anchor_stiffness, limit, h));
+                        vn[3 + c], limit,
+                        anchor_slip_velocity<T>(
+                            mat.anchor_stiffness, limit, h, node_mass,
+                            newton.lagged_velocities ? newton.lagged_velocities[yarn_node_dofs * node + 3 + c] : T(0)));
                     force(3 + c) += f.force(0);
                     df_dv(3 + c, 3 + c) += f.df_dv(0, 0);
                     energy.dissipation += f.energy;

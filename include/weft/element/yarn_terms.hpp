@@ -186,15 +186,32 @@ WEFT_HD inline LocalTerms<T, 1> slipping_anchor(T s, T anchor, T stiffness, T li
     return t;
 }
 
-/// The slip velocity ε of a slipping friction anchor in full Newton:
-/// limit / (k_f h), the sliding rate at which the anchor spring reaches the
-/// Coulomb limit within one step. Below it `lagged_anchor_friction` is as
-/// stiff as the spring (2 k_f h² in the step's merit against k_f h²), so the
-/// regularization is the one the anchor model already has.
+/// The slip velocity ε of a slipping friction anchor in full Newton. Its
+/// floor is limit / (k_f h), the sliding rate at which the anchor spring
+/// reaches the Coulomb limit within one step (below it `lagged_anchor_friction`
+/// is as stiff as the spring: 2 k_f h² in the step's merit against k_f h²).
+/// A coordinate already sliding at the step's start at |ṡ_n| gets up to
+/// min(|ṡ_n|, limit · h / m), m the node's lumped mass at the step's start:
+/// limit · h / m is the rate the friction removes from m in one step
+/// (`collider_slip_velocity`, collider.hpp: rates below it are not told
+/// apart by one backward-Euler step, and the friction's stiffness h · 2
+/// limit/ε stays at most 2m, the node's own mass term), so a contact that
+/// slows to a stop or turns within the step meets a law smooth on that scale,
+/// not one that turns over within 1e-10 m/s. The rate at the start bounds it
+/// so that a coordinate at rest keeps the full limit at any rate it starts
+/// to slide with: a larger ε at rest makes the friction viscous (limit ṡ/ε)
+/// at small rates, the slipping contacts give their load to the sticking
+/// ones, and a layer loaded beyond its Coulomb limit holds (measured on
+/// friction_incline, docs/scenes.md). m = 0 or ṡ_n = 0: the floor alone.
 template <typename T>
-WEFT_HD inline T anchor_slip_velocity(T stiffness, T limit, T h)
+WEFT_HD inline T anchor_slip_velocity(T stiffness, T limit, T h, T mass = T(0), T start_rate = T(0))
 {
-    return limit / (stiffness * h);
+    const T spring = limit / (stiffness * h);
+    if (!(mass > T(0))) return spring;
+    const T resolved = limit * h / mass;
+    const T moving = start_rate < T(0) ? -start_rate : start_rate;
+    const T slip = moving < resolved ? moving : resolved;
+    return slip > spring ? slip : spring;
 }
 
 /// Friction of a slipping anchor (`anchor_at_limit` at the start of the step)
@@ -217,6 +234,33 @@ WEFT_HD inline LocalTerms<T, 1> lagged_anchor_friction(T rate, T limit, T slip_v
     t.df_dv(0, 0) = -limit * m.slope;
     t.energy = limit * m.potential;
     return t;
+}
+
+/// The anchor after a full-Newton step in which it slipped (`anchor_at_limit`
+/// at the step's start, `lagged_anchor_friction` during the step): Coulomb's
+/// stick test at the end of the step. `force` is the total force on the
+/// coordinate at the end of the step (the assembled f of the converged
+/// iterate, friction included); F = force − f(ṡ) is then what the rest of the
+/// system (elastic, gravity, damping) pulls on it with. The contact sticks
+/// where its rate is below the slip velocity ε (rates one step does not tell
+/// from rest) and |F| stays below the limit: s̄ is set so that the spring
+/// carries −F (what holds it at rest), and the next step starts from the
+/// spring. Without this a contact loaded below its limit creeps at the rate
+/// where f(ṡ) balances its load and is dragged after every step. Otherwise it
+/// is dragged to the limit (`drag_anchor_to_limit`). The assembled force,
+/// not a lumped mass times the rate's change, gives F: EoL's mass matrix
+/// couples a sliding coordinate to its node's position, so the coordinate's
+/// own inertia says nothing about its load.
+template <typename T>
+WEFT_HD inline T settle_slipping_anchor(T s, T anchor, T rate, T force, T stiffness, T limit, T slip_velocity)
+{
+    const T magnitude = rate < T(0) ? -rate : rate;
+    if (!(magnitude < slip_velocity) || !(stiffness > T(0)))
+        return drag_anchor_to_limit<T>(s, anchor, stiffness, limit);
+    const T other = force - lagged_anchor_friction<T>(rate, limit, slip_velocity).force(0);
+    const T held = other < T(0) ? -other : other;
+    if (!(held < limit)) return drag_anchor_to_limit<T>(s, anchor, stiffness, limit);
+    return s - other / stiffness;  // −k_f (s − s̄) = −F
 }
 
 }  // namespace weft
