@@ -26,10 +26,8 @@ InclineRun run_friction_incline(const InclineOptions& o)
     options.pcg.max_iterations = 5000;
     options.pcg.tolerance = 1e-8;
     options.max_halvings = 4;
-    if (o.newton_iterations > 1) {
-        options.newton_iterations = o.newton_iterations;
-        options.newton_tolerance = 1e-4;
-    }
+    options.newton_iterations = o.newton_iterations;  // this example's own default: the one-step scheme
+    options.newton_tolerance = 1e-4;
     EilOptions<double> eil;
     eil.enabled = true;
     eil.rest_segment_length = s.bottom.spacing;

@@ -323,6 +323,7 @@ TEST_CASE("layers: a stack with no gravity stays at rest, with EIL on and off", 
         YarnStepper<double> stepper(s.model, {}, Vec3::Zero(), {}, options);
         for (int step = 0; step < 30; ++step) {
             const weft::YarnStepReport r = stepper.step(1e-3);
+            INFO("EIL " << eil << ", step " << step << ": " << r.message);
             REQUIRE(r.ok);
             CHECK(r.eil_nodes == 0);
         }

@@ -15,6 +15,7 @@
 #include <weft/solver/eigen_yarn_system.hpp>
 
 #include "support/random.hpp"
+#include "support/schemes.hpp"
 #include "support/solver_comparison.hpp"
 #include "support/symmetric_eigen.hpp"
 #include "support/threads.hpp"
@@ -77,6 +78,7 @@ YarnStepperOptions<double> tight_newton(int iterations)
     YarnStepperOptions<double> options;
     options.newton_iterations = iterations;
     options.newton_tolerance = 1e-6;
+    options.hessian_projection = weft::HessianProjection::clamp;  // what these tests were measured with
     options.pcg.tolerance = 1e-12;
     options.pcg.max_iterations = 20000;
     return options;
@@ -105,7 +107,7 @@ TEST_CASE("yarn stepper: assembled A, b, f equal the Eigen reference path", "[ba
             model.material.stiffness_approximation = approximation;
             const Vec3 g(0, 0, -9.81);
             const double h = 1e-3;
-            YarnStepper<double> stepper(model, colliders, g);
+            YarnStepper<double> stepper(model, colliders, g, weft_test::one_step_options());
             stepper.assemble(h);
             const weft::EigenYarnSystem<double> ref = weft::assemble_yarn_system_eigen<double>(model, colliders, g, h);
             const Eigen::MatrixXd a = dense(weft::to_eigen(stepper.matrix()));
@@ -157,7 +159,7 @@ TEST_CASE("yarn stepper: one step equals the Eigen reference step", "[backend][y
         YarnModel<double> model = busy_patch(damping, colliders);
         const Vec3 g(0, 0, -9.81);
         const double h = 1e-3;
-        YarnStepperOptions<double> options;
+        YarnStepperOptions<double> options = weft_test::one_step_options();
         options.pcg.tolerance = 1e-12;
         options.pcg.max_iterations = 20000;
         YarnStepper<double> stepper(model, colliders, g, options);
@@ -367,6 +369,7 @@ TEST_CASE("yarn stepper: full Newton's matrix is the derivative of its residual 
                 a == 1 ? weft::StiffnessApproximation::gauss_newton : weft::StiffnessApproximation::automatic;
             YarnStepperOptions<double> options;
             options.newton_iterations = 8;
+            options.hessian_projection = weft::HessianProjection::clamp;  // the figures above are the clamp's
             options.exact_hessians = a == 2;
             YarnStepper<double> stepper(model, {}, g, options);
             const std::vector<double> q0 = weft::to_host(stepper.positions());
@@ -424,7 +427,7 @@ TEST_CASE("yarn stepper: a failed solve is reported, undone, and halved when all
     colliders.clear();
     const Vec3 g(0, 0, -9.81);
     const double h = 1e-2;
-    YarnStepperOptions<double> options;
+    YarnStepperOptions<double> options = weft_test::one_step_options();
     options.pcg.max_iterations = 100000;
     int needed[5];
     for (int d = 0; d < 5; ++d) {
@@ -491,7 +494,7 @@ TEST_CASE("yarn stepper: assembly is bit-identical for 1 and 2 threads; steps ag
     std::vector<double> values[2], rhs[2], q[2];
     for (int t = 0; t < 2; ++t) {
         weft_test::set_threads(t + 1);
-        YarnStepper<double> stepper(model, colliders, g);
+        YarnStepper<double> stepper(model, colliders, g, weft_test::one_step_options());
         stepper.assemble(1e-3);
         values[t] = weft::to_host(stepper.matrix().values());
         rhs[t] = weft::to_host(stepper.rhs());
@@ -942,7 +945,8 @@ TEST_CASE("yarn stepper: Coulomb friction angle on an inclined plane", "[backend
         const double theta = degrees * weft::Constants<double>::pi / 180;
         std::vector<Collider<double>> colliders;
         const YarnModel<double> model = patch_on_plane(mu, colliders);
-        YarnStepper<double> stepper(model, colliders, Vec3(g * std::sin(theta), 0, -g * std::cos(theta)));
+        YarnStepper<double> stepper(model, colliders, Vec3(g * std::sin(theta), 0, -g * std::cos(theta)),
+                                    weft_test::one_step_options());
         const double x0 = mean_x(model.q);
         for (int s = 0; s < static_cast<int>(duration / h); ++s) REQUIRE(stepper.step(h).ok);
         const double slid = mean_x(weft::to_host(stepper.positions())) - x0;

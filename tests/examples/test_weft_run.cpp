@@ -1106,7 +1106,11 @@ TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL
 {
     // With friction 0 the yarns of the hanging patch slide freely at every
     // crossing. EIL is the default of yarn scenes: the run ends (measured:
-    // 1,000 steps, up to 19 EIL pairs, peak speed 0.88 m/s). EoL-only,
+    // 1,000 steps, up to 19 EIL pairs, peak speed 0.88 m/s; 28 EIL nodes
+    // and 1.17 m/s at t = 0.075 s, with 2 steps halved, since the element
+    // Hessians' eigen-solver changed from Jacobi rotations to tridiagonal QL:
+    // the peak, a yarn end whipping as it slides, depends on the last digits,
+    // so the bound below is 1.5 m/s, under the EoL-only runs' 2.3 m/s). EoL-only,
     // segments invert within the first 0.06 s (measured: steps 50, 60 and 61
     // halved for collapsed segments) and the sliding yarns whip.
     const fs::path dir = fresh_dir("hang_frictionless");
@@ -1135,7 +1139,7 @@ TEST_CASE("weft-run: frictionless hang.json runs to its end with the default EIL
     // allows (½ m_node v² ≤ KE for the fastest node, m_node ≥ 1e-7 kg here).
     CHECK(peak_speed == Approx(with.summary.peak_speed).epsilon(1e-9));
     CHECK(peak_speed > 0);
-    CHECK(peak_speed < 1.0);
+    CHECK(peak_speed < 1.5);
 
     std::string eol = scene;
     const std::string duration = "\"duration\": 1.0,";

@@ -5,6 +5,9 @@
 
 #include <Eigen/Core>
 
+#include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "support/fd_check.hpp"
@@ -127,6 +130,63 @@ int check_project_to_psd(Random& rng, int trials)
     }
     // The random matrices must actually exercise the clamp.
     REQUIRE(with_negative >= trials / 2);
+    return checks;
+}
+
+/// Checks weft::symmetric_eigen on `a`: A = V Λ Vᵀ, VᵀV = I, and the
+/// eigenvalues those of Eigen's solver. Returns the count of checks.
+template <int N>
+int check_symmetric_eigen(const Eigen::Matrix<double, N, N>& a, const std::string& what)
+{
+    using MatN = Eigen::Matrix<double, N, N>;
+    Eigen::Matrix<double, N, 1> values;
+    MatN v;
+    const bool ok = weft::symmetric_eigen<double, N>(a, values, v);
+    const double scale = std::max(a.norm(), std::numeric_limits<double>::min());
+    const double tol = 1e-13 * N;
+    INFO(what << ", N = " << N << "\nA =\n" << a << "\nvalues = " << values.transpose());
+    CHECK(ok);
+    CHECK((v * values.asDiagonal() * v.transpose() - a).norm() <= tol * scale);
+    CHECK((v.transpose() * v - MatN::Identity()).norm() <= tol);
+    Eigen::VectorXd sorted = values;
+    std::sort(sorted.data(), sorted.data() + N);
+    CHECK((sorted - weft_test::symmetric_eigenvalues(Eigen::MatrixXd(a))).norm() <= tol * scale);
+    return 4;
+}
+
+/// symmetric_eigen on random, rank-deficient, repeated-eigenvalue, diagonal,
+/// zero and badly scaled matrices of size N. Returns the count of checks.
+template <int N>
+int check_symmetric_eigen_cases(Random& rng)
+{
+    using MatN = Eigen::Matrix<double, N, N>;
+    using VecN = Eigen::Matrix<double, N, 1>;
+    int checks = 0;
+    for (int trial = 0; trial < 5; ++trial) checks += check_symmetric_eigen<N>(random_symmetric<N>(rng), "random");
+    VecN g, w;
+    for (int i = 0; i < N; ++i) {
+        g(i) = rng.uniform(-1, 1);
+        w(i) = rng.uniform(-1, 1);
+    }
+    // A bending element's Hessian: a Gauss-Newton part of rank 2 and a small indefinite rest.
+    checks += check_symmetric_eigen<N>(MatN(1e3 * g * g.transpose() - 1e3 * w * w.transpose()), "rank 2, indefinite");
+    checks += check_symmetric_eigen<N>(MatN(1e3 * g * g.transpose() + 1e-3 * random_symmetric<N>(rng)),
+                                       "rank 1 plus a small rest");
+    checks += check_symmetric_eigen<N>(MatN(g * g.transpose()), "rank 1");
+    checks += check_symmetric_eigen<N>(MatN::Zero(), "zero");
+    checks += check_symmetric_eigen<N>(MatN(2.0 * MatN::Identity()), "repeated eigenvalue");
+    MatN diagonal = MatN::Zero();
+    for (int i = 0; i < N; ++i) diagonal(i, i) = (i % 2 ? -1.0 : 1.0) * std::pow(10.0, i - N / 2);
+    checks += check_symmetric_eigen<N>(diagonal, "diagonal, mixed signs and scales");
+    // Eigenvalues that coincide in pairs, in a rotated basis.
+    VecN u;  // a Householder reflection I − 2 u uᵀ / uᵀu: orthogonal
+    for (int i = 0; i < N; ++i) u(i) = rng.uniform(-1, 1);
+    const MatN q = MatN::Identity() - (2.0 / u.squaredNorm()) * u * u.transpose();
+    VecN paired;
+    for (int i = 0; i < N; ++i) paired(i) = double(i / 2) - 2.0;
+    checks += check_symmetric_eigen<N>(MatN(q * paired.asDiagonal() * q.transpose()), "paired eigenvalues");
+    checks += check_symmetric_eigen<N>(MatN(1e-30 * random_symmetric<N>(rng)), "scaled by 1e-30");
+    checks += check_symmetric_eigen<N>(MatN(1e30 * random_symmetric<N>(rng)), "scaled by 1e30");
     return checks;
 }
 
@@ -255,6 +315,53 @@ TEST_CASE("psd: clamp_symmetric_2x2 matches Eigen's eigen-decomposition", "[core
     REQUIRE(both_positive > 20);
     REQUIRE(mixed > 20);
     REQUIRE(both_negative > 20);
+}
+
+TEST_CASE("psd: symmetric_eigen decomposes random and degenerate symmetric matrices of sizes 1 to 12",
+          "[core][psd][eigen]")
+{
+    Random rng(31);
+    int checks = 0;
+    checks += check_symmetric_eigen_cases<1>(rng);
+    checks += check_symmetric_eigen_cases<2>(rng);
+    checks += check_symmetric_eigen_cases<3>(rng);
+    checks += check_symmetric_eigen_cases<5>(rng);
+    checks += check_symmetric_eigen_cases<9>(rng);
+    checks += check_symmetric_eigen_cases<12>(rng);
+    REQUIRE(checks == 6 * 14 * 4);
+}
+
+TEST_CASE("psd: project_to_psd leaves PSD input unchanged, zeroes or negates a negative definite one",
+          "[core][psd][projection]")
+{
+    using Mat12 = Eigen::Matrix<double, 12, 12>;
+    Random rng(32);
+    int checks = 0;
+    for (int trial = 0; trial < 10; ++trial) {
+        const Mat12 b = random_symmetric<12>(rng);
+        Eigen::Matrix<double, 12, 1> g;
+        for (int i = 0; i < 12; ++i) g(i) = rng.uniform(-1, 1);
+        const Mat12 product = b * b.transpose() + Mat12::Identity();
+        const Mat12 definite = 0.5 * (product + product.transpose());  // exactly symmetric
+        const Mat12 rank_one = g * g.transpose();
+        INFO("trial " << trial);
+        for (const bool absolute : {false, true}) {
+            // PSD (definite, and singular of rank 1): returned exactly as given.
+            CHECK(weft::project_to_psd<double, 12>(definite, absolute) == definite);
+            CHECK((weft::project_to_psd<double, 12>(rank_one, absolute) - rank_one).norm() <= 1e-14 * rank_one.norm());
+            // Negative definite: zero, or its negation with absolute values.
+            const Mat12 expected = absolute ? Mat12(definite) : Mat12(Mat12::Zero());
+            CHECK((weft::project_to_psd<double, 12>(Mat12(-definite), absolute) - expected).norm() <=
+                  1e-13 * definite.norm());
+            // A negative rank-one matrix: zero, or the positive one.
+            const Mat12 expected_one = absolute ? Mat12(rank_one) : Mat12(Mat12::Zero());
+            CHECK((weft::project_to_psd<double, 12>(Mat12(-rank_one), absolute) - expected_one).norm() <=
+                  1e-14 * rank_one.norm());
+            checks += 4;
+        }
+    }
+    CHECK(weft::project_to_psd<double, 12>(Mat12::Zero()) == Mat12::Zero());
+    REQUIRE(checks == 10 * 2 * 4);
 }
 
 TEST_CASE("psd: project_to_psd matches Eigen's eigen-decomposition for sizes 2, 3, 9, 12, clamped and absolute",

@@ -806,6 +806,10 @@ protected:
     /// Whether the model's element kernels honour NewtonInputs::exact_hessians
     /// (otherwise StepperOptions::exact_hessians has nothing to try); no by default.
     bool has_exact_hessians() const { return false; }
+    /// Whether the model's element kernels save work under
+    /// NewtonInputs::forces_only (otherwise line-search trials are always
+    /// evaluated in full, to be reused as the next iterate's system); no by default.
+    bool has_forces_only() const { return false; }
     /// The step bound of every node against the colliders (full Newton; see
     /// collider_step_fraction): an update carries no node from outside a
     /// collider's contact band deeper than half the contact offset into it.
@@ -1010,6 +1014,22 @@ private:
             (m_options.hessian_projection == HessianProjection::adaptive && m_step_fraction < T(1));
         return in;
     }
+    /// Element inputs of a line-search trial after the update of iteration k.
+    /// Where this step is expected to converge at the trial (k + 1 reaches the
+    /// last step's Newton iterations) and the model saves work by it
+    /// (`has_forces_only`): the iterate's forces, energies and right-hand side
+    /// only (NewtonInputs::forces_only); if Newton goes on after all,
+    /// `newton_step` evaluates the iterate again with its Jacobians. Otherwise
+    /// the full evaluation, which the next iteration reuses. On flap.json's
+    /// full Newton (1.02 iterations per step) the trials' PSD projections were
+    /// half of the time per step (benchmarks/RESULTS.md, "Full Newton's fixed
+    /// cost").
+    NewtonInputs<T> trial_inputs(int k)
+    {
+        NewtonInputs<T> in = iterate_inputs();
+        in.forces_only = self().has_forces_only() && k + 1 >= m_expected_iterations;
+        return in;
+    }
 
     /// v = v_base + α Δv, q = q_n + h v (v_base may be m_v itself).
     void apply_update(T h, const thrust::device_vector<T>& v_base, T alpha)
@@ -1027,6 +1047,7 @@ private:
     {
         self().evaluate_elements(h, newton, buffers());
         m_last_h = h;
+        m_jacobians_evaluated = !newton.forces_only;
         // Energies describe (q, v) whatever the Newton inputs; the
         // contributions are reusable only in the first-iteration form.
         m_energies_valid = true;
@@ -1108,6 +1129,7 @@ private:
                 if (traced) traced->residuals.push_back(report.newton_residual);
                 if (norm <= m_options.newton_tolerance * scale) {
                     if (traced) traced->converged = true;
+                    m_expected_iterations = k;
                     report.assembly_seconds += seconds_since(t0);
                     break;
                 }
@@ -1119,6 +1141,8 @@ private:
                     return false;
                 }
             }
+            // The line search evaluated this iterate for its residual only.
+            if (!m_jacobians_evaluated) evaluate(h, iterate_inputs());
             assemble_matrix(m_map, m_matrix_contributions, m_matrix);
             report.assembly_seconds += seconds_since(t0);
 
@@ -1177,6 +1201,7 @@ private:
             if (searched == LineSearch::failed) return false;
             if (searched == LineSearch::round_off) {  // converged as far as the arithmetic resolves
                 if (traced) traced->converged = true;
+                m_expected_iterations = k + 1;
                 break;
             }
             fractions += (k > 0 ? ", " : "") + short_number(static_cast<double>(m_step_fraction));
@@ -1361,7 +1386,7 @@ private:
             alpha = first_alpha;
             for (int cut = 0;; ++cut) {
                 apply_update(h, m_v_base, alpha);
-                evaluate(h, iterate_inputs());
+                evaluate(h, trial_inputs(k));
                 assemble_vector(m_map, m_rhs_contributions, m_rhs);
                 const T trial = filtered_norm(m_rhs);
                 if (std::isfinite(static_cast<double>(trial))) {
@@ -1369,7 +1394,7 @@ private:
                     if (by_energy ? energy <= merit.value - T(1e-4) * alpha * slope
                                   : trial <= (T(1) - T(1e-4) * alpha) * norm) {
                         m_step_fraction = alpha;
-                        if (by_energy && alpha == T(1)) expand(h, merit.value, slope, energy, report);
+                        if (by_energy && alpha == T(1)) expand(h, k, merit.value, slope, energy, report);
                         return LineSearch::moved;
                     }
                 }
@@ -1410,7 +1435,7 @@ private:
     /// eigenvalues: its first expansion, 16 times, overshoots, and later
     /// ones still help). On return the iterate is evaluated, as after
     /// `line_search`, and m_step_fraction is the update's multiple.
-    void expand(T h, T start_value, T slope, T energy, BackendStepReport& report)
+    void expand(T h, int k, T start_value, T slope, T energy, BackendStepReport& report)
     {
         if (!(start_value - energy > slope)) return;
         T alpha = T(1), best = energy;
@@ -1423,7 +1448,7 @@ private:
                 break;
             }
             apply_update(h, m_v_base, T(1));
-            evaluate(h, iterate_inputs());
+            evaluate(h, trial_inputs(k));
             assemble_vector(m_map, m_rhs_contributions, m_rhs);
             const T trial = filtered_norm(m_rhs);
             const T value = std::isfinite(static_cast<double>(trial)) ? incremental_potential(h).value : best;
@@ -1439,7 +1464,7 @@ private:
         }
         if (moved_past) {
             apply_update(h, m_v_base, T(1));
-            evaluate(h, iterate_inputs());
+            evaluate(h, trial_inputs(k));
         }
         m_step_fraction = alpha;
         if (doublings > 0) {
@@ -1600,10 +1625,12 @@ private:
     thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start, m_v_base;
     thrust::device_vector<T> m_q_step, m_v_step;  ///< state at the start of step(), restored if it fails
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
-    T m_guess_step = T(0);                       ///< step size of m_guess; 0: no guess yet
-    T m_step_fraction = T(1);                    ///< the step fraction α of the last accepted line search
-    bool m_exact_hessians = false;               ///< the next full-Newton evaluation takes the exact element Hessians
-    int m_converged_iterations = 0;              ///< PCG iterations of this step's last converged solve
+    T m_guess_step = T(0);               ///< step size of m_guess; 0: no guess yet
+    T m_step_fraction = T(1);            ///< the step fraction α of the last accepted line search
+    bool m_exact_hessians = false;       ///< the next full-Newton evaluation takes the exact element Hessians
+    bool m_jacobians_evaluated = false;  ///< the last evaluation filled the matrix contributions (not forces_only)
+    int m_converged_iterations = 0;      ///< PCG iterations of this step's last converged solve
+    int m_expected_iterations = 1;       ///< Newton iterations of the last converged attempt (trial_inputs)
     thrust::device_vector<T> m_expanded_update;  ///< the last update that `expand` lengthened
     int m_expanded_doublings = 0;                ///< doublings of the last accepted update (0: not expanded)
     int m_expansion_ceiling = 0;                 ///< this attempt's bound on doublings (lowered by reversals)

@@ -820,6 +820,8 @@ private:
 
     /// The yarn stretch, bending and shear kernels honour NewtonInputs::exact_hessians.
     bool has_exact_hessians() const { return true; }
+    /// They skip their PSD projections and stress clamps under NewtonInputs::forces_only.
+    bool has_forces_only() const { return true; }
 
     /// Before every attempt at a (sub)step: the EoL/EIL assignment (EIL on).
     /// Collision: then the contact pairs of the attempt (pairs within 1.5

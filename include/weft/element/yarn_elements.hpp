@@ -56,12 +56,13 @@ struct XsLayout {
     }
 };
 
-/// Whether the element stiffnesses stay unprojected (NewtonInputs::exact_hessians):
-/// not with Rayleigh damping, whose force is built from the projected stiffness.
+/// Whether the element stiffnesses stay unprojected (NewtonInputs::exact_hessians,
+/// or NewtonInputs::forces_only: nothing uses them then): not with Rayleigh
+/// damping, whose force is built from the projected stiffness.
 template <typename T>
 WEFT_HD inline bool exact_stiffness(const YarnMaterial<T>& mat, const NewtonInputs<T>& newton)
 {
-    return newton.exact_hessians && mat.damping != DampingModel::rayleigh;
+    return (newton.exact_hessians || newton.forces_only) && mat.damping != DampingModel::rayleigh;
 }
 
 /// The projection of a yarn element's stiffness where it is not exact:
@@ -220,7 +221,7 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
             : evaluate_bending<T>(ql, vl, densities,
                                   exact_stiffness(mat, newton) ? PsdProjection::off : yarn_projection(mat, newton),
-                                  StressClamp::on);
+                                  newton.forces_only ? StressClamp::off : StressClamp::on);
     Vec<T, 12> force = r.elastic_force + r.dissipative_force;
     Mat<T, 12, 12> df_dq = r.elastic_force_jacobian + r.dissipative_force_jacobian_positions;
     Mat<T, 12, 12> df_dv = r.dissipative_force_jacobian_velocities;
