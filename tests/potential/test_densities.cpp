@@ -317,18 +317,18 @@ TEST_CASE("psd: clamp_symmetric_2x2 matches Eigen's eigen-decomposition", "[core
     REQUIRE(both_negative > 20);
 }
 
-TEST_CASE("psd: symmetric_eigen decomposes random and degenerate symmetric matrices of sizes 1 to 12",
+TEST_CASE("psd: symmetric_eigen decomposes random and degenerate symmetric matrices of sizes 1, 2, 3 and 12",
           "[core][psd][eigen]")
 {
     Random rng(31);
     int checks = 0;
+    // Sizes 1 (no reduction), 2, 3 and 12 (the bending elements'; each size
+    // costs the sanitizer build about 7 s of the compiler).
     checks += check_symmetric_eigen_cases<1>(rng);
     checks += check_symmetric_eigen_cases<2>(rng);
     checks += check_symmetric_eigen_cases<3>(rng);
-    checks += check_symmetric_eigen_cases<5>(rng);
-    checks += check_symmetric_eigen_cases<9>(rng);
     checks += check_symmetric_eigen_cases<12>(rng);
-    REQUIRE(checks == 6 * 14 * 4);
+    REQUIRE(checks == 4 * 14 * 4);
 }
 
 TEST_CASE("psd: project_to_psd leaves PSD input unchanged, zeroes or negates a negative definite one",

@@ -81,8 +81,8 @@ struct NewtonInputs {
     /// StepperOptions::hessian_projection). Rayleigh damping keeps the clamp.
     bool absolute_eigenvalues = false;
     /// Full Newton: only the forces, energies and right-hand side of this
-    /// evaluation are used (a line-search trial: most of them are where the
-    /// step converges, and the system there is never solved). Kernels may skip
+    /// evaluation are used (a line-search trial where the step is expected to
+    /// converge, so that its system is never solved). Kernels may skip
     /// work that only A needs, such as the yarn elements' PSD projections; the
     /// forces and right-hand side must come out bit for bit as in a full
     /// evaluation (a stepper that goes on from the trial re-evaluates it).
