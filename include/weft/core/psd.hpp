@@ -29,12 +29,13 @@ WEFT_HD inline T scaled_hypot(T a, T b)
 }
 }  // namespace psd_detail
 
-/// Eigen-decomposition A = V diag(λ) Vᵀ of a symmetric N×N matrix: Householder reduction to tridiagonal form, then
-/// the implicit QL algorithm with shifts on the tridiagonal matrix (Golub &
-/// Van Loan, "Matrix Computations", Alg. 8.3.1 and Sec. 8.3.3; the EISPACK
-/// routines tred2 and tql2). O(N³) with a small constant: on 12×12 element
-/// Hessians about 3× faster than cyclic Jacobi rotations (benchmarks/RESULTS.md,
-/// "The element Hessians' eigen-solver"). Eigenvalues are not sorted.
+/// Eigen-decomposition A = V diag(λ) Vᵀ of a symmetric N×N matrix:
+/// Householder reduction to tridiagonal form, then the implicit QL algorithm
+/// with shifts on the tridiagonal matrix (Golub & Van Loan, "Matrix
+/// Computations", Alg. 8.3.1 and Sec. 8.3.3; the EISPACK routines tred2 and
+/// tql2). O(N³) with a small constant: on 12×12 element Hessians about 3×
+/// faster than cyclic Jacobi rotations (benchmarks/RESULTS.md, "Full Newton's
+/// fixed cost"; `bench_psd`). Eigenvalues are not sorted.
 /// @param[in]  a       symmetric matrix
 /// @param[out] values  the N eigenvalues
 /// @param[out] v       N by N orthogonal matrix of eigenvectors (columns, in the order of `values`)
