@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstdint>
 #include <set>
+#include <type_traits>
 #include <vector>
 
 #include <thrust/for_each.h>
@@ -164,6 +165,28 @@ TEST_CASE("bsr: spmv equals Eigen's product on random block-sparse matrices (B =
     for (int trial = 0; trial < 5; ++trial) ran += check_spmv_against_eigen<5>(rng, 10 + trial, 14 - trial);
     ran += check_spmv_against_eigen<5>(rng, 30, 30);
     REQUIRE(ran == 6);
+}
+
+TEST_CASE("bsr: row_abs_sums equals Eigen's row sums of |A|, empty rows included", "[backend][bsr][spmv]")
+{
+    Random rng(71);
+    int ran = 0;
+    const auto check = [&](const auto& m, auto block) {
+        constexpr int B = decltype(block)::value;
+        const BsrMatrix<double, B> a(m.block_rows, m.block_cols, m.row_ptr, m.col_idx, m.values);
+        thrust::device_vector<double> y(2, -1.0);  // wrong size on purpose: resized
+        weft::row_abs_sums(a, y);
+        const Eigen::VectorXd sums = to_eigen_vector(y);
+        const Eigen::VectorXd expected = Eigen::MatrixXd(m.reference).cwiseAbs().rowwise().sum();
+        REQUIRE(sums.size() == expected.size());
+        REQUIRE(expected.maxCoeff() > 0);
+        CHECK((sums - expected).lpNorm<Eigen::Infinity>() <= 1e-14 * expected.maxCoeff());
+        CHECK(sums.minCoeff() == 0.0);  // random_bsr leaves about one row in ten empty
+        ++ran;
+    };
+    check(random_bsr<3>(rng, 40, 30, 0.3), std::integral_constant<int, 3>{});
+    check(random_bsr<5>(rng, 40, 40, 0.3), std::integral_constant<int, 5>{});
+    REQUIRE(ran == 2);
 }
 
 TEST_CASE("bsr: empty block rows give zero rows in the product", "[backend][bsr][spmv]")

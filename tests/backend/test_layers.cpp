@@ -18,6 +18,7 @@
 
 #include "../../examples/friction_incline/friction_incline.hpp"
 #include "support/random.hpp"
+#include "support/schemes.hpp"
 #include "support/yarn_patches.hpp"
 
 using weft::LayerContact;
@@ -312,34 +313,48 @@ TEST_CASE("layers: three stacked layers, the third a quarter spacing off the sec
     CHECK(middle_yarns_with_both == 14);  // the 7 + 7 yarns of layer 1 inside layer 2's span
 }
 
-TEST_CASE("layers: a stack with no gravity stays at rest, with EIL on and off", "[backend][layers][rest]")
+TEST_CASE("layers: a stack with no gravity stays at rest, with EIL on and off, one-step and full Newton",
+          "[backend][layers][rest]")
 {
+    // Full Newton at rest: the residual of the stiff contact and anchor
+    // springs is rounding noise (‖S b‖ ≈ 1e-15); the iteration must count it
+    // as converged (ImplicitStepper::resolution_floor), not fail the line
+    // search that cannot decrease it.
     Stack s = make_stack(8, 5);
     weft_test::enable_friction(s.model);
     int runs = 0;
-    for (const bool eil : {false, true}) {
-        weft::EilOptions<double> options;
-        options.enabled = eil;
-        YarnStepper<double> stepper(s.model, {}, Vec3::Zero(), {}, options);
-        for (int step = 0; step < 30; ++step) {
-            const weft::YarnStepReport r = stepper.step(1e-3);
-            INFO("EIL " << eil << ", step " << step << ": " << r.message);
-            REQUIRE(r.ok);
-            CHECK(r.eil_nodes == 0);
+    for (const bool newton : {false, true}) {
+        for (const bool eil : {false, true}) {
+            weft::EilOptions<double> options;
+            options.enabled = eil;
+            YarnStepper<double> stepper(s.model, {}, Vec3::Zero(),
+                                        newton ? weft_test::full_newton_options() : weft_test::one_step_options(),
+                                        options);
+            int iterations = 0;
+            for (int step = 0; step < 30; ++step) {
+                const weft::YarnStepReport r = stepper.step(1e-3);
+                INFO("Newton " << newton << ", EIL " << eil << ", step " << step << ": " << r.message);
+                REQUIRE(r.ok);
+                CHECK(r.eil_nodes == 0);
+                CHECK(r.halvings == 0);
+                iterations += r.newton_iterations;
+            }
+            const std::vector<double> q = weft::to_host(stepper.positions());
+            const std::vector<double> v = weft::to_host(stepper.velocities());
+            double dq = 0, dv = 0;
+            for (std::size_t i = 0; i < q.size(); ++i) {
+                dq = std::max(dq, std::abs(q[i] - s.model.q[i]));
+                dv = std::max(dv, std::abs(v[i]));
+            }
+            INFO("Newton " << newton << ", EIL " << eil << ": max |dq| " << dq << ", max |v| " << dv
+                           << ", Newton iterations " << iterations);
+            CHECK(dq < 1e-15);
+            CHECK(dv < 1e-12);
+            CHECK(iterations <= 2 * 30);
+            ++runs;
         }
-        const std::vector<double> q = weft::to_host(stepper.positions());
-        const std::vector<double> v = weft::to_host(stepper.velocities());
-        double dq = 0, dv = 0;
-        for (std::size_t i = 0; i < q.size(); ++i) {
-            dq = std::max(dq, std::abs(q[i] - s.model.q[i]));
-            dv = std::max(dv, std::abs(v[i]));
-        }
-        INFO("EIL " << eil << ": max |dq| " << dq << ", max |v| " << dv);
-        CHECK(dq < 1e-15);
-        CHECK(dv < 1e-12);
-        ++runs;
     }
-    REQUIRE(runs == 2);
+    REQUIRE(runs == 4);
 }
 
 TEST_CASE("layers: detaching a contact from its top yarn keeps the model consistent", "[backend][layers][model]")

@@ -1,9 +1,10 @@
 #pragma once
 /// @file schemes.hpp
-/// Stepper options for the tests written for the one-step scheme: their
-/// references (the Eigen reference path's one linearized step) and measured
-/// figures are that scheme's, so they name it rather than take
-/// StepperOptions' default. Full Newton has tests of its own.
+/// Stepper options that name the time-stepping scheme. Tests written for the
+/// one-step scheme (their references are the Eigen reference path's one
+/// linearized step, their measured figures that scheme's) name it rather
+/// than take StepperOptions' default; tests that hold for both schemes run
+/// both.
 
 #include <weft/backend/implicit_stepper.hpp>
 
@@ -15,6 +16,16 @@ weft::StepperOptions<T> one_step_options()
 {
     weft::StepperOptions<T> options;
     options.newton_iterations = 1;
+    return options;
+}
+
+/// Full Newton as the scenes ask for it: newton_iterations 12, newton_tolerance 1e-4.
+template <typename T = double>
+weft::StepperOptions<T> full_newton_options()
+{
+    weft::StepperOptions<T> options;
+    options.newton_iterations = 12;
+    options.newton_tolerance = T(1e-4);
     return options;
 }
 

@@ -249,7 +249,39 @@ struct ScalarRowProduct {
     WEFT_HD void operator()(Index row) const { y[row] = scalar_row_product(a, x, row); }
 };
 
+/// y_row = Σ_j |A_row,j| for one scalar row, in the stored order.
+template <typename T, int B>
+struct ScalarRowAbsSum {
+    const BsrConstView<T, B> a;
+    T* const y;  ///< B · block_rows
+
+    WEFT_HD void operator()(Index scalar_row) const
+    {
+        const Index row = scalar_row / B;
+        const int r = static_cast<int>(scalar_row - row * B);
+        T sum = T(0);
+        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+            const T* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
+            for (int c = 0; c < B; ++c) sum += block_row_r[c] < T(0) ? -block_row_r[c] : block_row_r[c];
+        }
+        y[scalar_row] = sum;
+    }
+};
+
 }  // namespace bsr_detail
+
+/// y_i = Σ_j |A_ij| for every scalar row i: the ∞-norm of each row, i.e. the
+/// largest |(A x)_i| over vectors with |x_j| ≤ 1 (the bound of a rounding
+/// error of size 1 in every entry of x carried through A).
+/// @param[in]  a  BSR matrix
+/// @param[out] y  rows() values (resized if needed)
+template <typename T, int B>
+void row_abs_sums(const BsrMatrix<T, B>& a, thrust::device_vector<T>& y)
+{
+    y.resize(static_cast<std::size_t>(a.rows()));
+    thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(a.rows()),
+                     bsr_detail::ScalarRowAbsSum<T, B>{a.view(), thrust::raw_pointer_cast(y.data())});
+}
 
 /// y = A x, a gather (deterministic): one thread per block row on CPU threads,
 /// per scalar row on a GPU (spmv_scalar_rows).
