@@ -89,6 +89,7 @@ int main()
     const weft::Vec3<double> g(0, 0, -9.81);
     const double h = 1e-3;
     weft::YarnStepperOptions<double> options;
+    options.newton_iterations = 1;  // the reference is the one-step scheme's system and step
     options.pcg.tolerance = 1e-12;
     options.pcg.max_iterations = 20000;
     weft::YarnStepper<double> stepper(model, colliders, g, options);

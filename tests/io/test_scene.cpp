@@ -139,8 +139,9 @@ TEST_CASE("scene: omitted optional keys take the documented defaults", "[io][sce
     const weft::SceneDescription s = weft::parse_scene(minimal());
     CHECK(s.name.empty());
     CHECK(s.gravity == std::array<double, 3>{0, 0, -9.81});
-    CHECK(s.solver.newton_iterations == 1);
-    CHECK(s.solver.newton_tolerance == 1e-3);
+    CHECK(s.solver.newton_iterations == 12);
+    CHECK(s.solver.newton_tolerance == 1e-4);
+    CHECK(s.solver.hessian_projection == "absolute");
     CHECK(s.solver.pcg_tolerance == 1e-5);
     CHECK(s.solver.pcg_max_iterations == 2000);
     CHECK(s.solver.adaptive_time_step);
@@ -274,13 +275,13 @@ TEST_CASE("scene: solver.line_search_expansions and exact_hessians are read, wit
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.exact_hessians") && Catch::Contains("yes"));
 }
 
-TEST_CASE("scene: solver.hessian_projection is read, \"clamp\" by default; an unknown value names the accepted ones",
+TEST_CASE("scene: solver.hessian_projection is read, \"absolute\" by default; an unknown value names the accepted ones",
           "[io][scene][newton]")
 {
     json j = minimal();
-    CHECK(weft::parse_scene(j).solver.hessian_projection == "clamp");
-    j["solver"] = json::parse(R"({"newton_iterations": 5, "hessian_projection": "absolute"})");
     CHECK(weft::parse_scene(j).solver.hessian_projection == "absolute");
+    j["solver"] = json::parse(R"({"newton_iterations": 5, "hessian_projection": "clamp"})");
+    CHECK(weft::parse_scene(j).solver.hessian_projection == "clamp");
     j["solver"]["hessian_projection"] = "adaptive";
     CHECK(weft::parse_scene(j).solver.hessian_projection == "adaptive");
     j["solver"]["hessian_projection"] = "abs";

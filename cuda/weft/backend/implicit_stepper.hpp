@@ -134,8 +134,8 @@ enum class HessianProjection { clamp, absolute, adaptive };
 
 template <typename T>
 struct StepperOptions {
-    int newton_iterations = 1;     ///< 1: the one-step scheme; > 1: Newton to newton_tolerance
-    T newton_tolerance = T(1e-3);  ///< relative residual ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖)
+    int newton_iterations = 12;    ///< > 1: full Newton to newton_tolerance; 1: the one-step scheme
+    T newton_tolerance = T(1e-4);  ///< relative residual ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖)
     int max_halvings = 0;          ///< how often a failed step may be halved (0: never)
     /// A step after which some velocity DoF exceeds this in magnitude (m/s for
     /// positions and arc lengths alike) fails: it catches blow-ups that stay
@@ -166,7 +166,7 @@ struct StepperOptions {
     /// retry after exact ones) treat the negative eigenvalues of each yarn
     /// element's Hessian (NewtonInputs::absolute_eigenvalues; scene key
     /// `solver.hessian_projection`).
-    HessianProjection hessian_projection = HessianProjection::clamp;
+    HessianProjection hessian_projection = HessianProjection::absolute;
     /// The linear solver of each Newton iteration: filtered PCG with the
     /// settings below, or CHOLMOD's direct factorization on the host
     /// (direct_solver.hpp; needs a build that links it, `cholmod_available()`).

@@ -25,8 +25,10 @@
 /// duration*         number   > 0 (s)
 /// gravity           [3]      [0, 0, -9.81] (m/s²)
 /// solver            object   all defaults
-///   newton_iterations   int    1      ≥ 1; 1 = one linearized step per time step
-///   newton_tolerance    number 1e-3   > 0; Newton stops early once the residual
+///   newton_iterations   int    12     ≥ 1; > 1 = full Newton to newton_tolerance
+///                                     (docs/scenes.md "Full Newton"); 1 = one
+///                                     linearized step per time step (one-step)
+///   newton_tolerance    number 1e-4   > 0; Newton stops once the residual
 ///                                     force norm has dropped by this factor
 ///   pcg_tolerance       number 1e-5   0 < tol < 1, relative PCG residual
 ///   pcg_max_iterations  int    2000   ≥ 1
@@ -49,12 +51,12 @@
 ///                                     iteration with the exact element Hessians
 ///                                     first, the PSD-projected ones where that
 ///                                     system is not positive definite
-///   hessian_projection  string "clamp" | "absolute" | "adaptive";
+///   hessian_projection  string "absolute" | "clamp" | "adaptive";
 ///                                     newton_iterations > 1 only: a
 ///                                     projected yarn element stiffness sets
-///                                     its negative eigenvalues to zero
-///                                     (clamp), to their absolute values, or
-///                                     to those after a cut update (adaptive)
+///                                     its negative eigenvalues to their
+///                                     absolute values, to zero (clamp), or
+///                                     to |λ| after a cut update (adaptive)
 ///   linear              string "pcg" | "cholmod": the linear solver of each
 ///                                     Newton iteration; "cholmod" (direct,
 ///                                     SuiteSparse, host) needs a build with

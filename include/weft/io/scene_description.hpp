@@ -25,8 +25,8 @@ struct MovingPins {
 };
 
 struct SolverDescription {
-    int newton_iterations = 1;
-    double newton_tolerance = 1e-3;
+    int newton_iterations = 12;
+    double newton_tolerance = 1e-4;
     double pcg_tolerance = 1e-5;
     int pcg_max_iterations = 2000;
     bool adaptive_time_step = true;
@@ -48,7 +48,7 @@ struct SolverDescription {
     int line_search_cuts = 8;        ///< full Newton: halvings of an update before the attempt fails
     int line_search_expansions = 4;  ///< full Newton: doublings of an update along negative curvature
     bool exact_hessians = true;      ///< full Newton: exact element Hessians first (StepperOptions)
-    std::string hessian_projection = "clamp";      ///< "clamp" | "absolute" | "adaptive" (StepperOptions)
+    std::string hessian_projection = "absolute";   ///< "clamp" | "absolute" | "adaptive" (StepperOptions)
     std::string stiffness_approximation = "auto";  ///< "auto" | "gauss-newton" | "projected" (yarns)
     std::string linear = "pcg";                    ///< "pcg" | "cholmod" (StepperOptions::linear)
 };

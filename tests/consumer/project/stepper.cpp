@@ -33,7 +33,7 @@ int main()
     const std::vector<int> pins = {0, patch.nx - 1};
     weft::pin_nodes(model, pins);
 
-    // The solver: the one-step scheme, up to 4 halvings of a failed step.
+    // The solver: full Newton (the default), up to 4 halvings of a failed step.
     weft::YarnStepperOptions<double> options;
     options.max_halvings = 4;
     weft::YarnStepper<double> stepper(model, {}, weft::Vec3<double>(0, 0, -9.81), options);
