@@ -1091,7 +1091,6 @@ private:
     /// each, docs/scenes.md "Full Newton"), so it ends none of them.
     T resolution_floor(T h)
     {
-        using std::abs;
         row_abs_sums(m_matrix, m_abs_rows);
         const T largest = thrust::transform_reduce(thrust::device, m_q.begin(), m_q.end(),
                                                    stepper_detail::Magnitude<T>{}, T(0), stepper_detail::Maximum<T>{});
