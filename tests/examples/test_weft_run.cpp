@@ -121,6 +121,17 @@ std::string replaced(std::string text, const std::string& from, const std::strin
     return text.replace(at, from.size(), to);
 }
 
+/// tablecloth.json with the one-step scheme. The shipped scene runs full
+/// Newton (the default; 0.3–1 s per step on the 2-core VM); the tests of its
+/// layers, EIL nodes and frames over 70–360 steps take the one-step scheme
+/// (about 0.1 s per step), whose figures their comments give. The shipped
+/// scene itself runs in "tablecloth.json stacks two layers …".
+std::string tablecloth_one_step()
+{
+    return replaced(text_of(source_root() / "examples" / "scenes" / "tablecloth.json"), "\"solver\": {",
+                    "\"solver\": {\"newton_iterations\": 1, ");
+}
+
 /// The CSV at `path` has its header and one row of finite numbers per step.
 void require_finite_rows(const fs::path& path, long steps)
 {
@@ -800,7 +811,7 @@ TEST_CASE("weft-run: yarn frames tell the cloths, contacts and EIL nodes apart",
     // tablecloth.json writes frames every 10 steps (legacy VTK, readable
     // here); 60 ms, so that EIL nodes appear (the first at t ≈ 0.05 s).
     const fs::path dir = fresh_dir("tablecloth_frames");
-    std::string scene = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
+    std::string scene = tablecloth_one_step();
     const std::string frames_key = R"("frames": "tablecloth_frames", "every": 20, "formats": ["vtk", "vtp", "obj"])";
     REQUIRE(scene.find(frames_key) != std::string::npos);
     scene.replace(scene.find(frames_key), frames_key.size(),
@@ -854,7 +865,7 @@ TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL n
     // first 0.1 s (462 over the whole 0.3 s), EIL nodes in 14 of the first
     // 100 steps, and every one of the 300 steps succeeds. Here 0.1 s.
     const fs::path dir = fresh_dir("tablecloth_eil");
-    const RunOutput with = run_quietly(source_root() / "examples" / "scenes" / "tablecloth.json", dir, 0.1);
+    const RunOutput with = run_quietly(write_scene(dir, tablecloth_one_step()), dir, 0.1);
     INFO(with.log << with.summary.error);
     REQUIRE(with.summary.ok);
     CHECK(with.summary.steps == 100);
@@ -866,7 +877,7 @@ TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL n
     CHECK(steps_with_eil >= 10);
     // The same scene with EIL off: the first contact that reaches a crossing
     // inverts its segment, and the step fails with that reason (t ≈ 0.066 s).
-    std::string scene = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
+    std::string scene = tablecloth_one_step();
     const std::string on = "\"eil\": {\"enabled\": true}";
     REQUIRE(scene.find(on) != std::string::npos);
     scene.replace(scene.find(on), on.size(), "\"eil\": {\"enabled\": false}");
@@ -1043,7 +1054,7 @@ TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between 
     // Measured: the scene's whole 0.3 s of both ok, none halved
     // (benchmarks/RESULTS.md); here each runs past its old failure.
     const fs::path dir = fresh_dir("tablecloth_slide");
-    const std::string text = text_of(source_root() / "examples" / "scenes" / "tablecloth.json");
+    const std::string text = tablecloth_one_step();
     const double frictionless_duration = 0.15;
     for (const char* value : {"0.2", "0"}) {
         const std::string scene =
@@ -1088,8 +1099,8 @@ TEST_CASE("weft-run: the draped layout (both cloths over the rounded table edge)
     // 0.63 m/s, 359 EIL nodes at the peak, 2,501 contacts removed because
     // they pulled; here its first 0.12 s, past the old failure.
     const fs::path dir = fresh_dir("tablecloth_draped");
-    const std::string scene = replaced(text_of(source_root() / "examples" / "scenes" / "tablecloth.json"),
-                                       "\"center\": [-0.0255, 0, 0.00025]", "\"center\": [-0.0045, 0, 0.00025]");
+    const std::string scene =
+        replaced(tablecloth_one_step(), "\"center\": [-0.0255, 0, 0.00025]", "\"center\": [-0.0045, 0, 0.00025]");
     const double duration = 0.12;
     const RunOutput run = run_quietly(write_scene(dir, scene), dir, duration);
     INFO(run.log << run.summary.error);
