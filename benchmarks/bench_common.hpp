@@ -11,6 +11,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <thrust/device_vector.h>
@@ -200,6 +201,53 @@ inline double stream_triad_gb_per_s(std::size_t n = std::size_t(1) << 25, int re
 }
 
 /// Milliseconds elapsed since `start` on the steady clock.
+/// Writes `values` as a NumPy .npy file (format 1.0, little-endian, one
+/// dimension, or two with `columns` > 0): numpy.load reads it as it is.
+/// @throws std::runtime_error naming the path when it cannot be written
+template <typename V>
+void write_npy(const std::string& path, const std::vector<V>& values, std::size_t columns = 0)
+{
+    static_assert(std::is_arithmetic_v<V>, "write_npy: numbers only");
+    const char* descr = std::is_floating_point_v<V> ? (sizeof(V) == 8 ? "<f8" : "<f4")
+                        : std::is_signed_v<V>       ? (sizeof(V) == 8   ? "<i8"
+                                                       : sizeof(V) == 4 ? "<i4"
+                                                                        : "|i1")
+                                                    : (sizeof(V) == 8   ? "<u8"
+                                                       : sizeof(V) == 4 ? "<u4"
+                                                                        : "|u1");
+    const std::string shape = columns > 0
+                                  ? "(" + std::to_string(values.size() / columns) + ", " + std::to_string(columns) + ")"
+                                  : "(" + std::to_string(values.size()) + ",)";
+    std::string header = std::string("{'descr': '") + descr + "', 'fortran_order': False, 'shape': " + shape + ", }";
+    header.append(63 - (header.size() + 10) % 64, ' ');  // magic, version and length: 10 bytes; total % 64 == 0
+    header += '\n';
+    std::ofstream out(path, std::ios::binary);
+    const std::uint16_t length = static_cast<std::uint16_t>(header.size());
+    out.write("\x93NUMPY\x01\x00", 8);
+    out.put(static_cast<char>(length & 0xff));
+    out.put(static_cast<char>(length >> 8));
+    out << header;
+    out.write(reinterpret_cast<const char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(V)));
+    if (!out) throw std::runtime_error("cannot write " + path);
+}
+
+/// Writes one linear system of a timed step as .npy files `prefix`_NAME.npy:
+/// the BSR matrix (row_ptr, col_idx, values as blocks × B·B, row-major
+/// blocks), rhs, free (1 for a free DoF) and positions (the state q), so that
+/// solvers can be studied outside weft (scipy.sparse.bsr_matrix((values
+/// reshaped to blocks × B × B, col_idx, row_ptr))).
+template <typename T, int B>
+void write_system(const std::string& prefix, const BsrMatrix<T, B>& a, const thrust::device_vector<T>& rhs,
+                  const std::vector<unsigned char>& free, const thrust::device_vector<T>& positions)
+{
+    write_npy(prefix + "_row_ptr.npy", to_host(a.row_ptr()));
+    write_npy(prefix + "_col_idx.npy", to_host(a.col_idx()));
+    write_npy(prefix + "_values.npy", to_host(a.values()), static_cast<std::size_t>(B * B));
+    write_npy(prefix + "_rhs.npy", to_host(rhs));
+    write_npy(prefix + "_free.npy", free);
+    write_npy(prefix + "_positions.npy", to_host(positions), static_cast<std::size_t>(B));
+}
+
 inline double elapsed_ms(std::chrono::steady_clock::time_point start)
 {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();

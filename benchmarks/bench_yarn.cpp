@@ -10,6 +10,7 @@
 //              [--multilevel-rebuild rent-or-buy|growth]
 //              [--multilevel-smoother chebyshev|yarn-lines]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
+//              [--write-system DIR]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
 // same count through Eigen::setNbThreads). bench_yarn_cuda is the same
@@ -21,7 +22,9 @@
 // device memory in use after the timed steps. Where the build links CHOLMOD
 // (`"cholmod": true` in the output), each timed step's system is also
 // factorized by it (bench_common.hpp, CholmodBaseline): the direct-solver
-// columns beside Eigen's CG; --no-cholmod skips them.
+// columns beside Eigen's CG; --no-cholmod skips them. --write-system DIR
+// writes each size's last timed system as DIR/yarn_N_*.npy (write_system in
+// bench_common.hpp), for studying preconditioners outside weft.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -59,6 +62,7 @@ struct Options {
     std::string multilevel_rebuild = "rent-or-buy";
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
+    std::string write_system;    ///< a folder for each size's last timed system; empty: none
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
 };
@@ -99,6 +103,11 @@ Options parse(int argc, char** argv)
         ->check(CLI::Range(1, 1 << 30))
         ->default_str("the scene's")
         ->type_name("N");
+    app.add_option("--write-system", o.write_system,
+                   "write each size's last timed linear system to DIR/yarn_N_*.npy (matrix, rhs, free DoFs, "
+                   "positions)")
+        ->check(CLI::ExistingDirectory)
+        ->type_name("DIR");
     o.command = weft::examples::parse_command_line(app, argc, argv);
     if (o.command == weft::examples::CommandLine::help) o.help = app.help();
     o.sizes = weft::bench::parse_sizes(sizes);
@@ -213,6 +222,10 @@ int main(int argc, char** argv)
                     eigen_worst_error = std::max(eigen_worst_error, e.error);
                 }
                 if (opt.cholmod) cholmod.solve(stepper.matrix(), stepper.rhs());
+            }
+            if (!opt.write_system.empty()) {
+                weft::bench::write_system(opt.write_system + "/yarn_" + std::to_string(n), stepper.matrix(),
+                                          stepper.rhs(), built.model.free_dof, stepper.positions());
             }
             const double steps = opt.steps;
             std::ostringstream record;

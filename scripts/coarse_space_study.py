@@ -1,0 +1,353 @@
+#!/usr/bin/env python3
+"""Coarse spaces for the yarn systems, studied outside weft (issue: a linear
+solve whose cost per node stays flat; benchmarks/RESULTS.md, "Coarse spaces
+that follow the yarns").
+
+Reads the systems that `bench_yarn --write-system DIR` writes (the sphere
+drop's last timed step per size: DIR/yarn_N_*.npy) and solves each one by PCG
+(tolerance 1e-5, from zero) with several multilevel preconditioners built
+here in NumPy/SciPy, all with the same finest-level smoother: one symmetric
+block Gauss-Seidel sweep by yarns (exact solves of the warp yarns, then the
+weft yarns, three colour classes per family), as weft's
+`"multilevel_smoother": "yarn-lines"`. Two right-hand sides: the step's own,
+and a random filtered vector (the slow modes all present).
+
+Coarse spaces (the prolongator is the tentative one smoothed by one damped
+block-Jacobi step, ω = 4 / (3 · 1.1 λ), λ from 15 power iterations):
+
+  nodes       weft's: aggregates of 3 × 3 crossings, the six rigid-body modes
+              and the two arc-length modes of each node (K = 8);
+  yarns       runs of 6 nodes along each warp yarn carry two modes (the
+              displacement along the yarn's tangent, and its arc length s_a),
+              runs along each weft yarn the same with s_b, and 3 × 3 squares
+              of crossings carry the displacement along the normal and its two
+              tilts; the three families' columns overlap on the positions;
+  yarns+quad  the same, with the squares' three quadratic bending modes too.
+
+Coarser levels (multilevel variants): runs of 3 coarse runs along the same
+yarn, 3 × 3 squares of squares, each keeping its family's modes (the R
+factors of the aggregate's QR), smoothed by symmetric block Gauss-Seidel
+over classes (the yarn families by yarn index mod 3, the squares by parity)
+or by degree-2 Chebyshev on the aggregates' block Jacobi; the coarsest
+level (at most 2,000 DoFs) solved exactly. "Two-level" variants solve the
+first coarse level exactly; the "three levels" variants stop at the third,
+one of them leaving the squares unaggregated there, one the runs (which
+part of the coarsening loses the two-level rate).
+
+The patch is the sphere drop's regular grid (node j·n + i is the crossing of
+warp yarn j and weft yarn i), which this study reads from the node order;
+weft's own code takes the yarns from its LineSet instead.
+
+Needs python3-numpy and python3-scipy (apt). Usage:
+  build/benchmarks/bench_yarn --sizes 50,100,200 --steps 10 --warmup 3 \
+      --no-eigen --no-cholmod --spmv-repeats 0 --write-system DIR
+  scripts/coarse_space_study.py DIR --sizes 50,100,200
+Prints one line per size and variant: PCG iterations (step rhs, random rhs),
+level sizes, and the operator complexity (stored entries of all levels over
+the finest matrix's).
+"""
+import argparse
+import time
+
+import numpy as np
+import scipy.sparse as sp
+import scipy.sparse.linalg as spla
+
+B = 5  # DoFs per yarn node: x, y, z, s_a, s_b
+
+
+def load(directory, n):
+    pre = f"{directory}/yarn_{n}_"
+    row_ptr = np.load(pre + "row_ptr.npy")
+    values = np.load(pre + "values.npy").reshape(-1, B, B)
+    a = sp.bsr_matrix((values, np.load(pre + "col_idx.npy"), row_ptr), shape=(B * (len(row_ptr) - 1),) * 2)
+    free = np.load(pre + "free.npy").astype(float)
+    s = sp.diags(free)
+    filtered = (s @ a.tocsr() @ s + sp.diags(1 - free)).tocsr()  # S A S + (I - S)
+    return filtered, free * np.load(pre + "rhs.npy"), free, np.load(pre + "positions.npy")
+
+
+def pcg(a, b, apply, tol=1e-5, limit=1000):
+    x = np.zeros_like(b)
+    r = b.copy()
+    z = apply(r)
+    p = z.copy()
+    rz = r @ z
+    bound = tol * np.linalg.norm(b)
+    for k in range(limit):
+        if np.linalg.norm(r) <= bound:
+            return k
+        ap = a @ p
+        step = rz / (p @ ap)
+        x += step * p
+        r -= step * ap
+        z = apply(r)
+        rz, previous = r @ z, rz
+        p = z + (rz / previous) * p
+    return limit
+
+
+def node_dofs(nodes):
+    return B * np.repeat(nodes, B) + np.tile(np.arange(B), len(nodes))
+
+
+class ClassGaussSeidel:
+    """Symmetric block Gauss-Seidel over DoF classes, each solved exactly."""
+
+    def __init__(self, a, classes):
+        self.a = a
+        self.classes = [(rows, spla.splu(a[rows][:, rows].tocsc())) for rows in classes if len(rows)]
+
+    def sweep(self, x, b, order):
+        for rows, lu in order:
+            x[rows] += lu.solve(b[rows] - self.a[rows] @ x)
+        return x
+
+    def pre(self, x, b):
+        return self.sweep(x, b, self.classes)
+
+    def post(self, x, b):
+        return self.sweep(x, b, self.classes[::-1])
+
+
+def yarn_line_smoother(a, n):
+    warp = [np.arange(j * n, j * n + n) for j in range(n)]
+    weft = [np.arange(i, n * n, n) for i in range(n)]
+    classes = [np.concatenate([node_dofs(line) for line in family[c::3]]) for family in (warp, weft) for c in range(3)]
+    return ClassGaussSeidel(a, classes)
+
+
+def block_inverse(a, blocks):
+    rows, cols, vals = [], [], []
+    for block in blocks:
+        sub = a[block][:, block].toarray()
+        alive = np.diag(sub) > 0
+        inverse = np.zeros_like(sub)
+        if alive.any():
+            inverse[np.ix_(alive, alive)] = np.linalg.inv(sub[np.ix_(alive, alive)])
+        rows.append(np.repeat(block, len(block)))
+        cols.append(np.tile(block, len(block)))
+        vals.append(inverse.ravel())
+    return sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=a.shape)
+
+
+class Chebyshev:
+    """Chebyshev iteration on D⁻¹A over [λ/8, λ], λ = ‖D⁻¹A‖_∞ (weft's coarse smoother)."""
+
+    def __init__(self, a, blocks, degree=2):
+        self.a, self.d, self.degree = a, block_inverse(a, blocks), degree
+        self.high = abs(self.d @ a).sum(1).max()
+
+    def apply(self, x, b):
+        low = self.high / 8
+        theta, delta = (self.high + low) / 2, (self.high - low) / 2
+        sigma = theta / delta
+        rho = 1 / sigma
+        d = self.d @ (b - self.a @ x) / theta
+        for k in range(self.degree):
+            x = x + d
+            if k + 1 == self.degree:
+                break
+            r = self.d @ (b - self.a @ x)
+            rho_next = 1 / (2 * sigma - rho)
+            d = rho_next * rho * d + 2 * rho_next / delta * r
+            rho = rho_next
+        return x
+
+    pre = post = apply
+
+
+def smoothed(a, tentative, blocks):
+    da = (block_inverse(a, blocks) @ a).tocsr()
+    v = np.random.default_rng(0).standard_normal(a.shape[0])
+    for _ in range(15):
+        v = da @ v
+        lam = np.linalg.norm(v)
+        v /= lam
+    return (tentative - 4.0 / (3.0 * 1.1 * lam) * (da @ tentative)).tocsr()
+
+
+def tentative(aggregates, fine_dofs):
+    """aggregates: (family, key, rows, near-null rows N). Per aggregate N = Q R;
+    Q's columns are its coarse DoFs, R its coarse near-null rows."""
+    rows, cols, vals, coarse = [], [], [], []
+    col = 0
+    for family, key, dofs, near_null in aggregates:
+        k = near_null.shape[1]
+        q, r = np.linalg.qr(near_null)
+        if q.shape[1] < k:  # fewer rows than modes
+            q = np.hstack([q, np.zeros((q.shape[0], k - q.shape[1]))])
+            r = np.vstack([r, np.zeros((k - r.shape[0], k))])
+        dependent = np.abs(np.diag(r)) <= 1e-10 * max(np.abs(np.diag(r)).max(), 1e-300)
+        q[:, dependent] = 0
+        r[dependent, :] = 0
+        rows.append(np.repeat(dofs, k))
+        cols.append(np.tile(np.arange(col, col + k), len(dofs)))
+        vals.append(q.ravel())
+        coarse.append((family, key, np.arange(col, col + k), r))
+        col += k
+    t = sp.csr_matrix((np.concatenate(vals), (np.concatenate(rows), np.concatenate(cols))), shape=(fine_dofs, col))
+    t.eliminate_zeros()
+    return t, coarse
+
+
+def frames(q, n):
+    x = q[:, :3].reshape(n, n, 3)
+    ta, tb = np.gradient(x, axis=1), np.gradient(x, axis=0)
+    ta /= np.linalg.norm(ta, axis=2, keepdims=True)
+    tb /= np.linalg.norm(tb, axis=2, keepdims=True)
+    normal = np.cross(ta, tb)
+    normal /= np.linalg.norm(normal, axis=2, keepdims=True)
+    return ta.reshape(-1, 3), tb.reshape(-1, 3), normal.reshape(-1, 3)
+
+
+def squares(n, side):
+    for j0 in range(0, n, side):
+        for i0 in range(0, n, side):
+            nodes = np.array([j * n + i for j in range(j0, min(n, j0 + side)) for i in range(i0, min(n, i0 + side))])
+            yield (j0 // side, i0 // side), nodes
+
+
+def node_aggregates(q, n, free):
+    center = q[:, :3].mean(0)
+    out = []
+    for key, nodes in squares(n, 3):
+        x, y, z = (q[nodes, :3] - center).T
+        m = np.zeros((B * len(nodes), 8))
+        o = B * np.arange(len(nodes))
+        for c in range(3):
+            m[o + c, c] = 1
+        m[o + 1, 3], m[o + 2, 3], m[o + 0, 4], m[o + 2, 4], m[o + 0, 5], m[o + 1, 5] = -z, y, z, -x, -y, x
+        m[o + 3, 6] = m[o + 4, 7] = 1
+        dofs = node_dofs(nodes)
+        out.append((2, key, dofs, m * free[dofs][:, None]))
+    return out
+
+
+def yarn_aggregates(q, n, free, run=6, side=3, quadratic=False):
+    ta, tb, normal = frames(q, n)
+    out = []
+    for family, tangent, arc in ((0, ta, 3), (1, tb, 4)):
+        for yarn in range(n):
+            for start in range(0, n, run):
+                along = np.arange(start, min(n, start + run))
+                nodes = yarn * n + along if family == 0 else along * n + yarn
+                m = np.zeros((B * len(nodes), 2))
+                for k, i in enumerate(nodes):
+                    m[B * k : B * k + 3, 0] = tangent[i]
+                    m[B * k + arc, 1] = 1
+                dofs = node_dofs(nodes)
+                out.append((family, (yarn, start // run), dofs, m * free[dofs][:, None]))
+    center = q[:, :3].mean(0)
+    for key, nodes in squares(n, side):
+        m = np.zeros((B * len(nodes), 6 if quadratic else 3))
+        for k, i in enumerate(nodes):
+            d = q[i, :3] - center
+            u, v = d @ ta[i], d @ tb[i]
+            modes = [1, u, v] + ([u * u, u * v, v * v] if quadratic else [])
+            for c, f in enumerate(modes):
+                m[B * k : B * k + 3, c] = normal[i] * f
+        dofs = node_dofs(nodes)
+        out.append((2, key, dofs, m * free[dofs][:, None]))
+    return out
+
+
+def coarser(aggregates, run=3, side=3):
+    groups = {}
+    for family, key, dofs, r in aggregates:
+        g = (family, key[0], key[1] // run) if family < 2 else (family, key[0] // side, key[1] // side)
+        groups.setdefault(g, []).append((dofs, r))
+    return [(g[0], g[1:], np.concatenate([m[0] for m in ms]), np.vstack([m[1] for m in ms])) for g, ms in groups.items()]
+
+
+def coarse_classes(aggregates):
+    classes = {}
+    for family, key, dofs, _ in aggregates:
+        c = (family, key[0] % 3) if family < 2 else (family, key[0] % 2, key[1] % 2)
+        classes.setdefault(c, []).append(dofs)
+    return [np.concatenate(v) for _, v in sorted(classes.items())]
+
+
+def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest=2000, levels_at_most=None,
+              run=3, side=3):
+    levels = []
+    level_matrix = a
+    blocks = [node_dofs(np.array([i])) for i in range(a.shape[0] // B)]
+    while True:
+        t, coarse = tentative(aggregates, level_matrix.shape[0])
+        p = smoothed(level_matrix, t, blocks)
+        if not levels:
+            smoother = fine_smoother
+        elif coarse_smoother == "gauss-seidel":
+            smoother = ClassGaussSeidel(level_matrix, coarse_classes(previous))
+        else:
+            smoother = Chebyshev(level_matrix, blocks)
+        levels.append((level_matrix, p, smoother))
+        level_matrix = (p.T @ level_matrix @ p).tocsr()
+        d = level_matrix.diagonal()
+        level_matrix = (level_matrix + sp.diags((d <= 1e-12 * d.max()).astype(float))).tocsr()  # inactive DoFs
+        blocks = [c[2] for c in coarse]
+        previous = coarse
+        if two_level or level_matrix.shape[0] <= coarsest or len(levels) + 1 == levels_at_most:
+            break
+        aggregates = coarser(coarse, run, side)
+    lu = spla.splu(level_matrix.tocsc())
+
+    def cycle(level, r):
+        if level == len(levels):
+            return lu.solve(r)
+        m, p, smoother = levels[level]
+        x = smoother.pre(np.zeros_like(r), r)
+        x = x + p @ cycle(level + 1, p.T @ (r - m @ x))
+        return smoother.post(x, r)
+
+    sizes = [lv[0].shape[0] for lv in levels] + [level_matrix.shape[0]]
+    complexity = (sum(lv[0].nnz for lv in levels) + level_matrix.nnz) / a.nnz
+    return (lambda r: cycle(0, r)), sizes, complexity
+
+
+# name: (coarse space, two-level, coarse smoother, extra hierarchy settings)
+VARIANTS = {
+    "nodes, two-level": ("nodes", True, None, {}),
+    "yarns, two-level": ("yarns", True, None, {}),
+    "nodes, V-cycle, Chebyshev": ("nodes", False, "chebyshev", {}),
+    "yarns, V-cycle, Gauss-Seidel": ("yarns", False, "gauss-seidel", {}),
+    "yarns+quad, V-cycle, Gauss-Seidel": ("yarns+quad", False, "gauss-seidel", {}),
+    "yarns+quad, V-cycle, Chebyshev": ("yarns+quad", False, "chebyshev", {}),
+    "yarns, three levels, Gauss-Seidel": ("yarns", False, "gauss-seidel", {"levels_at_most": 3}),
+    "yarns, three levels, squares kept on the third": ("yarns", False, "gauss-seidel", {"levels_at_most": 3, "side": 1}),
+    "yarns, three levels, runs kept on the third": ("yarns", False, "gauss-seidel", {"levels_at_most": 3, "run": 1}),
+}
+SPACES = {
+    "nodes": lambda q, n, f: node_aggregates(q, n, f),
+    "yarns": lambda q, n, f: yarn_aggregates(q, n, f),
+    "yarns+quad": lambda q, n, f: yarn_aggregates(q, n, f, quadratic=True),
+}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("directory", help="the folder bench_yarn --write-system wrote")
+    parser.add_argument("--sizes", default="50,100,200", help="crossings per side, comma-separated")
+    parser.add_argument("--variants", default=",".join(str(i) for i in range(len(VARIANTS))),
+                        help="indices into the variant list, comma-separated (default: all): "
+                        + "; ".join(f"{i} {name}" for i, name in enumerate(VARIANTS)))
+    args = parser.parse_args()
+    names = list(VARIANTS)
+    chosen = [names[int(i)] for i in args.variants.split(",")]
+    rng = np.random.default_rng(1)
+    for n in [int(s) for s in args.sizes.split(",")]:
+        a, b, free, q = load(args.directory, n)
+        random = free * rng.standard_normal(len(b))
+        fine = yarn_line_smoother(a, n)
+        for name in chosen:
+            start = time.time()
+            space, two_level, coarse_smoother, settings = VARIANTS[name]
+            apply, sizes, complexity = hierarchy(a, fine, SPACES[space](q, n, free), two_level, coarse_smoother,
+                                                 **settings)
+            print(f"{n}² | {name} | {pcg(a, b, apply)} | {pcg(a, random, apply)} | {sizes} | "
+                  f"{complexity:.2f} | {time.time() - start:.0f} s", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,71 @@
+#!/usr/bin/env bash
+# ctest examples.bench_yarn.write_system: `bench_yarn --write-system DIR`
+# writes a linear system that NumPy reads back whole: the BSR arrays agree
+# with each other, the matrix is symmetric with positive diagonal blocks on
+# the free DoFs, the right-hand side is finite and zero nowhere it should not
+# be, the free DoFs are the sphere drop's (every DoF but the arc lengths at
+# the yarns' ends), and the positions are the patch's n × n crossings. A
+# folder that does not exist is refused, naming the option.
+#
+#   bench_write_system.sh BENCH_YARN WORK_DIR
+#
+# Needs NumPy (scripts/install-deps.sh installs python3-numpy); without it
+# the test is reported as skipped (exit 77) with the reason.
+set -u
+bench=$1 work=$2
+python=/usr/bin/python3
+if ! "$python" -c "import numpy" > /dev/null 2>&1; then
+  echo "SKIPPED: NumPy is not installed (apt-get install python3-numpy)"
+  exit 77
+fi
+rm -rf "$work"
+mkdir -p "$work"
+OMP_NUM_THREADS=1 "$bench" --sizes 6,9 --steps 1 --warmup 2 --no-eigen --no-cholmod --spmv-repeats 0 \
+  --write-system "$work" > "$work/out.json" 2> "$work/err.txt" || { cat "$work/err.txt"; echo "FAILED: bench_yarn"; exit 1; }
+"$python" - "$work" <<'PY' || exit 1
+import sys
+import numpy as np
+
+checks = 0
+def check(ok, what):
+    global checks
+    checks += 1
+    if not ok:
+        sys.exit(f"FAILED: {what}")
+
+for n in (6, 9):
+    pre = f"{sys.argv[1]}/yarn_{n}_"
+    row_ptr, col_idx = np.load(pre + "row_ptr.npy"), np.load(pre + "col_idx.npy")
+    values, rhs = np.load(pre + "values.npy"), np.load(pre + "rhs.npy")
+    free, q = np.load(pre + "free.npy"), np.load(pre + "positions.npy")
+    nodes, dofs = n * n, 5 * n * n
+    check(row_ptr.shape == (nodes + 1,) and row_ptr[0] == 0, f"n = {n}: row_ptr has {row_ptr.shape}")
+    check(col_idx.shape == (row_ptr[-1],) and col_idx.min() >= 0 and col_idx.max() < nodes, f"n = {n}: col_idx")
+    check(values.shape == (row_ptr[-1], 25) and np.isfinite(values).all(), f"n = {n}: values {values.shape}")
+    check(rhs.shape == (dofs,) and np.isfinite(rhs).all() and np.abs(rhs).max() > 0, f"n = {n}: rhs")
+    check(free.dtype == np.uint8 and free.shape == (dofs,) and set(np.unique(free)) <= {0, 1}, f"n = {n}: free")
+    check(q.shape == (nodes, 5) and np.isfinite(q).all(), f"n = {n}: positions {q.shape}")
+    a = np.zeros((dofs, dofs))
+    for i in range(nodes):
+        for k in range(row_ptr[i], row_ptr[i + 1]):
+            j = col_idx[k]
+            a[5 * i:5 * i + 5, 5 * j:5 * j + 5] = values[k].reshape(5, 5)
+    check(np.abs(a - a.T).max() <= 1e-9 * np.abs(a).max(), f"n = {n}: the matrix is not symmetric")
+    # The sphere drop fixes each yarn's arc length at both of its ends: s_a at
+    # the first and last crossing of each warp yarn (along x), s_b likewise.
+    expected = np.ones((n, n, 5), dtype=np.uint8)
+    expected[:, [0, -1], 3] = 0
+    expected[[0, -1], :, 4] = 0
+    check((free == expected.ravel()).all(), f"n = {n}: the free DoFs are not the scene's")
+    f = free.astype(bool)
+    check(np.all(np.linalg.eigvalsh(a[np.ix_(f, f)]) > 0), f"n = {n}: the free system is not positive definite")
+    grid = q[:, :2].reshape(n, n, 2)
+    check(np.allclose(np.diff(grid[:, :, 0], axis=1), np.diff(grid[:, :, 0], axis=1)[0, 0], atol=1e-6)
+          and np.allclose(grid[:, 0, 1], grid[:, -1, 1], atol=1e-6), f"n = {n}: positions are not the n x n crossings")
+print(f"bench_yarn --write-system: {checks} checks passed")
+PY
+if "$bench" --sizes 6 --steps 1 --no-eigen --no-cholmod --write-system "$work/absent" > /dev/null 2> "$work/err.txt"; then
+  echo "FAILED: --write-system accepted a folder that does not exist"; exit 1
+fi
+grep -q -- "--write-system" "$work/err.txt" || { cat "$work/err.txt"; echo "FAILED: the refusal does not name --write-system"; exit 1; }
+echo "bench_yarn --write-system: a missing folder is refused"
