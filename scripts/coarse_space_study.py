@@ -22,11 +22,14 @@ block-Jacobi step, ω = 4 / (3 · 1.1 λ), λ from 15 power iterations):
               runs along each weft yarn the same with s_b, and 3 × 3 squares
               of crossings carry the displacement along the normal and its two
               tilts; the three families' columns overlap on the positions;
-  yarns+quad  the same, with the squares' three quadratic bending modes too.
+  yarns+quad  the same, with the squares' three quadratic bending modes too
+              (also with runs of 8 nodes and squares of 4 × 4: "8/4").
 
 Coarser levels (multilevel variants): runs of 3 coarse runs along the same
-yarn, 3 × 3 squares of squares, each keeping its family's modes (the R
-factors of the aggregate's QR), smoothed by symmetric block Gauss-Seidel
+yarn (or, in the "joined" variants, 2 runs along × 2 neighbouring yarns, or
+1 × 3 yarns: coarsening across the yarns too), 3 × 3 squares of squares,
+each keeping its family's modes (the R factors of the aggregate's QR),
+smoothed by symmetric block Gauss-Seidel
 over classes (the yarn families by yarn index mod 3, the squares by parity)
 or by degree-2 Chebyshev on the aggregates' block Jacobi; the coarsest
 level (at most 2,000 DoFs) solved exactly. "Two-level" variants solve the
@@ -252,10 +255,11 @@ def yarn_aggregates(q, n, free, run=6, side=3, quadratic=False):
     return out
 
 
-def coarser(aggregates, run=3, side=3):
+def coarser(aggregates, run=3, side=3, across=1):
+    """Joins `run` consecutive runs of `across` neighbouring yarns, and side × side squares."""
     groups = {}
     for family, key, dofs, r in aggregates:
-        g = (family, key[0], key[1] // run) if family < 2 else (family, key[0] // side, key[1] // side)
+        g = (family, key[0] // across, key[1] // run) if family < 2 else (family, key[0] // side, key[1] // side)
         groups.setdefault(g, []).append((dofs, r))
     return [(g[0], g[1:], np.concatenate([m[0] for m in ms]), np.vstack([m[1] for m in ms])) for g, ms in groups.items()]
 
@@ -263,13 +267,13 @@ def coarser(aggregates, run=3, side=3):
 def coarse_classes(aggregates):
     classes = {}
     for family, key, dofs, _ in aggregates:
-        c = (family, key[0] % 3) if family < 2 else (family, key[0] % 2, key[1] % 2)
+        c = (family, key[0] % 3) if family < 2 else (family, key[0] % 2, key[1] % 2)  # yarn index mod 3, parity
         classes.setdefault(c, []).append(dofs)
     return [np.concatenate(v) for _, v in sorted(classes.items())]
 
 
 def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest=2000, levels_at_most=None,
-              run=3, side=3):
+              run=3, side=3, across=1):
     levels = []
     level_matrix = a
     blocks = [node_dofs(np.array([i])) for i in range(a.shape[0] // B)]
@@ -290,7 +294,7 @@ def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest
         previous = coarse
         if two_level or level_matrix.shape[0] <= coarsest or len(levels) + 1 == levels_at_most:
             break
-        aggregates = coarser(coarse, run, side)
+        aggregates = coarser(coarse, run, side, across)
     lu = spla.splu(level_matrix.tocsc())
 
     def cycle(level, r):
@@ -317,11 +321,18 @@ VARIANTS = {
     "yarns, three levels, Gauss-Seidel": ("yarns", False, "gauss-seidel", {"levels_at_most": 3}),
     "yarns, three levels, squares kept on the third": ("yarns", False, "gauss-seidel", {"levels_at_most": 3, "side": 1}),
     "yarns, three levels, runs kept on the third": ("yarns", False, "gauss-seidel", {"levels_at_most": 3, "run": 1}),
+    "yarns+quad, V-cycle, Gauss-Seidel, runs of 3 yarns joined": ("yarns+quad", False, "gauss-seidel", {"across": 3, "run": 1}),
+    "yarns+quad, V-cycle, Gauss-Seidel, 2 x 2 runs joined": ("yarns+quad", False, "gauss-seidel", {"across": 2, "run": 2}),
+    "yarns+quad (runs of 8, squares of 4), V-cycle, Gauss-Seidel, 2 x 2 runs joined":
+        ("yarns+quad 8/4", False, "gauss-seidel", {"across": 2, "run": 2}),
+    "yarns+quad (runs of 8, squares of 4), V-cycle, Chebyshev, 2 x 2 runs joined":
+        ("yarns+quad 8/4", False, "chebyshev", {"across": 2, "run": 2}),
 }
 SPACES = {
     "nodes": lambda q, n, f: node_aggregates(q, n, f),
     "yarns": lambda q, n, f: yarn_aggregates(q, n, f),
     "yarns+quad": lambda q, n, f: yarn_aggregates(q, n, f, quadratic=True),
+    "yarns+quad 8/4": lambda q, n, f: yarn_aggregates(q, n, f, run=8, side=4, quadratic=True),
 }
 
 
