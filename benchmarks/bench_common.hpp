@@ -200,7 +200,6 @@ inline double stream_triad_gb_per_s(std::size_t n = std::size_t(1) << 25, int re
     return best_ms > 0 ? 24.0 * static_cast<double>(n) / (best_ms * 1e6) : 0;
 }
 
-/// Milliseconds elapsed since `start` on the steady clock.
 /// Writes `values` as a NumPy .npy file (format 1.0, little-endian, one
 /// dimension, or two with `columns` > 0): numpy.load reads it as it is.
 /// @throws std::runtime_error naming the path when it cannot be written
@@ -233,7 +232,8 @@ void write_npy(const std::string& path, const std::vector<V>& values, std::size_
 
 /// Writes one linear system of a timed step as .npy files `prefix`_NAME.npy:
 /// the BSR matrix (row_ptr, col_idx, values as blocks × B·B, row-major
-/// blocks), rhs, free (1 for a free DoF) and positions (the state q), so that
+/// blocks), rhs, free (1 for a free DoF: the filter of the solve) and
+/// positions (the state q), so that
 /// solvers can be studied outside weft (scipy.sparse.bsr_matrix((values
 /// reshaped to blocks × B × B, col_idx, row_ptr))).
 template <typename T, int B>
@@ -248,6 +248,7 @@ void write_system(const std::string& prefix, const BsrMatrix<T, B>& a, const thr
     write_npy(prefix + "_positions.npy", to_host(positions), static_cast<std::size_t>(B));
 }
 
+/// Milliseconds elapsed since `start` on the steady clock.
 inline double elapsed_ms(std::chrono::steady_clock::time_point start)
 {
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
