@@ -9,6 +9,7 @@
 //              [--multilevel-refresh off|on-growth|every-prepare]
 //              [--multilevel-rebuild rent-or-buy|growth]
 //              [--multilevel-smoother chebyshev|yarn-lines]
+//              [--multilevel-coarse-space nodes|yarns]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //              [--write-system DIR]
 //
@@ -59,6 +60,7 @@ struct Options {
     std::string preconditioner = "block-jacobi";
     std::string multilevel_refresh = "on-growth";
     std::string multilevel_smoother = "chebyshev";
+    std::string multilevel_coarse_space = "nodes";
     std::string multilevel_rebuild = "rent-or-buy";
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
@@ -93,6 +95,11 @@ Options parse(int argc, char** argv)
                    "the multilevel hierarchy's finest-level smoother: Chebyshev on block Jacobi, or exact solves "
                    "along the yarns (yarn-lines)")
         ->check(CLI::IsMember(weft::solver_words::multilevel_smoother()))
+        ->type_name("NAME");
+    app.add_option("--multilevel-coarse-space", o.multilevel_coarse_space,
+                   "the multilevel hierarchy's coarse levels: greedy aggregates of nodes, or runs along the yarns "
+                   "and squares of crossings (yarns)")
+        ->check(CLI::IsMember(weft::solver_words::multilevel_coarse_space()))
         ->type_name("NAME");
     app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
                    "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
@@ -163,7 +170,8 @@ int main(int argc, char** argv)
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
              << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_smoother\": \""
-             << opt.multilevel_smoother << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
+             << opt.multilevel_smoother << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
+             << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
              << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
              << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
@@ -191,6 +199,7 @@ int main(int argc, char** argv)
                 weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
             options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
             options.multilevel.smoother = weft::multilevel_smoother_named(opt.multilevel_smoother);
+            options.multilevel.coarse_space = weft::multilevel_coarse_space_named(opt.multilevel_coarse_space);
             options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;

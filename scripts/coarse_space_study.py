@@ -273,7 +273,7 @@ def coarse_classes(aggregates):
 
 
 def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest=2000, levels_at_most=None,
-              run=3, side=3, across=1):
+              run=3, side=3, across=1, point=False):
     levels = []
     level_matrix = a
     blocks = [node_dofs(np.array([i])) for i in range(a.shape[0] // B)]
@@ -290,7 +290,7 @@ def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest
         level_matrix = (p.T @ level_matrix @ p).tocsr()
         d = level_matrix.diagonal()
         level_matrix = (level_matrix + sp.diags((d <= 1e-12 * d.max()).astype(float))).tocsr()  # inactive DoFs
-        blocks = [c[2] for c in coarse]
+        blocks = [np.array([i]) for i in range(level_matrix.shape[0])] if point else [c[2] for c in coarse]
         previous = coarse
         if two_level or level_matrix.shape[0] <= coarsest or len(levels) + 1 == levels_at_most:
             break
@@ -327,6 +327,9 @@ VARIANTS = {
         ("yarns+quad 8/4", False, "gauss-seidel", {"across": 2, "run": 2}),
     "yarns+quad (runs of 8, squares of 4), V-cycle, Chebyshev, 2 x 2 runs joined":
         ("yarns+quad 8/4", False, "chebyshev", {"across": 2, "run": 2}),
+    "nodes, V-cycle, Chebyshev, point Jacobi below the finest level": ("nodes", False, "chebyshev", {"point": True}),
+    "yarns+quad (runs of 8, squares of 4), V-cycle, Chebyshev, 2 x 2 runs joined, point Jacobi below the finest level":
+        ("yarns+quad 8/4", False, "chebyshev", {"across": 2, "run": 2, "point": True}),
 }
 SPACES = {
     "nodes": lambda q, n, f: node_aggregates(q, n, f),

@@ -541,6 +541,171 @@ TEST_CASE(
     CHECK(checked == 16);
 }
 
+TEST_CASE(
+    "multilevel: the yarn coarse space's aggregates carry each yarn's tangent and arc length, and the "
+    "squares' normal modes",
+    "[backend][multilevel][line_preconditioner]")
+{
+    // A woven patch hanging in a plane: 24 u-yarns of 20 crossings, 20 v-yarns of 24.
+    const YarnProblem problem = yarn_problem(24, 20);
+    const LineSet lines = weft::yarn_line_set(problem.model);
+    REQUIRE(lines.family_count() == 2);
+    REQUIRE(lines.uncovered_node_count() == 0);
+    const std::vector<double> state(problem.model.q.begin(), problem.model.q.end());
+    const int run = 8, side = 4;
+    const auto aggregates = weft::multilevel_detail::yarn_aggregates(lines, state, problem.free_dofs, run, side);
+    // Runs: ⌈length / 8⌉ per line; squares: ⌈24 / 4⌉ × ⌈20 / 4⌉.
+    Index runs[2] = {0, 0};
+    for (int f = 0; f < 2; ++f) {
+        for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
+            const Index length = lines.host_line_ptr()[static_cast<std::size_t>(l) + 1] -
+                                 lines.host_line_ptr()[static_cast<std::size_t>(l)];
+            runs[f] += (length + run - 1) / run;
+        }
+    }
+    Index counted[4] = {0, 0, 0, 0};
+    std::vector<std::uint8_t> in_square(static_cast<std::size_t>(lines.node_count()), 0);
+    int checked = 0;
+    for (const auto& g : aggregates) {
+        REQUIRE(g.family >= 0);
+        REQUIRE(g.family < 4);
+        counted[g.family] += 1;
+        REQUIRE(g.dofs.size() % 5 == 0);
+        REQUIRE(static_cast<std::size_t>(g.near_null.rows()) == g.dofs.size());
+        for (std::size_t m = 0; m < g.dofs.size() / 5; ++m) {
+            const Index node = g.dofs[5 * m] / 5;
+            const auto rows = [&](int mode) {
+                const Eigen::Matrix<double, 5, 1> column = g.near_null.block(static_cast<Index>(5 * m), mode, 5, 1);
+                return column;
+            };
+            bool all_free = true;
+            for (int c = 0; c < 5; ++c) {
+                const bool is_free = problem.free_dofs[static_cast<std::size_t>(5 * node + c)] != 0;
+                all_free = all_free && is_free;
+                if (!is_free)
+                    CHECK(g.near_null.row(static_cast<Index>(5 * m + c)).norm() == 0.0);  // constrained: zero rows
+            }
+            if (!all_free) continue;
+            if (g.family < 2) {
+                REQUIRE(g.near_null.cols() == 2);
+                CHECK(std::abs(rows(0).head<3>().norm() - 1.0) <= 1e-12);  // unit tangent on the position
+                CHECK(rows(0).tail<2>().norm() == 0.0);
+                Eigen::Matrix<double, 5, 1> arc = Eigen::Matrix<double, 5, 1>::Zero();
+                arc(3 + g.family) = 1.0;
+                CHECK(rows(1) == arc);  // the family's arc length
+            } else {
+                REQUIRE(g.family == 2);
+                REQUIRE(g.near_null.cols() == 6);
+                in_square[static_cast<std::size_t>(node)] += 1;
+                CHECK(std::abs(rows(0).head<3>().norm() - 1.0) <= 1e-12);  // unit normal
+                for (int mode = 0; mode < 6; ++mode) CHECK(rows(mode).tail<2>().norm() == 0.0);
+                // The normal is orthogonal to the node's run tangents (of both families).
+                for (const auto& other : aggregates) {
+                    if (other.family >= 2) continue;
+                    for (std::size_t k = 0; k < other.dofs.size(); k += 5) {
+                        if (other.dofs[k] / 5 != node) continue;
+                        const Eigen::Vector3d tangent = other.near_null.block(static_cast<Index>(k), 0, 3, 1);
+                        CHECK(std::abs(tangent.dot(rows(0).head<3>())) <= 1e-12);
+                        ++checked;
+                    }
+                }
+            }
+        }
+    }
+    CHECK(counted[0] == runs[0]);
+    CHECK(counted[1] == runs[1]);
+    CHECK(counted[2] == 6 * 5);
+    CHECK(counted[3] == 0);
+    // Every node with free positions lies in exactly one square.
+    Index once = 0;
+    for (Index node = 0; node < lines.node_count(); ++node) once += in_square[static_cast<std::size_t>(node)] == 1;
+    CHECK(once > 0);
+    for (Index node = 0; node < lines.node_count(); ++node) CHECK(in_square[static_cast<std::size_t>(node)] <= 1);
+    CHECK(checked >= 2 * once);
+}
+
+TEST_CASE(
+    "multilevel: with the yarn coarse space the V-cycle is symmetric positive definite, block-diagonal "
+    "scaled, and PCG reaches the LDLT solution",
+    "[backend][multilevel][line_preconditioner]")
+{
+    Random rng(59);
+    int checked = 0;
+    for (const int n : {24, 40}) {
+        const YarnProblem problem = yarn_problem(n, n - 4);
+        const LineSet lines = weft::yarn_line_set(problem.model);
+        const Eigen::Index dofs = problem.system.b.size();
+        const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
+        const thrust::device_vector<double> state =
+            to_device(std::vector<double>(problem.model.q.begin(), problem.model.q.end()));
+        Eigen::VectorXd filter(dofs);
+        for (Eigen::Index i = 0; i < dofs; ++i) filter(i) = problem.free_dofs[static_cast<std::size_t>(i)] ? 1.0 : 0.0;
+        SparseMatrix filtered = filter.asDiagonal() * problem.system.a * filter.asDiagonal();
+        for (Eigen::Index i = 0; i < dofs; ++i) {
+            if (filter(i) == 0.0) filtered.coeffRef(i, i) = 1.0;
+        }
+        Eigen::SimplicialLDLT<SparseMatrix> ldlt(filtered);
+        REQUIRE(ldlt.info() == Eigen::Success);
+        const Eigen::VectorXd expected = ldlt.solve(filter.cwiseProduct(problem.system.b));
+
+        for (const auto space : {weft::MultilevelCoarseSpace::nodes, weft::MultilevelCoarseSpace::yarns}) {
+            weft::MultilevelOptions options;
+            options.coarse_dofs = 200;
+            options.smoother = weft::MultilevelSmoother::yarn_lines;
+            options.coarse_space = space;
+            weft::MultilevelPreconditioner<double, 5> m(options);
+            const bool yarns = space == weft::MultilevelCoarseSpace::yarns;
+            CHECK_FALSE(m.yarn_coarse_space());  // no lines yet
+            m.set_lines(&lines);
+            CHECK(m.yarn_coarse_space() == yarns);
+            REQUIRE(m.prepare(problem.a, free_dofs, state));
+            REQUIRE(m.levels() >= 3);
+            if (yarns) {
+                // Each coarse level's matrix has a unit diagonal (its aggregates' blocks are the identity).
+                for (std::size_t level = 1; level < static_cast<std::size_t>(m.levels()); ++level) {
+                    const auto c = m.level_matrix(level);
+                    for (Eigen::Index r = 0; r < c.rows(); ++r) CHECK(std::abs(c.coeff(r, r) - 1.0) <= 1e-9);
+                    ++checked;
+                }
+                // The first coarse level: 2 DoFs per run, 6 per square.
+                Index expected_dofs = 0;
+                for (Index l = 0; l < lines.line_count(); ++l) {
+                    const Index length = lines.host_line_ptr()[static_cast<std::size_t>(l) + 1] -
+                                         lines.host_line_ptr()[static_cast<std::size_t>(l)];
+                    expected_dofs += 2 * ((length + options.yarn_run - 1) / options.yarn_run);
+                }
+                expected_dofs += 6 * ((n + 3) / 4) * ((n - 4 + 3) / 4);
+                CHECK(m.level_dofs()[1] == expected_dofs);
+            }
+            for (int trial = 0; trial < 4; ++trial) {
+                const Eigen::VectorXd x = filter.cwiseProduct(random_vector(rng, dofs));
+                const Eigen::VectorXd y = filter.cwiseProduct(random_vector(rng, dofs));
+                thrust::device_vector<double> mx, my;
+                m.apply(to_device(x), mx);
+                m.apply(to_device(y), my);
+                const Eigen::VectorXd px = to_eigen_vector(mx), py = to_eigen_vector(my);
+                CHECK(std::abs(x.dot(py) - y.dot(px)) <= 1e-10 * std::sqrt(std::abs(x.dot(px) * y.dot(py))));
+                CHECK(x.dot(px) > 0.0);
+                CHECK(y.dot(py) > 0.0);
+                CHECK((px - filter.cwiseProduct(px)).lpNorm<Eigen::Infinity>() == 0.0);
+                ++checked;
+            }
+            const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-10, 5000);
+            PcgWorkspace<double, 5> workspace;
+            thrust::device_vector<double> x(static_cast<std::size_t>(dofs), 0.0);
+            const PcgResult<double> result =
+                weft::solve_filtered_pcg(problem.a, to_device(problem.system.b), free_dofs, x, workspace, pcg);
+            std::cout << "woven patch " << n << " x " << n - 4 << ", tolerance 1e-10, yarn-line smoothing: "
+                      << weft::solver_words::multilevel_coarse_space()[static_cast<std::size_t>(space)]
+                      << " coarse space: " << result.iterations << " iterations, operator complexity "
+                      << m.operator_complexity() << " (" << weft::to_string(result.status) << ")\n";
+            REQUIRE(result.converged);
+            CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-6);
+        }
+    }
+    CHECK(checked >= 16 + 2);
+}
+
 TEST_CASE("line preconditioner: results are bit-identical for 1 and 2 OpenMP threads",
           "[backend][line_preconditioner][determinism]")
 {

@@ -584,6 +584,12 @@ TEST_CASE("multilevel: bad sizes and options are rejected by name", "[backend][m
     o = {};
     o.rebuild_growth = 0.5;
     rejects(o, "rebuild_growth");
+    o = {};
+    o.yarn_run = 0;
+    rejects(o, "yarn_run");
+    o = {};
+    o.yarn_square = 0;
+    rejects(o, "yarn_square");
     // PCG asked for the multilevel preconditioner without one.
     PcgOptions<double> options;
     options.preconditioner = PcgPreconditioner::multilevel;

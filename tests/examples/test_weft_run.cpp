@@ -742,6 +742,10 @@ TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[exa
     smoother.replace(smoother.find("\"cloth\""), 7,
                      R"("solver": {"preconditioner": "multilevel", "multilevel_smoother": "yarn-lines"}, "cloth")");
     CHECK_THAT(error(smoother), Contains("solver.multilevel_smoother") && Contains("needs yarns"));
+    std::string coarse = triangle_scene("", "{}");
+    coarse.replace(coarse.find("\"cloth\""), 7,
+                   R"("solver": {"preconditioner": "multilevel", "multilevel_coarse_space": "yarns"}, "cloth")");
+    CHECK_THAT(error(coarse), Contains("solver.multilevel_coarse_space") && Contains("needs yarns"));
     std::string approximation = triangle_scene("", "{}");
     approximation.replace(approximation.find("\"cloth\""), 7,
                           R"("solver": {"stiffness_approximation": "projected"}, "cloth")");

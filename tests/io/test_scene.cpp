@@ -364,6 +364,25 @@ TEST_CASE("scene: solver.multilevel_smoother is read, \"chebyshev\" by default, 
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_smoother"));
 }
 
+TEST_CASE("scene: solver.multilevel_coarse_space is read, \"nodes\" by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_coarse_space == "nodes");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.coarse_space ==
+          weft::MultilevelCoarseSpace::nodes);
+    j["solver"]["multilevel_coarse_space"] = "yarns";
+    CHECK(weft::parse_scene(j).solver.multilevel_coarse_space == "yarns");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.coarse_space ==
+          weft::MultilevelCoarseSpace::yarns);
+    j["solver"]["multilevel_coarse_space"] = "lines";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space") &&
+                                                Catch::Contains("\"lines\"") && Catch::Contains("\"nodes\"") &&
+                                                Catch::Contains("\"yarns\""));
+    j["solver"]["multilevel_coarse_space"] = true;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space"));
+}
+
 TEST_CASE("scene: solver.multilevel_rebuild is read, \"rent-or-buy\" by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {
@@ -964,7 +983,7 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
     }
     // 28 objects, 178 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 178);
+    REQUIRE(checked == 179);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

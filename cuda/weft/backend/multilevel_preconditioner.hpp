@@ -50,6 +50,24 @@
 /// woven patch it made the V-cycle indefinite.) The coarse levels keep
 /// Chebyshev.
 ///
+/// Yarn coarse space (MultilevelOptions::coarse_space = yarns, with the
+/// LineSet given by set_lines(); 5-DoF yarn nodes). The error that survives
+/// the yarn-line smoother is each yarn sliding and stretching on its own,
+/// and the cloth's out-of-plane motion; node aggregates with rigid-body
+/// modes represent neither well. The first coarse level instead takes runs of
+/// `yarn_run` nodes along each yarn (two modes: the displacement along the
+/// yarn's tangent and a unit change of its arc length) and squares of
+/// `yarn_square` × `yarn_square` crossings (the displacement along the
+/// normal times 1, u, v, u², uv, v²), the families' columns overlapping on
+/// the positions (yarn_aggregates). Coarser levels join 2 runs of 2
+/// neighbouring yarns, and 3 × 3 squares (join_yarn_aggregates). Each coarse
+/// level's basis is changed so that its aggregates' diagonal blocks are the
+/// identity (block_energy_basis): the coarse levels' Chebyshev on point
+/// Jacobi is then Chebyshev on the aggregates' block Jacobi. The design and
+/// its measurements outside weft: scripts/coarse_space_study.py and
+/// benchmarks/RESULTS.md ("Coarse spaces that follow the yarns"); in weft:
+/// "The yarn coarse space in the backend".
+///
 /// Reuse. The finest level always uses the current matrix (its block
 /// inverses are refreshed at each prepare()); the coarse levels are kept while
 /// the sparsity pattern and the filter are unchanged, and rebuilt when
@@ -83,6 +101,7 @@
 #include <limits>
 #include <numeric>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -97,6 +116,7 @@
 #include <Eigen/Sparse>
 
 #include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/line_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/config.hpp>
@@ -126,10 +146,23 @@ enum class MultilevelRefresh {
 /// sweep of exact yarn-line solves (needs the yarns' LineSet, set_lines()).
 enum class MultilevelSmoother { chebyshev, yarn_lines };
 
+/// The aggregates of the coarse levels (MultilevelOptions::coarse_space;
+/// scene key solver.multilevel_coarse_space): greedy aggregates of nodes
+/// with the rigid-body and arc-length modes, or runs along the yarns and
+/// squares of crossings (needs the yarns' LineSet, set_lines(), and 5-DoF
+/// nodes; see "Yarn coarse space" in the file comment).
+enum class MultilevelCoarseSpace { nodes, yarns };
+
 /// Settings of the smoothed-aggregation hierarchy.
 struct MultilevelOptions {
     /// The finest level's smoother (see the file comment); the coarse levels use Chebyshev.
     MultilevelSmoother smoother = MultilevelSmoother::chebyshev;
+    /// The coarse levels' aggregates (see MultilevelCoarseSpace).
+    MultilevelCoarseSpace coarse_space = MultilevelCoarseSpace::nodes;
+    /// Yarn coarse space: nodes per run along a yarn, and crossings per side
+    /// of a square, on the first coarse level.
+    int yarn_run = 8;
+    int yarn_square = 4;
     /// θ of the strength of connection on the finest level; 0 makes every
     /// stored coupling strong. Coarser levels always take θ = 0 (with θ > 0
     /// there, coarsening stalled on the sphere drop: singleton aggregates).
@@ -180,6 +213,15 @@ inline MultilevelSmoother multilevel_smoother_named(const std::string& name)
         solver_words::index_of(name, solver_words::multilevel_smoother(), "multilevel smoother"));
 }
 
+/// MultilevelOptions::coarse_space named in the words of the scene key
+/// solver.multilevel_coarse_space ("nodes", "yarns").
+/// @throws InvalidInput naming the word and the accepted ones
+inline MultilevelCoarseSpace multilevel_coarse_space_named(const std::string& name)
+{
+    return static_cast<MultilevelCoarseSpace>(
+        solver_words::index_of(name, solver_words::multilevel_coarse_space(), "multilevel coarse space"));
+}
+
 /// MultilevelOptions::timed_rebuild named in the words of the scene key
 /// solver.multilevel_rebuild ("rent-or-buy": true, "growth": false).
 /// @throws InvalidInput naming the word and the accepted ones
@@ -195,6 +237,9 @@ inline void validate(const MultilevelOptions& o)
         throw InvalidInput(
             detail::describe("MultilevelOptions strength_threshold", o.strength_threshold, "must be in [0, 1)"));
     }
+    if (o.yarn_run < 1) throw InvalidInput(detail::describe("MultilevelOptions yarn_run", o.yarn_run, "must be >= 1"));
+    if (o.yarn_square < 1)
+        throw InvalidInput(detail::describe("MultilevelOptions yarn_square", o.yarn_square, "must be >= 1"));
     if (o.coarse_dofs < 1)
         throw InvalidInput(detail::describe("MultilevelOptions coarse_dofs", o.coarse_dofs, "must be >= 1"));
     if (o.max_levels < 1)
@@ -229,14 +274,14 @@ using HostMatrix = Eigen::SparseMatrix<T, Eigen::RowMajor, Index>;
 // around the use, at the end of the file); only a command-line suppression
 // could, and it would hide the same warning in the user's own code.
 
-/// The inverse of the symmetric positive definite dense matrix `a` (n × n,
-/// row-major in `a`), by Cholesky factorization a = L Lᵀ: A⁻¹ = L⁻ᵀ L⁻¹.
+/// The Cholesky factor of the symmetric positive definite dense matrix `a`
+/// (n × n, row-major): a = L Lᵀ, L lower triangular (row-major in `l`).
 /// @return false when `a` is not positive definite (a pivot ≤ 0 or not finite)
 template <typename T>
-bool spd_inverse(const std::vector<T>& a, std::size_t n, std::vector<T>& inverse)
+bool cholesky(const std::vector<T>& a, std::size_t n, std::vector<T>& l)
 {
     using std::sqrt;
-    std::vector<T> l(n * n, T(0));  // L, row-major
+    l.assign(n * n, T(0));
     for (std::size_t j = 0; j < n; ++j) {
         for (std::size_t i = j; i < n; ++i) {
             T sum = a[i * n + j];
@@ -249,7 +294,15 @@ bool spd_inverse(const std::vector<T>& a, std::size_t n, std::vector<T>& inverse
             }
         }
     }
-    std::vector<T> w(n * n, T(0));  // W = L⁻¹ (lower triangular), row by row
+    return true;
+}
+
+/// W = L⁻¹ of a lower-triangular n × n matrix L with a positive diagonal
+/// (row-major), row by row.
+template <typename T>
+void lower_inverse(const std::vector<T>& l, std::size_t n, std::vector<T>& w)
+{
+    w.assign(n * n, T(0));
     for (std::size_t i = 0; i < n; ++i) {
         for (std::size_t j = 0; j <= i; ++j) {
             T sum = i == j ? T(1) : T(0);
@@ -257,6 +310,17 @@ bool spd_inverse(const std::vector<T>& a, std::size_t n, std::vector<T>& inverse
             w[i * n + j] = sum / l[i * n + i];
         }
     }
+}
+
+/// The inverse of the symmetric positive definite dense matrix `a` (n × n,
+/// row-major in `a`), by Cholesky factorization a = L Lᵀ: A⁻¹ = L⁻ᵀ L⁻¹.
+/// @return false when `a` is not positive definite (a pivot ≤ 0 or not finite)
+template <typename T>
+bool spd_inverse(const std::vector<T>& a, std::size_t n, std::vector<T>& inverse)
+{
+    std::vector<T> l, w;
+    if (!cholesky(a, n, l)) return false;
+    lower_inverse(l, n, w);
     inverse.assign(n * n, T(0));  // A⁻¹ = Wᵀ W, symmetric by construction
     for (std::size_t i = 0; i < n; ++i) {
         for (std::size_t j = 0; j <= i; ++j) {
@@ -409,6 +473,36 @@ std::vector<Index> aggregate(const HostMatrix<T>& a, int bs, const std::vector<s
     return owner;
 }
 
+/// N = Q R of an aggregate's near-null rows by modified Gram–Schmidt
+/// (twice): `q` holds N on entry and Q on return; returns R. A column that is
+/// dependent on the earlier ones (‖residual‖ ≤ 1e-10 ‖column‖) gets a zero Q
+/// column and a zero R row, i.e. a coarse DoF that is inactive.
+template <typename T>
+Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> orthonormalize(Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>& q)
+{
+    const Index k = static_cast<Index>(q.cols());
+    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> rf = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>::Zero(k, k);
+    for (Index c = 0; c < k; ++c) {
+        const T original = q.col(c).norm();
+        for (int pass = 0; pass < 2; ++pass) {
+            for (Index p = 0; p < c; ++p) {
+                const T projection = q.col(p).dot(q.col(c));
+                rf(p, c) += projection;
+                q.col(c) -= projection * q.col(p);
+            }
+        }
+        const T norm = q.col(c).norm();
+        if (norm > T(1e-10) * original && norm > T(0)) {
+            q.col(c) /= norm;
+            rf(c, c) = norm;
+        } else {
+            q.col(c).setZero();
+            rf.row(c).setZero();
+        }
+    }
+    return rf;
+}
+
 /// The tentative prolongator (fine DoFs × K·#aggregates) and the coarse near
 /// null space: for each aggregate, its near-null rows N = Q R by modified
 /// Gram–Schmidt (twice); a column that is dependent on the earlier ones
@@ -439,25 +533,7 @@ HostMatrix<T> tentative_prolongator(const NearNull<T>& fine, int bs, const std::
                 for (int c = 0; c < k; ++c) q(static_cast<Index>(n) * bs + r, c) = fine.at(nodes[n] * bs + r, c);
             }
         }
-        Dense rf = Dense::Zero(k, k);
-        for (int c = 0; c < k; ++c) {
-            const T original = q.col(c).norm();
-            for (int pass = 0; pass < 2; ++pass) {
-                for (int p = 0; p < c; ++p) {
-                    const T projection = q.col(p).dot(q.col(c));
-                    rf(p, c) += projection;
-                    q.col(c) -= projection * q.col(p);
-                }
-            }
-            const T norm = q.col(c).norm();
-            if (norm > T(1e-10) * original && norm > T(0)) {
-                q.col(c) /= norm;
-                rf(c, c) = norm;
-            } else {
-                q.col(c).setZero();
-                rf.row(c).setZero();
-            }
-        }
+        const Dense rf = orthonormalize(q);
         for (std::size_t n = 0; n < nodes.size(); ++n) {
             for (int r = 0; r < bs; ++r) {
                 for (int c = 0; c < k; ++c) {
@@ -473,6 +549,328 @@ HostMatrix<T> tentative_prolongator(const NearNull<T>& fine, int bs, const std::
     HostMatrix<T> p(fine.dofs, coarse.dofs);
     p.setFromTriplets(triplets.begin(), triplets.end());
     return p;
+}
+
+/// An aggregate of the coarse space that follows the yarns
+/// (MultilevelCoarseSpace::yarns): a run of nodes along one yarn (`family`
+/// 0 or 1, the LineSet's families), a square of crossings (family 2), or a
+/// node on no yarn (family 3); where it lies (`key`: the line and the run
+/// along it, or the square's row and column, or the node); its DoFs on the
+/// level it aggregates and their near-null rows (DoFs × modes).
+template <typename T>
+struct YarnAggregate {
+    int family = 0;
+    Index key[2] = {0, 0};
+    std::vector<Index> dofs;
+    Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> near_null;
+};
+
+/// The first coarse space that follows the yarns, for 5-DoF yarn nodes
+/// (position, then the arc lengths of the LineSet's families 0 and 1 as
+/// coordinates 3 and 4; `state` holds the nodes' values, positions first):
+///  - runs of `run` consecutive nodes along each line of families 0 and 1,
+///    with two modes: the displacement along the yarn's tangent, and a unit
+///    change of the family's arc length. These are the slow modes that a
+///    node aggregate smears out: each yarn sliding and stretching on its own;
+///  - squares of `side` × `side` crossings (the node on line a of family 0
+///    and line b of family 1 lies at (a, b); a node on the line of one
+///    family only at (line, position along it), in that family's order),
+///    with the displacement along the cloth's normal times 1, u, v, u², uv,
+///    v² (u, v: the square's in-plane coordinates): out-of-plane translation,
+///    tilts and bending. Where a square has no normal (one family only), its
+///    three translations;
+///  - a node on no line: its own aggregate, the unit modes of its DoFs.
+/// The families' columns overlap on the positions. Constrained DoFs get zero
+/// rows. (benchmarks/RESULTS.md, "Coarse spaces that follow the yarns".)
+template <typename T>
+std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::vector<T>& state,
+                                              const std::vector<std::uint8_t>& free, int run, int side)
+{
+    using Vector3 = Eigen::Matrix<T, 3, 1>;
+    using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+    constexpr int bs = 5;
+    const Index nodes = lines.node_count();
+    const auto position = [&](Index node) {
+        const std::size_t o = static_cast<std::size_t>(node) * bs;
+        return Vector3(state[o], state[o + 1], state[o + 2]);
+    };
+    const auto zero_constrained = [&](YarnAggregate<T>& g) {
+        for (std::size_t r = 0; r < g.dofs.size(); ++r) {
+            if (!free[static_cast<std::size_t>(g.dofs[r])]) g.near_null.row(static_cast<Index>(r)).setZero();
+        }
+    };
+    const auto node_dofs = [&](const std::vector<Index>& members) {
+        std::vector<Index> dofs;
+        for (const Index node : members) {
+            for (int c = 0; c < bs; ++c) dofs.push_back(node * bs + c);
+        }
+        return dofs;
+    };
+    const int families = std::min(lines.family_count(), 2);
+    // Per family and node: (line within the family, position along it), −1 off the family; the unit tangent.
+    std::vector<std::vector<std::pair<Index, Index>>> place(
+        2, std::vector<std::pair<Index, Index>>(static_cast<std::size_t>(nodes), {Index(-1), Index(-1)}));
+    std::vector<std::vector<Vector3>> tangent(2,
+                                              std::vector<Vector3>(static_cast<std::size_t>(nodes), Vector3::Zero()));
+    std::vector<YarnAggregate<T>> result;
+    const std::vector<Index>& line_ptr = lines.host_line_ptr();
+    const std::vector<Index>& line_nodes = lines.host_line_nodes();
+    for (int f = 0; f < families; ++f) {
+        for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
+            const Index first = line_ptr[static_cast<std::size_t>(l)];
+            const Index length = line_ptr[static_cast<std::size_t>(l) + 1] - first;
+            const Index local = l - lines.family_first_line(f);
+            const auto node_at = [&](Index i) { return line_nodes[static_cast<std::size_t>(first + i)]; };
+            for (Index i = 0; i < length; ++i) {
+                const Index node = node_at(i);
+                place[f][static_cast<std::size_t>(node)] = {local, i};
+                const Vector3 chord =
+                    position(node_at(std::min(i + 1, length - 1))) - position(node_at(std::max(i - 1, Index(0))));
+                const T norm = chord.norm();
+                if (norm > T(0)) tangent[f][static_cast<std::size_t>(node)] = chord / norm;
+            }
+            for (Index start = 0; start < length; start += run) {
+                YarnAggregate<T> g;
+                g.family = f;
+                g.key[0] = local;
+                g.key[1] = start / run;
+                std::vector<Index> members;
+                for (Index i = start; i < std::min(length, start + run); ++i) members.push_back(node_at(i));
+                g.dofs = node_dofs(members);
+                g.near_null = Dense::Zero(static_cast<Index>(g.dofs.size()), 2);
+                for (std::size_t m = 0; m < members.size(); ++m) {
+                    const Index o = static_cast<Index>(m) * bs;
+                    g.near_null.block(o, 0, 3, 1) = tangent[f][static_cast<std::size_t>(members[m])];
+                    g.near_null(o + 3 + f, 1) = T(1);
+                }
+                zero_constrained(g);
+                result.push_back(std::move(g));
+            }
+        }
+    }
+    // Squares, in row-major order of their place; nodes on no line alone.
+    std::vector<std::pair<std::pair<Index, Index>, Index>> placed;
+    for (Index node = 0; node < nodes; ++node) {
+        const auto& p0 = place[0][static_cast<std::size_t>(node)];
+        const auto& p1 = place[1][static_cast<std::size_t>(node)];
+        std::pair<Index, Index> at;
+        if (p0.first >= 0 && p1.first >= 0) {
+            at = {p0.first, p1.first};
+        } else if (p0.first >= 0) {
+            at = p0;
+        } else if (p1.first >= 0) {
+            at = {p1.second, p1.first};
+        } else {
+            YarnAggregate<T> g;
+            g.family = 3;
+            g.key[0] = node;
+            g.dofs = node_dofs({node});
+            g.near_null = Dense::Identity(bs, bs);
+            zero_constrained(g);
+            result.push_back(std::move(g));
+            continue;
+        }
+        placed.push_back({{at.first / side, at.second / side}, node});
+    }
+    std::sort(placed.begin(), placed.end());
+    for (std::size_t begin = 0; begin < placed.size();) {
+        std::size_t end = begin;
+        std::vector<Index> members;
+        for (; end < placed.size() && placed[end].first == placed[begin].first; ++end)
+            members.push_back(placed[end].second);
+        YarnAggregate<T> g;
+        g.family = 2;
+        g.key[0] = placed[begin].first.first;
+        g.key[1] = placed[begin].first.second;
+        g.dofs = node_dofs(members);
+        begin = end;
+        // The square's frame: mean tangents, orthonormalized; its normal.
+        Vector3 mean[2] = {Vector3::Zero(), Vector3::Zero()};
+        Vector3 center = Vector3::Zero();
+        for (const Index node : members) {
+            for (int f = 0; f < 2; ++f) mean[f] += tangent[f][static_cast<std::size_t>(node)];
+            center += position(node);
+        }
+        center /= T(members.size());
+        const T norm0 = mean[0].norm();
+        const Vector3 e0 = norm0 > T(0) ? Vector3(mean[0] / norm0) : Vector3::Zero();
+        Vector3 e1 = mean[1] - mean[1].dot(e0) * e0;
+        const T norm1 = e1.norm();
+        e1 = norm1 > T(0) ? Vector3(e1 / norm1) : Vector3::Zero();
+        const Vector3 normal = e0.cross(e1);
+        if (!(normal.norm() > T(0.5))) {  // no frame: the three translations
+            g.near_null = Dense::Zero(static_cast<Index>(g.dofs.size()), 3);
+            for (std::size_t m = 0; m < members.size(); ++m) {
+                g.near_null.block(static_cast<Index>(m) * bs, 0, 3, 3).setIdentity();
+            }
+            zero_constrained(g);
+            result.push_back(std::move(g));
+            continue;
+        }
+        T extent = T(0);
+        for (const Index node : members) {
+            const Vector3 d = position(node) - center;
+            extent = std::max({extent, std::abs(d.dot(e0)), std::abs(d.dot(e1))});
+        }
+        if (!(extent > T(0))) extent = T(1);
+        g.near_null = Dense::Zero(static_cast<Index>(g.dofs.size()), 6);
+        for (std::size_t m = 0; m < members.size(); ++m) {
+            const Index node = members[m];
+            // The node's own normal where both its tangents are known, turned to the square's side.
+            Vector3 n = tangent[0][static_cast<std::size_t>(node)].cross(tangent[1][static_cast<std::size_t>(node)]);
+            const T length = n.norm();
+            n = length > T(0.5) ? Vector3(n / length) : normal;
+            if (n.dot(normal) < T(0)) n = -n;
+            const Vector3 d = position(node) - center;
+            const T u = d.dot(e0) / extent;
+            const T v = d.dot(e1) / extent;
+            const T modes[6] = {T(1), u, v, u * u, u * v, v * v};
+            for (int c = 0; c < 6; ++c) g.near_null.block(static_cast<Index>(m) * bs, c, 3, 1) = n * modes[c];
+        }
+        zero_constrained(g);
+        result.push_back(std::move(g));
+    }
+    return result;
+}
+
+/// The next coarser level's aggregates of the yarn coarse space, from the
+/// coarse aggregates of the last level (DoFs and near-null rows the R
+/// factors of their QR): `run` consecutive runs of `across` neighbouring
+/// lines of one family together (lines neighbour when their indices in the
+/// family do), side × side squares together; a node on no line stays alone.
+template <typename T>
+std::vector<YarnAggregate<T>> join_yarn_aggregates(const std::vector<YarnAggregate<T>>& coarse, int run, int across,
+                                                   int side)
+{
+    std::vector<std::tuple<int, Index, Index, std::size_t>> keyed;  // (family, key, key, index into coarse)
+    for (std::size_t i = 0; i < coarse.size(); ++i) {
+        const YarnAggregate<T>& g = coarse[i];
+        if (g.family < 2) {
+            keyed.emplace_back(g.family, g.key[0] / across, g.key[1] / run, i);
+        } else if (g.family == 2) {
+            keyed.emplace_back(g.family, g.key[0] / side, g.key[1] / side, i);
+        } else {
+            keyed.emplace_back(g.family, g.key[0], g.key[1], i);
+        }
+    }
+    std::sort(keyed.begin(), keyed.end());
+    std::vector<YarnAggregate<T>> result;
+    for (std::size_t begin = 0; begin < keyed.size();) {
+        std::size_t end = begin;
+        YarnAggregate<T> g;
+        g.family = std::get<0>(keyed[begin]);
+        g.key[0] = std::get<1>(keyed[begin]);
+        g.key[1] = std::get<2>(keyed[begin]);
+        Index rows = 0, modes = 0;
+        for (; end < keyed.size() && std::get<0>(keyed[end]) == g.family && std::get<1>(keyed[end]) == g.key[0] &&
+               std::get<2>(keyed[end]) == g.key[1];
+             ++end) {
+            const YarnAggregate<T>& member = coarse[std::get<3>(keyed[end])];
+            rows += static_cast<Index>(member.dofs.size());
+            modes = std::max(modes, static_cast<Index>(member.near_null.cols()));
+        }
+        g.near_null = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>::Zero(rows, modes);
+        Index row = 0;
+        for (std::size_t k = begin; k < end; ++k) {
+            const YarnAggregate<T>& member = coarse[std::get<3>(keyed[k])];
+            g.dofs.insert(g.dofs.end(), member.dofs.begin(), member.dofs.end());
+            g.near_null.block(row, 0, member.near_null.rows(), member.near_null.cols()) = member.near_null;
+            row += static_cast<Index>(member.near_null.rows());
+        }
+        result.push_back(std::move(g));
+        begin = end;
+    }
+    return result;
+}
+
+/// The tentative prolongator of a yarn coarse space (fine DoFs × Σ modes):
+/// each aggregate's near-null rows N = Q R (orthonormalize), Q's columns its
+/// coarse DoFs. `coarse` receives the coarse aggregates (the coarse DoFs, R
+/// as near-null rows) and `starts` the first coarse DoF of each, then #coarse
+/// DoFs (the blocks of the coarse level's block Jacobi).
+template <typename T>
+HostMatrix<T> yarn_tentative_prolongator(const std::vector<YarnAggregate<T>>& aggregates, Index fine_dofs,
+                                         std::vector<YarnAggregate<T>>& coarse, std::vector<Index>& starts)
+{
+    coarse.clear();
+    starts.assign(1, 0);
+    std::vector<Eigen::Triplet<T, Index>> triplets;
+    Index column = 0;
+    for (const YarnAggregate<T>& g : aggregates) {
+        Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> q = g.near_null;
+        YarnAggregate<T> c;
+        c.family = g.family;
+        c.key[0] = g.key[0];
+        c.key[1] = g.key[1];
+        c.near_null = orthonormalize(q);
+        const Index k = static_cast<Index>(q.cols());
+        for (std::size_t r = 0; r < g.dofs.size(); ++r) {
+            for (Index m = 0; m < k; ++m) {
+                const T value = q(static_cast<Index>(r), m);
+                if (value != T(0)) triplets.emplace_back(g.dofs[r], column + m, value);
+            }
+        }
+        for (Index m = 0; m < k; ++m) c.dofs.push_back(column + m);
+        column += k;
+        starts.push_back(column);
+        coarse.push_back(std::move(c));
+    }
+    HostMatrix<T> p(fine_dofs, column);
+    p.setFromTriplets(triplets.begin(), triplets.end());
+    return p;
+}
+
+/// The change of coarse basis that makes each aggregate's diagonal block of
+/// the coarse matrix `coarse` the identity: per block [starts[g],
+/// starts[g + 1]), on its DoFs with a diagonal above `floor` (the others are
+/// inactive and keep a unit column), C_gg = L Lᵀ and the block of the
+/// returned matrix is L⁻ᵀ. With P ← P L⁻ᵀ the coarse level's point Jacobi is
+/// its block Jacobi on the aggregates (D⁻¹C and the new C are similar), which
+/// the yarn coarse space needs: its aggregates' modes (tangent and arc
+/// length; normal, tilts and bending) couple strongly within an aggregate.
+/// The aggregates' near-null rows R follow the basis: R ← Lᵀ R. A block that
+/// is not positive definite keeps the identity.
+template <typename T>
+HostMatrix<T> block_energy_basis(const HostMatrix<T>& coarse, const std::vector<Index>& starts, T floor,
+                                 std::vector<YarnAggregate<T>>& aggregates)
+{
+    std::vector<Eigen::Triplet<T, Index>> triplets;
+    std::vector<T> block, l, w;
+    for (std::size_t g = 0; g + 1 < starts.size(); ++g) {
+        const Index first = starts[g];
+        const Index size = starts[g + 1] - first;
+        std::vector<Index> alive;
+        for (Index r = 0; r < size; ++r) {
+            if (coarse.coeff(first + r, first + r) > floor) alive.push_back(r);
+        }
+        const std::size_t n = alive.size();
+        block.assign(n * n, T(0));
+        for (std::size_t r = 0; r < n; ++r) {
+            for (std::size_t c = 0; c < n; ++c) block[r * n + c] = coarse.coeff(first + alive[r], first + alive[c]);
+        }
+        std::vector<std::uint8_t> unit(static_cast<std::size_t>(size), 1);
+        if (n > 0 && cholesky(block, n, l)) {
+            lower_inverse(l, n, w);
+            for (std::size_t r = 0; r < n; ++r) {
+                unit[static_cast<std::size_t>(alive[r])] = 0;
+                for (std::size_t c = r; c < n; ++c) {  // (L⁻ᵀ)_rc = W_cr, upper triangular
+                    triplets.emplace_back(first + alive[r], first + alive[c], w[c * n + r]);
+                }
+            }
+            auto& near_null = aggregates[g].near_null;  // R ← Lᵀ R on the alive rows
+            const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> old = near_null;
+            for (std::size_t r = 0; r < n; ++r) {
+                near_null.row(alive[r]).setZero();
+                for (std::size_t c = r; c < n; ++c) near_null.row(alive[r]) += l[c * n + r] * old.row(alive[c]);
+            }
+        }
+        for (Index r = 0; r < size; ++r) {
+            if (unit[static_cast<std::size_t>(r)]) triplets.emplace_back(first + r, first + r, T(1));
+        }
+    }
+    HostMatrix<T> basis(coarse.rows(), coarse.cols());
+    basis.setFromTriplets(triplets.begin(), triplets.end());
+    return basis;
 }
 
 /// C = A B of two row-major host matrices: row by row with a dense
@@ -516,22 +914,25 @@ HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
     return c;
 }
 
-/// The block-diagonal inverse of Â (bs × bs blocks), restricted to the DoFs
-/// with a positive diagonal (inactive DoFs get zero rows and columns). A block
-/// that is not positive definite falls back to the inverse of its diagonal.
+/// The block-diagonal inverse of Â, blocks [starts[i], starts[i + 1]) (of
+/// any sizes; starts ends with #rows), restricted to the DoFs with a positive
+/// diagonal (inactive DoFs get zero rows and columns). A block that is not
+/// positive definite falls back to the inverse of its diagonal.
 template <typename T>
-HostMatrix<T> block_diagonal_inverse(const HostMatrix<T>& a, int bs)
+HostMatrix<T> block_diagonal_inverse(const HostMatrix<T>& a, const std::vector<Index>& starts)
 {
-    const Index nodes = static_cast<Index>(a.rows() / bs);
-    const std::size_t size = static_cast<std::size_t>(bs);
+    const Index nodes = static_cast<Index>(starts.size()) - 1;
     std::vector<Eigen::Triplet<T, Index>> triplets;
-    triplets.reserve(static_cast<std::size_t>(a.rows()) * size);
-    std::vector<T> block(size * size), sub, inverse;
+    std::vector<T> block, sub, inverse;
     for (Index i = 0; i < nodes; ++i) {
-        std::fill(block.begin(), block.end(), T(0));
+        const Index first = starts[static_cast<std::size_t>(i)];
+        const int bs = static_cast<int>(starts[static_cast<std::size_t>(i) + 1] - first);
+        const std::size_t size = static_cast<std::size_t>(bs);
+        block.assign(size * size, T(0));
         for (int r = 0; r < bs; ++r) {
-            for (typename HostMatrix<T>::InnerIterator it(a, bs * i + r); it; ++it) {
-                if (it.col() / bs == i) block[static_cast<std::size_t>(r) * size + (it.col() - bs * i)] = it.value();
+            for (typename HostMatrix<T>::InnerIterator it(a, first + r); it; ++it) {
+                if (it.col() >= first && it.col() < first + bs)
+                    block[static_cast<std::size_t>(r) * size + (it.col() - first)] = it.value();
             }
         }
         std::vector<std::size_t> alive;
@@ -543,17 +944,16 @@ HostMatrix<T> block_diagonal_inverse(const HostMatrix<T>& a, int bs)
         for (std::size_t r = 0; r < n; ++r) {
             for (std::size_t c = 0; c < n; ++c) sub[r * n + c] = block[alive[r] * size + alive[c]];
         }
-        const Index base = bs * i;
         if (spd_inverse(sub, n, inverse)) {
             for (std::size_t r = 0; r < n; ++r) {
                 for (std::size_t c = 0; c < n; ++c) {
-                    triplets.emplace_back(base + static_cast<Index>(alive[r]), base + static_cast<Index>(alive[c]),
+                    triplets.emplace_back(first + static_cast<Index>(alive[r]), first + static_cast<Index>(alive[c]),
                                           inverse[r * n + c]);
                 }
             }
         } else {
             for (std::size_t r = 0; r < n; ++r) {
-                const Index dof = base + static_cast<Index>(alive[r]);
+                const Index dof = first + static_cast<Index>(alive[r]);
                 triplets.emplace_back(dof, dof, T(1) / sub[r * n + r]);
             }
         }
@@ -561,6 +961,15 @@ HostMatrix<T> block_diagonal_inverse(const HostMatrix<T>& a, int bs)
     HostMatrix<T> result(a.rows(), a.cols());
     result.setFromTriplets(triplets.begin(), triplets.end());
     return result;
+}
+
+/// The same with uniform bs × bs blocks.
+template <typename T>
+HostMatrix<T> block_diagonal_inverse(const HostMatrix<T>& a, int bs)
+{
+    std::vector<Index> starts(static_cast<std::size_t>(a.rows() / bs) + 1);
+    for (std::size_t i = 0; i < starts.size(); ++i) starts[i] = static_cast<Index>(i) * bs;
+    return block_diagonal_inverse(a, starts);
 }
 
 /// λ_max of D⁻¹Â by power iteration from a fixed, deterministic start vector.
@@ -939,6 +1348,12 @@ public:
     /// owned; must outlive the solves and match the matrix's node count).
     /// nullptr: Chebyshev on the finest level whatever the options say.
     void set_lines(const LineSet* lines) { m_lines = lines; }
+    /// Whether the coarse levels follow the yarns (MultilevelCoarseSpace::yarns
+    /// with lines given and 5-DoF nodes); otherwise node aggregates.
+    bool yarn_coarse_space() const
+    {
+        return B == 5 && m_options.coarse_space == MultilevelCoarseSpace::yarns && m_lines != nullptr;
+    }
     /// Whether the finest level smooths by yarn lines.
     bool line_smoothing() const { return m_options.smoother == MultilevelSmoother::yarn_lines && m_lines != nullptr; }
     void set_options(const MultilevelOptions& options)
@@ -1183,37 +1598,71 @@ private:
 
         const std::vector<std::uint8_t> free = to_host(free_dofs);
         HostMatrix<T> level_matrix = filtered_host_matrix(a, free);
-        NearNull<T> near_null = fine_near_null(free, to_host(state));
+        const std::vector<T> host_state = to_host(state);
+        const bool by_yarns = yarn_coarse_space();
+        NearNull<T> near_null;
+        if (!by_yarns) near_null = fine_near_null(free, host_state);
         std::vector<std::uint8_t> level_free = free;
         int bs = B;
+        // Yarn coarse space: the aggregates of the last coarse level, and its
+        // blocks (one per aggregate) for the prolongator's Jacobi smoothing.
+        std::vector<YarnAggregate<T>> yarn_level;
+        std::vector<Index> yarn_blocks;
         while (static_cast<int>(m_coarse.size()) + 1 < m_options.max_levels &&
                level_matrix.rows() > m_options.coarse_dofs) {
-            const Index nodes = static_cast<Index>(level_matrix.rows() / bs);
-            std::vector<std::uint8_t> active(static_cast<std::size_t>(nodes), 0);
-            for (Index i = 0; i < nodes; ++i) {
-                for (int r = 0; r < bs; ++r)
-                    active[static_cast<std::size_t>(i)] |= level_free[static_cast<std::size_t>(i * bs + r)];
-            }
-            Index aggregates = 0;
-            const std::vector<Index> owner =
-                aggregate(level_matrix, bs, active,
-                          m_coarse.empty() ? static_cast<T>(m_options.strength_threshold) : T(0), aggregates);
-            if (aggregates == 0 || aggregates * near_null_size >= level_matrix.rows()) break;  // no coarsening
+            HostMatrix<T> tentative;
             NearNull<T> coarse_near_null;
-            const HostMatrix<T> tentative = tentative_prolongator(near_null, bs, owner, aggregates, coarse_near_null);
-            const HostMatrix<T> inverse_diagonal = block_diagonal_inverse(level_matrix, bs);
+            std::vector<YarnAggregate<T>> coarse_yarn_level;
+            std::vector<Index> coarse_yarn_blocks;
+            if (by_yarns) {
+                // The first coarse level from the lines; coarser ones join 2 runs
+                // of 2 neighbouring yarns and 3 × 3 squares (the study's best design).
+                const std::vector<YarnAggregate<T>> aggregates =
+                    m_coarse.empty()
+                        ? yarn_aggregates(*m_lines, host_state, free, m_options.yarn_run, m_options.yarn_square)
+                        : join_yarn_aggregates(yarn_level, 2, 2, 3);
+                tentative = yarn_tentative_prolongator(aggregates, static_cast<Index>(level_matrix.rows()),
+                                                       coarse_yarn_level, coarse_yarn_blocks);
+                if (tentative.cols() == 0 || tentative.cols() >= level_matrix.rows()) break;  // no coarsening
+            } else {
+                const Index nodes = static_cast<Index>(level_matrix.rows() / bs);
+                std::vector<std::uint8_t> active(static_cast<std::size_t>(nodes), 0);
+                for (Index i = 0; i < nodes; ++i) {
+                    for (int r = 0; r < bs; ++r)
+                        active[static_cast<std::size_t>(i)] |= level_free[static_cast<std::size_t>(i * bs + r)];
+                }
+                Index aggregates = 0;
+                const std::vector<Index> owner =
+                    aggregate(level_matrix, bs, active,
+                              m_coarse.empty() ? static_cast<T>(m_options.strength_threshold) : T(0), aggregates);
+                if (aggregates == 0 || aggregates * near_null_size >= level_matrix.rows()) break;  // no coarsening
+                tentative = tentative_prolongator(near_null, bs, owner, aggregates, coarse_near_null);
+            }
+            const HostMatrix<T> inverse_diagonal = by_yarns && !m_coarse.empty()
+                                                       ? block_diagonal_inverse(level_matrix, yarn_blocks)
+                                                       : block_diagonal_inverse(level_matrix, bs);
             const T lambda = largest_eigenvalue(inverse_diagonal, level_matrix, m_options.power_iterations);
             const T omega = T(4) / (T(3) * lambda);
             const HostMatrix<T> jacobi = sparse_product(inverse_diagonal, level_matrix);
             HostMatrix<T> prolongator = tentative - omega * sparse_product(jacobi, tentative);
             prolongator.prune(T(0), std::numeric_limits<T>::epsilon());
             HostMatrix<T> restriction = prolongator.transpose();
-            const HostMatrix<T> product = sparse_product(level_matrix, prolongator);
+            HostMatrix<T> product = sparse_product(level_matrix, prolongator);
             HostMatrix<T> coarse = sparse_product(restriction, product);
-            // Coarse DoFs left inactive by a dependent near-null column: identity, filtered out.
-            std::vector<std::uint8_t> coarse_free(static_cast<std::size_t>(coarse.rows()), 0);
             T largest = T(0);
             for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
+            if (by_yarns) {  // the coarse level's point Jacobi becomes block Jacobi on its aggregates
+                const HostMatrix<T> basis =
+                    block_energy_basis(coarse, coarse_yarn_blocks, T(1e-12) * largest, coarse_yarn_level);
+                prolongator = sparse_product(prolongator, basis);
+                restriction = prolongator.transpose();
+                product = sparse_product(product, basis);
+                coarse = sparse_product(restriction, product);
+                largest = T(0);
+                for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
+            }
+            // Coarse DoFs left inactive by a dependent near-null column: identity, filtered out.
+            std::vector<std::uint8_t> coarse_free(static_cast<std::size_t>(coarse.rows()), 0);
             std::vector<Eigen::Triplet<T, Index>> identity;
             for (Index r = 0; r < coarse.rows(); ++r) {
                 coarse_free[static_cast<std::size_t>(r)] = coarse.coeff(r, r) > T(1e-12) * largest ? 1 : 0;
@@ -1234,6 +1683,8 @@ private:
             level_matrix = std::move(coarse);
             level_free = std::move(coarse_free);
             near_null = std::move(coarse_near_null);
+            yarn_level = std::move(coarse_yarn_level);
+            yarn_blocks = std::move(coarse_yarn_blocks);
             bs = near_null_size;
         }
         // Smoothers of the coarse levels but the last; the last is inverted densely.

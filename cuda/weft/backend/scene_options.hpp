@@ -45,6 +45,7 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
                                                                     : PcgPreconditioner::block_jacobi;
     options.multilevel.refresh = multilevel_refresh_named(s.multilevel_refresh);
     options.multilevel.smoother = multilevel_smoother_named(s.multilevel_smoother);
+    options.multilevel.coarse_space = multilevel_coarse_space_named(s.multilevel_coarse_space);
     options.multilevel.timed_rebuild = multilevel_timed_rebuild_named(s.multilevel_rebuild);
     return options;
 }

@@ -42,6 +42,13 @@ inline const std::vector<std::string>& multilevel_smoother()
     return words;
 }
 
+/// solver.multilevel_coarse_space, in the order of MultilevelCoarseSpace.
+inline const std::vector<std::string>& multilevel_coarse_space()
+{
+    static const std::vector<std::string> words{"nodes", "yarns"};
+    return words;
+}
+
 /// solver.hessian_projection, in the order of HessianProjection.
 inline const std::vector<std::string>& hessian_projection()
 {

@@ -40,6 +40,9 @@
 ///   multilevel_smoother string "chebyshev" | "yarn-lines"; the multilevel
 ///                              V-cycle's finest smoother: Chebyshev on block
 ///                              Jacobi, or block Gauss-Seidel by yarns (yarns only)
+///   multilevel_coarse_space string "nodes" | "yarns"; the multilevel V-cycle's
+///                              coarse levels: node aggregates, or runs along
+///                              the yarns and squares of crossings (yarns only)
 ///   line_search_cuts    int    8      0..30; newton_iterations > 1 only: how often
 ///                                     the line search may halve a Newton update
 ///                                     before the attempt fails (then dt is halved)

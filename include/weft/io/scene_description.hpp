@@ -33,6 +33,7 @@ struct SolverDescription {
     double min_time_step = 0;                        ///< s; the parser sets time_step / 1024 when not given
     std::string preconditioner = "block-jacobi";     ///< "block-jacobi" | "yarn-lines" | "multilevel"
     std::string multilevel_smoother = "chebyshev";   ///< "chebyshev" | "yarn-lines" (MultilevelSmoother)
+    std::string multilevel_coarse_space = "nodes";   ///< "nodes" | "yarns" (MultilevelCoarseSpace)
     std::string multilevel_refresh = "on-growth";    ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     std::string multilevel_rebuild = "rent-or-buy";  ///< "rent-or-buy" | "growth" (MultilevelOptions::timed_rebuild)
     bool eil = false;                                ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}

@@ -16,7 +16,7 @@ using Keys = std::vector<std::string>;
 
 // clang-format off
 inline const Keys& scene()            { static const Keys k{"name", "description", "time_step", "duration", "gravity", "solver", "cloth", "colliders", "collision", "output"}; return k; }
-inline const Keys& solver()           { static const Keys k{"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step", "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts", "line_search_expansions", "exact_hessians", "hessian_projection", "linear", "stiffness_approximation", "multilevel_refresh", "multilevel_smoother", "multilevel_rebuild"}; return k; }
+inline const Keys& solver()           { static const Keys k{"newton_iterations", "newton_tolerance", "pcg_tolerance", "pcg_max_iterations", "adaptive_time_step", "min_time_step", "preconditioner", "eil", "max_speed", "line_search_cuts", "line_search_expansions", "exact_hessians", "hessian_projection", "linear", "stiffness_approximation", "multilevel_refresh", "multilevel_smoother", "multilevel_rebuild", "multilevel_coarse_space"}; return k; }
 inline const Keys& eil()              { static const Keys k{"enabled", "safety_factor", "contact_factor", "lookahead", "min_segment_factor", "reset_arc_length", "remove_pulling_contacts", "pull_threshold"}; return k; }
 inline const Keys& woven()            { static const Keys k{"type", "pattern", "yarns", "spacing", "radius", "density", "center", "plane", "stiffness", "damping", "friction", "contact", "pins", "moving_pins", "initial_velocity", "on_top_of", "layer_friction", "layer_parallel_contact", "layer_normal_force", "rotation"}; return k; }
 inline const Keys& stiffness()        { static const Keys k{"stretch", "bending", "shear"}; return k; }

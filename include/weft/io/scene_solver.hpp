@@ -41,6 +41,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, solver_words::multilevel_smoother(), "multilevel smoother");
         },
         s.multilevel_smoother);
+    s.multilevel_coarse_space = o.get_or(
+        "multilevel_coarse_space",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, solver_words::multilevel_coarse_space(), "multilevel coarse space");
+        },
+        s.multilevel_coarse_space);
     s.multilevel_refresh = o.get_or(
         "multilevel_refresh",
         [](const json& v, const std::string& p) {
