@@ -65,8 +65,10 @@
 /// identity (block_energy_basis): the coarse levels' Chebyshev on point
 /// Jacobi is then Chebyshev on the aggregates' block Jacobi. The design and
 /// its measurements outside weft: scripts/coarse_space_study.py and
-/// benchmarks/RESULTS.md ("Coarse spaces that follow the yarns"); in weft:
-/// "The yarn coarse space in the backend".
+/// benchmarks/RESULTS.md ("Coarse spaces that follow the yarns"); in weft
+/// ("The yarn coarse space in the backend") it takes about as many
+/// iterations as node aggregates on the sphere drop at a higher cost per
+/// iteration, so nodes stay the default.
 ///
 /// Reuse. The finest level always uses the current matrix (its block
 /// inverses are refreshed at each prepare()); the coarse levels are kept while
