@@ -144,6 +144,63 @@ YarnProblem yarn_problem(int nx, int ny)
     return problem;
 }
 
+/// The filter S of a yarn problem as a vector of ones (free) and zeros.
+Eigen::VectorXd filter_vector(const YarnProblem& problem)
+{
+    Eigen::VectorXd filter(static_cast<Eigen::Index>(problem.free_dofs.size()));
+    for (Eigen::Index i = 0; i < filter.size(); ++i)
+        filter(i) = problem.free_dofs[static_cast<std::size_t>(i)] ? 1.0 : 0.0;
+    return filter;
+}
+
+/// The LDLT solution of the prefiltered system (S A S + (I − S)) x = S b.
+Eigen::VectorXd filtered_solution(const YarnProblem& problem, const Eigen::VectorXd& filter)
+{
+    SparseMatrix filtered = filter.asDiagonal() * problem.system.a * filter.asDiagonal();
+    for (Eigen::Index i = 0; i < filter.size(); ++i) {
+        if (filter(i) == 0.0) filtered.coeffRef(i, i) = 1.0;
+    }
+    Eigen::SimplicialLDLT<SparseMatrix> ldlt(filtered);
+    REQUIRE(ldlt.info() == Eigen::Success);
+    return ldlt.solve(filter.cwiseProduct(problem.system.b));
+}
+
+/// The preconditioner M applied as a matrix on `trials` pairs of random
+/// filtered vectors: xᵀ M y = yᵀ M x, xᵀ M x > 0, and M x zero where S is.
+/// @return the pairs checked
+int check_symmetric_positive(weft::PreconditionerOperator<double>& m, const Eigen::VectorXd& filter, Random& rng,
+                             int trials)
+{
+    for (int trial = 0; trial < trials; ++trial) {
+        const Eigen::VectorXd x = filter.cwiseProduct(random_vector(rng, filter.size()));
+        const Eigen::VectorXd y = filter.cwiseProduct(random_vector(rng, filter.size()));
+        thrust::device_vector<double> mx, my;
+        m.apply(to_device(x), mx);
+        m.apply(to_device(y), my);
+        const Eigen::VectorXd px = to_eigen_vector(mx), py = to_eigen_vector(my);
+        CHECK(std::abs(x.dot(py) - y.dot(px)) <= 1e-10 * std::sqrt(std::abs(x.dot(px) * y.dot(py))));
+        CHECK(x.dot(px) > 0.0);
+        CHECK(y.dot(py) > 0.0);
+        CHECK((px - filter.cwiseProduct(px)).lpNorm<Eigen::Infinity>() == 0.0);
+    }
+    return trials;
+}
+
+/// PCG to 1e-10 from zero with the multilevel preconditioner `m`; requires
+/// convergence and the solution `expected` to 1e-6 (relative, max norm).
+PcgResult<double> solve_to_solution(const YarnProblem& problem, const thrust::device_vector<std::uint8_t>& free_dofs,
+                                    weft::MultilevelPreconditioner<double, 5>& m, const Eigen::VectorXd& expected)
+{
+    const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-10, 5000);
+    PcgWorkspace<double, 5> workspace;
+    thrust::device_vector<double> x(static_cast<std::size_t>(expected.size()), 0.0);
+    const PcgResult<double> result =
+        weft::solve_filtered_pcg(problem.a, to_device(problem.system.b), free_dofs, x, workspace, pcg);
+    REQUIRE(result.converged);
+    CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-6);
+    return result;
+}
+
 /// Message of the InvalidInput thrown by f, or "" when none is thrown.
 template <typename F>
 std::string invalid_input_message(F&& f)
@@ -484,19 +541,11 @@ TEST_CASE(
     for (const int n : {24, 40}) {
         const YarnProblem problem = yarn_problem(n, n - 4);
         const LineSet lines = weft::yarn_line_set(problem.model);
-        const Eigen::Index dofs = problem.system.b.size();
         const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
         const thrust::device_vector<double> state =
             to_device(std::vector<double>(problem.model.q.begin(), problem.model.q.end()));
-        Eigen::VectorXd filter(dofs);
-        for (Eigen::Index i = 0; i < dofs; ++i) filter(i) = problem.free_dofs[static_cast<std::size_t>(i)] ? 1.0 : 0.0;
-        SparseMatrix filtered = filter.asDiagonal() * problem.system.a * filter.asDiagonal();
-        for (Eigen::Index i = 0; i < dofs; ++i) {
-            if (filter(i) == 0.0) filtered.coeffRef(i, i) = 1.0;
-        }
-        Eigen::SimplicialLDLT<SparseMatrix> ldlt(filtered);
-        REQUIRE(ldlt.info() == Eigen::Success);
-        const Eigen::VectorXd expected = ldlt.solve(filter.cwiseProduct(problem.system.b));
+        const Eigen::VectorXd filter = filter_vector(problem);
+        const Eigen::VectorXd expected = filtered_solution(problem, filter);
 
         std::vector<int> iterations;
         for (const auto smoother : {weft::MultilevelSmoother::chebyshev, weft::MultilevelSmoother::yarn_lines}) {
@@ -509,30 +558,12 @@ TEST_CASE(
             REQUIRE(m.prepare(problem.a, free_dofs, state));
             REQUIRE(m.levels() >= 2);
             // xᵀ M y = yᵀ M x and xᵀ M x > 0 on random filtered vectors; M x zero where S is.
-            for (int trial = 0; trial < 4; ++trial) {
-                const Eigen::VectorXd x = filter.cwiseProduct(random_vector(rng, dofs));
-                const Eigen::VectorXd y = filter.cwiseProduct(random_vector(rng, dofs));
-                thrust::device_vector<double> mx, my;
-                m.apply(to_device(x), mx);
-                m.apply(to_device(y), my);
-                const Eigen::VectorXd px = to_eigen_vector(mx), py = to_eigen_vector(my);
-                CHECK(std::abs(x.dot(py) - y.dot(px)) <= 1e-10 * std::sqrt(std::abs(x.dot(px) * y.dot(py))));
-                CHECK(x.dot(px) > 0.0);
-                CHECK(y.dot(py) > 0.0);
-                CHECK((px - filter.cwiseProduct(px)).lpNorm<Eigen::Infinity>() == 0.0);
-                ++checked;
-            }
-            const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-10, 5000);
-            PcgWorkspace<double, 5> workspace;
-            thrust::device_vector<double> x(static_cast<std::size_t>(dofs), 0.0);
-            const PcgResult<double> result =
-                weft::solve_filtered_pcg(problem.a, to_device(problem.system.b), free_dofs, x, workspace, pcg);
+            checked += check_symmetric_positive(m, filter, rng, 4);
+            const PcgResult<double> result = solve_to_solution(problem, free_dofs, m, expected);
             std::cout << "woven patch " << n << " x " << n - 4 << ", tolerance 1e-10: multilevel, "
                       << weft::solver_words::multilevel_smoother()[static_cast<std::size_t>(smoother)]
                       << " smoothing: " << result.iterations << " iterations (" << weft::to_string(result.status)
                       << ")\n";
-            REQUIRE(result.converged);
-            CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-6);
             iterations.push_back(result.iterations);
         }
         REQUIRE(iterations.size() == 2);
@@ -634,19 +665,11 @@ TEST_CASE(
     for (const int n : {24, 40}) {
         const YarnProblem problem = yarn_problem(n, n - 4);
         const LineSet lines = weft::yarn_line_set(problem.model);
-        const Eigen::Index dofs = problem.system.b.size();
         const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
         const thrust::device_vector<double> state =
             to_device(std::vector<double>(problem.model.q.begin(), problem.model.q.end()));
-        Eigen::VectorXd filter(dofs);
-        for (Eigen::Index i = 0; i < dofs; ++i) filter(i) = problem.free_dofs[static_cast<std::size_t>(i)] ? 1.0 : 0.0;
-        SparseMatrix filtered = filter.asDiagonal() * problem.system.a * filter.asDiagonal();
-        for (Eigen::Index i = 0; i < dofs; ++i) {
-            if (filter(i) == 0.0) filtered.coeffRef(i, i) = 1.0;
-        }
-        Eigen::SimplicialLDLT<SparseMatrix> ldlt(filtered);
-        REQUIRE(ldlt.info() == Eigen::Success);
-        const Eigen::VectorXd expected = ldlt.solve(filter.cwiseProduct(problem.system.b));
+        const Eigen::VectorXd filter = filter_vector(problem);
+        const Eigen::VectorXd expected = filtered_solution(problem, filter);
 
         for (const auto space : {weft::MultilevelCoarseSpace::nodes, weft::MultilevelCoarseSpace::yarns}) {
             weft::MultilevelOptions options;
@@ -677,30 +700,12 @@ TEST_CASE(
                 expected_dofs += 6 * ((n + 3) / 4) * ((n - 4 + 3) / 4);
                 CHECK(m.level_dofs()[1] == expected_dofs);
             }
-            for (int trial = 0; trial < 4; ++trial) {
-                const Eigen::VectorXd x = filter.cwiseProduct(random_vector(rng, dofs));
-                const Eigen::VectorXd y = filter.cwiseProduct(random_vector(rng, dofs));
-                thrust::device_vector<double> mx, my;
-                m.apply(to_device(x), mx);
-                m.apply(to_device(y), my);
-                const Eigen::VectorXd px = to_eigen_vector(mx), py = to_eigen_vector(my);
-                CHECK(std::abs(x.dot(py) - y.dot(px)) <= 1e-10 * std::sqrt(std::abs(x.dot(px) * y.dot(py))));
-                CHECK(x.dot(px) > 0.0);
-                CHECK(y.dot(py) > 0.0);
-                CHECK((px - filter.cwiseProduct(px)).lpNorm<Eigen::Infinity>() == 0.0);
-                ++checked;
-            }
-            const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-10, 5000);
-            PcgWorkspace<double, 5> workspace;
-            thrust::device_vector<double> x(static_cast<std::size_t>(dofs), 0.0);
-            const PcgResult<double> result =
-                weft::solve_filtered_pcg(problem.a, to_device(problem.system.b), free_dofs, x, workspace, pcg);
+            checked += check_symmetric_positive(m, filter, rng, 4);
+            const PcgResult<double> result = solve_to_solution(problem, free_dofs, m, expected);
             std::cout << "woven patch " << n << " x " << n - 4 << ", tolerance 1e-10, yarn-line smoothing: "
                       << weft::solver_words::multilevel_coarse_space()[static_cast<std::size_t>(space)]
                       << " coarse space: " << result.iterations << " iterations, operator complexity "
                       << m.operator_complexity() << " (" << weft::to_string(result.status) << ")\n";
-            REQUIRE(result.converged);
-            CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-6);
         }
     }
     CHECK(checked >= 16 + 2);
