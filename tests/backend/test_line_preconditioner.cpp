@@ -681,6 +681,16 @@ TEST_CASE(
             CHECK_FALSE(m.yarn_coarse_space());  // no lines yet
             m.set_lines(&lines);
             CHECK(m.yarn_coarse_space() == yarns);
+            if (yarns) {  // lines of another patch are refused by name (also with the Chebyshev finest smoother)
+                const YarnProblem other = yarn_problem(6, 5);
+                const LineSet other_lines = weft::yarn_line_set(other.model);
+                weft::MultilevelOptions chebyshev = options;
+                chebyshev.smoother = weft::MultilevelSmoother::chebyshev;
+                weft::MultilevelPreconditioner<double, 5> mismatched(chebyshev);
+                mismatched.set_lines(&other_lines);
+                CHECK_THROWS_WITH(mismatched.prepare(problem.a, free_dofs, state),
+                                  Catch::Contains("yarn coarse space") && Catch::Contains("LineSet node_count()"));
+            }
             REQUIRE(m.prepare(problem.a, free_dofs, state));
             REQUIRE(m.levels() >= 3);
             if (yarns) {

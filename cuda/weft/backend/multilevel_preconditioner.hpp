@@ -1602,6 +1602,11 @@ private:
         HostMatrix<T> level_matrix = filtered_host_matrix(a, free);
         const std::vector<T> host_state = to_host(state);
         const bool by_yarns = yarn_coarse_space();
+        if (by_yarns && m_lines->node_count() != a.block_rows()) {
+            throw InvalidInput(detail::describe(
+                "MultilevelPreconditioner yarn coarse space: the matrix's block rows", a.block_rows(),
+                ("must equal LineSet node_count() = " + std::to_string(m_lines->node_count())).c_str()));
+        }
         NearNull<T> near_null;
         if (!by_yarns) near_null = fine_near_null(free, host_state);
         std::vector<std::uint8_t> level_free = free;
