@@ -679,6 +679,9 @@ TEST_CASE(
             weft::MultilevelPreconditioner<double, 5> m(options);
             const bool yarns = space == weft::MultilevelCoarseSpace::yarns;
             CHECK_FALSE(m.yarn_coarse_space());  // no lines yet
+            if (yarns)                           // refused without lines, not silently built from node aggregates
+                CHECK_THROWS_WITH(m.prepare(problem.a, free_dofs, state),
+                                  Catch::Contains("coarse_space") && Catch::Contains("set_lines()"));
             m.set_lines(&lines);
             CHECK(m.yarn_coarse_space() == yarns);
             if (yarns) {  // lines of another patch are refused by name (also with the Chebyshev finest smoother)

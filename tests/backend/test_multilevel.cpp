@@ -590,6 +590,9 @@ TEST_CASE("multilevel: bad sizes and options are rejected by name", "[backend][m
     o = {};
     o.yarn_square = 0;
     rejects(o, "yarn_square");
+    o = {};
+    o.coarse_space = weft::MultilevelCoarseSpace::yarns;  // 3-DoF nodes have no yarns to follow
+    rejects(o, "needs 5-DoF yarn nodes");
     // PCG asked for the multilevel preconditioner without one.
     PcgOptions<double> options;
     options.preconditioner = PcgPreconditioner::multilevel;

@@ -1351,7 +1351,8 @@ public:
     /// nullptr: Chebyshev on the finest level whatever the options say.
     void set_lines(const LineSet* lines) { m_lines = lines; }
     /// Whether the coarse levels follow the yarns (MultilevelCoarseSpace::yarns
-    /// with lines given and 5-DoF nodes); otherwise node aggregates.
+    /// with lines given and 5-DoF nodes). prepare() refuses `yarns` where
+    /// this is false (3-DoF nodes, or no lines) rather than fall back.
     bool yarn_coarse_space() const
     {
         return B == 5 && m_options.coarse_space == MultilevelCoarseSpace::yarns && m_lines != nullptr;
@@ -1386,6 +1387,12 @@ public:
                                                 ("must equal the matrix size " + std::to_string(dofs)).c_str()));
         }
         validate_options();
+        if (m_options.coarse_space == MultilevelCoarseSpace::yarns && !yarn_coarse_space()) {
+            throw InvalidInput(detail::describe(
+                "MultilevelOptions coarse_space", "yarns",
+                B == 5 ? "needs the yarns' LineSet (set_lines() before prepare())"
+                       : ("needs 5-DoF yarn nodes; this matrix has " + std::to_string(B) + " DoFs per node").c_str()));
+        }
         m_matrix = &a;
         m_free = &free_dofs;
         const bool same_pattern =
