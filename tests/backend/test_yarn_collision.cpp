@@ -21,6 +21,7 @@
 #include <weft/model/woven.hpp>
 
 #include "support/collision_settings.hpp"
+#include "support/newton_jacobian.hpp"
 #include "support/random.hpp"
 #include "support/symmetric_eigen.hpp"
 #include "support/yarn_patches.hpp"
@@ -745,6 +746,35 @@ TEST_CASE("yarn collision: assembled contact force and stiffness against finite 
     const Eigen::MatrixXd sym = 0.5 * (kn + kn.transpose());
     CHECK((kn - sym).norm() < 1e-9 * kn.norm());
     CHECK(weft_test::symmetric_eigenvalues(sym).maxCoeff() < 1e-9 * kn.norm());
+}
+
+TEST_CASE("yarn collision: full Newton's exact Hessians hold the contacts' force derivative, Gauss-Newton does not",
+          "[backend][yarn][collision][newton][fd]")
+{
+    // Contacts alone (yarn elements off, no gravity): a patch 0.3 mm above
+    // another for a thickness of 0.5 mm, turned by 30 degrees so that the
+    // pairs cross (beyond the parallel blend), moving at up to 1 cm/s.
+    // With exact Hessians A holds k grad d grad d^T - k (r - d) grad^2 d,
+    // the derivative of the contacts' force; Gauss-Newton drops the second
+    // term, (r - d) / d = 2/3 of k across the normal here.
+    YarnModel<double> model = two_patches(5, 4, 0.3e-3, 30.0, 0.5e-3, 20.0, 0.0, weft::DampingModel::none);
+    model.material.stretch_stiffness = model.material.bending_stiffness = model.material.shear_stiffness = 0;
+    model.material.contact_stiffness = 0;
+    weft_test::Random rng(8);
+    for (std::size_t i = 0; i < model.v.size(); ++i) model.v[i] = model.free_dof[i] ? rng.uniform(-0.01, 0.01) : 0;
+    double mismatch[2] = {0, 0};
+    for (const bool exact : {true, false}) {
+        weft::YarnStepperOptions<double> options;
+        options.newton_iterations = 8;
+        options.exact_hessians = exact;
+        YarnStepper<double> stepper(model, {}, Vec3::Zero(), options);
+        REQUIRE(stepper.contact_pairs() > 10);
+        // h^2 k (2e-5 N s^2/m) outweighs a node's mass (about 1e-7 kg), so A d shows the stiffness.
+        mismatch[exact ? 0 : 1] = weft_test::newton_jacobian_mismatch(stepper, model, model.v, 1e-3, rng, 3);
+    }
+    INFO("relative mismatch of A d: exact Hessians " << mismatch[0] << ", Gauss-Newton " << mismatch[1]);
+    CHECK(mismatch[0] < 1e-6);
+    CHECK(mismatch[1] > 1e-2);
 }
 
 TEST_CASE("yarn collision: a patch dropped onto another stops about one yarn diameter above it, never through it",

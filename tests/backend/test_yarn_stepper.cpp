@@ -14,6 +14,7 @@
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/solver/eigen_yarn_system.hpp>
 
+#include "support/newton_jacobian.hpp"
 #include "support/random.hpp"
 #include "support/schemes.hpp"
 #include "support/solver_comparison.hpp"
@@ -25,6 +26,7 @@ using weft::Collider;
 using weft::YarnModel;
 using weft::YarnStepper;
 using weft::YarnStepperOptions;
+using weft_test::newton_jacobian_mismatch;
 using Vec3 = weft::Vec3<double>;
 using VectorX = Eigen::VectorXd;
 
@@ -244,40 +246,6 @@ TEST_CASE("yarn stepper: full Newton solves the backward-Euler equations", "[bac
 }
 
 namespace {
-
-/// ‖A d − d_fd‖ / ‖A d‖ on the free DoFs, the largest over `directions`
-/// random directions d, at the full-Newton iterate v of a step of size h:
-/// d_fd = −(b(v + εd) − b(v − εd)) / (2ε), the central difference of the
-/// residual b (ImplicitStepper::assemble_newton).
-double newton_jacobian_mismatch(YarnStepper<double>& stepper, const YarnModel<double>& model,
-                                const std::vector<double>& v, double h, weft_test::Random& rng, int directions)
-{
-    const double eps = 1e-4;
-    double worst = 0;
-    for (int k = 0; k < directions; ++k) {
-        std::vector<double> d(v.size(), 0.0);
-        for (std::size_t i = 0; i < d.size(); ++i)
-            if (model.free_dof[i]) d[i] = rng.uniform(-0.01, 0.01);
-        stepper.assemble_newton(h, v);
-        const VectorX ad = weft::to_eigen(stepper.matrix()) * Eigen::Map<const VectorX>(d.data(), d.size());
-        std::vector<double> plus = v, minus = v;
-        for (std::size_t i = 0; i < d.size(); ++i) {
-            plus[i] += eps * d[i];
-            minus[i] -= eps * d[i];
-        }
-        stepper.assemble_newton(h, plus);
-        const VectorX b_plus = host(stepper.rhs());
-        stepper.assemble_newton(h, minus);
-        const VectorX b_minus = host(stepper.rhs());
-        VectorX mismatch = ad + (b_plus - b_minus) / (2 * eps);
-        VectorX scale = ad;
-        for (std::size_t i = 0; i < d.size(); ++i)
-            if (!model.free_dof[i]) mismatch(i) = scale(i) = 0;
-        REQUIRE(scale.norm() > 0);
-        worst = std::max(worst, mismatch.norm() / scale.norm());
-    }
-    return worst;
-}
 
 /// An 8 × 7 patch with strain-rate damping (k_d × `kd_scale`), stretched by
 /// `stretch`, sheared, bent over a 3 mm cylinder, jittered by 2 µm and moving

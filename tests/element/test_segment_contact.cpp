@@ -195,6 +195,70 @@ TEST_CASE("a yarn segment pair's contact is continuous through parallel segments
     REQUIRE(checker.checks == 5);
 }
 
+TEST_CASE("a contact pair's exact Hessian, where asked for, is its force's Jacobian; Gauss-Newton elsewhere",
+          "[element][contact][fd]")
+{
+    // cloth_contact(..., exact = true), what full Newton's exact Hessians
+    // assemble (evaluate_cloth_contact): the point-triangle pair and the
+    // segment pair beyond the parallel blend carry their exact Hessian; the
+    // blend and the mollified edge pair keep the Gauss-Newton stiffness.
+    FdChecker checker = contact_checker();
+    const double k = 50, r = 0.5;
+    Random rng(43);
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const auto element = [](weft::ClothContactKind kind) {
+        return weft::ClothContactElement<double>{{0, 1, 2, 3}, int(kind), 0.0};
+    };
+    int exact = 0;
+    for (const auto kind : {weft::ClothContactKind::segment_pair, weft::ClothContactKind::point_triangle}) {
+        const auto pair = element(kind);
+        const int before = exact;
+        for (int trial = 0; trial < 200 && exact < before + 12; ++trial) {
+            // Pairs pressed within r: crossing segments, or a point over a triangle.
+            const Vec12 q =
+                kind == weft::ClothContactKind::segment_pair
+                    ? Vec12(stack(Vec3::Zero(), x, 0.5 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.5 * y + 0.3 * z) +
+                            0.1 * Vec12(rng.vector<12>(-1, 1)))
+                    : Vec12(stack(0.3 * x + 0.3 * y + 0.25 * z, Vec3::Zero(), x, y) +
+                            0.1 * Vec12(rng.vector<12>(-1, 1)));
+            const auto c = weft::cloth_contact<double>(q, pair, k, r, true);
+            if (!c.active || c.distance < 1e-3) continue;
+            const double m = 1e-3;  // away from the closest points' region boundaries (kinks)
+            if ((c.s > 0 && c.s < m) || (c.s < 1 && c.s > 1 - m) || (c.t > 0 && c.t < m) || (c.t < 1 && c.t > 1 - m) ||
+                (kind == weft::ClothContactKind::point_triangle && c.s + c.t > 1 - m && c.s + c.t < 1 + m))
+                continue;
+            INFO("kind " << int(kind) << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
+            REQUIRE(c.exact_hessian);
+            // The force is that of the plain (Gauss-Newton) evaluation; only the stiffness differs.
+            const auto plain = weft::cloth_contact<double>(q, pair, k, r, false);
+            CHECK_FALSE(plain.exact_hessian);
+            CHECK((c.force - plain.force).norm() <= 1e-12 * (1 + plain.force.norm()));
+            CHECK((c.gauss_newton - plain.gauss_newton).norm() <= 1e-12 * (1 + plain.gauss_newton.norm()));
+            checker.jacobian(
+                [&](const VectorX& v) { return VectorX(-weft::cloth_contact<double>(Vec12(v), pair, k, r).force); },
+                VectorX(q), MatrixX(c.hessian), "exact contact Hessian = -d force / dq");
+            // It differs from Gauss-Newton by the curvature term -k (r - d) grad^2 d.
+            CHECK((c.hessian - c.gauss_newton).norm() > 1e-3 * c.gauss_newton.norm());
+            ++exact;
+        }
+        CHECK(exact == before + 12);
+    }
+    CHECK(checker.checks == exact);
+
+    // Within the blend (parallel segments pressed together) and for edge
+    // pairs: no exact Hessian, whatever is asked.
+    const Vec12 parallel = stack(Vec3::Zero(), x, 0.2 * x + 0.4 * z, 1.2 * x + 0.4 * z);
+    const auto blended =
+        weft::cloth_contact<double>(parallel, element(weft::ClothContactKind::segment_pair), k, r, true);
+    REQUIRE(blended.active);
+    CHECK_FALSE(blended.exact_hessian);
+    CHECK(blended.hessian.norm() == 0.0);
+    const Vec12 crossing = stack(Vec3::Zero(), x, 0.5 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.5 * y + 0.3 * z);
+    const auto edge = weft::cloth_contact<double>(crossing, element(weft::ClothContactKind::edge_edge), k, r, true);
+    REQUIRE(edge.active);
+    CHECK_FALSE(edge.exact_hessian);
+}
+
 TEST_CASE("segment contact: nothing beyond the contact distance; intersecting segments are flagged",
           "[element][contact]")
 {

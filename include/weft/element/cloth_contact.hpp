@@ -163,18 +163,30 @@ WEFT_HD inline Vec3<T> weighted_sum(const T c[4], const Vec3<T>& p0, const Vec3<
 /// beyond its threshold angle its force is −∇V exactly (the closest points);
 /// below it, the penalty's force at the blended points, continuous in q,
 /// without the parameters' own derivatives (measured: a blend zone as wide
-/// as 1.8° slowed Newton threefold on a larger fold, so it is 0.06°). The exact
-/// Hessian is not computed (`hessian` stays zero): the system matrix takes
-/// the Gauss–Newton stiffness.
+/// as 1.8° slowed Newton threefold on a larger fold, so it is 0.06°).
+///
+/// `exact` asks for the force's exact Jacobian in `hessian` where the force
+/// is a gradient (SegmentContact::exact_hessian): a point–triangle pair, and a
+/// segment pair beyond the blend, whose force is −∇V at the closest points
+/// (segment_contact.hpp, with the closest points' own motion). Elsewhere
+/// (`exact` false, a segment pair within the blend, an edge–edge pair, whose
+/// mollifier's second derivative is not formed) `hessian` stays zero and
+/// the system matrix takes the Gauss–Newton stiffness.
 template <typename T>
 WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothContactElement<T>& pair, T stiffness,
-                                               T thickness)
+                                               T thickness, bool exact = false)
 {
     if (pair.kind == int(ClothContactKind::point_triangle))
-        return point_triangle_contact<T>(q, stiffness, thickness, false);
+        return point_triangle_contact<T>(q, stiffness, thickness, exact);
     if (pair.kind == int(ClothContactKind::segment_pair)) {
-        const SegmentPairClosest<T> at = stable_segment_parameters<T>(
-            q.template segment<3>(0), q.template segment<3>(3), q.template segment<3>(6), q.template segment<3>(9));
+        const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
+                      b1 = q.template segment<3>(9);
+        const SegmentPairClosest<T> at = stable_segment_parameters<T>(a0, a1, b0, b1);
+        if (exact) {
+            // Beyond the blend the parameters are the closest points themselves.
+            const SegmentPairClosest<T> closest = closest_segment_segment<T>(a0, a1, b0, b1);
+            if (at.s == closest.s && at.t == closest.t) return segment_contact<T>(q, stiffness, thickness, true);
+        }
         return segment_contact_at<T>(q, at.s, at.t, stiffness, thickness, false);
     }
     SegmentContact<T> c = segment_contact<T>(q, stiffness, thickness, false);
@@ -189,8 +201,9 @@ WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothC
     return c;
 }
 
-/// The contact pair as an element: penalty force and its Gauss–Newton
-/// stiffness at q, and in full Newton (`lagged_positions` set) the friction
+/// The contact pair as an element: penalty force and its stiffness at q
+/// (NewtonInputs::exact_hessians: the exact Hessian where cloth_contact has
+/// one, else the Gauss–Newton stiffness), and in full Newton (`lagged_positions` set) the friction
 /// of the contact as it was at the start of the step; in the one-step scheme
 /// the friction of the contact at q (the step's start there). The
 /// friction's slip velocity is `collider_slip_velocity` with the pair's mass
@@ -206,7 +219,8 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
 {
     const Vec<T, 12> ql = gather_contact_positions<T, B>(q, pair);
     const Vec<T, 12> vl = gather_nodes<T, 4, B>(v, pair.nodes);
-    const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness);
+    const bool exact = newton.exact_hessians && !newton.forces_only;
+    const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact);
     energy = ElementEnergies<T>{T(0), c.energy, T(0), T(0)};
     Vec<T, 12> force = c.force;
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
@@ -230,8 +244,9 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
             energy.dissipation = f.energy;
         }
     }
-    scatter_nodes<T, 4, B>(out, pair.nodes, Mat<T, 12, 12>::Zero().eval(), force, (-c.gauss_newton).eval(), df_dv, vl,
-                           h, newton);
+    // ∂f/∂q: the exact Hessian where cloth_contact formed one, else Gauss–Newton.
+    const Mat<T, 12, 12> df_dq = c.exact_hessian ? (-c.hessian).eval() : (-c.gauss_newton).eval();
+    scatter_nodes<T, 4, B>(out, pair.nodes, Mat<T, 12, 12>::Zero().eval(), force, df_dq, df_dv, vl, h, newton);
 }
 
 }  // namespace weft

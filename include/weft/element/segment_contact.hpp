@@ -48,6 +48,7 @@ struct SegmentContact {
     T normal_force;               ///< λ = k (r − d), the penalty's force between the closest points
     bool active;                  ///< d < r
     bool degenerate;              ///< d = 0: no direction, everything zero
+    bool exact_hessian;           ///< `hessian` was formed (an active contact asked for it)
 };
 
 namespace detail {
@@ -70,6 +71,7 @@ WEFT_HD inline bool start_contact(SegmentContact<T>& out, T s, T t, T distance_s
     out.distance = sqrt(distance_squared);
     out.active = out.distance < radius_sum;
     out.degenerate = out.active && !(out.distance > T(0));
+    out.exact_hessian = false;
     return out.active && !out.degenerate;
 }
 
@@ -116,6 +118,7 @@ WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient
     if (!exact_hessian) return;  // `hessian` stays zero
     const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
     out.hessian = out.gauss_newton - stiffness * gap * hess_d;
+    out.exact_hessian = true;
 }
 
 }  // namespace detail
