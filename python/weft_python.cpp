@@ -369,6 +369,17 @@ private:
             t["top8_share"] = c.top_share;
             t["largest_node"] = c.largest_node;
             t["largest_component"] = c.largest_component;
+            py::list terms;  // per kind of element (weft-run's --jacobian-terms)
+            for (const weft::JacobianCheck::Term& term : c.terms) {
+                py::dict u;
+                u["name"] = term.name;
+                u["product"] = term.product;
+                u["mismatch"] = std::vector<double>{term.mismatch[0], term.mismatch[1]};
+                u["worst_node"] = std::vector<long>{term.worst_node[0], term.worst_node[1]};
+                u["worst_component"] = std::vector<int>{term.worst_component[0], term.worst_component[1]};
+                terms.append(u);
+            }
+            t["terms"] = terms;
             checks.append(t);
         }
         d["jacobian_checks"] = checks;

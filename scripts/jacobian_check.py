@@ -69,26 +69,38 @@ def summary(label, rows):
     print(f"  most often the largest residual: node {node[0]} DoF {node[1]} ({count}x)")
 
 
-def main(argv):
-    path, window = file_and_window(argv, __doc__)
+def read_rows(path, header, option):
+    """The rows of a weft-run `option` file at `path`, whose header must be `header`
+    (this script's and scripts/jacobian_terms.py's)."""
     with open(path, newline="") as f:
-        header = f.readline().strip()
-        if header != HEADER:
-            sys.exit(f"{path}: not a --jacobian-check file (header {header!r})")
+        line = f.readline().strip()
+        if line != header:
+            sys.exit(f"{path}: not a {option} file (header {line!r})")
         f.seek(0)
         raw = list(csv.DictReader(f))
     if not raw:
         sys.exit(f"{path}: no rows")
+    return raw
+
+
+def by_window(items, window, summary):
+    """summary(label, items) for each window of `window` steps (items carry "step"), then for all."""
+    first_step, last = min(i["step"] for i in items), max(i["step"] for i in items)
+    for first in range(first_step, last + 1, window):
+        summary(f"steps {first}-{min(first + window - 1, last)}",
+                [i for i in items if first <= i["step"] < first + window])
+    summary("all", items)
+
+
+def main(argv):
+    path, window = file_and_window(argv, __doc__)
+    raw = read_rows(path, HEADER, "--jacobian-check")
     rows = [{"step": int(r["step"]), "iteration": int(r["iteration"]), "exact": r["exact_hessians"] == "1",
              "coarse": float(r["mismatch_1e-2"]), "fine": float(r["mismatch_1e-4"]),
              "worst": (int(r["worst_node_1e-2"]), int(r["worst_component_1e-2"])), "top8": float(r["top8_share"]),
              "largest": (int(r["largest_node"]), int(r["largest_component"]))}
             for r in raw]
-    first_step, last = min(r["step"] for r in rows), max(r["step"] for r in rows)
-    for first in range(first_step, last + 1, window):
-        summary(f"steps {first}-{min(first + window - 1, last)}",
-                [r for r in rows if first <= r["step"] < first + window])
-    summary("all", rows)
+    by_window(rows, window, summary)
 
 
 if __name__ == "__main__":

@@ -269,6 +269,18 @@ public:
 
 /// `--jacobian-check FILE`: one CSV row per full-Newton solve (see
 /// JacobianCheck; `attempt` numbers the step's attempts as --newton-trace does).
+/// The mismatch columns of a Jacobian check's row, each after a comma: both
+/// ε's mismatches, then per ε the worst node and component.
+inline void put_mismatch(std::ostream& out, const double (&mismatch)[2], const long (&worst_node)[2],
+                         const int (&worst_component)[2])
+{
+    for (double x : mismatch) {
+        out << ',';
+        io_detail::put_number(out, x);
+    }
+    for (int e = 0; e < 2; ++e) out << ',' << worst_node[e] << ',' << worst_component[e];
+}
+
 class JacobianCheckWriter : StepRowsFile {
 public:
     static constexpr const char* header =
@@ -288,17 +300,41 @@ public:
             io_detail::put_number(m_out, time);
             m_out << ',' << c.attempt << ',' << c.iteration << ',' << int(c.exact_hessians) << ',';
             io_detail::put_number(m_out, c.update_norm);
-            for (double x : c.mismatch) {
-                m_out << ',';
-                io_detail::put_number(m_out, x);
-            }
-            for (int e = 0; e < 2; ++e) m_out << ',' << c.worst_node[e] << ',' << c.worst_component[e];
+            put_mismatch(m_out, c.mismatch, c.worst_node, c.worst_component);
             m_out << ',';
             io_detail::put_number(m_out, c.residual_norm);
             m_out << ',';
             io_detail::put_number(m_out, c.top_share);
             m_out << ',' << c.largest_node << ',' << c.largest_component << '\n';
         }
+        flush();
+    }
+};
+
+/// `--jacobian-terms FILE`: one CSV row per full-Newton solve and kind of
+/// element (JacobianCheck::terms).
+class JacobianTermsWriter : StepRowsFile {
+public:
+    static constexpr const char* header =
+        "step,time,attempt,iteration,exact_hessians,term,product,mismatch_1e-2,mismatch_1e-4,worst_node_1e-2,"
+        "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4";
+
+    JacobianTermsWriter(const std::filesystem::path& path, long resumed_from)
+        : StepRowsFile("--jacobian-terms", header, path, resumed_from)
+    {
+    }
+
+    void write(long step, double time, const std::vector<JacobianCheck>& checks)
+    {
+        for (const JacobianCheck& c : checks)
+            for (const JacobianCheck::Term& t : c.terms) {
+                m_out << step << ',';
+                io_detail::put_number(m_out, time);
+                m_out << ',' << c.attempt << ',' << c.iteration << ',' << int(c.exact_hessians) << ',' << t.name << ',';
+                io_detail::put_number(m_out, t.product);
+                put_mismatch(m_out, t.mismatch, t.worst_node, t.worst_component);
+                m_out << '\n';
+            }
         flush();
     }
 };
@@ -408,6 +444,13 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     if (!args.jacobian_check.empty()) {
         require_full_newton("--jacobian-check", scene.solver.newton_iterations, "it checks full Newton's matrix");
         jacobian = std::make_unique<JacobianCheckWriter>(args.jacobian_check, summary.resumed_from);
+    }
+    std::unique_ptr<JacobianTermsWriter> jacobian_terms;
+    if (!args.jacobian_terms.empty()) {
+        require_full_newton("--jacobian-terms", scene.solver.newton_iterations, "it checks full Newton's matrix");
+        jacobian_terms = std::make_unique<JacobianTermsWriter>(args.jacobian_terms, summary.resumed_from);
+    }
+    if (jacobian || jacobian_terms) {
         auto options = stepper.options();
         options.jacobian_check = true;
         stepper.set_options(options);
@@ -449,6 +492,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         const double time = step * scene.time_step;
         if (trace) trace->write(step, time, r.attempts);
         if (jacobian) jacobian->write(step, time, r.jacobian_checks);
+        if (jacobian_terms) jacobian_terms->write(step, time, r.jacobian_checks);
         if (!r.ok) {
             summary.ok = false;
             std::ostringstream os;

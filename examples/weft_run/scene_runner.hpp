@@ -31,6 +31,7 @@ struct RunArguments {
     std::filesystem::path resume;            ///< non-empty: continue the run saved in this checkpoint
     std::filesystem::path newton_trace;      ///< non-empty: write every full-Newton attempt to this CSV
     std::filesystem::path jacobian_check;    ///< non-empty: check full Newton's matrix at every solve, rows to this CSV
+    std::filesystem::path jacobian_terms;    ///< non-empty: the same check per kind of element, rows to this CSV
     bool help = false;                       ///< --help: print run_usage() and exit
     bool version = false;                    ///< --version: print the version and exit
 };
@@ -83,6 +84,12 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
                    "along the update (eps 1e-2 and 1e-4) and write one CSV row per solve to FILE (a diagnostic: "
                    "four more evaluations per iteration, the run itself unchanged); needs "
                    "solver.newton_iterations > 1")
+        ->type_name("FILE");
+    app.add_option("--jacobian-terms", a.jacobian_terms,
+                   "the same check per kind of element (yarns: segments, bends, shears, eil_springs, "
+                   "eil_pair_springs, parallel_pairs, nodes, contacts; triangles: triangles, hinges, plates, nodes, "
+                   "contacts; then rest), one CSV row per solve and kind to FILE, so the term that misstates the "
+                   "matrix is named; needs solver.newton_iterations > 1")
         ->type_name("FILE");
 }
 

@@ -117,7 +117,8 @@ def test_jacobian_check_rows_and_script(tmp_path):
     base = [os.environ["WEFT_RUN"], str(path), "--output-dir", str(tmp_path), "--quiet", "--duration", "0.02"]
     subprocess.run(base + ["--newton-trace", str(tmp_path / "plain.csv")], check=True)
     subprocess.run(base + ["--newton-trace", str(tmp_path / "trace.csv"), "--jacobian-check",
-                           str(tmp_path / "check.csv")], check=True)
+                           str(tmp_path / "check.csv"), "--jacobian-terms", str(tmp_path / "terms.csv")],
+                   check=True)
     trace = (tmp_path / "trace.csv").read_text().splitlines()
     assert trace == (tmp_path / "plain.csv").read_text().splitlines()
     solves = sum(int(line.split(",")[7]) for line in trace[1:])
@@ -131,6 +132,20 @@ def test_jacobian_check_rows_and_script(tmp_path):
     counts = [int(line.split(kind + " ")[1].split(",")[0].split(";")[0])
               for kind in ("derivative", "kink", "off", "round-off")]
     assert sum(counts) == solves
+    # --jacobian-terms: per solve, one row per kind of element in contribution order, then "rest".
+    kinds = ["triangles", "hinges", "plates", "nodes", "contacts", "rest"]
+    terms = [line.split(",") for line in (tmp_path / "terms.csv").read_text().splitlines()[1:]]
+    assert len(terms) == len(kinds) * solves
+    assert [t[5] for t in terms] == kinds * solves
+    for k, r in enumerate(rows):
+        assert all(t[:5] == r[:5] for t in terms[len(kinds) * k:len(kinds) * (k + 1)])
+    # scripts/jacobian_terms.py blames one kind per solve and eps.
+    out = subprocess.run([os.sys.executable, os.path.join(SOURCE, "scripts", "jacobian_terms.py"),
+                          str(tmp_path / "terms.csv")], check=True, capture_output=True, text=True).stdout.splitlines()
+    at = out.index("all: %d solves with projected Hessians" % solves)
+    table = [line.split() for line in out[at + 2:at + 2 + len(kinds)]]
+    assert [t[0] for t in table] == kinds
+    assert sum(int(t[4]) for t in table) == sum(int(t[5]) for t in table) == solves
     # Python's records are the same rows, bit for bit.
     sim = weft.Simulation(scene)
     sim.jacobian_check = True
@@ -145,6 +160,13 @@ def test_jacobian_check_rows_and_script(tmp_path):
         assert c["worst_node"] == [int(r[8]), int(r[10])] and c["worst_component"] == [int(r[9]), int(r[11])]
         assert c["residual_norm"] == float(r[12]) and c["top8_share"] == float(r[13])
         assert (c["largest_node"], c["largest_component"]) == (int(r[14]), int(r[15]))
+    for k, c in enumerate(mine):
+        assert [t["name"] for t in c["terms"]] == kinds
+        for t, r in zip(c["terms"], terms[len(kinds) * k:len(kinds) * (k + 1)]):
+            assert t["product"] == float(r[6]) and t["mismatch"] == [float(r[7]), float(r[8])]
+            assert t["worst_node"] == [int(r[9]), int(r[11])] and t["worst_component"] == [int(r[10]), int(r[12])]
+        # The rest (what no kind holds) is round-off against the whole product.
+        assert c["terms"][-1]["product"] < 1e-12
     # Off by default; the one-step scheme has no Newton matrix to check.
     assert weft.Simulation(scene).step()["jacobian_checks"] == []
     one_step = dict(scene, solver=dict(scene["solver"], newton_iterations=1))

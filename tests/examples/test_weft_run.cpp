@@ -341,7 +341,8 @@ std::vector<TraceRow> trace_rows(const fs::path& path)
 }
 
 RunSummary run_traced(const fs::path& scene, const fs::path& dir, double duration, const fs::path& trace,
-                      long checkpoint_every = 0, const fs::path& resume = {}, const fs::path& jacobian_check = {})
+                      long checkpoint_every = 0, const fs::path& resume = {}, const fs::path& jacobian_check = {},
+                      const fs::path& jacobian_terms = {})
 {
     RunArguments args;
     args.scene = scene;
@@ -350,6 +351,7 @@ RunSummary run_traced(const fs::path& scene, const fs::path& dir, double duratio
     args.quiet = true;
     args.newton_trace = trace;
     args.jacobian_check = jacobian_check;
+    args.jacobian_terms = jacobian_terms;
     args.checkpoint_every = checkpoint_every;
     args.resume = resume;
     std::ostringstream log;
@@ -567,7 +569,7 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
         dir / "gn",
         small_scene(
             R"({"newton_iterations": 8, "newton_tolerance": 1e-6, "exact_hessians": false, "stiffness_approximation": "gauss-newton"})"));
-    REQUIRE(run_traced(gauss_newton, dir / "gn", 0.02, {}, 0, {}, dir / "gn.csv").ok);
+    REQUIRE(run_traced(gauss_newton, dir / "gn", 0.02, {}, 0, {}, dir / "gn.csv", dir / "gn_terms.csv").ok);
     const std::vector<JacobianRow> gn = jacobian_rows(dir / "gn.csv");
     REQUIRE(!gn.empty());
     for (const JacobianRow& r : gn) CHECK_FALSE(r.exact);
@@ -575,6 +577,37 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
     CHECK(gn.front().mismatch_fine > 1e-3);
     CHECK(gn.front().mismatch_coarse > 1e-3);
     CHECK(gn.front().mismatch_fine > 1000 * rows.front().mismatch_fine);
+    // --jacobian-terms names the terms: per solve, the yarn kinds in
+    // contribution order and "rest"; in the first solve the mismatch is the
+    // bends' and shears' (the terms add up to the whole as vectors).
+    const std::vector<std::string> kinds = {"segments",       "bends", "shears",   "eil_springs", "eil_pair_springs",
+                                            "parallel_pairs", "nodes", "contacts", "rest"};
+    const std::vector<std::string> term_lines = lines_of(dir / "gn_terms.csv");
+    REQUIRE(term_lines.size() == 1 + kinds.size() * gn.size());
+    CHECK(term_lines[0] ==
+          "step,time,attempt,iteration,exact_hessians,term,product,mismatch_1e-2,mismatch_1e-4,worst_node_1e-2,"
+          "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4");
+    double sum = 0, bending = 0, largest_other = 0;
+    for (std::size_t k = 1; k < term_lines.size(); ++k) {
+        const std::string& line = term_lines[k];
+        const std::size_t at = (k - 1) % kinds.size();
+        const std::size_t begin = line.find(',' + kinds[at] + ',');
+        INFO("row " << k << ": " << line);
+        REQUIRE(begin != std::string::npos);
+        if (k > kinds.size()) continue;  // the first solve's terms
+        std::vector<double> f = fields(line.substr(begin + kinds[at].size() + 2));
+        REQUIRE(f.size() == 7);
+        sum += f[2];
+        if (kinds[at] == "bends" || kinds[at] == "shears")
+            bending = std::max(bending, f[2]);
+        else
+            largest_other = std::max(largest_other, f[2]);
+        if (kinds[at] == "rest") CHECK(f[0] < 1e-12);
+    }
+    INFO("first solve's terms: bends or shears " << bending << ", the largest other " << largest_other);
+    CHECK(bending > 1e-3);
+    CHECK(bending > 100 * largest_other);
+    CHECK(gn.front().mismatch_fine <= sum * (1 + 1e-9));
 
     // The one-step scheme has no Newton matrix to check: refused, naming the key.
     fs::create_directories(dir / "one");

@@ -94,7 +94,9 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <initializer_list>
 #include <limits>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -200,6 +202,19 @@ struct StepperOptions {
 /// The residual's own distribution says where Newton has work left: the
 /// share of ‖S b‖² in its 8 largest rows and the largest row.
 struct JacobianCheck {
+    /// The same check for one kind of element (the model's
+    /// `contribution_terms`): A_t Δv and d_ε,t from that kind's contributions
+    /// alone, so the term that misstates A is named. Both norms are relative
+    /// to the whole ‖A Δv‖, so the terms compare with each other and with
+    /// `mismatch`; the last term, "rest", holds what no kind's contributions
+    /// hold (zero unless the matrix or residual gains something after assembly).
+    struct Term {
+        std::string name;
+        double product = 0;                 ///< ‖A_t Δv‖ / ‖A Δv‖
+        double mismatch[2] = {0, 0};        ///< ‖A_t Δv − d_ε,t‖ / ‖A Δv‖ at ε = 1e-2 and 1e-4
+        long worst_node[2] = {-1, -1};      ///< per ε: the node of the term's largest |A_t Δv − d_ε,t|
+        int worst_component[2] = {-1, -1};  ///< per ε: its DoF within the node
+    };
     int attempt = 0;                    ///< index into the step's attempts (BackendStepReport::attempts)
     int iteration = 0;                  ///< Newton iteration of the attempt (0: the first solve)
     bool exact_hessians = false;        ///< A held the exact element Hessians (else the projected ones)
@@ -211,7 +226,45 @@ struct JacobianCheck {
     double top_share = 0;               ///< share of ‖S b‖² in its 8 largest rows
     long largest_node = -1;             ///< the node of the largest |b_i|
     int largest_component = -1;         ///< its DoF within the node
+    std::vector<Term> terms;            ///< per kind of element; empty for a model without `contribution_terms`
 };
+
+/// One kind of element in the stepper's contribution buffers (see
+/// assembly.hpp), for JacobianCheck::terms: its matrix contributions
+/// [matrix_begin, matrix_end) and vector contributions [vector_begin,
+/// vector_end), counted in blocks.
+struct ContributionTerm {
+    const char* name;
+    std::size_t matrix_begin, matrix_end;
+    std::size_t vector_begin, vector_end;
+};
+
+/// One kind of element for `contribution_terms_of`: its name, how many
+/// elements it has and how many nodes each couples.
+struct ElementKind {
+    const char* name;
+    std::size_t count;
+    std::size_t nodes;
+};
+
+/// The ContributionTerms of element kinds laid out one after the other in
+/// the contribution buffers (an element of n nodes: n² blocks, n vectors);
+/// consecutive kinds of the same name form one term.
+inline std::vector<ContributionTerm> contribution_terms_of(std::initializer_list<ElementKind> kinds)
+{
+    std::vector<ContributionTerm> terms;
+    std::size_t matrix = 0, vector = 0;
+    for (const ElementKind& k : kinds) {
+        const std::size_t blocks = k.count * k.nodes * k.nodes, vectors = k.count * k.nodes;
+        if (terms.empty() || std::string(terms.back().name) != k.name)
+            terms.push_back({k.name, matrix, matrix, vector, vector});
+        matrix += blocks;
+        vector += vectors;
+        terms.back().matrix_end = matrix;
+        terms.back().vector_end = vector;
+    }
+    return terms;
+}
 
 /// The ε of JacobianCheck::mismatch.
 constexpr double jacobian_check_steps[2] = {1e-2, 1e-4};
@@ -811,6 +864,9 @@ protected:
     /// NewtonInputs::forces_only (otherwise line-search trials are always
     /// evaluated in full, to be reused as the next iterate's system); no by default.
     bool has_forces_only() const { return false; }
+    /// The kinds of element in the contribution buffers, in order, for the
+    /// per-term JacobianCheck; none by default (no per-term check).
+    std::vector<ContributionTerm> contribution_terms() const { return {}; }
     /// The step bound of every node against the colliders (full Newton; see
     /// collider_step_fraction): an update carries no node from outside a
     /// collider's contact band deeper than half the contact offset into it.
@@ -1299,32 +1355,57 @@ private:
             c.largest_node = static_cast<long>(rows[0].second / B);
             c.largest_component = static_cast<int>(rows[0].second % B);
         }
+        // Per kind of element: its part of A Δv, from its matrix contributions
+        // alone (before the evaluations below overwrite them); "rest" last.
+        const std::vector<ContributionTerm> kinds = self().contribution_terms();
+        if (!kinds.empty() && (kinds.back().matrix_end != static_cast<std::size_t>(m_map.matrix_contributions()) ||
+                               kinds.back().vector_end != static_cast<std::size_t>(m_map.vector_contributions())))
+            throw std::logic_error("contribution_terms() does not cover the assembly map's contributions");
+        std::vector<std::vector<T>> term_ad;
+        for (const ContributionTerm& t : kinds) {
+            BsrMatrix<T, B> part = m_matrix;
+            assemble_matrix(m_map, term_contributions(m_matrix_contributions, t.matrix_begin, t.matrix_end, B * B),
+                            part);
+            spmv(part, m_dv, product);
+            term_ad.push_back(to_host(product));
+        }
+        if (!kinds.empty()) term_ad.push_back(rest_of(ad, term_ad));
         // The central differences along Δv.
         const thrust::device_vector<T> q0 = m_q, v0 = m_v, mass_velocity0 = m_mass_velocity, rhs0 = m_rhs,
                                        force0 = m_force;
+        const double ad_norm = filtered_host_norm(ad, free_dof);
+        c.terms.resize(term_ad.size());
+        for (std::size_t t = 0; t < term_ad.size(); ++t) {
+            c.terms[t].name = t < kinds.size() ? kinds[t].name : "rest";
+            c.terms[t].product = ad_norm > 0 ? filtered_host_norm(term_ad[t], free_dof) / ad_norm : 0.0;
+        }
         for (int e = 0; e < 2; ++e) {
             const T eps = T(jacobian_check_steps[e]);
             std::vector<T> side[2];
+            std::vector<std::vector<T>> term_side[2];
             for (int sign = 0; sign < 2; ++sign) {
                 apply_update(h, v0, sign == 0 ? eps : -eps);
                 evaluate(h, iterate_inputs());
                 assemble_vector(m_map, m_rhs_contributions, m_rhs);
                 side[sign] = to_host(m_rhs);
-            }
-            double num = 0, den = 0, worst = -1;
-            for (std::size_t i = 0; i < n; ++i) {
-                if (!free_dof[i]) continue;
-                const double fd = -static_cast<double>(side[0][i] - side[1][i]) / (2 * static_cast<double>(eps));
-                const double a = static_cast<double>(ad[i]), d = a - fd;
-                num += d * d;
-                den += a * a;
-                if (std::abs(d) > worst) {
-                    worst = std::abs(d);
-                    c.worst_node[e] = static_cast<long>(i / B);
-                    c.worst_component[e] = static_cast<int>(i % B);
+                for (const ContributionTerm& t : kinds) {
+                    thrust::device_vector<T> part(m_rhs.size());
+                    assemble_vector(m_map, term_contributions(m_rhs_contributions, t.vector_begin, t.vector_end, B),
+                                    part);
+                    term_side[sign].push_back(to_host(part));
                 }
+                if (!kinds.empty()) term_side[sign].push_back(rest_of(side[sign], term_side[sign]));
             }
-            c.mismatch[e] = den > 0 ? std::sqrt(num / den) : (num > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+            const auto relative = [ad_norm](double x) {
+                return ad_norm > 0 ? x / ad_norm : (x > 0 ? std::numeric_limits<double>::infinity() : 0.0);
+            };
+            c.mismatch[e] = relative(difference_norm(ad, side, eps, free_dof, c.worst_node[e], c.worst_component[e]));
+            for (std::size_t t = 0; t < term_ad.size(); ++t) {
+                const std::vector<T> term_sides[2] = {term_side[0][t], term_side[1][t]};
+                JacobianCheck::Term& term = c.terms[t];
+                term.mismatch[e] = relative(difference_norm(term_ad[t], term_sides, eps, free_dof, term.worst_node[e],
+                                                            term.worst_component[e]));
+            }
         }
         m_q = q0;
         m_v = v0;
@@ -1333,6 +1414,55 @@ private:
         m_rhs = rhs0;
         m_force = force0;
         report.jacobian_checks.push_back(c);
+    }
+
+    /// check_jacobian: ‖a − d_ε‖ over the free DoFs, d_ε = −(side[0] −
+    /// side[1]) / (2ε), and where |a − d_ε| is largest.
+    static double difference_norm(const std::vector<T>& a, const std::vector<T> (&side)[2], T eps,
+                                  const std::vector<unsigned char>& free_dof, long& worst_node, int& worst_component)
+    {
+        double num = 0, worst = -1;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+            if (!free_dof[i]) continue;
+            const double fd = -static_cast<double>(side[0][i] - side[1][i]) / (2 * static_cast<double>(eps));
+            const double d = static_cast<double>(a[i]) - fd;
+            num += d * d;
+            if (std::abs(d) > worst) {
+                worst = std::abs(d);
+                worst_node = static_cast<long>(i / B);
+                worst_component = static_cast<int>(i % B);
+            }
+        }
+        return std::sqrt(num);
+    }
+
+    static double filtered_host_norm(const std::vector<T>& x, const std::vector<unsigned char>& free_dof)
+    {
+        double sum = 0;
+        for (std::size_t i = 0; i < x.size(); ++i)
+            if (free_dof[i]) sum += static_cast<double>(x[i]) * static_cast<double>(x[i]);
+        return std::sqrt(sum);
+    }
+
+    /// check_jacobian: `whole` less the sum of `parts`.
+    static std::vector<T> rest_of(const std::vector<T>& whole, const std::vector<std::vector<T>>& parts)
+    {
+        std::vector<T> rest = whole;
+        for (const std::vector<T>& p : parts)
+            for (std::size_t i = 0; i < rest.size(); ++i) rest[i] -= p[i];
+        return rest;
+    }
+
+    /// check_jacobian: a copy of the contribution buffer `all` that is zero
+    /// outside its contributions [begin, end) of `stride` scalars each.
+    static thrust::device_vector<T> term_contributions(const thrust::device_vector<T>& all, std::size_t begin,
+                                                       std::size_t end, std::size_t stride)
+    {
+        thrust::device_vector<T> part(all.size(), T(0));
+        const auto first = all.begin() + static_cast<std::ptrdiff_t>(begin * stride);
+        const auto last = all.begin() + static_cast<std::ptrdiff_t>(end * stride);
+        thrust::copy(thrust::device, first, last, part.begin() + static_cast<std::ptrdiff_t>(begin * stride));
+        return part;
     }
 
     /// The incremental potential E(v) of the current Newton iterate (see the

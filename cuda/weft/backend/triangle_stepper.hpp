@@ -269,6 +269,20 @@ private:
         this->invalidate_evaluation();
     }
 
+    /// The kinds of element in contribution order (the constructor,
+    /// refresh_contacts), for the per-term Jacobian check: "nodes" holds the
+    /// inertia, gravity and colliders, "contacts" the collision's pairs.
+    std::vector<ContributionTerm> contribution_terms() const
+    {
+        return contribution_terms_of({{"triangles", m_triangles.size(), 3},
+                                      {"hinges", m_hinges.size(), 4},
+                                      {"plates", m_plates6.size(), 6},  // the plates' three stencils: one term
+                                      {"plates", m_plates8.size(), 8},
+                                      {"plates", m_plates12.size(), curvature_stencil_nodes},
+                                      {"nodes", static_cast<std::size_t>(this->m_nodes), 1},
+                                      {"contacts", m_contacts.size(), 4}});
+    }
+
     /// Full Newton: nodes resting on a collider keep their depth in the
     /// predictor (ImplicitStepper::collider_predictor).
     void adjust_predictor(T h) { this->collider_predictor(h, m_colliders, m_material.contact_offset); }

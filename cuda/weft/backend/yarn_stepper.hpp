@@ -822,6 +822,23 @@ private:
     bool has_exact_hessians() const { return true; }
     /// They skip their PSD projections and stress clamps under NewtonInputs::forces_only.
     bool has_forces_only() const { return true; }
+    /// The kinds of element in contribution order (rebuild_elements,
+    /// build_with_contacts), for the per-term Jacobian check. "segments"
+    /// holds stretch, its damping, gravity, the consistent mass and the
+    /// parallel-yarn contact where the segments carry it; "nodes" the
+    /// per-node terms (friction anchors, colliders, the layers' normal and
+    /// friction forces); "contacts" the collision's pairs.
+    std::vector<ContributionTerm> contribution_terms() const
+    {
+        return contribution_terms_of({{"segments", m_segment_count, 2},
+                                      {"bends", m_bend_count, 3},
+                                      {"shears", m_shear_count, 3},
+                                      {"eil_springs", m_spring_count, 5},
+                                      {"eil_pair_springs", m_pair_count, 9},
+                                      {"parallel_pairs", m_parallel_count, 2},
+                                      {"nodes", static_cast<std::size_t>(this->m_nodes), 1},
+                                      {"contacts", m_contacts.size(), 4}});
+    }
 
     /// Before every attempt at a (sub)step: the EoL/EIL assignment (EIL on).
     /// Collision: then the contact pairs of the attempt (pairs within 1.5
