@@ -267,8 +267,6 @@ public:
     }
 };
 
-/// `--jacobian-check FILE`: one CSV row per full-Newton solve (see
-/// JacobianCheck; `attempt` numbers the step's attempts as --newton-trace does).
 /// The mismatch columns of a Jacobian check's row, each after a comma: both
 /// ε's mismatches, then per ε the worst node and component.
 inline void put_mismatch(std::ostream& out, const double (&mismatch)[2], const long (&worst_node)[2],
@@ -281,6 +279,8 @@ inline void put_mismatch(std::ostream& out, const double (&mismatch)[2], const l
     for (int e = 0; e < 2; ++e) out << ',' << worst_node[e] << ',' << worst_component[e];
 }
 
+/// `--jacobian-check FILE`: one CSV row per full-Newton solve (see
+/// JacobianCheck; `attempt` numbers the step's attempts as --newton-trace does).
 class JacobianCheckWriter : StepRowsFile {
 public:
     static constexpr const char* header =
