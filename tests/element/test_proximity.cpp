@@ -110,6 +110,74 @@ TEST_CASE("proximity: segment-segment closest points against brute force", "[ele
     REQUIRE(checks == 70);
 }
 
+TEST_CASE("proximity: stable segment parameters are continuous through parallel segments", "[element][proximity]")
+{
+    Random rng(17);
+    const double threshold = 1e-6;  // the default, in sin² of the angle
+    int checks = 0;
+    // Beyond the threshold the closest pair itself.
+    for (int k = 0; k < 40; ++k) {
+        const Vec3 a0 = rng.vector<3>(-1, 1), a1 = rng.vector<3>(-1, 1), b0 = rng.vector<3>(-1, 1),
+                   b1 = rng.vector<3>(-1, 1);
+        const Vec3 u = a1 - a0, w = b1 - b0;
+        if (u.cross(w).squaredNorm() < 2 * threshold * u.squaredNorm() * w.squaredNorm()) continue;
+        const auto c = weft::closest_segment_segment<double>(a0, a1, b0, b1);
+        const auto p = weft::stable_segment_parameters<double>(a0, a1, b0, b1);
+        CHECK(p.s == c.s);
+        CHECK(p.t == c.t);
+        CHECK(p.distance_squared == c.distance_squared);
+        ++checks;
+    }
+    REQUIRE(checks >= 20);
+    // Parallel: the middle of the overlap, whichever way round-off tilts the pair.
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    for (const double tilt : {0.0, 1e-12, -1e-12}) {
+        const auto p = weft::stable_segment_parameters<double>(Vec3::Zero(), x, 0.4 * x + 0.3 * z + tilt * y,
+                                                               1.6 * x + 0.3 * z - tilt * y);
+        INFO("tilt " << tilt);
+        CHECK(p.s == Approx(0.7).margin(1e-9));   // overlap s ∈ [0.4, 1]
+        CHECK(p.t == Approx(0.25).margin(1e-9));  // b(t) = 0.4 + 1.2 t = 0.7
+        CHECK(p.distance_squared == Approx(0.09).margin(1e-12));
+        const auto c = weft::closest_segment_segment<double>(Vec3::Zero(), x, 0.4 * x + 0.3 * z + tilt * y,
+                                                             1.6 * x + 0.3 * z - tilt * y);
+        CHECK(c.distance_squared <= p.distance_squared + 1e-15);
+        ++checks;
+    }
+    // Disjoint parallel segments: the facing ends.
+    {
+        const auto p = weft::stable_segment_parameters<double>(Vec3::Zero(), x, 1.5 * x + 0.2 * y, 2.5 * x + 0.2 * y);
+        CHECK(p.s == Approx(1.0));
+        CHECK(p.t == Approx(0.0).margin(1e-15));
+        ++checks;
+    }
+    // Turning b through parallel (and beyond the threshold on both sides)
+    // about a point off its middle, so that the closest pair jumps from one
+    // end of the overlap to the other: the stable parameters move in steps
+    // of the order of the turn, the closest pair's do not.
+    double largest_stable = 0, largest_closest = 0;
+    double previous_s = -1, previous_cs = -1;
+    const int steps = 4000;
+    for (int i = 0; i <= steps; ++i) {
+        const double angle = 2e-3 * (2.0 * i / steps - 1);  // ±2 mrad: sin² up to 4e-6
+        const Vec3 dir(std::cos(angle), std::sin(angle), 0);
+        const Vec3 pivot = 0.6 * x + 0.3 * z;
+        const Vec3 b0 = pivot - 0.5 * dir, b1 = pivot + 0.7 * dir;
+        const auto p = weft::stable_segment_parameters<double>(Vec3::Zero(), x, b0, b1);
+        const auto c = weft::closest_segment_segment<double>(Vec3::Zero(), x, b0, b1);
+        if (i > 0) {
+            largest_stable = std::max(largest_stable, std::abs(p.s - previous_s));
+            largest_closest = std::max(largest_closest, std::abs(c.s - previous_cs));
+        }
+        previous_s = p.s;
+        previous_cs = c.s;
+    }
+    INFO("largest step of s: stable " << largest_stable << ", closest " << largest_closest);
+    CHECK(largest_closest > 0.3);  // the jump that the stable parameters remove
+    CHECK(largest_stable < 2e-2);  // 4,000 steps of 4e-5 rad
+    checks += 2;
+    REQUIRE(checks >= 26);
+}
+
 TEST_CASE("proximity: point-triangle closest points against brute force", "[element][proximity]")
 {
     Random rng(4);

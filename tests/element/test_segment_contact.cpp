@@ -106,121 +106,93 @@ TEST_CASE("segment contact: force and exact Hessian against finite differences",
     REQUIRE(checker.checks == 3 * configurations);
 }
 
-namespace {
-
-/// A yarn segment pair with the finder's mollifier ε× = band × |u|² |w|² at q.
-weft::ClothContactElement<double> segment_pair_at(const Vec12& q)
+TEST_CASE("segment contact at fixed parameters: force and Hessian against finite differences", "[element][contact][fd]")
 {
-    const double uu = (q.segment<3>(3) - q.segment<3>(0)).squaredNorm();
-    const double ww = (q.segment<3>(9) - q.segment<3>(6)).squaredNorm();
-    return {{0, 1, 2, 3}, int(weft::ClothContactKind::segment_pair), weft::segment_pair_parallel_band * uu * ww};
-}
-
-/// sin² of the angle between a pair's two segments.
-double sine_squared(const Vec12& q)
-{
-    const Vec3 u = q.segment<3>(3) - q.segment<3>(0), w = q.segment<3>(9) - q.segment<3>(6);
-    return u.cross(w).squaredNorm() / (u.squaredNorm() * w.squaredNorm());
-}
-
-/// Whether a segment pair lies within 1e-3 (in parameter) of a boundary of
-/// one of its parts' closest-point regions, or within 1e-3 r of the
-/// penalty's reach, where the force's Jacobian jumps (central differences
-/// straddle it).
-bool near_a_kink(const Vec12& q, double k, double r)
-{
-    for (int part = 0; part < weft::segment_pair_parts; ++part) {
-        const auto c = weft::segment_pair_part<double>(q, part, k, r, false);
-        if (std::abs(c.distance - r) < 1e-3 * r) return true;
-        if (!c.active) continue;
-        for (const double x : {c.s, c.t})
-            if ((x > 0 && x < 1e-3) || (x < 1 && x > 1 - 1e-3)) return true;
+    Random rng(37);
+    FdChecker checker = contact_checker();
+    const double k = 50, r = 0.5;
+    int configurations = 0;
+    for (int trial = 0; trial < 40; ++trial) {
+        const Vec3 a0 = rng.vector<3>(-1, 1), a1 = a0 + rng.vector<3>(-1, 1);
+        const Vec3 b0 = a0 + rng.vector<3>(-0.3, 0.3), b1 = a1 + rng.vector<3>(-0.3, 0.3);  // nearly parallel too
+        const double s = rng.uniform(0, 1), t = rng.uniform(0, 1);
+        const Vec12 q = stack(a0, a1, b0, b1);
+        const auto c = weft::segment_contact_at<double>(q, s, t, k, r);
+        if (!c.active || c.distance < 1e-3) continue;
+        checker.gradient(
+            [&](const VectorX& x) { return -weft::segment_contact_at<double>(Vec12(x), s, t, k, r).energy; },
+            VectorX(q), VectorX(c.force), "force = -grad V at fixed (s, t)");
+        checker.jacobian(
+            [&](const VectorX& x) { return VectorX(-weft::segment_contact_at<double>(Vec12(x), s, t, k, r).force); },
+            VectorX(q), MatrixX(c.hessian), "Hessian = grad grad V at fixed (s, t)");
+        check_momentum(q, c.force);
+        const Eigen::VectorXd gn = weft_test::symmetric_eigenvalues(c.gauss_newton);
+        CHECK(gn.minCoeff() > -1e-12 * gn.maxCoeff());
+        // At the closest parameters it is the segment contact itself (envelope theorem).
+        const auto closest = weft::segment_contact<double>(q, k, r);
+        if (closest.active && !closest.degenerate) {
+            const auto at = weft::segment_contact_at<double>(q, closest.s, closest.t, k, r);
+            CHECK(at.energy == Approx(closest.energy).epsilon(1e-12));
+            CHECK((at.force - closest.force).norm() <= 1e-12 * (1 + closest.force.norm()));
+            CHECK((at.gauss_newton - closest.gauss_newton).norm() <= 1e-12 * (1 + closest.gauss_newton.norm()));
+        }
+        ++configurations;
     }
-    return false;
+    INFO("configurations " << configurations << ", comparisons " << checker.checks);
+    REQUIRE(configurations >= 15);
+    REQUIRE(checker.checks == 2 * configurations);
 }
 
-}  // namespace
-
-TEST_CASE("a yarn segment pair's contact is a C1 potential through parallel segments, a plain edge pair's is not",
-          "[element][contact][fd]")
+TEST_CASE("a yarn segment pair's contact is continuous through parallel segments, an edge pair's is not",
+          "[element][contact]")
 {
     // Two parallel, overlapping segments pressed within r, tilted by ±2e-12
-    // rad towards each other: the plain segment penalty puts its force at
-    // one end of the overlap or the other (a residual that jumps under
-    // round-off); the segment pair's end points carry it, continuously.
+    // rad towards each other: the plain edge–edge penalty puts its force at one end of the
+    // overlap or the other (a residual that jumps under round-off); the
+    // segment pair holds the middle of the overlap.
     const double k = 50, r = 0.5;
-    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const Vec3 x(1, 0, 0), z(0, 0, 1);
     const auto pressed = [&](double tilt) {
         return stack(Vec3::Zero(), x, 0.2 * x + (0.4 + tilt) * z, 1.2 * x + (0.4 - tilt) * z);
     };
-    const auto plain = [&](const Vec12& q) {
-        const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(weft::ClothContactKind::edge_edge), 0.0};
+    const auto force = [&](const Vec12& q, weft::ClothContactKind kind) {
+        const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(kind), 0.0};
         return weft::cloth_contact<double>(q, pair, k, r).force;
     };
-    const auto segment_pair = [&](const Vec12& q) {
-        return weft::cloth_contact<double>(q, segment_pair_at(q), k, r).force;
-    };
-    const Vec12 segment_plus = segment_pair(pressed(1e-12)), segment_minus = segment_pair(pressed(-1e-12));
-    const Vec12 edge_plus = plain(pressed(1e-12)), edge_minus = plain(pressed(-1e-12));
+    const Vec12 segment_plus = force(pressed(1e-12), weft::ClothContactKind::segment_pair);
+    const Vec12 segment_minus = force(pressed(-1e-12), weft::ClothContactKind::segment_pair);
+    const Vec12 edge_plus = force(pressed(1e-12), weft::ClothContactKind::edge_edge);
+    const Vec12 edge_minus = force(pressed(-1e-12), weft::ClothContactKind::edge_edge);
     INFO("segment pair: " << segment_plus.transpose() << " / " << segment_minus.transpose());
     INFO("edge pair: " << edge_plus.transpose() << " / " << edge_minus.transpose());
     REQUIRE(segment_plus.norm() > 1.0);
     CHECK((segment_plus - segment_minus).norm() < 1e-9 * segment_plus.norm());
     CHECK((edge_plus - edge_minus).norm() > 0.5 * edge_plus.norm());
+    // The middle of the overlap [0.2, 1] of a: a's ends share the force 0.4 : 0.6, no torque about y.
+    CHECK(segment_plus(2) / segment_plus(5) == Approx(0.4 / 0.6).epsilon(1e-9));
     check_momentum(pressed(1e-12), segment_plus);
-    // Each end point within reach of the other segment pushes with a quarter
-    // of the penalty at its distance: a₀ (0, 0, 0) is 0.4472 from b's end
-    // b₀, a₁ lies 0.4 under b, b₀ 0.4 over a, b₁ (1.2, 0, 0.4) 0.4472 from a₁.
-    const double near = 0.4, corner = std::sqrt(0.2 * 0.2 + 0.4 * 0.4);
-    const auto flat = weft::cloth_contact<double>(pressed(0), segment_pair_at(pressed(0)), k, r);
-    CHECK(
-        flat.energy ==
-        Approx(0.5 * k * (2 * 0.25 * (r - near) * (r - near) + 2 * 0.25 * (r - corner) * (r - corner))).epsilon(1e-12));
-    CHECK(flat.normal_force == Approx(0.25 * k * (2 * (r - near) + 2 * (r - corner))).epsilon(1e-12));
-    // Two equal segments on each other: four quarters of the segments' own penalty.
-    const Vec12 equal = stack(Vec3::Zero(), x, 0.4 * z, x + 0.4 * z);
-    const auto on_each_other = weft::cloth_contact<double>(equal, segment_pair_at(equal), k, r);
-    CHECK(on_each_other.energy == Approx(0.5 * k * (r - near) * (r - near)).epsilon(1e-12));
-    CHECK(on_each_other.force.segment<3>(6).z() == Approx(0.5 * k * (r - near)).epsilon(1e-12));
 
-    // force = −∇V (central differences) at every angle: crossing pairs (the
-    // segments' contact alone), pairs within the mollifier's band (18°), and
-    // parallel pairs (the end points alone).
+    // Beyond the threshold angle the segment pair is the segment contact
+    // itself: force = −∇V (central differences) on crossing pairs.
     FdChecker checker = contact_checker();
+    const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(weft::ClothContactKind::segment_pair), 0.0};
     Random rng(5);
-    int regime_counts[3] = {0, 0, 0};
-    for (int trial = 0; trial < 400; ++trial) {
-        const int regime = trial % 3;
-        const double angle = regime == 0 ? rng.uniform(0.4, 1.5) : (regime == 1 ? rng.uniform(0.05, 0.3) : 0.0);
-        const Vec3 along = std::cos(angle) * x + std::sin(angle) * y;
-        const Vec3 b0 = rng.uniform(-0.4, 0.6) * x + rng.uniform(-0.2, 0.2) * y + rng.uniform(0.2, 0.45) * z;
-        const Vec12 q =
-            stack(rng.uniform(-0.05, 0.05) * x, rng.uniform(0.95, 1.05) * x, b0, b0 + rng.uniform(0.6, 1.2) * along);
-        const auto pair = segment_pair_at(q);
+    int crossing = 0;
+    for (int trial = 0; trial < 20 && crossing < 5; ++trial) {
+        const Vec12 q = stack(Vec3::Zero(), x, 0.5 * x + 0.3 * z, 0.5 * x + 0.3 * z) +
+                        0.3 * Vec12(rng.vector<12>(-1, 1)).cwiseProduct(stack(x, x, Vec3(1, 2, 0.1), Vec3(1, 2, 0.1)));
         const auto c = weft::cloth_contact<double>(q, pair, k, r);
-        if (!c.active || regime_counts[regime] >= 6 || near_a_kink(q, k, r)) continue;
-        const double sin2 = sine_squared(q);
-        INFO("regime " << regime << ", sin^2 " << sin2 << ", d " << c.distance);
-        if (regime == 0 && sin2 < 1.1 * weft::segment_pair_parallel_band) continue;
-        if (regime == 1) REQUIRE(sin2 < weft::segment_pair_parallel_band);
+        const auto closest = weft::segment_contact<double>(q, k, r, false);
+        if (!c.active || c.distance < 1e-3) continue;
+        const Vec3 u = q.segment<3>(3) - q.segment<3>(0), w = q.segment<3>(9) - q.segment<3>(6);
+        if (u.cross(w).squaredNorm() < 2e-3 * u.squaredNorm() * w.squaredNorm()) continue;
+        CHECK((c.force - closest.force).norm() <= 1e-12 * (1 + closest.force.norm()));
         checker.gradient([&](const VectorX& v) { return -weft::cloth_contact<double>(Vec12(v), pair, k, r).energy; },
-                         VectorX(q), VectorX(c.force), "segment pair force = -grad V");
-        check_momentum(q, c.force);
-        const Eigen::VectorXd gn = weft_test::symmetric_eigenvalues(c.gauss_newton);
-        CHECK(gn.minCoeff() > -1e-12 * gn.maxCoeff());
-        if (regime == 0) {
-            // Beyond the mollifier it is the segments' contact itself.
-            const auto segments = weft::segment_contact<double>(q, k, r, false);
-            CHECK((c.force - segments.force).norm() <= 1e-12 * (1 + segments.force.norm()));
-        }
-        ++regime_counts[regime];
+                         VectorX(q), VectorX(c.force), "segment pair force = -grad V beyond the parallel blend");
+        ++crossing;
     }
-    INFO("crossing " << regime_counts[0] << ", within the mollifier " << regime_counts[1] << ", parallel "
-                     << regime_counts[2]);
-    REQUIRE(regime_counts[0] == 6);
-    REQUIRE(regime_counts[1] == 6);
-    REQUIRE(regime_counts[2] == 6);
-    REQUIRE(checker.checks == 18);
+    REQUIRE(crossing == 5);
+    REQUIRE(checker.checks == 5);
 }
 
 TEST_CASE("a contact pair's exact Hessian, where asked for, is its force's Jacobian; Gauss-Newton elsewhere",
@@ -228,90 +200,61 @@ TEST_CASE("a contact pair's exact Hessian, where asked for, is its force's Jacob
 {
     // cloth_contact(..., exact = true), what full Newton's exact Hessians
     // assemble (evaluate_cloth_contact): the point-triangle pair and the
-    // segment pair at every angle (crossing, within the mollifier, parallel)
-    // carry their exact Hessian; the mollified edge pair keeps the
-    // Gauss-Newton stiffness.
+    // segment pair beyond the parallel blend carry their exact Hessian; the
+    // blend and the mollified edge pair keep the Gauss-Newton stiffness.
     FdChecker checker = contact_checker();
     const double k = 50, r = 0.5;
     Random rng(43);
     const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
-    int exact = 0, cases = 0;
-    for (int kind_case = 0; kind_case < 4; ++kind_case) {
+    const auto element = [](weft::ClothContactKind kind) {
+        return weft::ClothContactElement<double>{{0, 1, 2, 3}, int(kind), 0.0};
+    };
+    int exact = 0;
+    for (const auto kind : {weft::ClothContactKind::segment_pair, weft::ClothContactKind::point_triangle}) {
+        const auto pair = element(kind);
         const int before = exact;
-        for (int trial = 0; trial < 400 && exact < before + 8; ++trial) {
-            Vec12 q;
-            if (kind_case == 0) {  // a point over a triangle
-                q = stack(0.3 * x + 0.3 * y + 0.25 * z, Vec3::Zero(), x, y) + 0.1 * Vec12(rng.vector<12>(-1, 1));
-            } else if (kind_case == 1) {  // crossing segments
-                q = stack(Vec3::Zero(), x, 0.5 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.5 * y + 0.3 * z) +
-                    0.1 * Vec12(rng.vector<12>(-1, 1));
-            } else {  // within the mollifier (2), parallel (3)
-                const double angle = kind_case == 2 ? rng.uniform(0.05, 0.3) : 0.0;
-                const Vec3 b0 = rng.uniform(-0.4, 0.6) * x + rng.uniform(-0.2, 0.2) * y + rng.uniform(0.2, 0.45) * z;
-                q = stack(rng.uniform(-0.05, 0.05) * x, rng.uniform(0.95, 1.05) * x, b0,
-                          b0 + rng.uniform(0.6, 1.2) * (std::cos(angle) * x + std::sin(angle) * y));
-            }
-            const auto pair =
-                kind_case == 0
-                    ? weft::ClothContactElement<double>{{0, 1, 2, 3}, int(weft::ClothContactKind::point_triangle), 0.0}
-                    : segment_pair_at(q);
+        for (int trial = 0; trial < 200 && exact < before + 12; ++trial) {
+            // Pairs pressed within r: crossing segments, or a point over a triangle.
+            const Vec12 q =
+                kind == weft::ClothContactKind::segment_pair
+                    ? Vec12(stack(Vec3::Zero(), x, 0.5 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.5 * y + 0.3 * z) +
+                            0.1 * Vec12(rng.vector<12>(-1, 1)))
+                    : Vec12(stack(0.3 * x + 0.3 * y + 0.25 * z, Vec3::Zero(), x, y) +
+                            0.1 * Vec12(rng.vector<12>(-1, 1)));
             const auto c = weft::cloth_contact<double>(q, pair, k, r, true);
             if (!c.active || c.distance < 1e-3) continue;
             const double m = 1e-3;  // away from the closest points' region boundaries (kinks)
-            if (kind_case == 0 && ((c.s > 0 && c.s < m) || (c.s < 1 && c.s > 1 - m) || (c.t > 0 && c.t < m) ||
-                                   (c.t < 1 && c.t > 1 - m) || (c.s + c.t > 1 - m && c.s + c.t < 1 + m)))
+            if ((c.s > 0 && c.s < m) || (c.s < 1 && c.s > 1 - m) || (c.t > 0 && c.t < m) || (c.t < 1 && c.t > 1 - m) ||
+                (kind == weft::ClothContactKind::point_triangle && c.s + c.t > 1 - m && c.s + c.t < 1 + m))
                 continue;
-            if (kind_case > 0 && near_a_kink(q, k, r)) continue;
-            if (kind_case == 1 && sine_squared(q) < 1.1 * weft::segment_pair_parallel_band) continue;
-            INFO("case " << kind_case << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
+            INFO("kind " << int(kind) << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
             REQUIRE(c.exact_hessian);
             // The force is that of the plain (Gauss-Newton) evaluation; only the stiffness differs.
             const auto plain = weft::cloth_contact<double>(q, pair, k, r, false);
             CHECK_FALSE(plain.exact_hessian);
-            CHECK(plain.hessian.norm() == 0.0);
             CHECK((c.force - plain.force).norm() <= 1e-12 * (1 + plain.force.norm()));
             CHECK((c.gauss_newton - plain.gauss_newton).norm() <= 1e-12 * (1 + plain.gauss_newton.norm()));
-            // Parallel pairs: the segments' force m ∇V_ss jumps across parallel
-            // by O(m) = O(step²/ε×), a central-difference error O(step/ε×), so
-            // the step is smaller there.
-            checker.step = kind_case == 3 ? 1e-9 : 1e-7;
             checker.jacobian(
                 [&](const VectorX& v) { return VectorX(-weft::cloth_contact<double>(Vec12(v), pair, k, r).force); },
                 VectorX(q), MatrixX(c.hessian), "exact contact Hessian = -d force / dq");
-            checker.step = 1e-7;
-            CHECK((c.hessian - c.hessian.transpose()).norm() <= 1e-12 * c.hessian.norm());
-            // It differs from Gauss-Newton (the curvature of the distances, and of the mollifier).
+            // It differs from Gauss-Newton by the curvature term -k (r - d) grad^2 d.
             CHECK((c.hessian - c.gauss_newton).norm() > 1e-3 * c.gauss_newton.norm());
             ++exact;
         }
-        CHECK(exact == before + 8);
-        ++cases;
+        CHECK(exact == before + 12);
     }
-    REQUIRE(cases == 4);
     CHECK(checker.checks == exact);
 
-    // The mollifier's own second derivative against central differences of its gradient.
-    for (int trial = 0; trial < 4; ++trial) {
-        const Vec3 b0 = rng.vector<3>(-0.3, 0.3) + 0.4 * z;
-        const Vec12 q = stack(rng.uniform(-0.1, 0.1) * x, x, b0, b0 + x + rng.vector<3>(-0.15, 0.15));
-        const double eps = segment_pair_at(q).parallel_eps;
-        Vec12 dm;
-        REQUIRE(weft::parallel_mollifier<double>(q, eps, dm) < 1.0);
-        checker.jacobian(
-            [&](const VectorX& v) {
-                Vec12 g;
-                weft::parallel_mollifier<double>(Vec12(v), eps, g);
-                return VectorX(g);
-            },
-            VectorX(q), MatrixX(weft::parallel_mollifier_hessian<double>(q, eps)), "mollifier Hessian");
-    }
-    CHECK(checker.checks == exact + 4);
-
-    // Edge pairs: no exact Hessian, whatever is asked.
+    // Within the blend (parallel segments pressed together) and for edge
+    // pairs: no exact Hessian, whatever is asked.
+    const Vec12 parallel = stack(Vec3::Zero(), x, 0.2 * x + 0.4 * z, 1.2 * x + 0.4 * z);
+    const auto blended =
+        weft::cloth_contact<double>(parallel, element(weft::ClothContactKind::segment_pair), k, r, true);
+    REQUIRE(blended.active);
+    CHECK_FALSE(blended.exact_hessian);
+    CHECK(blended.hessian.norm() == 0.0);
     const Vec12 crossing = stack(Vec3::Zero(), x, 0.5 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.5 * y + 0.3 * z);
-    const auto edge = weft::cloth_contact<double>(
-        crossing, weft::ClothContactElement<double>{{0, 1, 2, 3}, int(weft::ClothContactKind::edge_edge), 0.0}, k, r,
-        true);
+    const auto edge = weft::cloth_contact<double>(crossing, element(weft::ClothContactKind::edge_edge), k, r, true);
     REQUIRE(edge.active);
     CHECK_FALSE(edge.exact_hessian);
 }
@@ -439,11 +382,12 @@ TEST_CASE("contact friction: the v-gradient of its potential, exact Jacobian, ta
     CHECK(weft::contact_friction<double>(touching, rng.vector<12>(-1, 1), 0.0, 0.05).force.norm() == 0);
 }
 
-TEST_CASE("a contact pair's point weights give its closest points' difference for every kind", "[element][contact]")
+TEST_CASE("a contact pair's point weights give its contact points' difference for every kind", "[element][contact]")
 {
     // contact_point_weights against the closest-point functions it
-    // dispatches to: |Σ c_i p_i| is the pair's distance, and the weights of
-    // each primitive sum to ±1 (the difference of two points on them).
+    // dispatches to: |Σ c_i p_i| is the pair's distance, the weights of each
+    // primitive sum to ±1 (the difference of two points on them), and a
+    // segment pair's force points are stable_segment_parameters'.
     Random rng(11);
     int checked = 0;
     for (int trial = 0; trial < 200; ++trial) {
@@ -455,20 +399,25 @@ TEST_CASE("a contact pair's point weights give its closest points' difference fo
             return Vec3(c[0] * p[0] + c[1] * p[1] + c[2] * p[2] + c[3] * p[3]);
         };
         double c[4];
-        weft::contact_point_weights<double>(p[0], p[1], p[2], p[3], int(weft::ClothContactKind::point_triangle), c);
+        weft::contact_point_weights<double>(p[0], p[1], p[2], p[3], int(weft::ClothContactKind::point_triangle), true,
+                                            c);
         const auto triangle = weft::closest_point_triangle<double>(p[0], p[1], p[2], p[3]);
         CHECK(difference(c).norm() == Approx(std::sqrt(triangle.distance_squared)).margin(1e-14));
         CHECK(c[0] == 1.0);
         CHECK(c[1] + c[2] + c[3] == Approx(-1.0).margin(1e-14));
-        const auto at = weft::closest_segment_segment<double>(p[0], p[1], p[2], p[3]);
-        for (const auto kind : {weft::ClothContactKind::edge_edge, weft::ClothContactKind::segment_pair}) {
-            weft::contact_point_weights<double>(p[0], p[1], p[2], p[3], int(kind), c);
-            const Vec3 expected = (p[0] + at.s * (p[1] - p[0])) - (p[2] + at.t * (p[3] - p[2]));
-            CHECK((difference(c) - expected).norm() <= 1e-14);
-            CHECK(c[0] + c[1] == Approx(1.0).margin(1e-15));
-            CHECK(c[2] + c[3] == Approx(-1.0).margin(1e-15));
-            CHECK(difference(c).norm() == Approx(std::sqrt(at.distance_squared)).margin(1e-14));
-        }
+        const auto segments = weft::closest_segment_segment<double>(p[0], p[1], p[2], p[3]);
+        const auto stable = weft::stable_segment_parameters<double>(p[0], p[1], p[2], p[3]);
+        for (const auto kind : {weft::ClothContactKind::edge_edge, weft::ClothContactKind::segment_pair})
+            for (const bool force_points : {false, true}) {
+                weft::contact_point_weights<double>(p[0], p[1], p[2], p[3], int(kind), force_points, c);
+                const bool blended = force_points && kind == weft::ClothContactKind::segment_pair;
+                const auto& at = blended ? stable : segments;
+                const Vec3 expected = (p[0] + at.s * (p[1] - p[0])) - (p[2] + at.t * (p[3] - p[2]));
+                CHECK((difference(c) - expected).norm() <= 1e-14);
+                CHECK(c[0] + c[1] == Approx(1.0).margin(1e-15));
+                CHECK(c[2] + c[3] == Approx(-1.0).margin(1e-15));
+                if (!blended) CHECK(difference(c).norm() == Approx(std::sqrt(segments.distance_squared)).margin(1e-14));
+            }
         ++checked;
     }
     REQUIRE(checked == 200);

@@ -207,7 +207,7 @@ struct ContactDistance {
         const Vec3<T> p[4] = {contact_node_position(q, pair, 0, stride), contact_node_position(q, pair, 1, stride),
                               contact_node_position(q, pair, 2, stride), contact_node_position(q, pair, 3, stride)};
         T c[4];
-        contact_point_weights<T>(p[0], p[1], p[2], p[3], pair.kind, c);
+        contact_point_weights<T>(p[0], p[1], p[2], p[3], pair.kind, false, c);
         return weighted_sum<T>(c, p[0], p[1], p[2], p[3]).norm();
     }
 };
@@ -273,7 +273,9 @@ constexpr double contact_onset_cap = 0.5;
 /// `collider_step_fraction` for colliders): the largest α ≤ 1 for which the
 /// update q + α h Δv carries a pair that is out of contact (d ≥ r) at most
 /// `cap` into it, with d linearized along the pair's normal at its current
-/// closest points (`contact_point_weights`). An
+/// contact points (the closest points of a point–triangle or edge–edge
+/// pair, `stable_segment_parameters` for a yarn segment pair:
+/// `contact_point_weights`). An
 /// out-of-contact pair has no stiffness in the Newton matrix, so one update
 /// could otherwise carry two pieces of cloth that meet within the step deep
 /// into each other, and the next iterations bounce on the penalty. Measured
@@ -295,7 +297,7 @@ struct ContactOnsetFraction {
         const Vec3<T> p0 = ql.template segment<3>(0), p1 = ql.template segment<3>(3), p2 = ql.template segment<3>(6),
                       p3 = ql.template segment<3>(9);
         T c[4];
-        contact_point_weights<T>(p0, p1, p2, p3, pair.kind, c);
+        contact_point_weights<T>(p0, p1, p2, p3, pair.kind, true, c);
         const Vec3<T> x = weighted_sum<T>(c, p0, p1, p2, p3);
         const T ch[4] = {c[0] * h, c[1] * h, c[2] * h, c[3] * h};
         const Vec3<T> dx = weighted_sum<T>(ch, dl.template segment<3>(0), dl.template segment<3>(3),

@@ -75,12 +75,9 @@ struct NeighbourNodes {
 };
 
 /// A segment pair as a contact element (`ClothContactKind::segment_pair`:
-/// the segments' penalty mollified towards parallel, where their end points'
-/// penalties take over, so that parallel yarns lying on each other get a
-/// force that is the gradient of a C¹ potential, cloth_contact.hpp), with
-/// the mollifier's ε× = `segment_pair_parallel_band` |u|² |w|² from the segments' lengths at `q`
-/// (the positions the finder is called at, held through the attempt). Two
-/// segments of different
+/// the closest points, blended with the middle of the overlap for nearly
+/// parallel segments, so that parallel yarns lying on each other get a
+/// force that is continuous in their positions). Two segments of different
 /// levels of one stack of layers (`stack`, `level` per segment; null: no
 /// stacks) get the offset thickness × (level_b − level_a) × n on the second
 /// segment, with n the unit sum of the four end nodes' `normals`: measured
@@ -90,7 +87,6 @@ struct NeighbourNodes {
 /// stays zero.
 template <typename T>
 struct SegmentPairElement {
-    const T* q;
     const int* edges;
     const int* stack;
     const int* level;
@@ -98,12 +94,9 @@ struct SegmentPairElement {
     T thickness;
     WEFT_HD ClothContactElement<T> operator()(const CandidatePair& p) const
     {
-        using cloth_collision_detail::node_position;
-        const int a0 = edges[2 * p.a], a1 = edges[2 * p.a + 1], b0 = edges[2 * p.b], b1 = edges[2 * p.b + 1];
-        const T uu = (node_position(q, a1, yarn_node_dofs) - node_position(q, a0, yarn_node_dofs)).squaredNorm();
-        const T ww = (node_position(q, b1, yarn_node_dofs) - node_position(q, b0, yarn_node_dofs)).squaredNorm();
-        ClothContactElement<T> e{
-            {a0, a1, b0, b1}, int(ClothContactKind::segment_pair), T(segment_pair_parallel_band) * uu * ww};
+        ClothContactElement<T> e{{edges[2 * p.a], edges[2 * p.a + 1], edges[2 * p.b], edges[2 * p.b + 1]},
+                                 int(ClothContactKind::segment_pair),
+                                 T(0)};
         if (!stack || stack[p.a] < 0 || stack[p.a] != stack[p.b] || level[p.a] == level[p.b]) return e;
         Vec3<T> n = Vec3<T>::Zero();
         for (int k = 0; k < 4; ++k)
@@ -504,9 +497,9 @@ public:
         }
         thrust::device_vector<ClothContactElement<T>> out(near.size());
         if (m_segment_stack.empty()) {
-            thrust::transform(thrust::device, near.begin(), near.end(), out.begin(),
-                              yarn_collision_detail::SegmentPairElement<T>{raw_pointer(q), raw_pointer(m_edges),
-                                                                           nullptr, nullptr, nullptr, T(0)});
+            thrust::transform(
+                thrust::device, near.begin(), near.end(), out.begin(),
+                yarn_collision_detail::SegmentPairElement<T>{raw_pointer(m_edges), nullptr, nullptr, nullptr, T(0)});
             return out;
         }
         // Stacked layers: no pair between two layers that a contact at one
@@ -526,8 +519,8 @@ public:
                                                  raw_pointer(m_incident), raw_pointer(m_normals)});
         thrust::transform(thrust::device, near.begin(), near.end(), out.begin(),
                           yarn_collision_detail::SegmentPairElement<T>{
-                              raw_pointer(q), raw_pointer(m_edges), raw_pointer(m_segment_stack),
-                              raw_pointer(m_segment_level), raw_pointer(m_normals), m_thickness});
+                              raw_pointer(m_edges), raw_pointer(m_segment_stack), raw_pointer(m_segment_level),
+                              raw_pointer(m_normals), m_thickness});
         const auto end = thrust::remove_if(thrust::device, out.begin(), out.end(),
                                            yarn_collision_detail::BeyondReach<T>{motion, reach});
         out.resize(static_cast<std::size_t>(end - out.begin()));

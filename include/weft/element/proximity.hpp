@@ -65,6 +65,41 @@ WEFT_HD inline SegmentPairClosest<T> closest_segment_segment(const Vec3<T>& a0, 
     return best;
 }
 
+/// Contact parameters of segments [a₀, a₁] and [b₀, b₁] that are continuous
+/// in the end points, for yarn contacts (`ClothContactKind::segment_pair`,
+/// docs/collision.md, "Parallel yarns"). The closest pair
+/// of `closest_segment_segment` jumps from one end of the overlap to the
+/// other as two overlapping segments turn through parallel (for parallel
+/// ones round-off picks the end). Here, below `parallel` in sin² of the
+/// angle between the segments, the closest pair is blended with the middle
+/// of the overlap (s at the middle of b's projection onto a, clamped to
+/// [0, 1]; t the point of b nearest to a(s)) by the weight
+/// 1 − σ²(3 − 2σ), σ = sin²/parallel: 1 for parallel segments, 0 from the
+/// threshold on, where the closest pair is returned as it is. The closest
+/// pair is continuous wherever the segments are not parallel, so the blend
+/// is continuous everywhere. `distance_squared` is that of the returned
+/// points (at least the segments' distance).
+template <typename T>
+WEFT_HD inline SegmentPairClosest<T> stable_segment_parameters(const Vec3<T>& a0, const Vec3<T>& a1, const Vec3<T>& b0,
+                                                               const Vec3<T>& b1, T parallel = T(1e-6))
+{
+    const SegmentPairClosest<T> closest = closest_segment_segment<T>(a0, a1, b0, b1);
+    const Vec3<T> u = a1 - a0, w = b1 - b0;
+    const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
+    if (!(uu > T(0) && ww > T(0))) return closest;
+    const T sine2 = (uu * ww - uw * uw) / (uu * ww);
+    if (!(sine2 < parallel)) return closest;
+    const T p0 = (b0 - a0).dot(u) / uu, p1 = (b1 - a0).dot(u) / uu;
+    const T lo = detail::clamp_unit(p0 < p1 ? p0 : p1), hi = detail::clamp_unit(p0 < p1 ? p1 : p0);
+    const T s_mid = T(0.5) * (lo + hi);
+    const T t_mid = detail::clamp_unit((a0 + s_mid * u - b0).dot(w) / ww);
+    const T sigma = sine2 / parallel;
+    const T weight = T(1) - sigma * sigma * (T(3) - T(2) * sigma);
+    const T s = weight * s_mid + (T(1) - weight) * closest.s;
+    const T t = weight * t_mid + (T(1) - weight) * closest.t;
+    return SegmentPairClosest<T>{s, t, (a0 + s * u - b0 - t * w).squaredNorm()};
+}
+
 /// Closest point x₀ + u (x₁ − x₀) + v (x₂ − x₀), u, v ≥ 0, u + v ≤ 1, of a
 /// triangle to a point p.
 template <typename T>

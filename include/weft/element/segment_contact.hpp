@@ -169,6 +169,28 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
     return out;
 }
 
+/// The same penalty between the points a₀ + s (a₁ − a₀) and b₀ + t (b₁ − b₀)
+/// at fixed parameters (s, t) (e.g. those of `stable_segment_parameters`):
+/// d = |x| with x = Σ c_i q_i, so ∇D = Jᵀx and ∇²D = JᵀJ exactly
+/// (no implicit-function terms), and the penalty is C¹ in q wherever d > 0,
+/// whatever the segments' angle.
+template <typename T>
+WEFT_HD inline SegmentContact<T> segment_contact_at(const Vec<T, 12>& q, T s, T t, T stiffness, T radius_sum,
+                                                    bool exact_hessian = true)
+{
+    const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
+                  b1 = q.template segment<3>(9);
+    const Vec3<T> x = a0 + s * (a1 - a0) - b0 - t * (b1 - b0);
+    SegmentContact<T> out;
+    if (!detail::start_contact(out, s, t, x.squaredNorm(), radius_sum)) return out;
+    const T coefficient[4] = {T(1) - s, s, -(T(1) - t), -t};
+    Vec<T, 12> grad_D;
+    Mat<T, 12, 12> hess_D;
+    detail::distance_value_base(coefficient, x, grad_D, hess_D);
+    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, exact_hessian);
+    return out;
+}
+
 /// The contact of a point and a triangle, q = [p, x₀, x₁, x₂]: the same
 /// penalty of the distance d from p to the triangle (closest point
 /// x₀ + u (x₁ − x₀) + v (x₂ − x₀), proximity.hpp), with the same value-
