@@ -177,6 +177,7 @@ public:
             report["eil_nodes"] = r.eil_nodes;
             report["detached_contacts"] = r.detached_contacts;
             report["pulled_contacts"] = r.pulled_contacts;
+            report["created_contacts"] = r.created_contacts;
             if (m_yarn->collision().enabled) {
                 report["contact_pairs"] = m_yarn->contact_pairs();
                 report["min_contact_distance"] = m_yarn->min_contact_distance();  // inf: no pair

@@ -58,6 +58,14 @@ inline int pulled_of(const BackendStepReport&)
 {
     return 0;
 }
+inline int created_of(const YarnStepReport& r)
+{
+    return r.created_contacts;
+}
+inline int created_of(const BackendStepReport&)
+{
+    return 0;
+}
 
 /// Collision (triangle cloth or yarns with `collision` enabled): whether it
 /// is on, the step's contact pairs, their smallest distance and the
@@ -116,11 +124,12 @@ const char* intersection_kind()
                                                         : "triangle pair(s) intersect";
 }
 
-/// After a step that removed contacts, frames draw the stepper's new yarn lists.
+/// After a step that removed or made contacts, frames draw the stepper's new yarn lists.
 inline void follow_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper,
                             const YarnStepReport& r)
 {
-    if (frames && r.detached_contacts + r.pulled_contacts > 0) frames->set_yarns(stepper.topology());
+    if (frames && r.detached_contacts + r.pulled_contacts + r.created_contacts > 0)
+        frames->set_yarns(stepper.topology());
 }
 template <class Frames, class Stepper, class Report>
 void follow_topology(const Frames&, const Stepper&, const Report&)
@@ -354,6 +363,7 @@ void summary_fields(Archive&& a, RunSummary& s)
     a("run.peak_speed", s.peak_speed);
     a("run.detached_contacts", s.detached_contacts);
     a("run.pulled_contacts", s.pulled_contacts);
+    a("run.created_contacts", s.created_contacts);
     a("run.retries", s.retries);
     a("run.halved_steps", s.halved_steps);
     a("run.line_search_cuts", s.line_search_cuts);
@@ -509,6 +519,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.peak_speed = std::max(summary.peak_speed, r.max_speed);
         summary.detached_contacts += detached_of(r);
         summary.pulled_contacts += pulled_of(r);
+        summary.created_contacts += created_of(r);
         follow_topology(frames, stepper, r);
         summary.retries += r.retries;
         summary.halved_steps += r.halvings > 0 ? 1 : 0;
@@ -610,6 +621,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "
                 << summary.detached_contacts << " contacts detached, " << summary.pulled_contacts
                 << " contacts removed (normal force pulled)";
+        if (scene.collision.create_contacts) log << ", " << summary.created_contacts << " contacts made";
         log << "\n";
     }
     return summary;

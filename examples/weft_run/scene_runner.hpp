@@ -130,6 +130,7 @@ struct RunSummary {
     double peak_speed = 0;            ///< largest max_speed of a step (m/s)
     int detached_contacts = 0;        ///< nodes taken off a yarn they left (yarn scenes with solver.eil)
     int pulled_contacts = 0;          ///< contacts between layers removed because their normal force pulled
+    int created_contacts = 0;         ///< contacts between layers made where layers met (collision.create_contacts)
     long retries = 0;                 ///< steps redone at the same size (collapsed EoL segments)
     long halved_steps = 0;            ///< steps that needed at least one halving of dt
     long line_search_cuts = 0;        ///< halvings of Newton updates by the line search (newton_iterations > 1)

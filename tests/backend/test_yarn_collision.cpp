@@ -1110,3 +1110,111 @@ TEST_CASE("yarn collision: bad settings are rejected with the key named", "[back
     weft_test::check_collision_settings(two_patches(4, 3, 2e-3, 30.0, 0.5e-3, 5.0, 0.3), 1.2e-3,
                                         "shortest yarn segment", build);
 }
+
+TEST_CASE("yarn collision: create_contacts makes contacts again where stacked layers met, and they hold",
+          "[backend][yarn][collision][layers]")
+{
+    // The test above, with the layers' contacts taking their friction from
+    // their normal force (layer_friction) and EIL on: the top layer, every
+    // contact removed, falls onto the pinned bottom one. With create_contacts
+    // the segment pairs that rest on each other for create_after steps get
+    // removed contact nodes back, each joining a top yarn to a bottom yarn of
+    // the other coordinate where they cross, pushing (N > 0) at the end; the
+    // fall itself is what collision alone gives (no pass-through).
+    const double h = 1e-3;
+    std::map<bool, int> made;
+    for (const bool create : {true, false}) {
+        YarnModel<double> model = stacked_pair(10, 7, true, 0.0, 0.3);
+        const int first = 100;
+        double mass = 0;
+        for (const weft::YarnSegment& s : model.segments)
+            mass += model.material.linear_density * (at(model.q, s.node1) - at(model.q, s.node0)).norm();
+        model.collision.stiffness = 100 * mass / model.node_count() / (h * h);
+        model.collision.create_contacts = create;
+        std::vector<int> removed;
+        model.layer_friction.assign(static_cast<std::size_t>(model.node_count()), -1.0);
+        for (int n = first + 49; n < model.node_count(); ++n) {
+            REQUIRE(model.external_contact.at(static_cast<std::size_t>(n)) == 1);
+            model.layer_friction[static_cast<std::size_t>(n)] = 0.3;
+            removed.push_back(n);
+        }
+        REQUIRE(removed.size() > 10);
+        weft::set_friction_limit<double>(model, removed, 0.0);
+        model.material.anchor_friction = weft::AnchorFriction::slip_in_step;
+        for (int i = first; i < first + 49; ++i) model.v[static_cast<std::size_t>(B * i + 2)] = -0.2;
+        weft::StepperOptions<double> options;
+        options.max_halvings = 4;
+        options.newton_iterations = 8;
+        options.newton_tolerance = 1e-4;
+        weft::EilOptions<double> eil;
+        eil.enabled = true;
+        YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options, eil);
+        double lowest = 1;
+        std::size_t interpenetrating = 0;
+        int steps = 0, reported = 0;
+        for (int s = 0; s < 150; ++s) {
+            const auto r = stepper.step(h);
+            INFO("step " << s << ": " << r.message);
+            REQUIRE(r.ok);
+            ++steps;
+            reported += r.created_contacts;
+            const VectorX q = host(stepper.positions());
+            for (int i = first; i < first + 49; ++i) lowest = std::min(lowest, q(B * i + 2));
+            interpenetrating += stepper.interpenetrating_pairs();
+        }
+        CHECK(steps == 150);
+        CHECK(reported == stepper.created_contacts());
+        CHECK(lowest > -0.1 * model.collision.thickness);
+        CHECK(interpenetrating == 0);
+        made[create] = stepper.created_contacts();
+        // Each contact on a yarn now: one top (level 1) and one bottom
+        // (level 0) yarn of the other coordinate, `over` naming the top one,
+        // pushing the layers apart.
+        const YarnModel<double>& topology = stepper.topology();
+        const std::vector<double> normal = stepper.layer_normal_forces();
+        const VectorX q = host(stepper.positions());
+        int joined = 0;
+        for (std::size_t k = 0; k < stepper.layer_contact_nodes().size(); ++k) {
+            const int n = stepper.layer_contact_nodes()[k];
+            std::vector<int> yarns;
+            for (std::size_t y = 0; y < topology.yarns.size(); ++y)
+                if (std::count(topology.yarns[y].begin(), topology.yarns[y].end(), n) > 0)
+                    yarns.push_back(static_cast<int>(y));
+            if (yarns.empty()) continue;
+            ++joined;
+            REQUIRE(yarns.size() == 2);
+            const int upper = topology.yarn_layer.at(yarns[0]).level > topology.yarn_layer.at(yarns[1]).level ? 0 : 1;
+            const int top = yarns[upper], bottom = yarns[1 - upper];
+            CHECK(topology.yarn_layer.at(top).level == 1);
+            CHECK(topology.yarn_layer.at(bottom).level == 0);
+            CHECK(topology.yarn_coordinate[top] != topology.yarn_coordinate[bottom]);
+            CHECK(topology.over[n] == (topology.yarn_coordinate[top] == 3 ? 1 : 0));
+            CHECK(std::abs(q(B * n + 2)) < model.collision.thickness);  // in the layers' plane
+            INFO("contact node " << n << ": N = " << normal[k]);
+            CHECK(normal[k] > 0);
+        }
+        // (Contacts made and removed again, their normal force pulling, are on no yarn.)
+        CHECK(joined == stepper.created_contacts() - stepper.pulled_contacts() - stepper.detached_contacts());
+    }
+    INFO("contacts made: " << made[true]);
+    CHECK(made[true] > 10);
+    CHECK(made[false] == 0);
+}
+
+TEST_CASE("yarn collision: create_contacts needs EIL and contacts that can be put back",
+          "[backend][yarn][collision][errors]")
+{
+    YarnModel<double> model = stacked_pair(6, 3, true, 10.0, 0.3);
+    model.collision.create_contacts = true;
+    weft::EilOptions<double> eil;
+    eil.enabled = true;
+    CHECK_THROWS_WITH(YarnStepper<double>(model, {}, Vec3::Zero(), {}, eil),
+                      Catch::Contains("collision.create_contacts") && Catch::Contains("layer_friction"));
+    model.layer_friction.assign(static_cast<std::size_t>(model.node_count()), -1.0);
+    for (int n = 36 + 9; n < model.node_count(); ++n) model.layer_friction[static_cast<std::size_t>(n)] = 0.3;
+    CHECK_THROWS_WITH(YarnStepper<double>(model, {}, Vec3::Zero()),
+                      Catch::Contains("collision.create_contacts") && Catch::Contains("solver.eil.enabled"));
+    CHECK_NOTHROW(YarnStepper<double>(model, {}, Vec3::Zero(), {}, eil));
+    model.collision.create_after = 0;
+    CHECK_THROWS_WITH(YarnStepper<double>(model, {}, Vec3::Zero(), {}, eil), Catch::Contains("create_after"));
+}

@@ -1069,14 +1069,20 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
         length += (yb.model.position(seg.node1) - yb.model.position(seg.node0)).norm();
     const double mean_mass = yb.model.material.linear_density * length / yb.model.node_count();
     CHECK(yb.model.collision.stiffness == Approx(100 * mean_mass / (ys.time_step * ys.time_step)));
-    // Refused: a thickness the fabric's own yarns would violate, contact
-    // creation, stacked layers.
+    // Refused: a thickness the fabric's own yarns would violate; contact
+    // creation without stacked layers that can lose contacts, or without EIL.
     yarn["collision"] = json::parse(R"({"thickness": 0.5})");
     REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(yarn)),
                         Contains("collision.thickness") && Contains("shortest yarn segment"));
     yarn["collision"] = json::parse(R"({"create_contacts": true})");
     REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(yarn)),
-                        Contains("collision.create_contacts") && Contains("not available yet"));
+                        Contains("collision.create_contacts") && Contains("on_top_of") && Contains("layer_friction"));
+    {
+        json no_eil = yarn;
+        no_eil["solver"]["eil"] = json::parse(R"({"enabled": false})");
+        REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(weft::parse_scene(no_eil)),
+                            Contains("collision.create_contacts") && Contains("solver.eil.enabled"));
+    }
     // Stacked layers with collision: the layers' places in the stack (the
     // bottom cloth's yarns at level 0, the top's at 1); the thickness is
     // checked against each fabric's own spacing, not the half segments the
@@ -1092,6 +1098,10 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
         CHECK(sb.model.yarn_layer[y].level == (y < bottom_yarns ? 0 : 1));
     }
     CHECK(weft::yarn_segment_lengths(sb.model).first < 0.75 * stacked.cloth[0].spacing);  // cut by the contacts
+    CHECK_FALSE(sb.model.collision.create_contacts);
+    stacked.collision.create_contacts = true;  // tablecloth.json's layers take friction from their normal force
+    CHECK(weft::build_yarn_scene<double>(stacked).model.collision.create_contacts);
+    stacked.collision.create_contacts = false;
     stacked.collision.thickness = 1.01 * stacked.cloth[0].spacing;
     REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(stacked),
                         Contains("collision.thickness") && Contains("shortest yarn segment"));

@@ -67,9 +67,9 @@ struct EilOptions {
     bool reset_on_eol = false;
     /// Remove a contact between two layers (YarnModel::layer_friction ≥ 0)
     /// from both its yarns when its normal force pulls the layers together
-    /// (N < 0; thesis Sec. 4.4, Fig. 4.7). The layers may then pass through
-    /// each other where they meet again (weft creates no contacts during a
-    /// run).
+    /// (N < 0; thesis Sec. 4.4, Fig. 4.7). Where they meet again, collision
+    /// keeps them apart, and with its `create_contacts` makes a contact again
+    /// (`attach`).
     bool remove_pulling_contacts = true;
     /// A contact counts as pulling when N < −pull_threshold × the magnitude
     /// of the forces its normal force balances (the sum of the magnitudes of
@@ -459,6 +459,32 @@ public:
         return static_cast<int>(nodes.size());
     }
 
+    /// Puts removed contact nodes back between two yarns of neighbouring
+    /// layers (`attach_contact_node`, YarnModel::collision's
+    /// `create_contacts`): the node's q and v are written into the state, its
+    /// anchors at its arc lengths; the slot layout is rebuilt. Returns the
+    /// number of contacts made.
+    int attach(EilState<T> state, const std::vector<NewLayerContact<T>>& contacts, EilChanges& changes)
+    {
+        if (contacts.empty()) return 0;
+        YarnModel<T>& model = m_topology;
+        model.q = to_host(state.q);
+        model.v = to_host(state.v);
+        thrust::copy(state.anchors.begin(), state.anchors.end(), model.anchors.begin());
+        for (const NewLayerContact<T>& c : contacts) attach_contact_node(model, c);
+        state.q.assign(model.q.begin(), model.q.end());
+        state.v.assign(model.v.begin(), model.v.end());
+        state.anchors.assign(model.anchors.begin(), model.anchors.end());
+        m_previous_pairs.clear();
+        make_layout();
+        changes.topology = true;
+        changes.state = true;
+        m_attached += static_cast<int>(contacts.size());
+        return static_cast<int>(contacts.size());
+    }
+    /// Contacts made by `attach` since construction.
+    int attached() const { return m_attached; }
+
     /// After an attempt rejected for collapsed EoL segments (`collapsed(g)`
     /// true for segment g of `segments`): the later node of each counts as
     /// within the safety distance when the attempt is redone. Returns whether
@@ -489,6 +515,7 @@ public:
     {
         a("count", self.m_count);
         a("detached", self.m_detached);
+        a("attached", self.m_attached);
         a("resets", self.m_resets);
         a("external", self.m_external);
         Archive topology = a.nested("topology");
@@ -767,6 +794,7 @@ private:
     bool m_lists_known = false;             ///< the model has yarn lists (fabric pairs can be formed)
     std::vector<unsigned char> m_external;  ///< per node: contact with another fabric (empty: none)
     int m_count = 0;
+    int m_attached = 0;                     ///< contacts put back by `attach` since construction
     int m_detached = 0;                     ///< nodes detached since construction
     int m_resets = 0;                       ///< arc-length resets since construction (reset_on_eol)
     YarnModel<T> m_topology;                ///< yarn lists, filter, anchors after removals

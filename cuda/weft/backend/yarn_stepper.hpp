@@ -54,10 +54,12 @@
 /// changes it reports (`YarnStepper::follow`).
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -96,6 +98,7 @@ struct YarnStepReport : BackendStepReport {
     int detached_contacts = 0;  ///< nodes taken off a yarn in this step because they left it (EIL on)
     int arc_length_resets = 0;  ///< EIL → EoL switches whose arc length was reset (EilOptions::reset_on_eol)
     int pulled_contacts = 0;    ///< inter-layer contacts removed in this step because their normal force pulled
+    int created_contacts = 0;   ///< inter-layer contacts made in this step where layers met (collision.create_contacts)
 };
 
 namespace yarn_stepper_detail {
@@ -505,6 +508,9 @@ public:
     /// Contacts between layers removed since construction because their
     /// normal force pulled (EilOptions::remove_pulling_contacts).
     int pulled_contacts() const { return m_pulled; }
+    /// Contacts between layers made since construction where two layers met
+    /// (ClothCollision::create_contacts; removed contact nodes put back).
+    int created_contacts() const { return m_tracker.attached(); }
     /// The contacts between layers whose limit follows their normal force
     /// (YarnModel::layer_friction ≥ 0), their last normal forces N (N; > 0
     /// pushes the layers apart; a contact's exchange force smoothed with
@@ -647,6 +653,147 @@ private:
         follow(changes);
         follow(m_tracker.update(eil_state(), h));
         evaluate_layer_contacts();
+    }
+
+    /// Collision with ClothCollision::create_contacts, at the start of a
+    /// step: a segment pair of two neighbouring layers of one stack, a warp
+    /// and a weft, that touched (closest points inside both segments, their
+    /// distance as collision measures it below the thickness) at the start of
+    /// `create_after` consecutive steps becomes a contact between the layers
+    /// again: a contact node removed before (its normal force pulled, or its
+    /// arc length left a yarn) is put back where the two segments are closest
+    /// (`attach_contact_node`, EilTracker::attach), on both yarns, at the
+    /// midpoint of their centre lines, each yarn's arc length and arc rate
+    /// and the mean of their velocities there. Its arc lengths keep
+    /// `2 × the EIL safety distance` from every node on both yarns. Thereafter
+    /// it is an EoL contact like those the layers started with: friction from
+    /// its normal force, removed again when that pulls. Returns the number made.
+    int make_layer_contacts(T h)
+    {
+        using layers_detail::line_closest_parameters;
+        const YarnModel<T>& topology = m_tracker.topology();
+        const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
+        const std::vector<ClothContactElement<T>> pairs = to_host(m_contacts);
+        std::vector<int> yarn_of(2 * nodes, -1);  // each node's yarn per coordinate
+        std::vector<unsigned char> on_yarn(nodes, 0);
+        for (std::size_t y = 0; y < topology.yarns.size(); ++y)
+            for (int n : topology.yarns[y]) {
+                yarn_of[2 * static_cast<std::size_t>(n) + (topology.yarn_coordinate[y] == 3 ? 0 : 1)] =
+                    static_cast<int>(y);
+                on_yarn[static_cast<std::size_t>(n)] = 1;
+            }
+        std::vector<std::size_t> pool;  // removed contacts (indices into m_contact_nodes)
+        for (std::size_t k = 0; k < m_contact_nodes.size(); ++k)
+            if (!on_yarn[static_cast<std::size_t>(m_contact_nodes[k])]) pool.push_back(k);
+        const auto segment_yarn = [&](int n0, int n1) {
+            for (std::size_t c = 0; c < 2; ++c) {
+                const int y = yarn_of[2 * static_cast<std::size_t>(n0) + c];
+                if (y >= 0 && y == yarn_of[2 * static_cast<std::size_t>(n1) + c]) return y;
+            }
+            return -1;
+        };
+        const auto place = [&](int y) {
+            return static_cast<std::size_t>(y) < topology.yarn_layer.size()
+                       ? topology.yarn_layer[static_cast<std::size_t>(y)]
+                       : YarnLayerPlace{};
+        };
+        // The pairs that touched at the last steps' starts: (4 nodes, count) each.
+        std::map<std::array<int, 4>, int> before;
+        for (std::size_t k = 0; k + 5 <= m_meeting.size(); k += 5)
+            before[{m_meeting[k], m_meeting[k + 1], m_meeting[k + 2], m_meeting[k + 3]}] = m_meeting[k + 4];
+        std::vector<int> meeting;
+        if (pairs.empty() && before.empty()) return 0;
+        const std::vector<T> q = to_host(this->m_q), v = to_host(this->m_v);
+        const auto x_of = [&](int n) {
+            const std::size_t i = B * static_cast<std::size_t>(n);
+            return Vec3<double>(double(q[i]), double(q[i + 1]), double(q[i + 2]));
+        };
+        const auto lerp = [&](const std::vector<T>& values, int n0, int n1, int k, double t) {
+            return T((1 - t) * double(values[B * static_cast<std::size_t>(n0) + k]) +
+                     t * double(values[B * static_cast<std::size_t>(n1) + k]));
+        };
+        const double clearance = 2 * double(m_tracker.safety_distance());
+        std::vector<std::pair<int, double>> taken;  // (yarn, arc length) of the contacts made here
+        const auto clear_of_nodes = [&](int y, double arc) {
+            const int c = topology.yarn_coordinate[static_cast<std::size_t>(y)];
+            for (int n : topology.yarns[static_cast<std::size_t>(y)])
+                if (std::abs(double(q[B * static_cast<std::size_t>(n) + c]) - arc) < clearance) return false;
+            for (const auto& [ty, ta] : taken)
+                if (ty == y && std::abs(ta - arc) < clearance) return false;
+            return true;
+        };
+        std::vector<NewLayerContact<T>> made;
+        std::vector<std::size_t> made_slot;
+        for (const ClothContactElement<T>& pair : pairs) {
+            const int* n = pair.nodes;
+            const int ya = segment_yarn(n[0], n[1]), yb = segment_yarn(n[2], n[3]);
+            if (ya < 0 || yb < 0) continue;
+            const YarnLayerPlace pa = place(ya), pb = place(yb);
+            if (pa.stack < 0 || pa.stack != pb.stack || std::abs(pa.level - pb.level) != 1) continue;
+            const int ca = topology.yarn_coordinate[static_cast<std::size_t>(ya)];
+            const int cb = topology.yarn_coordinate[static_cast<std::size_t>(yb)];
+            if (ca == cb) continue;
+            const Vec3<double> offset(double(pair.offset[0]), double(pair.offset[1]), double(pair.offset[2]));
+            const Vec3<double> a0 = x_of(n[0]), a1 = x_of(n[1]), b0 = x_of(n[2]), b1 = x_of(n[3]);
+            double t = 0, u = 0;
+            if (!line_closest_parameters(a0, a1, b0 + offset, b1 + offset, t, u)) continue;
+            if (!(t > 0 && t < 1 && u > 0 && u < 1)) continue;
+            const Vec3<double> pa_x = a0 + t * (a1 - a0), pb_x = b0 + u * (b1 - b0);
+            if (!((pa_x - pb_x - offset).norm() < double(m_collision.thickness))) continue;
+            const std::array<int, 4> key{n[0], n[1], n[2], n[3]};
+            const auto it = before.find(key);
+            const int count = (it == before.end() ? 0 : it->second) + 1;
+            if (count < m_collision.create_after) {
+                meeting.insert(meeting.end(), {n[0], n[1], n[2], n[3], count});
+                continue;
+            }
+            const double arc_a = double(lerp(q, n[0], n[1], ca, t)), arc_b = double(lerp(q, n[2], n[3], cb, u));
+            if (pool.size() == made.size() || !clear_of_nodes(ya, arc_a) || !clear_of_nodes(yb, arc_b)) {
+                meeting.insert(meeting.end(), {n[0], n[1], n[2], n[3], count});
+                continue;
+            }
+            taken.push_back({ya, arc_a});
+            taken.push_back({yb, arc_b});
+            const bool a_on_top = pa.level > pb.level;
+            NewLayerContact<T> c;
+            c.node = m_contact_nodes[pool[made.size()]];
+            c.top_yarn = a_on_top ? ya : yb;
+            c.bottom_yarn = a_on_top ? yb : ya;
+            c.top_arc = T(a_on_top ? arc_a : arc_b);
+            c.bottom_arc = T(a_on_top ? arc_b : arc_a);
+            c.top_arc_rate = a_on_top ? lerp(v, n[0], n[1], ca, t) : lerp(v, n[2], n[3], cb, u);
+            c.bottom_arc_rate = a_on_top ? lerp(v, n[2], n[3], cb, u) : lerp(v, n[0], n[1], ca, t);
+            for (int k = 0; k < 3; ++k) {
+                c.position[k] = T(0.5 * (pa_x[k] + pb_x[k]));
+                c.velocity[k] = T(0.5) * (lerp(v, n[0], n[1], k, t) + lerp(v, n[2], n[3], k, u));
+            }
+            made.push_back(c);
+            made_slot.push_back(pool[made.size() - 1]);
+            m_contact_top[pool[made.size() - 1]] = a_on_top ? ca : cb;
+        }
+        m_meeting.swap(meeting);
+        if (made.empty()) return 0;
+        EilChanges changes;
+        m_tracker.attach(eil_state(), made, changes);
+        forget_initial_links(made);
+        m_contact_finder.set_layers(m_tracker.topology());
+        follow(changes);
+        follow(m_tracker.update(eil_state(), h));
+        return static_cast<int>(made.size());
+    }
+
+    /// A node put back at a new place keeps none of the links its first
+    /// place gave it in the collision's exclusions (the model's initial
+    /// segments through it).
+    void forget_initial_links(const std::vector<NewLayerContact<T>>& made)
+    {
+        const auto reused = [&](const YarnSegment& g) {
+            for (const NewLayerContact<T>& c : made)
+                if (g.node0 == c.node || g.node1 == c.node) return true;
+            return false;
+        };
+        m_initial_segments.erase(std::remove_if(m_initial_segments.begin(), m_initial_segments.end(), reused),
+                                 m_initial_segments.end());
     }
 
     void evaluate_layer_contacts()
@@ -1138,6 +1285,8 @@ private:
         a("external_contact", self.m_external_contact);
         a("retry", self.m_retry);
         a("assembly_builds", self.m_assembly_builds);
+        a("initial_segments", self.m_initial_segments);
+        a("meeting", self.m_meeting);
         Archive tracker = a.nested("eil");
         EilTracker<T>::state_fields(self.m_tracker, tracker);
     }
@@ -1155,6 +1304,8 @@ private:
         if (m_tracker.enabled()) {
             // The element lists, stencils, yarn lines and assembly of the
             // loaded topology, as `follow` makes them after a change.
+            // Contacts made during the run: the collision's layer places of the loaded lists.
+            if (m_collision.create_contacts) m_contact_finder.set_layers(m_tracker.topology());
             const int builds = m_assembly_builds;
             const EilElementLists& l = m_tracker.lists();
             rebuild_elements(l.segments, l.bends, l.springs, l.pairs, l.fabric);
@@ -1231,6 +1382,9 @@ private:
     thrust::device_vector<ClothContactElement<T>> m_contacts;
     thrust::device_vector<T> m_node_mass;
     std::vector<YarnSegment> m_initial_segments;
+    /// create_contacts: the segment pairs of neighbouring layers that touched
+    /// at the start of the last steps, (4 nodes, consecutive steps) each.
+    std::vector<int> m_meeting;
     double m_collision_seconds = 0;
 
     // EIL tracking (thesis Sec. 4.2–4.4); does nothing with EIL off.
@@ -1269,6 +1423,19 @@ YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collide
         m_contact_finder = YarnContactFinder<T>(model.node_count(), yarn_collision_cell(model), m_collision.thickness);
         m_contact_finder.set_layers(model);
     }
+    if (m_collision.enabled && m_collision.create_contacts) {
+        if (!m_tracker.enabled())
+            throw InvalidInput(
+                "invalid collision.create_contacts: true needs EIL nodes (solver.eil.enabled), which let the contacts "
+                "made slide past the yarns' crossings");
+        if (m_contact_nodes.empty())
+            throw InvalidInput(
+                "invalid collision.create_contacts: true needs stacked layers whose contacts take their friction from "
+                "their normal force (YarnModel::layer_friction >= 0; in scenes a cloth's on_top_of with "
+                "layer_friction): contacts are made by putting removed ones back");
+    } else {
+        m_collision.create_contacts = false;
+    }
     rebuild_elements(model.segments, model.bends, {}, {}, fabric_pairs(model));
     m_lines = yarn_line_set(model);
     if (m_collision.enabled) refresh_contacts(T(0), m_collision.thickness);
@@ -1284,6 +1451,11 @@ YarnStepReport YarnStepper<T>::step(T h)
     const int pulled_before = m_pulled;
     m_tracker.begin_step();
     YarnStepReport report;
+    if (m_collision.create_contacts) {
+        const auto start = std::chrono::steady_clock::now();
+        report.created_contacts = make_layer_contacts(h);
+        m_collision_seconds += stepper_detail::seconds_since(start);
+    }
     m_anchors_step = m_anchors;
     static_cast<BackendStepReport&>(report) = Base::step(h);
     if (!report.ok) m_anchors = m_anchors_step;  // q and v are restored by the base

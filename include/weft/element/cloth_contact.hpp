@@ -40,6 +40,12 @@ struct ClothCollision {
     T stiffness = T(0);         ///< penalty stiffness k (N/m)
     T friction = T(0);          ///< Coulomb coefficient μ between cloth surfaces
     T slip_velocity = T(1e-3);  ///< floor of the friction's slip velocity (m/s), as the colliders'
+    /// Yarn layers only (YarnStepper): a pair of neighbouring layers that
+    /// touched at the start of `create_after` consecutive steps becomes a
+    /// contact between the layers again (docs/collision.md, "Contacts made
+    /// where layers meet").
+    bool create_contacts = false;
+    int create_after = 3;
 };
 
 /// The default penalty stiffness of cloth contact (triangle and yarn cloth
@@ -62,6 +68,8 @@ inline void validate_cloth_collision(const ClothCollision<T>& c)
     require_positive("collision.stiffness", c.stiffness);
     require_non_negative("collision.friction", c.friction);
     require_positive("collision slip velocity", c.slip_velocity);
+    if (c.create_after < 1)
+        throw InvalidInput(detail::describe("collision create_after", c.create_after, "must be at least 1"));
 }
 
 /// The two kinds of cloth contact pairs.

@@ -76,7 +76,8 @@
 ///                            diameter (m), > 0
 ///   friction          number 0      Coulomb μ between cloth surfaces, ≥ 0
 ///   stiffness         number 100 × mean node mass / time_step² (N/m), > 0
-///   create_contacts   bool   false  yarns only (not available yet: refused with collision on)
+///   create_contacts   bool   false  yarn layers only: removed contacts are made again where
+///                                    layers touch for 3 steps (needs EIL and layer_friction)
 /// output            object   nothing is written by default
 /// ```
 ///

@@ -132,10 +132,10 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
 {
     using namespace scene_model_detail;
     require_fits_in_memory(scene);
-    if (scene.collision.enabled && scene.collision.create_contacts)
+    if (scene.collision.enabled && scene.collision.create_contacts && !scene.solver.eil)
         throw InvalidInput(
-            "invalid collision.create_contacts: turning yarn-yarn collisions into EoL contact nodes is not available "
-            "yet (docs/collision.md); yarn-yarn collision itself is (leave create_contacts out)");
+            "invalid collision.create_contacts: true needs EIL nodes (solver.eil.enabled: true), which let the "
+            "contacts made slide past the yarns' crossings");
     YarnScene<T> out;
     out.gravity = Vec3<T>(T(scene.gravity[0]), T(scene.gravity[1]), T(scene.gravity[2]));
     if (!scene.cloth.empty() && scene.cloth.front().type == "sliding-rods") {
@@ -267,6 +267,12 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         c.enabled = true;
         c.thickness = T(scene.collision.thickness);
         c.friction = T(scene.collision.friction);
+        c.create_contacts = scene.collision.create_contacts;
+        if (c.create_contacts && std::none_of(out.model.layer_friction.begin(), out.model.layer_friction.end(),
+                                              [](T mu) { return mu >= T(0); }))
+            throw InvalidInput(
+                "invalid collision.create_contacts: true needs stacked cloths (on_top_of) with layer_friction: "
+                "contacts are made by putting back those that were removed (docs/collision.md)");
         const T total_length = yarn_segment_lengths(out.model).second * T(out.model.segments.size());
         const T mean_mass = out.model.node_count() > 0
                                 ? out.model.material.linear_density * total_length / T(out.model.node_count())

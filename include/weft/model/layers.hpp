@@ -52,16 +52,18 @@
 /// force N from the node's balance at the start of every step
 /// (`layer_contact_normal_force`), its Coulomb limit μ max(N, 0), and is
 /// removed the same way when N < 0 (EilOptions::remove_pulling_contacts).
-/// Contacts are not created during a run; where a removed contact was, the
-/// layers keep from passing through each other only with yarn–yarn
-/// collision on (YarnModel::collision), which measures two layers of one
-/// stack with the upper one lifted by the thickness per level, as recorded
-/// here in YarnModel::yarn_layer (docs/collision.md, "Stacked layers").
+/// Where a removed contact was, the layers keep from passing through each
+/// other only with yarn–yarn collision on (YarnModel::collision), which
+/// measures two layers of one stack with the upper one lifted by the
+/// thickness per level, as recorded here in YarnModel::yarn_layer
+/// (docs/collision.md, "Stacked layers").
 /// `detach_contact_node` takes a node off one yarn by hand between steppers
 /// (friction_incline detaches a little before the end and shares F_n among
-/// the remaining contacts). Contacts are only created here, never during a
-/// simulation (the thesis does the same: "no dynamic addition of EoL
-/// nodes").
+/// the remaining contacts). The thesis makes contacts only at the start ("no
+/// dynamic addition of EoL nodes", Sec. 4.5); with collision's
+/// `create_contacts` the yarn stepper also puts removed contact nodes back
+/// where two neighbouring layers touch again (`attach_contact_node`), so
+/// the node count never changes during a run.
 ///
 /// Parallel-yarn contact (thesis Sec. 4.3.2, rule (a)): every contact node
 /// is marked in `YarnModel::external_contact`, which takes it out of
@@ -73,6 +75,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
+#include <limits>
 #include <string>
 #include <utility>
 #include <vector>
@@ -533,6 +537,102 @@ void remove_contact_node(YarnModel<T>& model, int node)
     }
     for (int c = 0; c < 2; ++c) model.anchors[2 * static_cast<std::size_t>(node) + c] = model.q[i + 3 + c];
     if (!model.friction_limit.empty()) model.friction_limit[static_cast<std::size_t>(node)] = T(0);
+    rebuild_yarn_segments_and_bends(model);
+}
+
+/// A contact to make between two yarns of neighbouring layers
+/// (`attach_contact_node`): where on each yarn, and the node's motion.
+template <typename T>
+struct NewLayerContact {
+    int node = -1;             ///< a removed contact node (on no yarn) to reuse
+    int top_yarn = -1;         ///< index into model.yarns of the upper layer's yarn
+    int bottom_yarn = -1;      ///< index into model.yarns of the lower layer's yarn
+    T top_arc = T(0);          ///< the contact's arc length on the top yarn
+    T bottom_arc = T(0);       ///< the contact's arc length on the bottom yarn
+    Vec3<T> position;          ///< x of the node
+    Vec3<T> velocity;          ///< ẋ of the node
+    T top_arc_rate = T(0);     ///< ṡ on the top yarn
+    T bottom_arc_rate = T(0);  ///< ṡ on the bottom yarn
+};
+
+/// Puts a removed contact node (`remove_contact_node`: on no yarn, marked in
+/// `external_contact`) back between two yarns, where two layers met again:
+/// the inverse of `remove_contact_node`, at a new place. The node joins the
+/// top yarn at arc length `top_arc` and the bottom yarn at `bottom_arc`
+/// (inserted in each list in arc-length order), every DoF free, its
+/// friction anchors at those arc lengths (no slip yet) and its friction
+/// limit 0 until the stepper sets it from the normal force; `over` records
+/// which yarn is on top. Segments and bends are rebuilt from the lists. A
+/// stepper made before must be rebuilt from the model (or let EilTracker
+/// do this in place: `EilTracker::attach`).
+/// @throws InvalidInput if the node is not a removed contact, the yarns
+///         are out of range, not one warp (3) and one weft (4), or an arc
+///         length lies outside its yarn's nodes or on one of them (the
+///         model is then unchanged)
+template <typename T>
+void attach_contact_node(YarnModel<T>& model, const NewLayerContact<T>& c)
+{
+    const int node = c.node;
+    if (node < 0 || node >= model.node_count())
+        throw InvalidInput(detail::describe("attach_contact_node node", node, "out of range"));
+    if (!(static_cast<std::size_t>(node) < model.external_contact.size() &&
+          model.external_contact[static_cast<std::size_t>(node)]))
+        throw InvalidInput(detail::describe("attach_contact_node node", node,
+                                            "is not a contact with another fabric (external_contact)"));
+    for (const std::vector<int>& list : model.yarns)
+        if (std::find(list.begin(), list.end(), node) != list.end())
+            throw InvalidInput(detail::describe("attach_contact_node node", node, "is still on a yarn"));
+    for (const YarnShear& s : model.shears)
+        if (s.node == node || s.along_u == node || s.along_v == node)
+            throw InvalidInput(detail::describe("attach_contact_node node", node, "lies on a shear element"));
+    const int yarn_count = static_cast<int>(model.yarns.size());
+    if (c.top_yarn < 0 || c.top_yarn >= yarn_count)
+        throw InvalidInput(detail::describe("attach_contact_node top_yarn", c.top_yarn, "out of range"));
+    if (c.bottom_yarn < 0 || c.bottom_yarn >= yarn_count)
+        throw InvalidInput(detail::describe("attach_contact_node bottom_yarn", c.bottom_yarn, "out of range"));
+    const int top_c = model.yarn_coordinate[static_cast<std::size_t>(c.top_yarn)];
+    const int bottom_c = model.yarn_coordinate[static_cast<std::size_t>(c.bottom_yarn)];
+    if (!((top_c == 3 && bottom_c == 4) || (top_c == 4 && bottom_c == 3)))
+        throw InvalidInput(detail::describe("attach_contact_node bottom_yarn", c.bottom_yarn,
+                                            "must cross the top yarn (one warp, one weft)"));
+    // Where the node goes in each list (the first node past its arc length).
+    const auto place = [&](int y, T arc, const char* field) {
+        const std::vector<int>& list = model.yarns[static_cast<std::size_t>(y)];
+        const int coordinate = model.yarn_coordinate[static_cast<std::size_t>(y)];
+        double lo = std::numeric_limits<double>::infinity(), hi = -lo;
+        for (int n : list) {
+            const double s = layers_detail::arc_length(model, n, coordinate);
+            if (s == static_cast<double>(arc)) throw InvalidInput(detail::describe(field, arc, "lies on a node"));
+            lo = std::min(lo, s);
+            hi = std::max(hi, s);
+        }
+        if (!(static_cast<double>(arc) > lo && static_cast<double>(arc) < hi))
+            throw InvalidInput(detail::describe(field, arc, "lies outside its yarn's nodes"));
+        std::size_t k = 0;
+        while (k < list.size() && layers_detail::arc_length(model, list[k], coordinate) < static_cast<double>(arc)) ++k;
+        return k;
+    };
+    const std::size_t top_at = place(c.top_yarn, c.top_arc, "attach_contact_node top_arc");
+    const std::size_t bottom_at = place(c.bottom_yarn, c.bottom_arc, "attach_contact_node bottom_arc");
+    std::vector<int>& top = model.yarns[static_cast<std::size_t>(c.top_yarn)];
+    std::vector<int>& bottom = model.yarns[static_cast<std::size_t>(c.bottom_yarn)];
+    top.insert(top.begin() + static_cast<std::ptrdiff_t>(top_at), node);
+    bottom.insert(bottom.begin() + static_cast<std::ptrdiff_t>(bottom_at), node);
+    const std::size_t i = yarn_node_dofs * static_cast<std::size_t>(node);
+    for (int k = 0; k < 3; ++k) {
+        model.q[i + static_cast<std::size_t>(k)] = c.position[k];
+        model.v[i + static_cast<std::size_t>(k)] = c.velocity[k];
+    }
+    model.q[i + static_cast<std::size_t>(top_c)] = c.top_arc;
+    model.q[i + static_cast<std::size_t>(bottom_c)] = c.bottom_arc;
+    model.v[i + static_cast<std::size_t>(top_c)] = c.top_arc_rate;
+    model.v[i + static_cast<std::size_t>(bottom_c)] = c.bottom_arc_rate;
+    for (int k = 0; k < yarn_node_dofs; ++k) model.free_dof[i + static_cast<std::size_t>(k)] = 1;
+    for (int k = 0; k < 2; ++k) model.anchors[2 * static_cast<std::size_t>(node) + k] = model.q[i + 3 + k];
+    if (!model.friction_limit.empty()) model.friction_limit[static_cast<std::size_t>(node)] = T(0);
+    if (model.over.size() < static_cast<std::size_t>(model.node_count()))
+        model.over.resize(static_cast<std::size_t>(model.node_count()), 0);
+    model.over[static_cast<std::size_t>(node)] = top_c == 3 ? 1 : 0;
     rebuild_yarn_segments_and_bends(model);
 }
 
