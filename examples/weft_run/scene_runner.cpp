@@ -106,6 +106,16 @@ double collision_seconds_of(const Stepper& s)
     else
         return 0;
 }
+/// Yarn contacts made and taken off at once, their normal force pulling (create_contacts).
+inline int declined_of(const YarnStepper<double>& s)
+{
+    return s.declined_contacts();
+}
+template <class Stepper>
+int declined_of(const Stepper&)
+{
+    return 0;
+}
 template <class Stepper>
 std::size_t intersections_of(const Stepper& s)
 {
@@ -441,6 +451,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             columns.push_back("contact_pairs");         // collision: pairs within reach at the step's start
             columns.push_back("min_contact_distance");  // collision: their smallest distance at its end (m; -1: none)
         }
+        if (collision_of(stepper) && scene.collision.create_contacts) {
+            columns.push_back("created_contacts");  // contacts between layers made in the step
+            columns.push_back("pulled_contacts");   // and removed in it, their normal force pulling
+        }
         const std::filesystem::path path = resolve(args.output_dir, scene.output.csv);
         csv = args.resume.empty() ? std::make_unique<CsvWriter>(path, columns)
                                   : std::make_unique<CsvWriter>(path, columns, static_cast<std::size_t>(csv_rows));
@@ -557,6 +571,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
                 row.push_back(double(contact_pairs_of(stepper)));
                 row.push_back(std::isfinite(closest) ? closest : -1.0);  // -1: no pair within reach
             }
+            if (collision_of(stepper) && scene.collision.create_contacts) {
+                row.push_back(double(created_of(r)));
+                row.push_back(double(pulled_of(r)));
+            }
             csv->write_row(row);
             csv_rows = csv->row_count();
         }
@@ -621,7 +639,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             log << ", peak EIL nodes " << summary.peak_eil_nodes << ", " << summary.retries << " steps redone, "
                 << summary.detached_contacts << " contacts detached, " << summary.pulled_contacts
                 << " contacts removed (normal force pulled)";
-        if (scene.collision.create_contacts) log << ", " << summary.created_contacts << " contacts made";
+        if (scene.collision.create_contacts)
+            log << ", " << summary.created_contacts << " contacts made (" << declined_of(stepper)
+                << " more taken off at once: they pulled)";
         log << "\n";
     }
     return summary;

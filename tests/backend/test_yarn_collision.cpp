@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <functional>
 #include <map>
 #include <set>
@@ -18,6 +19,7 @@
 #include <vector>
 
 #include <weft/backend/yarn_stepper.hpp>
+#include <weft/io/checkpoint.hpp>
 #include <weft/model/woven.hpp>
 
 #include "support/collision_settings.hpp"
@@ -1111,6 +1113,53 @@ TEST_CASE("yarn collision: bad settings are rejected with the key named", "[back
                                         "shortest yarn segment", build);
 }
 
+namespace {
+
+/// The test above's stack (every contact removed, the top layer falling at
+/// 0.2 m/s onto the pinned bottom one), its contacts taking their friction
+/// from their normal force (layer_friction 0.3), collision's create_contacts
+/// as given.
+YarnModel<double> falling_layer(bool create, double h)
+{
+    YarnModel<double> model = stacked_pair(10, 7, true, 0.0, 0.3);
+    const int first = 100;
+    double mass = 0;
+    for (const weft::YarnSegment& s : model.segments)
+        mass += model.material.linear_density * (at(model.q, s.node1) - at(model.q, s.node0)).norm();
+    model.collision.stiffness = 100 * mass / model.node_count() / (h * h);
+    model.collision.create_contacts = create;
+    std::vector<int> removed;
+    model.layer_friction.assign(static_cast<std::size_t>(model.node_count()), -1.0);
+    for (int n = first + 49; n < model.node_count(); ++n) {
+        REQUIRE(model.external_contact.at(static_cast<std::size_t>(n)) == 1);
+        model.layer_friction[static_cast<std::size_t>(n)] = 0.3;
+        removed.push_back(n);
+    }
+    REQUIRE(removed.size() > 10);
+    weft::set_friction_limit<double>(model, removed, 0.0);
+    model.material.anchor_friction = weft::AnchorFriction::slip_in_step;
+    for (int i = first; i < first + 49; ++i) model.v[static_cast<std::size_t>(B * i + 2)] = -0.2;
+    return model;
+}
+
+weft::StepperOptions<double> falling_layer_options()
+{
+    weft::StepperOptions<double> options;
+    options.max_halvings = 4;
+    options.newton_iterations = 8;
+    options.newton_tolerance = 1e-4;
+    return options;
+}
+
+weft::EilOptions<double> falling_layer_eil()
+{
+    weft::EilOptions<double> eil;
+    eil.enabled = true;
+    return eil;
+}
+
+}  // namespace
+
 TEST_CASE("yarn collision: create_contacts makes contacts again where stacked layers met, and they hold",
           "[backend][yarn][collision][layers]")
 {
@@ -1124,31 +1173,9 @@ TEST_CASE("yarn collision: create_contacts makes contacts again where stacked la
     const double h = 1e-3;
     std::map<bool, int> made;
     for (const bool create : {true, false}) {
-        YarnModel<double> model = stacked_pair(10, 7, true, 0.0, 0.3);
+        const YarnModel<double> model = falling_layer(create, h);
         const int first = 100;
-        double mass = 0;
-        for (const weft::YarnSegment& s : model.segments)
-            mass += model.material.linear_density * (at(model.q, s.node1) - at(model.q, s.node0)).norm();
-        model.collision.stiffness = 100 * mass / model.node_count() / (h * h);
-        model.collision.create_contacts = create;
-        std::vector<int> removed;
-        model.layer_friction.assign(static_cast<std::size_t>(model.node_count()), -1.0);
-        for (int n = first + 49; n < model.node_count(); ++n) {
-            REQUIRE(model.external_contact.at(static_cast<std::size_t>(n)) == 1);
-            model.layer_friction[static_cast<std::size_t>(n)] = 0.3;
-            removed.push_back(n);
-        }
-        REQUIRE(removed.size() > 10);
-        weft::set_friction_limit<double>(model, removed, 0.0);
-        model.material.anchor_friction = weft::AnchorFriction::slip_in_step;
-        for (int i = first; i < first + 49; ++i) model.v[static_cast<std::size_t>(B * i + 2)] = -0.2;
-        weft::StepperOptions<double> options;
-        options.max_halvings = 4;
-        options.newton_iterations = 8;
-        options.newton_tolerance = 1e-4;
-        weft::EilOptions<double> eil;
-        eil.enabled = true;
-        YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), options, eil);
+        YarnStepper<double> stepper(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
         double lowest = 1;
         std::size_t interpenetrating = 0;
         int steps = 0, reported = 0;
@@ -1167,6 +1194,8 @@ TEST_CASE("yarn collision: create_contacts makes contacts again where stacked la
         CHECK(lowest > -0.1 * model.collision.thickness);
         CHECK(interpenetrating == 0);
         made[create] = stepper.created_contacts();
+        INFO("create " << create << ": made " << stepper.created_contacts() << ", pulled " << stepper.pulled_contacts()
+                       << ", detached " << stepper.detached_contacts() << ", declined " << stepper.declined_contacts());
         // Each contact on a yarn now: one top (level 1) and one bottom
         // (level 0) yarn of the other coordinate, `over` naming the top one,
         // pushing the layers apart.
@@ -1217,4 +1246,43 @@ TEST_CASE("yarn collision: create_contacts needs EIL and contacts that can be pu
     CHECK_NOTHROW(YarnStepper<double>(model, {}, Vec3::Zero(), {}, eil));
     model.collision.create_after = 0;
     CHECK_THROWS_WITH(YarnStepper<double>(model, {}, Vec3::Zero(), {}, eil), Catch::Contains("create_after"));
+}
+
+TEST_CASE("yarn collision: a stepper making contacts resumes from its checkpoint bit for bit",
+          "[backend][yarn][collision][layers][checkpoint]")
+{
+    // Saved after step 3, when the layers' pairs have touched for two steps
+    // and no contact is made yet (create_after 3): the loaded stepper makes
+    // the same contacts from the counts it loaded and takes the same steps
+    // (positions, velocities and counts).
+    const double h = 1e-3;
+    const YarnModel<double> model = falling_layer(true, h);
+    YarnStepper<double> a(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
+    YarnStepper<double> b(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
+    for (int k = 0; k < 3; ++k) REQUIRE(a.step(h).ok);
+    const int made_before = a.created_contacts();
+    INFO("made by step 3: " << made_before);
+    weft::CheckpointWriter out;
+    a.save_state(out);
+    const std::filesystem::path file = std::filesystem::temp_directory_path() / "weft_test_create_contacts.checkpoint";
+    out.write(file);
+    b.load_state(weft::CheckpointReader(file));
+    CHECK(b.created_contacts() == made_before);
+    int compared = 0;
+    for (int k = 0; k < 30; ++k) {
+        const weft::YarnStepReport ra = a.step(h), rb = b.step(h);
+        REQUIRE(ra.ok);
+        REQUIRE(rb.ok);
+        CHECK(ra.created_contacts == rb.created_contacts);
+        const std::vector<double> qa = weft::to_host(a.positions()), qb = weft::to_host(b.positions());
+        const std::vector<double> va = weft::to_host(a.velocities()), vb = weft::to_host(b.velocities());
+        REQUIRE(qa.size() == qb.size());
+        CHECK(qa == qb);
+        CHECK(va == vb);
+        ++compared;
+    }
+    CHECK(a.created_contacts() > made_before);
+    CHECK(a.created_contacts() == b.created_contacts());
+    REQUIRE(compared == 30);
+    std::filesystem::remove(file);
 }

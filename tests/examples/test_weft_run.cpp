@@ -1126,6 +1126,35 @@ TEST_CASE("weft-run: tablecloth.json with mu = 0.2 and with no friction between 
     CHECK(last.second < first.second);
 }
 
+TEST_CASE("weft-run: collision.create_contacts adds the columns of contacts made and removed per step",
+          "[examples][weft-run][layers][collision]")
+{
+    // tablecloth.json with collision and create_contacts, its first steps:
+    // the two columns follow max_speed, contact_pairs and min_contact_distance,
+    // and each sums to the summary's count of the run.
+    const fs::path dir = fresh_dir("tablecloth_create");
+    const std::string scene =
+        replaced(text_of(source_root() / "examples" / "scenes" / "tablecloth.json"), "\"output\": {",
+                 "\"collision\": {\"enabled\": true, \"create_contacts\": true}, \"output\": {");
+    const RunOutput run = run_quietly(write_scene(dir, scene), dir, 0.005);
+    INFO(run.log << run.summary.error);
+    REQUIRE(run.summary.ok);
+    REQUIRE(run.summary.steps == 5);
+    const std::vector<std::string> csv = lines_of(dir / "tablecloth.csv");
+    REQUIRE(csv.size() == 6);
+    CHECK(csv.front().find(",max_speed,contact_pairs,min_contact_distance,created_contacts,pulled_contacts") !=
+          std::string::npos);
+    double created = 0, pulled = 0;
+    for (std::size_t k = 1; k < csv.size(); ++k) {
+        const std::vector<double> row = fields(csv[k]);
+        REQUIRE(row.size() == 15);
+        created += row[13];
+        pulled += row[14];
+    }
+    CHECK(created == run.summary.created_contacts);
+    CHECK(pulled == run.summary.pulled_contacts);
+}
+
 TEST_CASE("weft-run: the draped layout (both cloths over the rounded table edge) runs past its old failure",
           "[examples][weft-run][layers][eil]")
 {

@@ -434,28 +434,20 @@ public:
     /// topology; the slot layout is rebuilt. Returns the number of entries.
     int remove(EilState<T> state, const std::vector<std::pair<int, int>>& nodes, EilChanges& changes)
     {
-        YarnModel<T>& model = m_topology;
-        model.q = to_host(state.q);
-        model.v = to_host(state.v);
-        thrust::copy(state.anchors.begin(), state.anchors.end(), model.anchors.begin());
-        for (const std::pair<int, int>& d : nodes) {
-            const std::size_t n = static_cast<std::size_t>(d.first);
-            const bool external = n < model.external_contact.size() && model.external_contact[n];
-            bool on_yarn = false;
-            for (const std::vector<int>& list : model.yarns)
-                on_yarn = on_yarn || std::find(list.begin(), list.end(), d.first) != list.end();
-            if (!on_yarn) continue;  // removed already (it left both yarns in one step)
-            if (external)
-                remove_contact_node(model, d.first);
-            else
-                detach_contact_node(model, d.first, d.second);
-        }
-        state.v.assign(model.v.begin(), model.v.end());
-        state.anchors.assign(model.anchors.begin(), model.anchors.end());
-        m_previous_pairs.clear();
-        make_layout();
-        changes.topology = true;
-        changes.state = true;
+        edit_topology(state, changes, false, [&](YarnModel<T>& model) {
+            for (const std::pair<int, int>& d : nodes) {
+                const std::size_t n = static_cast<std::size_t>(d.first);
+                const bool external = n < model.external_contact.size() && model.external_contact[n];
+                bool on_yarn = false;
+                for (const std::vector<int>& list : model.yarns)
+                    on_yarn = on_yarn || std::find(list.begin(), list.end(), d.first) != list.end();
+                if (!on_yarn) continue;  // removed already (it left both yarns in one step)
+                if (external)
+                    remove_contact_node(model, d.first);
+                else
+                    detach_contact_node(model, d.first, d.second);
+            }
+        });
         return static_cast<int>(nodes.size());
     }
 
@@ -467,23 +459,11 @@ public:
     int attach(EilState<T> state, const std::vector<NewLayerContact<T>>& contacts, EilChanges& changes)
     {
         if (contacts.empty()) return 0;
-        YarnModel<T>& model = m_topology;
-        model.q = to_host(state.q);
-        model.v = to_host(state.v);
-        thrust::copy(state.anchors.begin(), state.anchors.end(), model.anchors.begin());
-        for (const NewLayerContact<T>& c : contacts) attach_contact_node(model, c);
-        state.q.assign(model.q.begin(), model.q.end());
-        state.v.assign(model.v.begin(), model.v.end());
-        state.anchors.assign(model.anchors.begin(), model.anchors.end());
-        m_previous_pairs.clear();
-        make_layout();
-        changes.topology = true;
-        changes.state = true;
-        m_attached += static_cast<int>(contacts.size());
+        edit_topology(state, changes, true, [&](YarnModel<T>& model) {
+            for (const NewLayerContact<T>& c : contacts) attach_contact_node(model, c);
+        });
         return static_cast<int>(contacts.size());
     }
-    /// Contacts made by `attach` since construction.
-    int attached() const { return m_attached; }
 
     /// After an attempt rejected for collapsed EoL segments (`collapsed(g)`
     /// true for segment g of `segments`): the later node of each counts as
@@ -515,7 +495,6 @@ public:
     {
         a("count", self.m_count);
         a("detached", self.m_detached);
-        a("attached", self.m_attached);
         a("resets", self.m_resets);
         a("external", self.m_external);
         Archive topology = a.nested("topology");
@@ -573,6 +552,26 @@ public:
     }
 
 private:
+    /// Applies `edit` to the topology, which first takes the state's q, v and
+    /// anchors; writes v and anchors back (and q with `positions`) and
+    /// rebuilds the slot layout.
+    template <class Edit>
+    void edit_topology(EilState<T> state, EilChanges& changes, bool positions, const Edit& edit)
+    {
+        YarnModel<T>& model = m_topology;
+        model.q = to_host(state.q);
+        model.v = to_host(state.v);
+        thrust::copy(state.anchors.begin(), state.anchors.end(), model.anchors.begin());
+        edit(model);
+        if (positions) state.q.assign(model.q.begin(), model.q.end());
+        state.v.assign(model.v.begin(), model.v.end());
+        state.anchors.assign(model.anchors.begin(), model.anchors.end());
+        m_previous_pairs.clear();
+        make_layout();
+        changes.topology = true;
+        changes.state = true;
+    }
+
     /// The slot layout of `m_topology` (at construction and after a removal).
     void make_layout()
     {
@@ -794,7 +793,6 @@ private:
     bool m_lists_known = false;             ///< the model has yarn lists (fabric pairs can be formed)
     std::vector<unsigned char> m_external;  ///< per node: contact with another fabric (empty: none)
     int m_count = 0;
-    int m_attached = 0;                     ///< contacts put back by `attach` since construction
     int m_detached = 0;                     ///< nodes detached since construction
     int m_resets = 0;                       ///< arc-length resets since construction (reset_on_eol)
     YarnModel<T> m_topology;                ///< yarn lists, filter, anchors after removals

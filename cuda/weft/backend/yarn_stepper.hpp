@@ -510,7 +510,10 @@ public:
     int pulled_contacts() const { return m_pulled; }
     /// Contacts between layers made since construction where two layers met
     /// (ClothCollision::create_contacts; removed contact nodes put back).
-    int created_contacts() const { return m_tracker.attached(); }
+    int created_contacts() const { return m_created; }
+    /// Contacts made and taken off again at once because their normal force
+    /// pulled (not counted in created_contacts).
+    int declined_contacts() const { return m_declined; }
     /// The contacts between layers whose limit follows their normal force
     /// (YarnModel::layer_friction ≥ 0), their last normal forces N (N; > 0
     /// pushes the layers apart; a contact's exchange force smoothed with
@@ -665,15 +668,21 @@ private:
     /// (`attach_contact_node`, EilTracker::attach), on both yarns, at the
     /// midpoint of their centre lines, each yarn's arc length and arc rate
     /// and the mean of their velocities there. Its arc lengths keep
-    /// `2 × the EIL safety distance` from every node on both yarns. Thereafter
-    /// it is an EoL contact like those the layers started with: friction from
-    /// its normal force, removed again when that pulls. Returns the number made.
+    /// `2 × the EIL safety distance` from every node on both yarns. With
+    /// EilOptions::remove_pulling_contacts, a contact whose normal force
+    /// pulls as soon as it is made is taken off again (declined_contacts).
+    /// Thereafter it is an EoL contact like those the layers started with:
+    /// friction from its normal force, removed again when that pulls.
+    /// Returns the number made and kept.
     int make_layer_contacts(T h)
     {
         using layers_detail::line_closest_parameters;
         const YarnModel<T>& topology = m_tracker.topology();
         const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
-        const std::vector<ClothContactElement<T>> pairs = to_host(m_contacts);
+        // The pairs within the thickness now (from the state alone, so that a
+        // stepper loaded from a checkpoint finds the same ones).
+        const std::vector<ClothContactElement<T>> pairs =
+            to_host(m_contact_finder.find(this->m_q, this->m_v, T(0), m_collision.thickness));
         std::vector<int> yarn_of(2 * nodes, -1);  // each node's yarn per coordinate
         std::vector<unsigned char> on_yarn(nodes, 0);
         for (std::size_t y = 0; y < topology.yarns.size(); ++y)
@@ -779,7 +788,28 @@ private:
         m_contact_finder.set_layers(m_tracker.topology());
         follow(changes);
         follow(m_tracker.update(eil_state(), h));
-        return static_cast<int>(made.size());
+        int kept = static_cast<int>(made.size());
+        if (m_tracker.options().remove_pulling_contacts) {
+            // A contact is made only where it pushes: one whose normal force
+            // would pull at once (the layers touch there, but nothing presses
+            // them together) is taken off again, not counted, and its pair
+            // counts its steps from zero.
+            evaluate_layer_contacts();
+            const std::vector<int> state = to_host(m_contact_state);
+            std::vector<std::pair<int, int>> pulling;
+            for (std::size_t k : made_slot)
+                if (state[k]) pulling.push_back({m_contact_nodes[k], m_contact_top[k]});
+            if (!pulling.empty()) {
+                EilChanges again;
+                m_tracker.remove(eil_state(), pulling, again);
+                follow(again);
+                follow(m_tracker.update(eil_state(), h));
+                kept -= static_cast<int>(pulling.size());
+                m_declined += static_cast<int>(pulling.size());
+            }
+        }
+        m_created += kept;
+        return kept;
     }
 
     /// A node put back at a new place keeps none of the links its first
@@ -1287,6 +1317,8 @@ private:
         a("assembly_builds", self.m_assembly_builds);
         a("initial_segments", self.m_initial_segments);
         a("meeting", self.m_meeting);
+        a("created", self.m_created);
+        a("declined", self.m_declined);
         Archive tracker = a.nested("eil");
         EilTracker<T>::state_fields(self.m_tracker, tracker);
     }
@@ -1385,6 +1417,7 @@ private:
     /// create_contacts: the segment pairs of neighbouring layers that touched
     /// at the start of the last steps, (4 nodes, consecutive steps) each.
     std::vector<int> m_meeting;
+    int m_created = 0, m_declined = 0;  ///< contacts made, and made but taken off at once (pulling)
     double m_collision_seconds = 0;
 
     // EIL tracking (thesis Sec. 4.2–4.4); does nothing with EIL off.

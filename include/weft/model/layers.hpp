@@ -498,6 +498,24 @@ void detach_contact_node(YarnModel<T>& model, int node, int coordinate)
     throw InvalidInput(detail::describe("detach_contact_node node", node, "is on no yarn with this coordinate"));
 }
 
+namespace layers_detail {
+
+/// Throws unless `node` is in range, marked in `external_contact` and on no
+/// shear element (a contact between layers); `field` names the caller.
+template <typename T>
+void require_contact_node(const YarnModel<T>& model, int node, const char* field)
+{
+    if (node < 0 || node >= model.node_count()) throw InvalidInput(detail::describe(field, node, "out of range"));
+    if (!(static_cast<std::size_t>(node) < model.external_contact.size() &&
+          model.external_contact[static_cast<std::size_t>(node)]))
+        throw InvalidInput(detail::describe(field, node, "is not a contact with another fabric (external_contact)"));
+    for (const YarnShear& s : model.shears)
+        if (s.node == node || s.along_u == node || s.along_v == node)
+            throw InvalidInput(detail::describe(field, node, "lies on a shear element"));
+}
+
+}  // namespace layers_detail
+
 /// Removes a contact with another fabric from every yarn it lies on (thesis
 /// Sec. 4.4: a contact whose arc length has left one of its yarns no longer
 /// exists): the node keeps its index but is on no yarn and takes no part in
@@ -512,15 +530,7 @@ void detach_contact_node(YarnModel<T>& model, int node, int coordinate)
 template <typename T>
 void remove_contact_node(YarnModel<T>& model, int node)
 {
-    if (node < 0 || node >= model.node_count())
-        throw InvalidInput(detail::describe("remove_contact_node node", node, "out of range"));
-    if (!(static_cast<std::size_t>(node) < model.external_contact.size() &&
-          model.external_contact[static_cast<std::size_t>(node)]))
-        throw InvalidInput(detail::describe("remove_contact_node node", node,
-                                            "is not a contact with another fabric (external_contact)"));
-    for (const YarnShear& s : model.shears)
-        if (s.node == node || s.along_u == node || s.along_v == node)
-            throw InvalidInput(detail::describe("remove_contact_node node", node, "lies on a shear element"));
+    layers_detail::require_contact_node(model, node, "remove_contact_node node");
     int lists = 0;
     for (const std::vector<int>& list : model.yarns)
         if (std::find(list.begin(), list.end(), node) != list.end()) {
@@ -573,18 +583,10 @@ template <typename T>
 void attach_contact_node(YarnModel<T>& model, const NewLayerContact<T>& c)
 {
     const int node = c.node;
-    if (node < 0 || node >= model.node_count())
-        throw InvalidInput(detail::describe("attach_contact_node node", node, "out of range"));
-    if (!(static_cast<std::size_t>(node) < model.external_contact.size() &&
-          model.external_contact[static_cast<std::size_t>(node)]))
-        throw InvalidInput(detail::describe("attach_contact_node node", node,
-                                            "is not a contact with another fabric (external_contact)"));
+    layers_detail::require_contact_node(model, node, "attach_contact_node node");
     for (const std::vector<int>& list : model.yarns)
         if (std::find(list.begin(), list.end(), node) != list.end())
             throw InvalidInput(detail::describe("attach_contact_node node", node, "is still on a yarn"));
-    for (const YarnShear& s : model.shears)
-        if (s.node == node || s.along_u == node || s.along_v == node)
-            throw InvalidInput(detail::describe("attach_contact_node node", node, "lies on a shear element"));
     const int yarn_count = static_cast<int>(model.yarns.size());
     if (c.top_yarn < 0 || c.top_yarn >= yarn_count)
         throw InvalidInput(detail::describe("attach_contact_node top_yarn", c.top_yarn, "out of range"));
