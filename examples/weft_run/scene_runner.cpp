@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <type_traits>
 #include <vector>
@@ -417,8 +418,14 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             in.fail("was written for scene \"" + in.get_string("run.scene") +
                     "\" with its options, and this run's scene file or options differ (" + args.scene.string() +
                     "): a checkpoint continues only the run it was written by");
+        // Counters added since checkpoints were first written stay 0 when a
+        // checkpoint of an earlier build lacks their blocks.
+        const std::set<std::string> added{"run.created_contacts"};
         summary_fields(
-            [&](const char* name, auto& field) { field = in.get_value<std::decay_t<decltype(field)>>(name); }, summary);
+            [&](const char* name, auto& field) {
+                if (in.has(name) || !added.count(name)) field = in.get_value<std::decay_t<decltype(field)>>(name);
+            },
+            summary);
         frame_times = in.get<double>("run.frame_times");
         csv_rows = in.get_value<std::uint64_t>("run.csv_rows");
         stepper.load_state(in);

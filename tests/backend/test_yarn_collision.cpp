@@ -1286,3 +1286,71 @@ TEST_CASE("yarn collision: a stepper making contacts resumes from its checkpoint
     REQUIRE(compared == 30);
     std::filesystem::remove(file);
 }
+
+namespace {
+
+/// A checkpoint writer that leaves out the named blocks: the file an
+/// earlier build, which did not have them, wrote.
+struct WriterWithout {
+    weft::CheckpointWriter& out;
+    std::set<std::string> left_out;
+    template <typename T>
+    void put(const std::string& name, const std::vector<T>& values)
+    {
+        if (!left_out.count(name)) out.put(name, values);
+    }
+    template <typename T>
+    void put_value(const std::string& name, const T& value)
+    {
+        if (!left_out.count(name)) out.put_value(name, value);
+    }
+};
+
+}  // namespace
+
+TEST_CASE("yarn collision: a checkpoint written before create_contacts' blocks existed still resumes",
+          "[backend][yarn][collision][layers][checkpoint]")
+{
+    // The falling layer without create_contacts, saved after step 3 without
+    // the blocks create_contacts added: a stepper loading it takes the same
+    // steps, bit for bit, as the one that wrote it. A block every build
+    // writes is still required, by name.
+    const double h = 1e-3;
+    const YarnModel<double> model = falling_layer(false, h);
+    YarnStepper<double> a(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
+    YarnStepper<double> b(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
+    for (int k = 0; k < 3; ++k) REQUIRE(a.step(h).ok);
+    const std::set<std::string> added{"yarn.initial_segments", "yarn.meeting", "yarn.created", "yarn.declined"};
+    const std::filesystem::path file = std::filesystem::temp_directory_path() / "weft_test_earlier_checkpoint";
+    {
+        weft::CheckpointWriter out;
+        WriterWithout earlier{out, added};
+        a.save_state(earlier);
+        out.write(file);
+    }
+    const weft::CheckpointReader in(file);
+    int absent = 0;
+    for (const std::string& name : added) absent += in.has(name) ? 0 : 1;
+    REQUIRE(absent == 4);
+    REQUIRE(in.has("yarn.anchors"));
+    b.load_state(in);
+    int compared = 0;
+    for (int k = 0; k < 20; ++k) {
+        REQUIRE(a.step(h).ok);
+        REQUIRE(b.step(h).ok);
+        CHECK(weft::to_host(a.positions()) == weft::to_host(b.positions()));
+        CHECK(weft::to_host(a.velocities()) == weft::to_host(b.velocities()));
+        ++compared;
+    }
+    REQUIRE(compared == 20);
+    // Without a block that every build writes, loading names it.
+    {
+        weft::CheckpointWriter out;
+        WriterWithout broken{out, {"yarn.anchors"}};
+        a.save_state(broken);
+        out.write(file);
+    }
+    YarnStepper<double> c(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
+    CHECK_THROWS_WITH(c.load_state(weft::CheckpointReader(file)), Catch::Contains("\"yarn.anchors\""));
+    std::filesystem::remove(file);
+}

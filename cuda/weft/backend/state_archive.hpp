@@ -7,6 +7,11 @@
 /// StateLoader (reads them back in place), so the two cannot drift apart.
 /// Members: trivially copyable values, std::vector and thrust::device_vector
 /// of them, and std::vector<std::vector<int>> (stored as offsets and values).
+/// A member added after checkpoints were first written goes through
+/// `optional(name, member)`: saved as any other, and on loading a checkpoint
+/// of an earlier build that lacks its block, the member keeps the value the
+/// stepper was constructed with (its state before any step), so such a
+/// checkpoint still resumes.
 #include <cstdint>
 #include <string>
 #include <type_traits>
@@ -51,6 +56,11 @@ public:
     {
         m_out.put_value(m_prefix + name, value);
     }
+    template <typename Field>
+    void optional(const char* name, const Field& field)
+    {
+        (*this)(name, field);
+    }
 
 private:
     Writer& m_out;
@@ -91,6 +101,13 @@ public:
     void operator()(const char* name, T& value)
     {
         value = m_in.template get_value<T>(m_prefix + name);
+    }
+    /// A member whose block an earlier build did not write: kept as it is
+    /// when the block is absent (see the file comment).
+    template <typename Field>
+    void optional(const char* name, Field& field)
+    {
+        if (m_in.has(m_prefix + name)) (*this)(name, field);
     }
 
 private:

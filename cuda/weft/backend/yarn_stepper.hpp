@@ -679,10 +679,6 @@ private:
         using layers_detail::line_closest_parameters;
         const YarnModel<T>& topology = m_tracker.topology();
         const std::size_t nodes = static_cast<std::size_t>(this->m_nodes);
-        // The pairs within the thickness now (from the state alone, so that a
-        // stepper loaded from a checkpoint finds the same ones).
-        const std::vector<ClothContactElement<T>> pairs =
-            to_host(m_contact_finder.find(this->m_q, this->m_v, T(0), m_collision.thickness));
         std::vector<int> yarn_of(2 * nodes, -1);  // each node's yarn per coordinate
         std::vector<unsigned char> on_yarn(nodes, 0);
         for (std::size_t y = 0; y < topology.yarns.size(); ++y)
@@ -694,6 +690,17 @@ private:
         std::vector<std::size_t> pool;  // removed contacts (indices into m_contact_nodes)
         for (std::size_t k = 0; k < m_contact_nodes.size(); ++k)
             if (!on_yarn[static_cast<std::size_t>(m_contact_nodes[k])]) pool.push_back(k);
+        if (pool.empty()) {
+            // Every contact node is on its yarns: nothing can be made, and no
+            // pair search is spent. Touching counts start again from zero
+            // once a node is free (a state-only rule, as the counts are).
+            m_meeting.clear();
+            return 0;
+        }
+        // The pairs within the thickness now (from the state alone, so that a
+        // stepper loaded from a checkpoint finds the same ones).
+        const std::vector<ClothContactElement<T>> pairs =
+            to_host(m_contact_finder.find(this->m_q, this->m_v, T(0), m_collision.thickness));
         const auto segment_yarn = [&](int n0, int n1) {
             for (std::size_t c = 0; c < 2; ++c) {
                 const int y = yarn_of[2 * static_cast<std::size_t>(n0) + c];
@@ -733,6 +740,7 @@ private:
         };
         std::vector<NewLayerContact<T>> made;
         std::vector<std::size_t> made_slot;
+        std::vector<int> made_top;  // the top yarn's coordinate of each
         for (const ClothContactElement<T>& pair : pairs) {
             const int* n = pair.nodes;
             const int ya = segment_yarn(n[0], n[1]), yb = segment_yarn(n[2], n[3]);
@@ -778,12 +786,13 @@ private:
             }
             made.push_back(c);
             made_slot.push_back(pool[made.size() - 1]);
-            m_contact_top[pool[made.size() - 1]] = a_on_top ? ca : cb;
+            made_top.push_back(a_on_top ? ca : cb);
         }
         m_meeting.swap(meeting);
         if (made.empty()) return 0;
         EilChanges changes;
         m_tracker.attach(eil_state(), made, changes);
+        for (std::size_t k = 0; k < made.size(); ++k) m_contact_top[made_slot[k]] = made_top[k];
         forget_initial_links(made);
         m_contact_finder.set_layers(m_tracker.topology());
         follow(changes);
@@ -1315,10 +1324,13 @@ private:
         a("external_contact", self.m_external_contact);
         a("retry", self.m_retry);
         a("assembly_builds", self.m_assembly_builds);
-        a("initial_segments", self.m_initial_segments);
-        a("meeting", self.m_meeting);
-        a("created", self.m_created);
-        a("declined", self.m_declined);
+        // Added with collision's create_contacts; a checkpoint written before
+        // lacks them and starts from the constructed values: the model's own
+        // segments, no touching counts and no contacts made.
+        a.optional("initial_segments", self.m_initial_segments);
+        a.optional("meeting", self.m_meeting);
+        a.optional("created", self.m_created);
+        a.optional("declined", self.m_declined);
         Archive tracker = a.nested("eil");
         EilTracker<T>::state_fields(self.m_tracker, tracker);
     }
