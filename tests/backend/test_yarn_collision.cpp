@@ -750,6 +750,72 @@ TEST_CASE("yarn collision: assembled contact force and stiffness against finite 
     CHECK(weft_test::symmetric_eigenvalues(sym).maxCoeff() < 1e-9 * kn.norm());
 }
 
+TEST_CASE(
+    "yarn collision: pairs within parallel_angle are parallel segment pairs, and the assembled force is "
+    "the energy's gradient",
+    "[backend][yarn][collision][fd]")
+{
+    // A patch 0.3 mm above another (thickness 0.5 mm), turned by 2 degrees
+    // and ruffled a little: its yarns lie within a few degrees of the
+    // parallel yarns below and across the others.
+    YarnModel<double> model = two_patches(5, 4, 0.3e-3, 2.0, 0.5e-3, 20.0, 0.0, weft::DampingModel::none);
+    std::fill(model.free_dof.begin(), model.free_dof.end(), 1);
+    weft_test::Random rng(8);
+    weft_test::perturb(model, rng, 0.02e-3, 0.0);
+    const double angle = weft::degrees_to_radians(5.0);
+    const thrust::device_vector<double> q(model.q.begin(), model.q.end()), v(model.v.size(), 0.0);
+    weft::YarnContactFinder<double> plain(model.node_count(), 2e-3), split(model.node_count(), 2e-3);
+    plain.set_segments(model.segments, model.segments, {}, {});
+    split.set_segments(model.segments, model.segments, {}, {});
+    split.set_parallel_angle(angle);
+    const auto before = weft::to_host(plain.find(q, v, 0.0, 0.75e-3));
+    const auto after = weft::to_host(split.find(q, v, 0.0, 0.75e-3));
+    REQUIRE(before.size() == after.size());
+    int parallel = 0, across = 0;
+    for (std::size_t k = 0; k < after.size(); ++k) {
+        CHECK(before[k].kind == int(weft::ClothContactKind::segment_pair));
+        for (int i = 0; i < 4; ++i) CHECK(before[k].nodes[i] == after[k].nodes[i]);
+        const Vec3 u = at(model.q, after[k].nodes[1]) - at(model.q, after[k].nodes[0]);
+        const Vec3 w = at(model.q, after[k].nodes[3]) - at(model.q, after[k].nodes[2]);
+        const double sine = u.cross(w).norm() / (u.norm() * w.norm());
+        INFO("pair " << k << ": sin " << sine);
+        CHECK(std::abs(sine - std::sin(angle)) > 1e-6);  // no pair sits on the threshold
+        const bool is_parallel = after[k].kind == int(weft::ClothContactKind::parallel_segment_pair);
+        CHECK(is_parallel == (sine < std::sin(angle)));
+        parallel += is_parallel;
+        across += !is_parallel;
+    }
+    INFO("parallel pairs " << parallel << ", others " << across);
+    CHECK(parallel > 10);
+    CHECK(across > 10);
+
+    // The stepper's elastic force (the yarn elements and every contact
+    // part) against central differences of its elastic energy.
+    model.collision.parallel_angle = angle;
+    const double h = 1e-3;
+    YarnStepper<double> stepper(model, {}, Vec3::Zero());
+    REQUIRE(stepper.contact_pairs() > 10);
+    stepper.assemble(h);
+    const VectorX force = host(stepper.force());
+    const double eps = 1e-9;
+    int checked = 0;
+    double worst = 0;
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int k = 0; k < 3; ++k) {
+            const std::size_t i = static_cast<std::size_t>(B * n + k);
+            YarnModel<double> plus = model, minus = model;
+            plus.q[i] += eps;
+            minus.q[i] -= eps;
+            YarnStepper<double> sp(plus, {}, Vec3::Zero()), sm(minus, {}, Vec3::Zero());
+            REQUIRE(sp.contact_pairs() == stepper.contact_pairs());
+            const double fd = -(sp.energies().elastic - sm.energies().elastic) / (2 * eps);
+            worst = std::max(worst, std::abs(force(static_cast<Eigen::Index>(i)) - fd) / std::max(1e-4, std::abs(fd)));
+            ++checked;
+        }
+    CHECK(worst < 1e-4);
+    CHECK(checked == 3 * model.node_count());
+}
+
 namespace {
 
 /// Contacts alone (yarn elements without stiffness, no damping): a patch

@@ -418,7 +418,147 @@ TEST_CASE("a contact pair's point weights give its contact points' difference fo
                 CHECK(c[2] + c[3] == Approx(-1.0).margin(1e-15));
                 if (!blended) CHECK(difference(c).norm() == Approx(std::sqrt(segments.distance_squared)).margin(1e-14));
             }
+        // A parallel segment pair's force points are its end points' parts;
+        // without force points, its closest points.
+        for (int part = 0; part < 4; ++part)
+            for (const bool force_points : {false, true}) {
+                weft::contact_point_weights<double>(
+                    p[0], p[1], p[2], p[3], int(weft::ClothContactKind::parallel_segment_pair), force_points, c, part);
+                const auto at =
+                    force_points ? weft::end_point_parameters<double>(p[0], p[1], p[2], p[3], part) : segments;
+                const Vec3 expected = (p[0] + at.s * (p[1] - p[0])) - (p[2] + at.t * (p[3] - p[2]));
+                CHECK((difference(c) - expected).norm() <= 1e-14);
+                if (force_points) CHECK((part < 2 ? at.s == double(part) : at.t == double(part - 2)));
+            }
         ++checked;
     }
     REQUIRE(checked == 200);
+}
+
+TEST_CASE("end point parts: the distance from an end point to the other segment", "[element][contact]")
+{
+    // end_point_parameters against a brute-force search over the other
+    // segment (10,001 samples) on random, nearly parallel and degenerate pairs.
+    Random rng(17);
+    int checked = 0;
+    for (int trial = 0; trial < 100; ++trial) {
+        Vec3 p[4];
+        for (Vec3& x : p) x = rng.vector<3>(-1, 1);
+        if (trial % 4 == 1) p[3] = p[2] + (p[1] - p[0]) * 0.7 + Vec3(0, 0, 1e-9);  // nearly parallel
+        if (trial % 4 == 2) p[3] = p[2];                                           // a degenerate second segment
+        for (int part = 0; part < 4; ++part) {
+            const auto at = weft::end_point_parameters<double>(p[0], p[1], p[2], p[3], part);
+            const Vec3 point = p[part];
+            const Vec3 from = part < 2 ? p[2] : p[0], to = part < 2 ? p[3] : p[1];
+            double brute = 1e300;
+            for (int i = 0; i <= 10000; ++i) brute = std::min(brute, (from + (i / 1e4) * (to - from) - point).norm());
+            INFO("trial " << trial << ", part " << part);
+            CHECK(std::sqrt(at.distance_squared) <= brute + 1e-14);
+            CHECK(std::sqrt(at.distance_squared) >= brute - 1e-4 * (to - from).norm() - 1e-14);
+            CHECK(at.s >= 0.0);
+            CHECK(at.s <= 1.0);
+            CHECK(at.t >= 0.0);
+            CHECK(at.t <= 1.0);
+            ++checked;
+        }
+    }
+    REQUIRE(checked == 400);
+}
+
+TEST_CASE(
+    "a parallel yarn segment pair: four end point penalties, continuous through parallel, force and exact "
+    "Hessian against finite differences",
+    "[element][contact][fd]")
+{
+    const double k = 50, r = 0.5;
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const weft::ClothContactElement<double> parallel{
+        {0, 1, 2, 3}, int(weft::ClothContactKind::parallel_segment_pair), 0.0};
+    const weft::ClothContactElement<double> blended{{0, 1, 2, 3}, int(weft::ClothContactKind::segment_pair), 0.0};
+    REQUIRE(weft::contact_parts(parallel) == 4);
+    REQUIRE(weft::contact_parts(blended) == 1);
+    const auto sum = [&](const Vec12& q, bool exact = false) {
+        weft::SegmentContact<double> total = weft::cloth_contact<double>(q, parallel, k, r, exact, 0);
+        for (int part = 1; part < 4; ++part) {
+            const auto c = weft::cloth_contact<double>(q, parallel, k, r, exact, part);
+            total.energy += c.energy;
+            total.force += c.force;
+            total.gauss_newton += c.gauss_newton;
+        }
+        return total;
+    };
+
+    // Two equal segments, parallel and over each other: the segment pair's
+    // penalty, shared equally by the ends.
+    const Vec12 over = stack(Vec3::Zero(), x, 0.3 * z, x + 0.3 * z);
+    const auto equal = sum(over);
+    const auto pair = weft::cloth_contact<double>(over, blended, k, r);
+    CHECK(equal.energy == Approx(0.5 * k * 0.2 * 0.2).epsilon(1e-12));
+    CHECK(equal.energy == Approx(pair.energy).epsilon(1e-12));
+    CHECK((equal.force - pair.force).norm() <= 1e-12 * pair.force.norm());
+    check_momentum(over, equal.force);
+
+    // Turned through parallel (the upper segment tilted about its middle in
+    // the plane of the layers): the blended segment pair moves its force
+    // from one end of the overlap to the other within 2e-3 rad; the end
+    // points' parts change their force in proportion to the tilt (about
+    // 10 times it here, the pair 0.42 apart across a 0.3 lateral offset).
+    const auto tilted = [&](double angle) {
+        const Vec3 half = 0.5 * (std::cos(angle) * x + std::sin(angle) * y);
+        return stack(Vec3::Zero(), x, 0.5 * x + 0.3 * y + 0.3 * z - half, 0.5 * x + 0.3 * y + 0.3 * z + half);
+    };
+    for (const double angle : {2e-3, 1e-2}) {
+        const Vec12 plus = sum(tilted(angle)).force, minus = sum(tilted(-angle)).force;
+        const Vec12 blend_plus = weft::cloth_contact<double>(tilted(angle), blended, k, r).force;
+        const Vec12 blend_minus = weft::cloth_contact<double>(tilted(-angle), blended, k, r).force;
+        INFO("tilt " << angle << ": end points " << (plus - minus).norm() / plus.norm() << ", blend "
+                     << (blend_plus - blend_minus).norm() / blend_plus.norm());
+        REQUIRE(plus.norm() > 1.0);
+        CHECK((plus - minus).norm() < 20 * angle * plus.norm());
+        CHECK((blend_plus - blend_minus).norm() > 0.5 * blend_plus.norm());
+    }
+
+    // Each part: force = -grad V and, where asked for, the exact Hessian is
+    // the force's Jacobian (central differences), on nearly parallel,
+    // crossing and random close pairs; momentum; Gauss-Newton PSD.
+    FdChecker checker = contact_checker();
+    Random rng(23);
+    int parts = 0, free_parts = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+        const Vec12 q = trial % 3 == 0 ? Vec12(stack(Vec3::Zero(), x, 0.3 * z - 0.2 * x, 0.3 * z + 0.8 * x) +
+                                               0.05 * Vec12(rng.vector<12>(-1, 1)))
+                        : trial % 3 == 1
+                            ? Vec12(stack(Vec3::Zero(), x, 0.5 * x - 0.5 * y + 0.3 * z, 0.5 * x + 0.5 * y + 0.3 * z) +
+                                    0.1 * Vec12(rng.vector<12>(-1, 1)))
+                            : Vec12(stack(rng.vector<3>(-0.5, 0.5), rng.vector<3>(-0.5, 0.5), rng.vector<3>(-0.5, 0.5),
+                                          rng.vector<3>(-0.5, 0.5)));
+        for (int part = 0; part < 4; ++part) {
+            const auto c = weft::cloth_contact<double>(q, parallel, k, r, true, part);
+            if (!c.active || c.distance < 1e-3) continue;
+            const double free = part < 2 ? c.t : c.s, m = 1e-4;  // away from the clamp's kinks
+            if ((free > 0 && free < m) || (free < 1 && free > 1 - m)) continue;
+            INFO("trial " << trial << ", part " << part << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
+            REQUIRE(c.exact_hessian);
+            CHECK(c.normal_force == Approx(0.25 * k * (r - c.distance)).epsilon(1e-12));
+            checker.gradient(
+                [&](const VectorX& v) {
+                    return -weft::cloth_contact<double>(Vec12(v), parallel, k, r, false, part).energy;
+                },
+                VectorX(q), VectorX(c.force), "end point part: force = -grad V");
+            checker.jacobian(
+                [&](const VectorX& v) {
+                    return VectorX(-weft::cloth_contact<double>(Vec12(v), parallel, k, r, false, part).force);
+                },
+                VectorX(q), MatrixX(c.hessian), "end point part: exact Hessian = -d force / dq");
+            check_momentum(q, c.force);
+            const Eigen::VectorXd gn = weft_test::symmetric_eigenvalues(c.gauss_newton);
+            CHECK(gn.minCoeff() > -1e-12 * gn.maxCoeff());
+            ++parts;
+            free_parts += free > 0 && free < 1;
+        }
+    }
+    INFO("parts " << parts << ", with a free parameter " << free_parts);
+    REQUIRE(parts >= 60);
+    REQUIRE(free_parts >= 30);
+    REQUIRE(checker.checks == 2 * parts);
 }

@@ -981,9 +981,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 178 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 180 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 179);
+    REQUIRE(checked == 180);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")
@@ -1056,6 +1056,9 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
     tri["collision"] = json::parse(R"({"create_contacts": true})");
     REQUIRE_THROWS_WITH(weft::build_triangle_scene<double>(weft::parse_scene(tri)),
                         Contains("collision.create_contacts") && Contains("yarn"));
+    tri["collision"] = json::parse(R"({"parallel_angle": 5})");
+    REQUIRE_THROWS_WITH(weft::build_triangle_scene<double>(weft::parse_scene(tri)),
+                        Contains("collision.parallel_angle") && Contains("yarn"));
     // Yarn scenes: the yarn diameter and 100 x mean node mass / h² by default.
     json yarn = example();
     yarn["collision"] = json::object();
@@ -1069,6 +1072,17 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
         length += (yb.model.position(seg.node1) - yb.model.position(seg.node0)).norm();
     const double mean_mass = yb.model.material.linear_density * length / yb.model.node_count();
     CHECK(yb.model.collision.stiffness == Approx(100 * mean_mass / (ys.time_step * ys.time_step)));
+    CHECK(yb.model.collision.parallel_angle == 0.0);
+    // parallel_angle in degrees, to radians in the model; below 90, not negative.
+    yarn["collision"] = json::parse(R"({"parallel_angle": 5})");
+    CHECK(weft::build_yarn_scene<double>(weft::parse_scene(yarn)).model.collision.parallel_angle ==
+          Approx(5 * 3.14159265358979323846 / 180));
+    yarn["collision"] = json::parse(R"({"parallel_angle": -1})");
+    CHECK_THAT(error_of(yarn), Contains("collision.parallel_angle") && Contains("-1"));
+    yarn["collision"] = json::parse(R"({"parallel_angle": 90})");
+    CHECK_THAT(error_of(yarn), Contains("collision.parallel_angle: must be below 90") && Contains("90"));
+    yarn["collision"] = json::parse(R"({"parallel_angle": "5"})");
+    CHECK_THAT(error_of(yarn), Contains("collision.parallel_angle"));
     // Refused: a thickness the fabric's own yarns would violate; contact
     // creation without stacked layers that can lose contacts, or without EIL.
     yarn["collision"] = json::parse(R"({"thickness": 0.5})");

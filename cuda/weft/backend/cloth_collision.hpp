@@ -274,8 +274,8 @@ constexpr double contact_onset_cap = 0.5;
 /// update q + α h Δv carries a pair that is out of contact (d ≥ r) at most
 /// `cap` into it, with d linearized along the pair's normal at its current
 /// contact points (the closest points of a point–triangle or edge–edge
-/// pair, `stable_segment_parameters` for a yarn segment pair:
-/// `contact_point_weights`). An
+/// pair, `stable_segment_parameters` for a yarn segment pair, each end
+/// point's part of a parallel one: `contact_point_weights`). An
 /// out-of-contact pair has no stiffness in the Newton matrix, so one update
 /// could otherwise carry two pieces of cloth that meet within the step deep
 /// into each other, and the next iterations bounce on the penalty. Measured
@@ -296,18 +296,22 @@ struct ContactOnsetFraction {
         const Vec<T, 12> dl = gather_nodes<T, 4, B>(dv, pair.nodes);
         const Vec3<T> p0 = ql.template segment<3>(0), p1 = ql.template segment<3>(3), p2 = ql.template segment<3>(6),
                       p3 = ql.template segment<3>(9);
-        T c[4];
-        contact_point_weights<T>(p0, p1, p2, p3, pair.kind, true, c);
-        const Vec3<T> x = weighted_sum<T>(c, p0, p1, p2, p3);
-        const T ch[4] = {c[0] * h, c[1] * h, c[2] * h, c[3] * h};
-        const Vec3<T> dx = weighted_sum<T>(ch, dl.template segment<3>(0), dl.template segment<3>(3),
-                                           dl.template segment<3>(6), dl.template segment<3>(9));
-        const T d = x.norm();
-        if (!(d >= thickness) || !(d > T(0))) return T(1);
-        const T closing = -x.dot(dx) / d;
-        if (!(closing > T(0)) || d - closing >= thickness - cap) return T(1);
-        const T reach = (d - thickness + cap) / closing;
-        return reach < T(1) ? reach : T(1);
+        T fraction = T(1);
+        for (int part = 0; part < contact_parts(pair); ++part) {
+            T c[4];
+            contact_point_weights<T>(p0, p1, p2, p3, pair.kind, true, c, part);
+            const Vec3<T> x = weighted_sum<T>(c, p0, p1, p2, p3);
+            const T ch[4] = {c[0] * h, c[1] * h, c[2] * h, c[3] * h};
+            const Vec3<T> dx = weighted_sum<T>(ch, dl.template segment<3>(0), dl.template segment<3>(3),
+                                               dl.template segment<3>(6), dl.template segment<3>(9));
+            const T d = x.norm();
+            if (!(d >= thickness) || !(d > T(0))) continue;
+            const T closing = -x.dot(dx) / d;
+            if (!(closing > T(0)) || d - closing >= thickness - cap) continue;
+            const T reach = (d - thickness + cap) / closing;
+            if (reach < fraction) fraction = reach;
+        }
+        return fraction;
     }
 };
 

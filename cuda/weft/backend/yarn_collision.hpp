@@ -84,7 +84,8 @@ struct NeighbourNodes {
 /// so, the upper layer lies a thickness per level above the lower one, as
 /// the contact nodes that join them do not (docs/collision.md, "Stacked
 /// layers"). Where n is undefined (no end node with a normal) the offset
-/// stays zero.
+/// stays zero. A pair whose segments' sin² at q lies below `parallel_sine2`
+/// is a `parallel_segment_pair` (its end points' parts) instead.
 template <typename T>
 struct SegmentPairElement {
     const int* edges;
@@ -92,11 +93,22 @@ struct SegmentPairElement {
     const int* level;
     const T* normals;  ///< 3 per node (zero: none)
     T thickness;
+    const T* q;        ///< yarn_node_dofs per node, positions first
+    T parallel_sine2;  ///< 0: no pair is parallel
     WEFT_HD ClothContactElement<T> operator()(const CandidatePair& p) const
     {
         ClothContactElement<T> e{{edges[2 * p.a], edges[2 * p.a + 1], edges[2 * p.b], edges[2 * p.b + 1]},
                                  int(ClothContactKind::segment_pair),
                                  T(0)};
+        if (parallel_sine2 > T(0)) {
+            const Vec3<T> u = cloth_collision_detail::node_position(q, e.nodes[1], yarn_node_dofs) -
+                              cloth_collision_detail::node_position(q, e.nodes[0], yarn_node_dofs);
+            const Vec3<T> w = cloth_collision_detail::node_position(q, e.nodes[3], yarn_node_dofs) -
+                              cloth_collision_detail::node_position(q, e.nodes[2], yarn_node_dofs);
+            const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
+            if (uu > T(0) && ww > T(0) && uu * ww - uw * uw < parallel_sine2 * uu * ww)
+                e.kind = int(ClothContactKind::parallel_segment_pair);
+        }
         if (!stack || stack[p.a] < 0 || stack[p.a] != stack[p.b] || level[p.a] == level[p.b]) return e;
         Vec3<T> n = Vec3<T>::Zero();
         for (int k = 0; k < 4; ++k)
@@ -469,6 +481,16 @@ public:
     int segment_count() const { return static_cast<int>(m_edges.size() / 2); }
     T cell() const { return m_cell; }
 
+    /// Pairs whose segments lie within `angle` (radians, below π/2) of
+    /// parallel where `find` finds them become parallel segment pairs
+    /// (ClothCollision::parallel_angle); 0: none.
+    void set_parallel_angle(T angle)
+    {
+        using std::sin;
+        const T sine = sin(angle);
+        m_parallel_sine2 = angle > T(0) ? sine * sine : T(0);
+    }
+
     /// The segment pairs, not excluded, that may come closer than `reach`
     /// within a time τ from positions q moving at velocities v (5 DoFs per
     /// node, x first), sorted: as ClothContactFinder's edge–edge pairs.
@@ -499,7 +521,8 @@ public:
         if (m_segment_stack.empty()) {
             thrust::transform(
                 thrust::device, near.begin(), near.end(), out.begin(),
-                yarn_collision_detail::SegmentPairElement<T>{raw_pointer(m_edges), nullptr, nullptr, nullptr, T(0)});
+                yarn_collision_detail::SegmentPairElement<T>{raw_pointer(m_edges), nullptr, nullptr, nullptr, T(0),
+                                                             raw_pointer(q), m_parallel_sine2});
             return out;
         }
         // Stacked layers: no pair between two layers that a contact at one
@@ -520,7 +543,7 @@ public:
         thrust::transform(thrust::device, near.begin(), near.end(), out.begin(),
                           yarn_collision_detail::SegmentPairElement<T>{
                               raw_pointer(m_edges), raw_pointer(m_segment_stack), raw_pointer(m_segment_level),
-                              raw_pointer(m_normals), m_thickness});
+                              raw_pointer(m_normals), m_thickness, raw_pointer(q), m_parallel_sine2});
         const auto end = thrust::remove_if(thrust::device, out.begin(), out.end(),
                                            yarn_collision_detail::BeyondReach<T>{motion, reach});
         out.resize(static_cast<std::size_t>(end - out.begin()));
@@ -691,6 +714,7 @@ private:
     T m_cell = T(1);
     T m_thickness = T(0);
     T m_largest_offset = T(0);                 ///< stacked layers: thickness × the largest level difference
+    T m_parallel_sine2 = T(0);                 ///< set_parallel_angle
     std::vector<YarnLayerPlace> m_node_place;  ///< stacked layers: 2 per node (u-yarn, v-yarn)
     thrust::device_vector<int> m_segment_stack, m_segment_level;
     /// Stacked layers: the node normals' chords, 2 nodes and a coordinate each, and 4 per node (set_segment_layers).

@@ -1467,6 +1467,7 @@ YarnStepper<T>::YarnStepper(const YarnModel<T>& model, const std::vector<Collide
         m_initial_segments = model.segments;
         m_contact_finder = YarnContactFinder<T>(model.node_count(), yarn_collision_cell(model), m_collision.thickness);
         m_contact_finder.set_layers(model);
+        m_contact_finder.set_parallel_angle(m_collision.parallel_angle);
     }
     if (m_collision.enabled && m_collision.create_contacts) {
         if (!m_tracker.enabled())

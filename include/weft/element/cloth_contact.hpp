@@ -46,6 +46,11 @@ struct ClothCollision {
     /// where layers meet").
     bool create_contacts = false;
     int create_after = 3;
+    /// Yarns only: a segment pair within this angle of parallel (radians)
+    /// at the step's start is a `parallel_segment_pair` for the step (its
+    /// end points' penalties), a pair beyond it a `segment_pair`; 0 makes
+    /// every pair a segment_pair (docs/collision.md, "Parallel yarns").
+    T parallel_angle = T(0);
 };
 
 /// The default penalty stiffness of cloth contact (triangle and yarn cloth
@@ -83,6 +88,15 @@ enum class ClothContactKind : int {
     /// continuous in the nodes' positions where the closest points are not
     /// unique (docs/collision.md, "Parallel yarns").
     segment_pair = 2,
+    /// Two yarn segments (nodes as edge_edge) that were nearly parallel
+    /// when the pair was found (`ClothCollision::parallel_angle`): the sum of
+    /// four penalties of a quarter of the stiffness each, on the distance
+    /// from each end point to the other segment (`end_point_contact`).
+    /// Each part is C¹ in the positions at any angle, so a Newton attempt
+    /// on layers lying on each other meets no jump of the force's points
+    /// (docs/collision.md, "Parallel yarns"); two equal parallel segments
+    /// over each other get the segment pair's penalty exactly.
+    parallel_segment_pair = 3,
 };
 
 /// One candidate contact pair of triangle cloth or of yarn segments.
@@ -100,6 +114,14 @@ struct ClothContactElement {
     /// attempt, so that the pair's force stays the gradient of its energy.
     T offset[3] = {T(0), T(0), T(0)};
 };
+
+/// The number of penalty parts of a contact pair: the four end points of
+/// a parallel segment pair, one for every other kind.
+template <typename T>
+WEFT_HD inline int contact_parts(const ClothContactElement<T>& pair)
+{
+    return pair.kind == int(ClothContactKind::parallel_segment_pair) ? 4 : 1;
+}
 
 /// A pair's four nodes' positions (`B` DoFs per node, positions first) as
 /// the pair measures them: the second primitive displaced by its offset.
@@ -139,19 +161,22 @@ WEFT_HD inline T parallel_mollifier(const Vec<T, 12>& q, T eps, Vec<T, 12>& grad
 /// pair, the first segment's point minus the second's for the two edge
 /// kinds. `force_points`: a segment pair takes the points its force acts
 /// between (`stable_segment_parameters`, see cloth_contact below); otherwise
-/// every kind takes its closest points.
+/// every kind takes its closest points; a parallel segment pair, the
+/// points of its part `part` (`end_point_parameters`).
 template <typename T>
 WEFT_HD inline void contact_point_weights(const Vec3<T>& p0, const Vec3<T>& p1, const Vec3<T>& p2, const Vec3<T>& p3,
-                                          int kind, bool force_points, T c[4])
+                                          int kind, bool force_points, T c[4], int part = 0)
 {
     if (kind == int(ClothContactKind::point_triangle)) {
         const PointTriangleClosest<T> at = closest_point_triangle<T>(p0, p1, p2, p3);
         c[0] = T(1), c[1] = -(T(1) - at.u - at.v), c[2] = -at.u, c[3] = -at.v;
         return;
     }
-    const SegmentPairClosest<T> at = force_points && kind == int(ClothContactKind::segment_pair)
-                                         ? stable_segment_parameters<T>(p0, p1, p2, p3)
-                                         : closest_segment_segment<T>(p0, p1, p2, p3);
+    const SegmentPairClosest<T> at =
+        !force_points                                          ? closest_segment_segment<T>(p0, p1, p2, p3)
+        : kind == int(ClothContactKind::segment_pair)          ? stable_segment_parameters<T>(p0, p1, p2, p3)
+        : kind == int(ClothContactKind::parallel_segment_pair) ? end_point_parameters<T>(p0, p1, p2, p3, part)
+                                                               : closest_segment_segment<T>(p0, p1, p2, p3);
     c[0] = T(1) - at.s, c[1] = at.s, c[2] = -(T(1) - at.t), c[3] = -at.t;
 }
 
@@ -180,10 +205,16 @@ WEFT_HD inline Vec3<T> weighted_sum(const T c[4], const Vec3<T>& p0, const Vec3<
 /// (`exact` false, a segment pair within the blend, an edge–edge pair, whose
 /// mollifier's second derivative is not formed) `hessian` stays zero and
 /// the system matrix takes the Gauss–Newton stiffness.
+///
+/// A parallel segment pair returns its part `part` (0–3, `contact_parts`):
+/// an end point's penalty with a quarter of the stiffness, its exact
+/// Hessian where `exact` asks for it.
 template <typename T>
 WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothContactElement<T>& pair, T stiffness,
-                                               T thickness, bool exact = false)
+                                               T thickness, bool exact = false, int part = 0)
 {
+    if (pair.kind == int(ClothContactKind::parallel_segment_pair))
+        return end_point_contact<T>(q, part, T(0.25) * stiffness, thickness, exact);
     if (pair.kind == int(ClothContactKind::point_triangle))
         return point_triangle_contact<T>(q, stiffness, thickness, exact);
     if (pair.kind == int(ClothContactKind::segment_pair)) {
@@ -228,32 +259,34 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
     const Vec<T, 12> ql = gather_contact_positions<T, B>(q, pair);
     const Vec<T, 12> vl = gather_nodes<T, 4, B>(v, pair.nodes);
     const bool exact = newton.exact_hessians && !newton.forces_only;
-    const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact);
-    energy = ElementEnergies<T>{T(0), c.energy, T(0), T(0)};
-    Vec<T, 12> force = c.force;
-    Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
-    if (collision.friction > T(0)) {
+    energy = ElementEnergies<T>{T(0), T(0), T(0), T(0)};
+    Vec<T, 12> force = Vec<T, 12>::Zero();
+    Mat<T, 12, 12> df_dq = Mat<T, 12, 12>::Zero(), df_dv = Mat<T, 12, 12>::Zero();
+    const int parts = contact_parts(pair);
+    for (int part = 0; part < parts; ++part) {
+        const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact, part);
+        energy.elastic += c.energy;
+        force += c.force;
+        // ∂f/∂q: the exact Hessian where cloth_contact formed one, else Gauss–Newton.
+        df_dq -= c.exact_hessian ? c.hessian : c.gauss_newton;
+        if (!(collision.friction > T(0))) continue;
         const SegmentContact<T> lagged =
             newton.lagged_positions ? cloth_contact<T>(gather_contact_positions<T, B>(newton.lagged_positions, pair),
-                                                       pair, collision.stiffness, collision.thickness)
+                                                       pair, collision.stiffness, collision.thickness, false, part)
                                     : c;
-        if (lagged.active && !lagged.degenerate) {
-            T pair_mass = T(0);
-            for (int i = 0; i < 4; ++i)
-                pair_mass += (lagged.coefficient[i] < T(0) ? -lagged.coefficient[i] : lagged.coefficient[i]) *
-                             mass[pair.nodes[i]];
-            pair_mass /= T(2);
-            const T limit = collision.friction * lagged.normal_force;
-            const LocalTerms<T, 12> f =
-                contact_friction<T>(lagged, vl, collision.friction,
-                                    collider_slip_velocity<T>(collision.slip_velocity, limit, h, pair_mass));
-            force += f.force;
-            df_dv = f.df_dv;
-            energy.dissipation = f.energy;
-        }
+        if (!lagged.active || lagged.degenerate) continue;
+        T pair_mass = T(0);
+        for (int i = 0; i < 4; ++i)
+            pair_mass +=
+                (lagged.coefficient[i] < T(0) ? -lagged.coefficient[i] : lagged.coefficient[i]) * mass[pair.nodes[i]];
+        pair_mass /= T(2);
+        const T limit = collision.friction * lagged.normal_force;
+        const LocalTerms<T, 12> f = contact_friction<T>(
+            lagged, vl, collision.friction, collider_slip_velocity<T>(collision.slip_velocity, limit, h, pair_mass));
+        force += f.force;
+        df_dv += f.df_dv;
+        energy.dissipation += f.energy;
     }
-    // ∂f/∂q: the exact Hessian where cloth_contact formed one, else Gauss–Newton.
-    const Mat<T, 12, 12> df_dq = c.exact_hessian ? (-c.hessian).eval() : (-c.gauss_newton).eval();
     scatter_nodes<T, 4, B>(out, pair.nodes, Mat<T, 12, 12>::Zero().eval(), force, df_dq, df_dv, vl, h, newton);
 }
 

@@ -100,6 +100,32 @@ WEFT_HD inline SegmentPairClosest<T> stable_segment_parameters(const Vec3<T>& a0
     return SegmentPairClosest<T>{s, t, (a0 + s * u - b0 - t * w).squaredNorm()};
 }
 
+/// The parameters (s, t) of one end point's part of a segment pair
+/// [a₀, a₁], [b₀, b₁] (`part` 0–3: a₀, a₁, b₀, b₁): the end point itself
+/// (s or t at 0 or 1) and its closest point on the other segment. The
+/// parts of a nearly parallel yarn segment pair
+/// (`ClothContactKind::parallel_segment_pair`, docs/collision.md, "Parallel
+/// yarns"): unlike the segments' closest pair, each is unique and
+/// continuous in the end points at any angle.
+template <typename T>
+WEFT_HD inline SegmentPairClosest<T> end_point_parameters(const Vec3<T>& a0, const Vec3<T>& a1, const Vec3<T>& b0,
+                                                          const Vec3<T>& b1, int part)
+{
+    T s, t;
+    if (part < 2) {
+        const Vec3<T> w = b1 - b0;
+        const T ww = w.dot(w);
+        s = T(part);
+        t = ww > T(0) ? detail::clamp_unit(((part == 0 ? a0 : a1) - b0).dot(w) / ww) : T(0);
+    } else {
+        const Vec3<T> u = a1 - a0;
+        const T uu = u.dot(u);
+        t = T(part - 2);
+        s = uu > T(0) ? detail::clamp_unit(((part == 2 ? b0 : b1) - a0).dot(u) / uu) : T(0);
+    }
+    return SegmentPairClosest<T>{s, t, (a0 + s * (a1 - a0) - b0 - t * (b1 - b0)).squaredNorm()};
+}
+
 /// Closest point x₀ + u (x₁ − x₀) + v (x₂ − x₀), u, v ≥ 0, u + v ≤ 1, of a
 /// triangle to a point p.
 template <typename T>

@@ -191,6 +191,47 @@ WEFT_HD inline SegmentContact<T> segment_contact_at(const Vec<T, 12>& q, T s, T 
     return out;
 }
 
+/// The same penalty on the distance from one end point of a segment pair
+/// to the other segment (`end_point_parameters`, `part` 0–3: a₀, a₁, b₀,
+/// b₁). The end point's parameter is fixed; the other segment's is free
+/// (when its closest point is inside it), so the exact Hessian takes its
+/// implicit-function term as segment_contact does. Fields as
+/// SegmentContact; `exact_hessian` as there.
+template <typename T>
+WEFT_HD inline SegmentContact<T> end_point_contact(const Vec<T, 12>& q, int part, T stiffness, T radius_sum,
+                                                   bool exact_hessian = true)
+{
+    const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
+                  b1 = q.template segment<3>(9);
+    const SegmentPairClosest<T> c = end_point_parameters<T>(a0, a1, b0, b1, part);
+    SegmentContact<T> out;
+    if (!detail::start_contact(out, c.s, c.t, c.distance_squared, radius_sum)) return out;
+    const T s = c.s, t = c.t;
+    const Vec3<T> u = a1 - a0, w = b1 - b0;
+    const Vec3<T> x = a0 + s * u - b0 - t * w;
+    const T coefficient[4] = {T(1) - s, s, -(T(1) - t), -t};
+    Vec<T, 12> grad_D;
+    Mat<T, 12, 12> hess_D;
+    detail::distance_value_base(coefficient, x, grad_D, hess_D);
+    if (exact_hessian) {
+        if (part < 2) {
+            const T ww = w.dot(w);
+            if (t > T(0) && t < T(1) && ww > T(0)) {
+                const Vec<T, 12> f_qt = -detail::parameter_cross_derivative(coefficient, w, x, 2, 3);
+                hess_D -= f_qt * f_qt.transpose() / ww;
+            }
+        } else {
+            const T uu = u.dot(u);
+            if (s > T(0) && s < T(1) && uu > T(0)) {
+                const Vec<T, 12> f_qs = detail::parameter_cross_derivative(coefficient, u, x, 0, 1);
+                hess_D -= f_qs * f_qs.transpose() / uu;
+            }
+        }
+    }
+    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, exact_hessian);
+    return out;
+}
+
 /// The contact of a point and a triangle, q = [p, x₀, x₁, x₂]: the same
 /// penalty of the distance d from p to the triangle (closest point
 /// x₀ + u (x₁ − x₀) + v (x₂ − x₀), proximity.hpp), with the same value-

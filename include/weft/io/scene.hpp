@@ -78,6 +78,8 @@
 ///   stiffness         number 100 × mean node mass / time_step² (N/m), > 0
 ///   create_contacts   bool   false  yarn layers only: removed contacts are made again where
 ///                                    layers touch for 3 steps (needs EIL and layer_friction)
+///   parallel_angle    number 0      yarns only: degrees (< 90); a segment pair within it of
+///                                    parallel at a step's start takes its end points' penalties
 /// output            object   nothing is written by default
 /// ```
 ///

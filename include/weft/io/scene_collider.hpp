@@ -89,6 +89,9 @@ inline CollisionDescription parse_collision(const json& j, const std::string& pa
         c.thickness = default_thickness;
     }
     c.stiffness = o.get_or("stiffness", read_positive, 0.0);
+    c.parallel_angle = o.get_or("parallel_angle", read_non_negative, 0.0);
+    if (!(c.parallel_angle < 90))
+        fail(o.path("parallel_angle"), "must be below 90 (degrees), got " + format_number(c.parallel_angle));
     return c;
 }
 

@@ -170,7 +170,8 @@ struct CollisionDescription {
     double thickness = 0;  ///< contact distance (m); 0 until resolved: 2 x collision_offset (triangle cloth)
     double friction = 0;   ///< Coulomb coefficient between cloth surfaces
     double stiffness = 0;  ///< penalty stiffness (N/m); 0: 100 x mean node mass / time_step^2 (the model builder)
-    bool create_contacts = false;  ///< yarns: collisions between layers become EoL contacts (not available yet)
+    bool create_contacts = false;  ///< yarns: collisions between layers become EoL contacts
+    double parallel_angle = 0;     ///< yarns: degrees; pairs this close to parallel take their end points' parts
 };
 
 struct OutputDescription {

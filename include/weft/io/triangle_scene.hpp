@@ -287,6 +287,10 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
     out.colliders = colliders_of<T>(scene);
     if (scene.collision.create_contacts)
         throw InvalidInput("invalid collision.create_contacts: applies to yarn layers, not to triangle cloth");
+    if (scene.collision.parallel_angle > 0)
+        throw InvalidInput(
+            "invalid collision.parallel_angle: applies to yarn segment pairs, not to triangle cloth "
+            "(whose parallel edges the mollifier hands to the point-triangle pairs)");
     out.model.collision.enabled = scene.collision.enabled;
     out.model.collision.thickness = T(scene.collision.thickness);
     out.model.collision.stiffness =
