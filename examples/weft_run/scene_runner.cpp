@@ -15,12 +15,12 @@
 #include <map>
 #include <memory>
 #include <optional>
-#include <set>
 #include <sstream>
 #include <type_traits>
 #include <vector>
 
 #include <weft/backend/scene_options.hpp>
+#include <weft/backend/state_archive.hpp>
 #include <weft/backend/triangle_stepper.hpp>
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/io/checkpoint.hpp>
@@ -359,32 +359,35 @@ public:
     }
 };
 
-/// The summary's counters, saved with a checkpoint so that a resumed run's
-/// summary is the uninterrupted run's.
+/// The summary's counters, saved with a checkpoint (blocks "run.NAME",
+/// through StateSaver and StateLoader) so that a resumed run's summary is
+/// the uninterrupted run's. A counter added since checkpoints were first
+/// written is `optional`: it stays 0 when an earlier build's checkpoint
+/// lacks its block.
 template <class Archive>
 void summary_fields(Archive&& a, RunSummary& s)
 {
-    a("run.steps", s.steps);
-    a("run.simulated_time", s.simulated_time);
-    a("run.pcg_iterations", s.pcg_iterations);
-    a("run.newton_iterations", s.newton_iterations);
-    a("run.substeps", s.substeps);
-    a("run.frames", s.frames);
-    a("run.peak_eil_nodes", s.peak_eil_nodes);
-    a("run.peak_speed", s.peak_speed);
-    a("run.detached_contacts", s.detached_contacts);
-    a("run.pulled_contacts", s.pulled_contacts);
-    a("run.created_contacts", s.created_contacts);
-    a("run.retries", s.retries);
-    a("run.halved_steps", s.halved_steps);
-    a("run.line_search_cuts", s.line_search_cuts);
-    a("run.line_search_expansions", s.line_search_expansions);
-    a("run.projected_solves", s.projected_solves);
-    a("run.multilevel_builds", s.multilevel_builds);
-    a("run.feasibility_limits", s.feasibility_limits);
-    a("run.min_contact_distance", s.min_contact_distance);
-    a("run.peak_contact_pairs", s.peak_contact_pairs);
-    a("run.intersecting_frames", s.intersecting_frames);
+    a("steps", s.steps);
+    a("simulated_time", s.simulated_time);
+    a("pcg_iterations", s.pcg_iterations);
+    a("newton_iterations", s.newton_iterations);
+    a("substeps", s.substeps);
+    a("frames", s.frames);
+    a("peak_eil_nodes", s.peak_eil_nodes);
+    a("peak_speed", s.peak_speed);
+    a("detached_contacts", s.detached_contacts);
+    a("pulled_contacts", s.pulled_contacts);
+    a.optional("created_contacts", s.created_contacts);  // added since checkpoints were first written
+    a("retries", s.retries);
+    a("halved_steps", s.halved_steps);
+    a("line_search_cuts", s.line_search_cuts);
+    a("line_search_expansions", s.line_search_expansions);
+    a("projected_solves", s.projected_solves);
+    a("multilevel_builds", s.multilevel_builds);
+    a("feasibility_limits", s.feasibility_limits);
+    a("min_contact_distance", s.min_contact_distance);
+    a("peak_contact_pairs", s.peak_contact_pairs);
+    a("intersecting_frames", s.intersecting_frames);
 }
 
 /// After a resume, frames draw the topology the stepper runs on.
@@ -418,14 +421,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             in.fail("was written for scene \"" + in.get_string("run.scene") +
                     "\" with its options, and this run's scene file or options differ (" + args.scene.string() +
                     "): a checkpoint continues only the run it was written by");
-        // Counters added since checkpoints were first written stay 0 when a
-        // checkpoint of an earlier build lacks their blocks.
-        const std::set<std::string> added{"run.created_contacts"};
-        summary_fields(
-            [&](const char* name, auto& field) {
-                if (in.has(name) || !added.count(name)) field = in.get_value<std::decay_t<decltype(field)>>(name);
-            },
-            summary);
+        summary_fields(StateLoader<CheckpointReader>(in, "run."), summary);
         frame_times = in.get<double>("run.frame_times");
         csv_rows = in.get_value<std::uint64_t>("run.csv_rows");
         stepper.load_state(in);
@@ -438,7 +434,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         CheckpointWriter out;
         out.put_value("run.fingerprint", fingerprint);
         out.put_string("run.scene", args.scene.string());
-        summary_fields([&](const char* name, auto& field) { out.put_value(name, field); }, summary);
+        summary_fields(StateSaver<CheckpointWriter>(out, "run."), summary);
         out.put("run.frame_times", frame_times);
         out.put_value("run.csv_rows", csv_rows);
         stepper.save_state(out);

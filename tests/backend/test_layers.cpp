@@ -349,8 +349,8 @@ TEST_CASE("layers: a stack with no gravity stays at rest, with EIL on and off, o
                     dq = std::max(dq, std::abs(q[i] - s.model.q[i]));
                     dv = std::max(dv, std::abs(v[i]));
                 }
-                INFO("Newton " << newton << ", EIL " << eil << ": max |dq| " << dq << ", max |v| " << dv
-                               << ", Newton iterations " << iterations);
+                INFO("friction " << friction << ", Newton " << newton << ", EIL " << eil << ": max |dq| " << dq
+                                 << ", max |v| " << dv << ", Newton iterations " << iterations);
                 CHECK(dq < 1e-15);
                 CHECK(dv < 1e-12);
                 // Full Newton: the predictor's residual is below the resolution

@@ -675,6 +675,38 @@ TEST_CASE("yarn collision: stacked layers that no contact joins any more meet ag
     }
 }
 
+namespace {
+
+/// The largest relative difference between a stepper's assembled force at
+/// the model's state (more than 10 contact pairs) and central differences
+/// (1e-9 m) of its elastic energy over every node position; each perturbed
+/// stepper must find the same pairs. `checked` counts the compared entries.
+double assembled_force_mismatch(const YarnModel<double>& model, int& checked)
+{
+    YarnStepper<double> stepper(model, {}, Vec3::Zero());
+    REQUIRE(stepper.contact_pairs() > 10);
+    stepper.assemble(1e-3);
+    const VectorX force = host(stepper.force());
+    const int pairs = stepper.contact_pairs();
+    const double eps = 1e-9;
+    double worst = 0;
+    for (int n = 0; n < model.node_count(); ++n)
+        for (int k = 0; k < 3; ++k) {
+            const std::size_t i = static_cast<std::size_t>(B * n + k);
+            YarnModel<double> plus = model, minus = model;
+            plus.q[i] += eps;
+            minus.q[i] -= eps;
+            YarnStepper<double> sp(plus, {}, Vec3::Zero()), sm(minus, {}, Vec3::Zero());
+            REQUIRE(sp.contact_pairs() == pairs);
+            const double fd = -(sp.energies().elastic - sm.energies().elastic) / (2 * eps);
+            worst = std::max(worst, std::abs(force(static_cast<Eigen::Index>(i)) - fd) / std::max(1e-4, std::abs(fd)));
+            ++checked;
+        }
+    return worst;
+}
+
+}  // namespace
+
 TEST_CASE("yarn collision: assembled contact force and stiffness against finite differences",
           "[backend][yarn][collision]")
 {
@@ -685,27 +717,8 @@ TEST_CASE("yarn collision: assembled contact force and stiffness against finite 
     std::fill(model.free_dof.begin(), model.free_dof.end(), 1);
     weft_test::Random rng(4);
     weft_test::perturb(model, rng, 0.05e-3, 0.0);
-    const double h = 1e-3;
-    YarnStepper<double> stepper(model, {}, Vec3::Zero());
-    REQUIRE(stepper.contact_pairs() > 10);
-    stepper.assemble(h);
-    const VectorX force = host(stepper.force());
-    const double eps = 1e-9;
     int checked = 0;
-    double worst = 0;
-    for (int n = 0; n < model.node_count(); ++n)
-        for (int k = 0; k < 3; ++k) {
-            const std::size_t i = static_cast<std::size_t>(B * n + k);
-            YarnModel<double> plus = model, minus = model;
-            plus.q[i] += eps;
-            minus.q[i] -= eps;
-            YarnStepper<double> sp(plus, {}, Vec3::Zero()), sm(minus, {}, Vec3::Zero());
-            REQUIRE(sp.contact_pairs() == stepper.contact_pairs());
-            const double fd = -(sp.energies().elastic - sm.energies().elastic) / (2 * eps);
-            worst = std::max(worst, std::abs(force(static_cast<Eigen::Index>(i)) - fd) / std::max(1e-4, std::abs(fd)));
-            ++checked;
-        }
-    CHECK(worst < 1e-4);
+    CHECK(assembled_force_mismatch(model, checked) < 1e-4);
     CHECK(checked == 3 * model.node_count());
 
     // The contacts' stiffness alone (yarn elements off) is Gauss–Newton,
@@ -715,6 +728,7 @@ TEST_CASE("yarn collision: assembled contact force and stiffness against finite 
     std::fill(near.free_dof.begin(), near.free_dof.end(), 1);
     near.material.stretch_stiffness = near.material.bending_stiffness = near.material.shear_stiffness = 0;
     near.material.contact_stiffness = 0;
+    const double h = 1e-3;
     YarnStepper<double> ns(near, {}, Vec3::Zero());
     REQUIRE(ns.contact_pairs() > 10);
     ns.assemble(h);
@@ -792,27 +806,8 @@ TEST_CASE(
     // The stepper's elastic force (the yarn elements and every contact
     // part) against central differences of its elastic energy.
     model.collision.parallel_angle = angle;
-    const double h = 1e-3;
-    YarnStepper<double> stepper(model, {}, Vec3::Zero());
-    REQUIRE(stepper.contact_pairs() > 10);
-    stepper.assemble(h);
-    const VectorX force = host(stepper.force());
-    const double eps = 1e-9;
     int checked = 0;
-    double worst = 0;
-    for (int n = 0; n < model.node_count(); ++n)
-        for (int k = 0; k < 3; ++k) {
-            const std::size_t i = static_cast<std::size_t>(B * n + k);
-            YarnModel<double> plus = model, minus = model;
-            plus.q[i] += eps;
-            minus.q[i] -= eps;
-            YarnStepper<double> sp(plus, {}, Vec3::Zero()), sm(minus, {}, Vec3::Zero());
-            REQUIRE(sp.contact_pairs() == stepper.contact_pairs());
-            const double fd = -(sp.energies().elastic - sm.energies().elastic) / (2 * eps);
-            worst = std::max(worst, std::abs(force(static_cast<Eigen::Index>(i)) - fd) / std::max(1e-4, std::abs(fd)));
-            ++checked;
-        }
-    CHECK(worst < 1e-4);
+    CHECK(assembled_force_mismatch(model, checked) < 1e-4);
     CHECK(checked == 3 * model.node_count());
 }
 
@@ -1314,6 +1309,45 @@ TEST_CASE("yarn collision: create_contacts needs EIL and contacts that can be pu
     CHECK_THROWS_WITH(YarnStepper<double>(model, {}, Vec3::Zero(), {}, eil), Catch::Contains("create_after"));
 }
 
+namespace {
+
+/// The falling layer (with `create` contacts or without) in two steppers,
+/// the first of which has taken 3 steps: for checkpoints the first writes
+/// and the second loads.
+struct FallingLayers {
+    double h = 1e-3;
+    YarnModel<double> model;
+    YarnStepper<double> a, b;
+    explicit FallingLayers(bool create)
+        : model(falling_layer(create, 1e-3)),
+          a(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil()),
+          b(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil())
+    {
+        for (int k = 0; k < 3; ++k) REQUIRE(a.step(h).ok);
+    }
+    /// Steps both `n` times; the number of steps after which their
+    /// positions, velocities and contacts made are the same, bit for bit.
+    int same_steps(int n)
+    {
+        int same = 0;
+        for (int k = 0; k < n; ++k) {
+            const weft::YarnStepReport ra = a.step(h), rb = b.step(h);
+            REQUIRE(ra.ok);
+            REQUIRE(rb.ok);
+            INFO("step " << k << " after the checkpoint");
+            const std::vector<double> qa = weft::to_host(a.positions()), qb = weft::to_host(b.positions());
+            const std::vector<double> va = weft::to_host(a.velocities()), vb = weft::to_host(b.velocities());
+            CHECK(ra.created_contacts == rb.created_contacts);
+            CHECK(qa == qb);
+            CHECK(va == vb);
+            same += ra.created_contacts == rb.created_contacts && qa == qb && va == vb;
+        }
+        return same;
+    }
+};
+
+}  // namespace
+
 TEST_CASE("yarn collision: a stepper making contacts resumes from its checkpoint bit for bit",
           "[backend][yarn][collision][layers][checkpoint]")
 {
@@ -1321,35 +1355,18 @@ TEST_CASE("yarn collision: a stepper making contacts resumes from its checkpoint
     // and no contact is made yet (create_after 3): the loaded stepper makes
     // the same contacts from the counts it loaded and takes the same steps
     // (positions, velocities and counts).
-    const double h = 1e-3;
-    const YarnModel<double> model = falling_layer(true, h);
-    YarnStepper<double> a(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
-    YarnStepper<double> b(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
-    for (int k = 0; k < 3; ++k) REQUIRE(a.step(h).ok);
-    const int made_before = a.created_contacts();
+    FallingLayers s(true);
+    const int made_before = s.a.created_contacts();
     INFO("made by step 3: " << made_before);
     weft::CheckpointWriter out;
-    a.save_state(out);
+    s.a.save_state(out);
     const std::filesystem::path file = std::filesystem::temp_directory_path() / "weft_test_create_contacts.checkpoint";
     out.write(file);
-    b.load_state(weft::CheckpointReader(file));
-    CHECK(b.created_contacts() == made_before);
-    int compared = 0;
-    for (int k = 0; k < 30; ++k) {
-        const weft::YarnStepReport ra = a.step(h), rb = b.step(h);
-        REQUIRE(ra.ok);
-        REQUIRE(rb.ok);
-        CHECK(ra.created_contacts == rb.created_contacts);
-        const std::vector<double> qa = weft::to_host(a.positions()), qb = weft::to_host(b.positions());
-        const std::vector<double> va = weft::to_host(a.velocities()), vb = weft::to_host(b.velocities());
-        REQUIRE(qa.size() == qb.size());
-        CHECK(qa == qb);
-        CHECK(va == vb);
-        ++compared;
-    }
-    CHECK(a.created_contacts() > made_before);
-    CHECK(a.created_contacts() == b.created_contacts());
-    REQUIRE(compared == 30);
+    s.b.load_state(weft::CheckpointReader(file));
+    CHECK(s.b.created_contacts() == made_before);
+    CHECK(s.same_steps(30) == 30);
+    CHECK(s.a.created_contacts() > made_before);
+    CHECK(s.a.created_contacts() == s.b.created_contacts());
     std::filesystem::remove(file);
 }
 
@@ -1381,17 +1398,13 @@ TEST_CASE("yarn collision: a checkpoint written before create_contacts' blocks e
     // the blocks create_contacts added: a stepper loading it takes the same
     // steps, bit for bit, as the one that wrote it. A block every build
     // writes is still required, by name.
-    const double h = 1e-3;
-    const YarnModel<double> model = falling_layer(false, h);
-    YarnStepper<double> a(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
-    YarnStepper<double> b(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
-    for (int k = 0; k < 3; ++k) REQUIRE(a.step(h).ok);
+    FallingLayers s(false);
     const std::set<std::string> added{"yarn.initial_segments", "yarn.meeting", "yarn.created", "yarn.declined"};
     const std::filesystem::path file = std::filesystem::temp_directory_path() / "weft_test_earlier_checkpoint";
     {
         weft::CheckpointWriter out;
         WriterWithout earlier{out, added};
-        a.save_state(earlier);
+        s.a.save_state(earlier);
         out.write(file);
     }
     const weft::CheckpointReader in(file);
@@ -1399,24 +1412,16 @@ TEST_CASE("yarn collision: a checkpoint written before create_contacts' blocks e
     for (const std::string& name : added) absent += in.has(name) ? 0 : 1;
     REQUIRE(absent == 4);
     REQUIRE(in.has("yarn.anchors"));
-    b.load_state(in);
-    int compared = 0;
-    for (int k = 0; k < 20; ++k) {
-        REQUIRE(a.step(h).ok);
-        REQUIRE(b.step(h).ok);
-        CHECK(weft::to_host(a.positions()) == weft::to_host(b.positions()));
-        CHECK(weft::to_host(a.velocities()) == weft::to_host(b.velocities()));
-        ++compared;
-    }
-    REQUIRE(compared == 20);
+    s.b.load_state(in);
+    CHECK(s.same_steps(20) == 20);
     // Without a block that every build writes, loading names it.
     {
         weft::CheckpointWriter out;
         WriterWithout broken{out, {"yarn.anchors"}};
-        a.save_state(broken);
+        s.a.save_state(broken);
         out.write(file);
     }
-    YarnStepper<double> c(model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
+    YarnStepper<double> c(s.model, {}, Vec3(0, 0, -9.81), falling_layer_options(), falling_layer_eil());
     CHECK_THROWS_WITH(c.load_state(weft::CheckpointReader(file)), Catch::Contains("\"yarn.anchors\""));
     std::filesystem::remove(file);
 }

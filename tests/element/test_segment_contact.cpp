@@ -44,6 +44,16 @@ void check_momentum(const Vec12& q, const Vec12& force)
     CHECK(torque.norm() < 1e-12 * (1 + force.norm()));
 }
 
+/// Four random points in [-1, 1]³ as two segments: for trial ≡ 1 (mod 4)
+/// the second nearly parallel to the first, for trial ≡ 2 point
+/// `degenerate` (1 or 3) on the point before it (a segment of length 0).
+void random_points(Random& rng, int trial, int degenerate, Vec3 (&p)[4])
+{
+    for (Vec3& x : p) x = rng.vector<3>(-1, 1);
+    if (trial % 4 == 1) p[3] = p[2] + (p[1] - p[0]) * 0.7 + Vec3(0, 0, 1e-9);
+    if (trial % 4 == 2) p[degenerate] = p[degenerate - 1];
+}
+
 /// The finite-difference settings of every contact check here.
 FdChecker contact_checker()
 {
@@ -392,9 +402,7 @@ TEST_CASE("a contact pair's point weights give its contact points' difference fo
     int checked = 0;
     for (int trial = 0; trial < 200; ++trial) {
         Vec3 p[4];
-        for (Vec3& x : p) x = rng.vector<3>(-1, 1);
-        if (trial % 4 == 1) p[3] = p[2] + (p[1] - p[0]) * 0.7 + Vec3(0, 0, 1e-9);  // nearly parallel edges
-        if (trial % 4 == 2) p[1] = p[0];                                           // a degenerate first segment
+        random_points(rng, trial, 1, p);
         const auto difference = [&](const double c[4]) {
             return Vec3(c[0] * p[0] + c[1] * p[1] + c[2] * p[2] + c[3] * p[3]);
         };
@@ -443,9 +451,7 @@ TEST_CASE("end point parts: the distance from an end point to the other segment"
     int checked = 0;
     for (int trial = 0; trial < 100; ++trial) {
         Vec3 p[4];
-        for (Vec3& x : p) x = rng.vector<3>(-1, 1);
-        if (trial % 4 == 1) p[3] = p[2] + (p[1] - p[0]) * 0.7 + Vec3(0, 0, 1e-9);  // nearly parallel
-        if (trial % 4 == 2) p[3] = p[2];                                           // a degenerate second segment
+        random_points(rng, trial, trial % 8 == 2 ? 1 : 3, p);
         for (int part = 0; part < 4; ++part) {
             const auto at = weft::end_point_parameters<double>(p[0], p[1], p[2], p[3], part);
             const Vec3 point = p[part];

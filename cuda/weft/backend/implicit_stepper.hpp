@@ -1188,6 +1188,12 @@ private:
             const bool measure_only = k == iterations;
             if (measure_only && !newton) break;  // one-step scheme: no residual check
             auto t0 = std::chrono::steady_clock::now();
+            // Converged at this iterate (k updates taken): the bookkeeping of both tests below.
+            const auto converged = [&]() {
+                if (traced) traced->converged = true;
+                m_expected_iterations = k;
+                report.assembly_seconds += seconds_since(t0);
+            };
             if (k == 0 && !newton) {
                 if (!(m_first_iteration_ready && m_energies_valid && m_last_h == h)) evaluate(h, first_inputs());
             } else if (!evaluated) {
@@ -1216,9 +1222,7 @@ private:
                 trail += (k > 1 ? ", " : "") + short_number(report.newton_residual);
                 if (traced) traced->residuals.push_back(report.newton_residual);
                 if (norm <= m_options.newton_tolerance * scale || norm <= m_resolution_floor) {
-                    if (traced) traced->converged = true;
-                    m_expected_iterations = k;
-                    report.assembly_seconds += seconds_since(t0);
+                    converged();
                     break;
                 }
                 if (measure_only) {
@@ -1238,9 +1242,7 @@ private:
                     // The predictor's residual is rounding noise already (a
                     // body at rest): converged with no update. Solving for
                     // the noise and line-searching it can fail the step.
-                    if (traced) traced->converged = true;
-                    m_expected_iterations = 0;
-                    report.assembly_seconds += seconds_since(t0);
+                    converged();
                     break;
                 }
             }

@@ -121,21 +121,20 @@ WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient
     out.exact_hessian = true;
 }
 
-}  // namespace detail
-
-/// The penalty contact of segments [a₀, a₁] and [b₀, b₁] (stacked in q) with
-/// stiffness k (N/m) and contact distance r (m). `exact_hessian` false
-/// leaves `hessian` zero and skips its implicit-function terms (callers that
-/// assemble the Gauss–Newton stiffness only).
+/// The penalty of a segment pair between the points of parameters `c`
+/// (`c.distance_squared` theirs) that are closest on each segment whose
+/// parameter lies inside (0, 1): the exact Hessian takes the implicit-
+/// function terms of those free parameters. segment_contact (the
+/// segments' closest points) and end_point_contact (an end point, fixed,
+/// and its closest point on the other segment).
 template <typename T>
-WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum,
-                                                 bool exact_hessian = true)
+WEFT_HD inline SegmentContact<T> segment_pair_penalty(const Vec<T, 12>& q, const SegmentPairClosest<T>& c, T stiffness,
+                                                      T radius_sum, bool exact_hessian)
 {
     const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
                   b1 = q.template segment<3>(9);
-    const SegmentPairClosest<T> c = closest_segment_segment<T>(a0, a1, b0, b1);
     SegmentContact<T> out;
-    if (!detail::start_contact(out, c.s, c.t, c.distance_squared, radius_sum)) return out;
+    if (!start_contact(out, c.s, c.t, c.distance_squared, radius_sum)) return out;
     const T s = c.s, t = c.t;
     const Vec3<T> u = a1 - a0, w = b1 - b0;
     const Vec3<T> x = a0 + s * u - b0 - t * w;
@@ -143,14 +142,14 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
     const T coefficient[4] = {T(1) - s, s, -(T(1) - t), -t};
     Vec<T, 12> grad_D;
     Mat<T, 12, 12> hess_D;
-    detail::distance_value_base(coefficient, x, grad_D, hess_D);
+    distance_value_base(coefficient, x, grad_D, hess_D);
     if (!exact_hessian) {
-        detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false);
+        finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false);
         return out;
     }
     // ∂f/∂s = x·u, ∂f/∂t = −x·w.
-    const Vec<T, 12> f_qs = detail::parameter_cross_derivative(coefficient, u, x, 0, 1);
-    const Vec<T, 12> f_qt = -detail::parameter_cross_derivative(coefficient, w, x, 2, 3);
+    const Vec<T, 12> f_qs = parameter_cross_derivative(coefficient, u, x, 0, 1);
+    const Vec<T, 12> f_qt = -parameter_cross_derivative(coefficient, w, x, 2, 3);
     const bool s_free = s > T(0) && s < T(1);
     const bool t_free = t > T(0) && t < T(1);
     const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
@@ -165,8 +164,23 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
     } else if (s_free && uu > T(0)) {
         hess_D -= f_qs * f_qs.transpose() / uu;
     }
-    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum);
+    finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum);
     return out;
+}
+
+}  // namespace detail
+
+/// The penalty contact of segments [a₀, a₁] and [b₀, b₁] (stacked in q) with
+/// stiffness k (N/m) and contact distance r (m). `exact_hessian` false
+/// leaves `hessian` zero and skips its implicit-function terms (callers that
+/// assemble the Gauss–Newton stiffness only).
+template <typename T>
+WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum,
+                                                 bool exact_hessian = true)
+{
+    const SegmentPairClosest<T> c = closest_segment_segment<T>(q.template segment<3>(0), q.template segment<3>(3),
+                                                               q.template segment<3>(6), q.template segment<3>(9));
+    return detail::segment_pair_penalty(q, c, stiffness, radius_sum, exact_hessian);
 }
 
 /// The same penalty between the points a₀ + s (a₁ − a₀) and b₀ + t (b₁ − b₀)
@@ -201,35 +215,9 @@ template <typename T>
 WEFT_HD inline SegmentContact<T> end_point_contact(const Vec<T, 12>& q, int part, T stiffness, T radius_sum,
                                                    bool exact_hessian = true)
 {
-    const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
-                  b1 = q.template segment<3>(9);
-    const SegmentPairClosest<T> c = end_point_parameters<T>(a0, a1, b0, b1, part);
-    SegmentContact<T> out;
-    if (!detail::start_contact(out, c.s, c.t, c.distance_squared, radius_sum)) return out;
-    const T s = c.s, t = c.t;
-    const Vec3<T> u = a1 - a0, w = b1 - b0;
-    const Vec3<T> x = a0 + s * u - b0 - t * w;
-    const T coefficient[4] = {T(1) - s, s, -(T(1) - t), -t};
-    Vec<T, 12> grad_D;
-    Mat<T, 12, 12> hess_D;
-    detail::distance_value_base(coefficient, x, grad_D, hess_D);
-    if (exact_hessian) {
-        if (part < 2) {
-            const T ww = w.dot(w);
-            if (t > T(0) && t < T(1) && ww > T(0)) {
-                const Vec<T, 12> f_qt = -detail::parameter_cross_derivative(coefficient, w, x, 2, 3);
-                hess_D -= f_qt * f_qt.transpose() / ww;
-            }
-        } else {
-            const T uu = u.dot(u);
-            if (s > T(0) && s < T(1) && uu > T(0)) {
-                const Vec<T, 12> f_qs = detail::parameter_cross_derivative(coefficient, u, x, 0, 1);
-                hess_D -= f_qs * f_qs.transpose() / uu;
-            }
-        }
-    }
-    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, exact_hessian);
-    return out;
+    const SegmentPairClosest<T> c = end_point_parameters<T>(q.template segment<3>(0), q.template segment<3>(3),
+                                                            q.template segment<3>(6), q.template segment<3>(9), part);
+    return detail::segment_pair_penalty(q, c, stiffness, radius_sum, exact_hessian);
 }
 
 /// The contact of a point and a triangle, q = [p, x₀, x₁, x₂]: the same
