@@ -1077,7 +1077,10 @@ TEST_CASE("yarn collision: a patch on a sloped patch sticks below atan(mu) and s
         INFO(degrees << "°: slid " << slide << " m; Coulomb: " << std::max(0.0, free_slide) << " m");
         CHECK(stepper.contact_pairs() > 50);
         if (free_slide < 0) {
-            CHECK(std::abs(slide) < 0.1e-3);
+            // Sticking, the mollified friction creeps below its slip
+            // velocity (contact_slip_velocity): for a pair whose nodes are
+            // each pressed by their own weight, 2 h μ g cos θ (9.2 mm/s).
+            CHECK(std::abs(slide) < duration * 2 * h * mu * 9.81 * c);
         } else {
             CHECK(slide > 0.8 * free_slide);
             CHECK(slide < 1.2 * free_slide);
@@ -1171,7 +1174,7 @@ TEST_CASE("yarn collision: bad settings are rejected with the key named", "[back
     const auto build = [](const YarnModel<double>& model) { YarnStepper<double> stepper(model, {}, Vec3::Zero()); };
     // Thickness 1.2e-3 m: above the 1 mm segments.
     weft_test::check_collision_settings(two_patches(4, 3, 2e-3, 30.0, 0.5e-3, 5.0, 0.3), 1.2e-3,
-                                        "shortest yarn segment", build);
+                                        "shortest yarn segment", build, true);
 }
 
 namespace {

@@ -178,6 +178,31 @@ TEST_CASE("proximity: stable segment parameters are continuous through parallel 
     REQUIRE(checks >= 26);
 }
 
+TEST_CASE("proximity: segment_sine2 is the squared sine of the angle between two directions", "[element][proximity]")
+{
+    Random rng(23);
+    int checks = 0;
+    for (int k = 0; k < 50; ++k) {
+        const Vec3 u = rng.vector<3>(-1, 1), w = rng.vector<3>(-1, 1);
+        const double angle = std::acos(std::clamp(u.normalized().dot(w.normalized()), -1.0, 1.0));
+        CHECK(weft::segment_sine2<double>(u, w) == Approx(std::sin(angle) * std::sin(angle)).margin(1e-12));
+        // Scale- and orientation-free.
+        CHECK(weft::segment_sine2<double>(-3.0 * u, 0.01 * w) ==
+              Approx(weft::segment_sine2<double>(u, w)).margin(1e-12));
+        ++checks;
+    }
+    const Vec3 x(1, 0, 0), y(0, 1, 0);
+    CHECK(weft::segment_sine2<double>(x, 2.0 * x) == 0.0);
+    CHECK(weft::segment_sine2<double>(x, y) == 1.0);
+    CHECK(weft::segment_sine2<double>(x, std::cos(0.5) * x + std::sin(0.5) * y) ==
+          Approx(std::sin(0.5) * std::sin(0.5)).epsilon(1e-12));
+    // A point has no direction: never parallel.
+    CHECK(weft::segment_sine2<double>(Vec3::Zero(), x) == 1.0);
+    CHECK(weft::segment_sine2<double>(x, Vec3::Zero()) == 1.0);
+    checks += 5;
+    REQUIRE(checks == 55);
+}
+
 TEST_CASE("proximity: point-triangle closest points against brute force", "[element][proximity]")
 {
     Random rng(4);

@@ -10,6 +10,7 @@
 #include <weft/element/segment_contact.hpp>
 
 #include <Eigen/Core>
+#include <array>
 #include <cmath>
 
 #include "support/fd_check.hpp"
@@ -567,4 +568,86 @@ TEST_CASE(
     REQUIRE(parts >= 60);
     REQUIRE(free_parts >= 30);
     REQUIRE(checker.checks == 2 * parts);
+}
+
+TEST_CASE(
+    "contact friction's slip velocity: the most the contact friction on its nodes changes its relative "
+    "velocity in a step; a parallel pair's parts get the segment pair's friction, sticking and slipping",
+    "[element][contact][friction]")
+{
+    // One segment sliding over an equal one at rest, both parallel: the four
+    // end point parts' lagged friction (evaluate_cloth_contact, full Newton)
+    // against the segment pair's. Each part carries a quarter of the normal
+    // force; a slip velocity sized by a part's own quarter would be a
+    // quarter of the pair's, and below it the parts would stick 4 times as
+    // stiffly as the pair.
+    const double k = 50, r = 0.5, h = 0.01, d = 0.3, mu = 0.4;
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const Vec12 q = stack(Vec3::Zero(), x, d * z, x + d * z);
+    weft::ClothCollision<double> collision;
+    collision.enabled = true;
+    collision.thickness = r;
+    collision.stiffness = k;
+    collision.friction = mu;
+    const double limit = mu * k * (r - d);
+    const auto element = [](weft::ClothContactKind kind) {
+        return weft::ClothContactElement<double>{{0, 1, 2, 3}, int(kind), 0.0};
+    };
+    // Per node the limits of the friction on it over its mass (1): half of
+    // μλ on each end, for either kind.
+    const auto rates = [&](weft::ClothContactKind kind) {
+        std::array<double, 4> load{};
+        weft::contact_friction_loads<double>(q.data(), element(kind), collision, load.data());
+        return load;
+    };
+    for (const auto kind : {weft::ClothContactKind::segment_pair, weft::ClothContactKind::parallel_segment_pair})
+        for (const double a : rates(kind)) CHECK(a == Approx(0.5 * limit).epsilon(1e-12));
+    const std::array<double, 4> rate = rates(weft::ClothContactKind::segment_pair);
+    // h Σ |c_i| a_i = h μλ: 0.04 m/s, above the 1 mm/s floor, so the sizing matters.
+    const double c_mid[4] = {0.5, 0.5, -0.5, -0.5}, c_end[4] = {1, 0, -1, 0};
+    const int nodes[4] = {0, 1, 2, 3};
+    const double slip = weft::contact_slip_velocity<double>(collision.slip_velocity, c_mid, nodes, rate.data(), h);
+    CHECK(slip == Approx(h * limit).epsilon(1e-12));
+    CHECK(weft::contact_slip_velocity<double>(collision.slip_velocity, c_end, nodes, rate.data(), h) ==
+          Approx(slip).epsilon(1e-12));
+    CHECK(weft::contact_slip_velocity<double>(collision.slip_velocity, c_mid, nodes, nullptr, h) ==
+          collision.slip_velocity);
+    CHECK(weft::contact_slip_velocity<double>(collision.slip_velocity, c_mid, nodes, rate.data(), 1e-6) ==
+          collision.slip_velocity);
+    const auto evaluate = [&](weft::ClothContactKind kind, const Vec3& slide, double friction) {
+        Vec12 v = Vec12::Zero();
+        v.segment<3>(0) = v.segment<3>(3) = slide;
+        weft::NewtonInputs<double> newton;
+        newton.full_newton = true;
+        newton.lagged_positions = q.data();
+        weft::ClothCollision<double> c = collision;
+        c.friction = friction;
+        weft::NodeBlocks<double, 4, 3> out;
+        out.set_zero();
+        weft::ElementEnergies<double> energy;
+        weft::evaluate_cloth_contact<double>(q.data(), v.data(), rate.data(), element(kind), c, h, out, energy, newton);
+        Vec12 f;
+        for (int i = 0; i < 4; ++i) f.segment<3>(3 * i) = out.f[i];
+        return std::make_pair(f, energy.dissipation);
+    };
+    int checks = 0;
+    for (const double speed : {0.004, 0.02, 0.039, 0.5}) {
+        const Vec3 slide = speed * (0.6 * x + 0.8 * y);
+        const auto parts = evaluate(weft::ClothContactKind::parallel_segment_pair, slide, mu);
+        const auto pair = evaluate(weft::ClothContactKind::segment_pair, slide, mu);
+        const Vec12 penalty = evaluate(weft::ClothContactKind::segment_pair, slide, 0.0).first;
+        const Vec12 friction = pair.first - penalty;
+        INFO("speed " << speed << ": pair's friction " << friction.transpose() << ", the parts' "
+                      << (parts.first - penalty).transpose());
+        // The friction on the sliding segment: against the slide, μλ f₁(speed / slip).
+        const double u = std::min(speed / slip, 1.0);
+        const Vec3 on_a = friction.segment<3>(0) + friction.segment<3>(3);
+        CHECK(on_a.norm() == Approx(limit * (2 * u - u * u)).epsilon(1e-9));
+        CHECK(on_a.dot(slide) < 0);
+        CHECK((parts.first - pair.first).norm() <= 1e-12 * (1 + pair.first.norm()));
+        CHECK(parts.second == Approx(pair.second).epsilon(1e-12));
+        CHECK(parts.second > 0);
+        ++checks;
+    }
+    REQUIRE(checks == 4);
 }

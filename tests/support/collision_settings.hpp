@@ -29,11 +29,27 @@ bool refused(const Model& model, const std::string& words, const Build& build)
 /// The refusals of a model's `collision` settings: a negative thickness, a
 /// thickness of `too_thick` (above what the geometry allows; the message
 /// holds `too_thick_words`), a NaN stiffness, a negative friction; none for
-/// `good`, nor for a bad thickness while collision is off.
+/// `good`, nor for a bad thickness while collision is off; a parallel
+/// angle (radians) that is negative, NaN or not below pi/2, and for
+/// triangle cloth (`yarns` false) any nonzero one.
 template <class Model, class Build>
 void check_collision_settings(const Model& good, double too_thick, const std::string& too_thick_words,
-                              const Build& build)
+                              const Build& build, bool yarns)
 {
+    for (const double angle : {-0.1, std::nan(""), 1.5707963267948966, 2.0}) {
+        Model m = good;
+        m.collision.parallel_angle = angle;
+        INFO("parallel_angle " << angle);
+        CHECK(refused(m, "collision.parallel_angle", build));
+    }
+    {
+        Model m = good;
+        m.collision.parallel_angle = 0.1;
+        if (yarns)
+            CHECK_FALSE(refused(m, "", build));
+        else
+            CHECK(refused(m, "collision.parallel_angle", build));
+    }
     CHECK_FALSE(refused(good, "", build));
     Model m = good;
     m.collision.thickness = -1e-3;

@@ -18,16 +18,20 @@
 /// sheet falling as a whole keeps no pairs with itself.
 
 #include <algorithm>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <thrust/binary_search.h>
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
 #include <thrust/equal.h>
 #include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/sort.h>
 #include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
 
@@ -262,7 +266,83 @@ struct EdgeEdgeElement {
     }
 };
 
+/// Per contact pair: its four nodes and the Coulomb limits its friction
+/// puts on them (`contact_friction_loads`), at slots 4 j … 4 j + 3.
+template <typename T, int B>
+struct FrictionLoads {
+    const ClothContactElement<T>* pairs;
+    const T* q;
+    ClothCollision<T> collision;
+    int* nodes;
+    T* loads;
+    WEFT_HD void operator()(Index j) const
+    {
+        const ClothContactElement<T>& pair = pairs[j];
+        T load[4];
+        contact_friction_loads<T, B>(q, pair, collision, load);
+        for (int i = 0; i < 4; ++i) {
+            nodes[4 * j + i] = pair.nodes[i];
+            loads[4 * j + i] = load[i];
+        }
+    }
+};
+
+/// Per node: the sum of its loads (sorted by node, in the pairs' order
+/// within a node, so the sum's order is fixed) over its mass; zero for a
+/// node whose position is fixed (no free position DoF: friction cannot
+/// change its velocity).
+template <typename T, int B>
+struct NodeFrictionRate {
+    const T* loads;
+    const Index* first;
+    const Index* last;
+    const T* mass;
+    const std::uint8_t* free;  ///< B per node, or null: all free
+    WEFT_HD T operator()(Index node) const
+    {
+        if (free && !(free[B * node] || free[B * node + 1] || free[B * node + 2])) return T(0);
+        T sum = T(0);
+        for (Index k = first[node]; k < last[node]; ++k) sum += loads[k];
+        return mass[node] > T(0) ? sum / mass[node] : T(0);
+    }
+};
+
 }  // namespace cloth_collision_detail
+
+/// The contact friction's load rates at positions q (`B` DoFs per node),
+/// the attempt's start: per node i, a_i = Σ μλ |c_i| / m_i over every
+/// contact part that touches at q (`contact_friction_loads`), zero where
+/// `free` (B flags per node, or null) fixes the node's position; they size
+/// each contact's slip velocity (`contact_slip_velocity`). Sums in a fixed
+/// order (the same bits on any device and thread count). `rates` is left
+/// empty (the friction's floor) without friction or contacts.
+template <typename T, int B>
+inline void contact_friction_rates(const thrust::device_vector<ClothContactElement<T>>& pairs,
+                                   const thrust::device_vector<T>& q, const T* mass, const std::uint8_t* free,
+                                   const ClothCollision<T>& collision, Index nodes, thrust::device_vector<T>& rates)
+{
+    if (pairs.empty() || !(collision.friction > T(0))) {
+        rates.clear();
+        return;
+    }
+    const std::size_t slots = 4 * pairs.size();
+    thrust::device_vector<int> at(slots);
+    thrust::device_vector<T> loads(slots);
+    const auto first = thrust::counting_iterator<Index>(0);
+    thrust::for_each(thrust::device, first, first + static_cast<Index>(pairs.size()),
+                     cloth_collision_detail::FrictionLoads<T, B>{
+                         thrust::raw_pointer_cast(pairs.data()), thrust::raw_pointer_cast(q.data()), collision,
+                         thrust::raw_pointer_cast(at.data()), thrust::raw_pointer_cast(loads.data())});
+    thrust::stable_sort_by_key(thrust::device, at.begin(), at.end(), loads.begin());
+    thrust::device_vector<Index> lo(static_cast<std::size_t>(nodes)), hi(static_cast<std::size_t>(nodes));
+    thrust::lower_bound(thrust::device, at.begin(), at.end(), first, first + nodes, lo.begin());
+    thrust::upper_bound(thrust::device, at.begin(), at.end(), first, first + nodes, hi.begin());
+    rates.resize(static_cast<std::size_t>(nodes));
+    thrust::transform(thrust::device, first, first + nodes, rates.begin(),
+                      cloth_collision_detail::NodeFrictionRate<T, B>{thrust::raw_pointer_cast(loads.data()),
+                                                                     thrust::raw_pointer_cast(lo.data()),
+                                                                     thrust::raw_pointer_cast(hi.data()), mass, free});
+}
 
 /// How deep, as a fraction of the collision thickness r, one full-Newton
 /// update may carry a contact pair that is out of contact

@@ -61,6 +61,7 @@ struct KernelInputs {
     ClothCollision<T> collision;
     const Collider<T>* colliders;
     int collider_count;
+    const T* friction_rate;  ///< collision: per node (contact_friction_rates), or null
     ElementBuffers<T> out;
 };
 
@@ -102,7 +103,7 @@ template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const ClothContactElement<T>& pair,
                                      NodeBlocks<T, 4, B>& blocks, ElementEnergies<T>& e)
 {
-    evaluate_cloth_contact<T>(in.q, in.v, in.mass, pair, in.collision, in.h, blocks, e, in.newton);
+    evaluate_cloth_contact<T>(in.q, in.v, in.friction_rate, pair, in.collision, in.h, blocks, e, in.newton);
 }
 
 template <typename T, class Element, int K>
@@ -184,6 +185,7 @@ private:
                                  m_collision,
                                  this->raw(m_colliders),
                                  static_cast<int>(m_colliders.size()),
+                                 m_friction_rate.empty() ? nullptr : this->raw(m_friction_rate),
                                  out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t triangles = m_triangles.size();
@@ -257,11 +259,16 @@ private:
 
     /// The contact elements that may come within `reach` in a time τ
     /// (ClothContactFinder::find); the assembly is rebuilt when they changed.
+    /// The contact friction's load rates (its slip velocities,
+    /// `contact_friction_rates`) are taken here, at the attempt's start.
     void refresh_contacts(T tau, T reach)
     {
         thrust::device_vector<ClothContactElement<T>> found = m_finder.find(this->m_q, this->m_v, tau, reach);
-        if (same_contacts(found, m_contacts)) return;
-        m_contacts.swap(found);
+        const bool same = same_contacts(found, m_contacts);
+        if (!same) m_contacts.swap(found);
+        contact_friction_rates<T, B>(m_contacts, this->m_q, this->raw(m_mass), this->raw(this->m_free), m_collision,
+                                     this->m_nodes, m_friction_rate);
+        if (same) return;
         std::vector<BlockCoordinate> blocks = m_base_blocks;
         std::vector<Index> vectors = m_base_vectors;
         append_contact_blocks(m_contacts, blocks, vectors);
@@ -318,6 +325,7 @@ private:
     // and the intersecting triangle pairs at the attempt's start.
     ClothContactFinder<T> m_finder;
     thrust::device_vector<ClothContactElement<T>> m_contacts;
+    thrust::device_vector<T> m_friction_rate;  ///< contact_friction_rates, at the attempt's start; empty: none
     std::vector<BlockCoordinate> m_base_blocks;
     std::vector<Index> m_base_vectors;
     std::size_t m_base_entries = 0;

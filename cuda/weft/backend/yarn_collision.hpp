@@ -105,9 +105,7 @@ struct SegmentPairElement {
                               cloth_collision_detail::node_position(q, e.nodes[0], yarn_node_dofs);
             const Vec3<T> w = cloth_collision_detail::node_position(q, e.nodes[3], yarn_node_dofs) -
                               cloth_collision_detail::node_position(q, e.nodes[2], yarn_node_dofs);
-            const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
-            if (uu > T(0) && ww > T(0) && uu * ww - uw * uw < parallel_sine2 * uu * ww)
-                e.kind = int(ClothContactKind::parallel_segment_pair);
+            if (segment_sine2<T>(u, w) < parallel_sine2) e.kind = int(ClothContactKind::parallel_segment_pair);
         }
         if (!stack || stack[p.a] < 0 || stack[p.a] != stack[p.b] || level[p.a] == level[p.b]) return e;
         Vec3<T> n = Vec3<T>::Zero();

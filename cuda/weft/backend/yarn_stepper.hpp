@@ -128,7 +128,7 @@ struct KernelInputs {
     const YarnSegment* segments;        ///< the stretch segments
     const NodeSegments* node_segments;  ///< per node: its segments (for its lumped mass)
     ClothCollision<T> collision;        ///< yarn–yarn collision settings
-    const T* node_mass;                 ///< collision: per node, its mass at the attempt's start
+    const T* friction_rate;             ///< collision: per node (contact_friction_rates), or null
     ElementBuffers<T> out;
 };
 
@@ -178,7 +178,7 @@ template <typename T>
 WEFT_HD inline void evaluate_element(const KernelInputs<T>& in, const ClothContactElement<T>& pair,
                                      NodeBlocks<T, 4, B>& blocks, ElementEnergies<T>& e)
 {
-    evaluate_cloth_contact<T, B>(in.q, in.v, in.node_mass, pair, in.collision, in.h, blocks, e, in.newton);
+    evaluate_cloth_contact<T, B>(in.q, in.v, in.friction_rate, pair, in.collision, in.h, blocks, e, in.newton);
 }
 
 /// Each node's lumped mass on its current segments.
@@ -950,20 +950,30 @@ private:
 
     /// Collision: the segment pairs that may come within `reach` in a time τ
     /// (YarnContactFinder::find) become the contact elements; the assembly
-    /// is rebuilt when they changed. The nodes' masses (for the friction's
-    /// slip velocity) are taken here, at the attempt's start.
+    /// is rebuilt when they changed. The contact friction's load rates (its
+    /// slip velocities, `contact_friction_rates`) are taken here, at the
+    /// attempt's start, with the nodes' masses there.
     void refresh_contacts(T tau, T reach)
     {
-        if (m_node_mass.size() != static_cast<std::size_t>(this->m_nodes))
-            m_node_mass.resize(static_cast<std::size_t>(this->m_nodes));
-        thrust::device_vector<ClothContactElement<T>> found = m_contact_finder.find(this->m_q, this->m_v, tau, reach);
-        // The node masses serve only the contacts' friction (its slip velocity).
-        if (!found.empty() && m_collision.friction > T(0)) {
-            const auto first = thrust::counting_iterator<Index>(0);
-            thrust::transform(thrust::device, first, first + this->m_nodes, m_node_mass.begin(),
-                              yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
-                                                               this->raw(m_node_segments), m_material.linear_density});
+        update_contacts(m_contact_finder.find(this->m_q, this->m_v, tau, reach));
+        if (m_contacts.empty() || !(m_collision.friction > T(0))) {
+            m_friction_rate.clear();
+            return;
         }
+        m_node_mass.resize(static_cast<std::size_t>(this->m_nodes));
+        const auto first = thrust::counting_iterator<Index>(0);
+        thrust::transform(thrust::device, first, first + this->m_nodes, m_node_mass.begin(),
+                          yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
+                                                           this->raw(m_node_segments), m_material.linear_density});
+        contact_friction_rates<T, B>(m_contacts, this->m_q, this->raw(m_node_mass), this->raw(this->m_free),
+                                     m_collision, this->m_nodes, m_friction_rate);
+    }
+
+    /// `found` becomes the contact elements; the assembly is rebuilt when
+    /// the pairs changed, the evaluation invalidated when they or their
+    /// offsets did.
+    void update_contacts(thrust::device_vector<ClothContactElement<T>> found)
+    {
         if (same_contacts(found, m_contacts)) {
             // The same pairs; between stacked layers their offsets follow the layers' normal.
             if (same_contact_offsets(found, m_contacts)) return;
@@ -1247,7 +1257,7 @@ private:
                            this->raw(m_segments),
                            this->raw(m_node_segments),
                            m_collision,
-                           m_node_mass.empty() ? nullptr : this->raw(m_node_mass),
+                           m_friction_rate.empty() ? nullptr : this->raw(m_friction_rate),
                            out};
         const auto first = thrust::counting_iterator<Index>(0);
         const std::size_t seg_m = 4 * m_segment_count;
@@ -1424,7 +1434,8 @@ private:
     ClothCollision<T> m_collision;
     YarnContactFinder<T> m_contact_finder;
     thrust::device_vector<ClothContactElement<T>> m_contacts;
-    thrust::device_vector<T> m_node_mass;
+    thrust::device_vector<T> m_node_mass;      ///< collision friction: at the attempt's start
+    thrust::device_vector<T> m_friction_rate;  ///< contact_friction_rates, at the attempt's start; empty: none
     std::vector<YarnSegment> m_initial_segments;
     /// create_contacts: the segment pairs of neighbouring layers that touched
     /// at the start of the last steps, (4 nodes, consecutive steps) each.

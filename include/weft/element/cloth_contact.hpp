@@ -75,6 +75,11 @@ inline void validate_cloth_collision(const ClothCollision<T>& c)
     require_positive("collision slip velocity", c.slip_velocity);
     if (c.create_after < 1)
         throw InvalidInput(detail::describe("collision create_after", c.create_after, "must be at least 1"));
+    // radians here; the scene key is in degrees (refused there at 90 and above).
+    require_non_negative("collision.parallel_angle", c.parallel_angle);
+    if (!(c.parallel_angle < T(1.5707963267948966)))
+        throw InvalidInput(detail::describe("collision.parallel_angle", c.parallel_angle,
+                                            "must be below pi/2 (radians; the scene key is in degrees, below 90)"));
 }
 
 /// The two kinds of cloth contact pairs.
@@ -240,21 +245,71 @@ WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothC
     return c;
 }
 
+/// The Coulomb limits that a contact pair's friction puts on its four nodes
+/// at the positions q (`B` DoFs per node): load_i = Σ μλ |c_i| over its
+/// parts that touch there (λ the part's normal force, c_i its point
+/// weights), zero for a part out of contact. The backend sums them per node
+/// over all pairs (`contact_friction_rates`) to size the friction's slip
+/// velocity (`contact_slip_velocity`).
+template <typename T, int B = triangle_node_dofs>
+WEFT_HD inline void contact_friction_loads(const T* q, const ClothContactElement<T>& pair,
+                                           const ClothCollision<T>& collision, T load[4])
+{
+    for (int i = 0; i < 4; ++i) load[i] = T(0);
+    if (!(collision.friction > T(0))) return;
+    const Vec<T, 12> x = gather_contact_positions<T, B>(q, pair);
+    for (int part = 0; part < contact_parts(pair); ++part) {
+        const SegmentContact<T> c = cloth_contact<T>(x, pair, collision.stiffness, collision.thickness, false, part);
+        if (!c.active || c.degenerate) continue;
+        for (int i = 0; i < 4; ++i)
+            load[i] +=
+                collision.friction * c.normal_force * (c.coefficient[i] < T(0) ? -c.coefficient[i] : c.coefficient[i]);
+    }
+}
+
+/// The slip velocity of a contact part's friction with point weights c:
+/// the floor ε₀ (ClothCollision::slip_velocity), or, where larger, the most
+/// that the contact friction on its nodes can change its relative velocity
+/// Σ c_i v_i in one step, h Σ |c_i| a_i, with a_i the Coulomb limits of all
+/// the contact friction on node i over its mass (`friction_rate`, from the
+/// attempt's start; null: the floor). Below the slip velocity the friction
+/// sticks (f₁ < 1, `lagged_friction`); sized so, no full-Newton update can
+/// carry a contact from slipping one way through the stick zone to slipping
+/// the other, however many contacts share a node. For one pair alone,
+/// h μλ Σ c_i²/m_i: the change of its relative velocity that its own
+/// friction makes in a step. Sized by each contact's own mass, the zones of
+/// a node pressed by several contacts (a parallel yarn pair's four parts,
+/// a yarn crossing lying on several others) were a fraction of what the
+/// node's update moves through them, and the updates overshot from one slip
+/// to the opposite at any time step (the 80 × 40 fold with friction failed
+/// down to 1 µs; benchmarks/RESULTS.md).
+template <typename T>
+WEFT_HD inline T contact_slip_velocity(T floor, const T coefficient[4], const int nodes[4], const T* friction_rate, T h)
+{
+    if (!friction_rate) return floor;
+    T resolved = T(0);
+    for (int i = 0; i < 4; ++i)
+        resolved += (coefficient[i] < T(0) ? -coefficient[i] : coefficient[i]) * friction_rate[nodes[i]];
+    resolved *= h;
+    return resolved > floor ? resolved : floor;
+}
+
 /// The contact pair as an element: penalty force and its stiffness at q
 /// (NewtonInputs::exact_hessians: the exact Hessian where cloth_contact has
 /// one, else the Gauss–Newton stiffness), and in full Newton (`lagged_positions` set) the friction
 /// of the contact as it was at the start of the step; in the one-step scheme
 /// the friction of the contact at q (the step's start there). The
-/// friction's slip velocity is `collider_slip_velocity` with the pair's mass
-/// Σ |c_i| m_i / 2 (the mass the relative velocity moves; `mass` per node).
+/// friction's slip velocity is `contact_slip_velocity` with `friction_rate`
+/// (per node; null: the floor).
 /// Energies: the penalty is elastic, the friction potential dissipation.
 /// B is the nodes' DoF count: 3 (triangle cloth), or 5 (yarn nodes, whose
 /// positions are their first three DoFs; the contact leaves their arc
 /// lengths alone).
 template <typename T, int B = triangle_node_dofs>
-WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass, const ClothContactElement<T>& pair,
-                                           const ClothCollision<T>& collision, T h, NodeBlocks<T, 4, B>& out,
-                                           ElementEnergies<T>& energy, const NewtonInputs<T>& newton = {})
+WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* friction_rate,
+                                           const ClothContactElement<T>& pair, const ClothCollision<T>& collision, T h,
+                                           NodeBlocks<T, 4, B>& out, ElementEnergies<T>& energy,
+                                           const NewtonInputs<T>& newton = {})
 {
     const Vec<T, 12> ql = gather_contact_positions<T, B>(q, pair);
     const Vec<T, 12> vl = gather_nodes<T, 4, B>(v, pair.nodes);
@@ -262,6 +317,10 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
     energy = ElementEnergies<T>{T(0), T(0), T(0), T(0)};
     Vec<T, 12> force = Vec<T, 12>::Zero();
     Mat<T, 12, 12> df_dq = Mat<T, 12, 12>::Zero(), df_dv = Mat<T, 12, 12>::Zero();
+    const bool friction = collision.friction > T(0);
+    // The friction's state: the step's start in full Newton, q in the one-step scheme.
+    const Vec<T, 12> xl =
+        friction && newton.lagged_positions ? gather_contact_positions<T, B>(newton.lagged_positions, pair) : ql;
     const int parts = contact_parts(pair);
     for (int part = 0; part < parts; ++part) {
         const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact, part);
@@ -269,20 +328,14 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* mass
         force += c.force;
         // ∂f/∂q: the exact Hessian where cloth_contact formed one, else Gauss–Newton.
         df_dq -= c.exact_hessian ? c.hessian : c.gauss_newton;
-        if (!(collision.friction > T(0))) continue;
+        if (!friction) continue;
         const SegmentContact<T> lagged =
-            newton.lagged_positions ? cloth_contact<T>(gather_contact_positions<T, B>(newton.lagged_positions, pair),
-                                                       pair, collision.stiffness, collision.thickness, false, part)
+            newton.lagged_positions ? cloth_contact<T>(xl, pair, collision.stiffness, collision.thickness, false, part)
                                     : c;
         if (!lagged.active || lagged.degenerate) continue;
-        T pair_mass = T(0);
-        for (int i = 0; i < 4; ++i)
-            pair_mass +=
-                (lagged.coefficient[i] < T(0) ? -lagged.coefficient[i] : lagged.coefficient[i]) * mass[pair.nodes[i]];
-        pair_mass /= T(2);
-        const T limit = collision.friction * lagged.normal_force;
         const LocalTerms<T, 12> f = contact_friction<T>(
-            lagged, vl, collision.friction, collider_slip_velocity<T>(collision.slip_velocity, limit, h, pair_mass));
+            lagged, vl, collision.friction,
+            contact_slip_velocity<T>(collision.slip_velocity, lagged.coefficient, pair.nodes, friction_rate, h));
         force += f.force;
         df_dv += f.df_dv;
         energy.dissipation += f.energy;

@@ -65,6 +65,18 @@ WEFT_HD inline SegmentPairClosest<T> closest_segment_segment(const Vec3<T>& a0, 
     return best;
 }
 
+/// sin² of the angle between two segments' directions u and w,
+/// (|u|²|w|² − (u·w)²) / (|u|²|w|²); 1 (not parallel) where either is a
+/// point. The measure of "nearly parallel" of `stable_segment_parameters`
+/// and of the yarn finder's `parallel_segment_pair`s.
+template <typename T>
+WEFT_HD inline T segment_sine2(const Vec3<T>& u, const Vec3<T>& w)
+{
+    const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
+    if (!(uu > T(0) && ww > T(0))) return T(1);
+    return (uu * ww - uw * uw) / (uu * ww);
+}
+
 /// Contact parameters of segments [a₀, a₁] and [b₀, b₁] that are continuous
 /// in the end points, for yarn contacts (`ClothContactKind::segment_pair`,
 /// docs/collision.md, "Parallel yarns"). The closest pair
@@ -85,10 +97,9 @@ WEFT_HD inline SegmentPairClosest<T> stable_segment_parameters(const Vec3<T>& a0
 {
     const SegmentPairClosest<T> closest = closest_segment_segment<T>(a0, a1, b0, b1);
     const Vec3<T> u = a1 - a0, w = b1 - b0;
-    const T uu = u.dot(u), ww = w.dot(w), uw = u.dot(w);
-    if (!(uu > T(0) && ww > T(0))) return closest;
-    const T sine2 = (uu * ww - uw * uw) / (uu * ww);
+    const T sine2 = segment_sine2<T>(u, w);
     if (!(sine2 < parallel)) return closest;
+    const T uu = u.dot(u), ww = w.dot(w);
     const T p0 = (b0 - a0).dot(u) / uu, p1 = (b1 - a0).dot(u) / uu;
     const T lo = detail::clamp_unit(p0 < p1 ? p0 : p1), hi = detail::clamp_unit(p0 < p1 ? p1 : p0);
     const T s_mid = T(0.5) * (lo + hi);

@@ -106,6 +106,9 @@ inline void validate_triangle_collision(const TriangleModel<T>& model)
 {
     validate_cloth_collision(model.collision);
     if (!model.collision.enabled) return;
+    if (model.collision.parallel_angle > T(0))
+        throw InvalidInput(detail::describe("collision.parallel_angle", model.collision.parallel_angle,
+                                            "applies to yarn segment pairs, not to triangle cloth (leave it 0)"));
     T smallest = std::numeric_limits<T>::infinity();
     triangle_model_detail::for_each_triangle_shape(model,
                                                    [&](T altitude, T) { smallest = std::min(smallest, altitude); });
