@@ -69,4 +69,14 @@ void check_collision_settings(const Model& good, double too_thick, const std::st
     CHECK_FALSE(refused(m, "", build));
 }
 
+/// The most that a patch resting on a slope of angle `theta` (radians)
+/// may creep down it in `duration` s while it sticks, friction μ, steps of
+/// h: below its slip velocity (contact_slip_velocity) the mollified
+/// friction lets a loaded contact creep, and for a pair whose nodes are each
+/// pressed by their own weight that velocity is 2 h μ g cos θ.
+inline double sticking_creep_bound(double h, double mu, double theta, double duration)
+{
+    return duration * 2 * h * mu * 9.81 * std::cos(theta);
+}
+
 }  // namespace weft_test

@@ -309,32 +309,50 @@ struct NodeFrictionRate {
 
 }  // namespace cloth_collision_detail
 
+/// The working storage of `contact_friction_rates`: kept by a stepper
+/// across its attempts, so that the per-attempt call allocates only when
+/// the contact pairs or the nodes outgrow it (a device_vector keeps its
+/// capacity when it shrinks).
+template <typename T>
+struct FrictionRateScratch {
+    thrust::device_vector<int> nodes;          ///< per load slot: its node, sorted
+    thrust::device_vector<T> loads;            ///< per load slot (contact_friction_loads)
+    thrust::device_vector<Index> first, last;  ///< per node: its slots
+};
+
 /// The contact friction's load rates at positions q (`B` DoFs per node),
 /// the attempt's start: per node i, a_i = Σ μλ |c_i| / m_i over every
 /// contact part that touches at q (`contact_friction_loads`), zero where
 /// `free` (B flags per node, or null) fixes the node's position; they size
 /// each contact's slip velocity (`contact_slip_velocity`). Sums in a fixed
 /// order (the same bits on any device and thread count). `rates` is left
-/// empty (the friction's floor) without friction or contacts.
+/// empty (the friction's floor) without friction or contacts. `scratch`
+/// holds the intermediate arrays (nothing in it is read).
 template <typename T, int B>
 inline void contact_friction_rates(const thrust::device_vector<ClothContactElement<T>>& pairs,
                                    const thrust::device_vector<T>& q, const T* mass, const std::uint8_t* free,
-                                   const ClothCollision<T>& collision, Index nodes, thrust::device_vector<T>& rates)
+                                   const ClothCollision<T>& collision, Index nodes, thrust::device_vector<T>& rates,
+                                   FrictionRateScratch<T>& scratch)
 {
     if (pairs.empty() || !(collision.friction > T(0))) {
         rates.clear();
         return;
     }
     const std::size_t slots = 4 * pairs.size();
-    thrust::device_vector<int> at(slots);
-    thrust::device_vector<T> loads(slots);
+    thrust::device_vector<int>& at = scratch.nodes;
+    thrust::device_vector<T>& loads = scratch.loads;
+    at.resize(slots);
+    loads.resize(slots);
     const auto first = thrust::counting_iterator<Index>(0);
     thrust::for_each(thrust::device, first, first + static_cast<Index>(pairs.size()),
                      cloth_collision_detail::FrictionLoads<T, B>{
                          thrust::raw_pointer_cast(pairs.data()), thrust::raw_pointer_cast(q.data()), collision,
                          thrust::raw_pointer_cast(at.data()), thrust::raw_pointer_cast(loads.data())});
     thrust::stable_sort_by_key(thrust::device, at.begin(), at.end(), loads.begin());
-    thrust::device_vector<Index> lo(static_cast<std::size_t>(nodes)), hi(static_cast<std::size_t>(nodes));
+    thrust::device_vector<Index>& lo = scratch.first;
+    thrust::device_vector<Index>& hi = scratch.last;
+    lo.resize(static_cast<std::size_t>(nodes));
+    hi.resize(static_cast<std::size_t>(nodes));
     thrust::lower_bound(thrust::device, at.begin(), at.end(), first, first + nodes, lo.begin());
     thrust::upper_bound(thrust::device, at.begin(), at.end(), first, first + nodes, hi.begin());
     rates.resize(static_cast<std::size_t>(nodes));
@@ -342,6 +360,16 @@ inline void contact_friction_rates(const thrust::device_vector<ClothContactEleme
                       cloth_collision_detail::NodeFrictionRate<T, B>{thrust::raw_pointer_cast(loads.data()),
                                                                      thrust::raw_pointer_cast(lo.data()),
                                                                      thrust::raw_pointer_cast(hi.data()), mass, free});
+}
+
+/// The same with storage of its own (a one-off call).
+template <typename T, int B>
+inline void contact_friction_rates(const thrust::device_vector<ClothContactElement<T>>& pairs,
+                                   const thrust::device_vector<T>& q, const T* mass, const std::uint8_t* free,
+                                   const ClothCollision<T>& collision, Index nodes, thrust::device_vector<T>& rates)
+{
+    FrictionRateScratch<T> scratch;
+    contact_friction_rates<T, B>(pairs, q, mass, free, collision, nodes, rates, scratch);
 }
 
 /// How deep, as a fraction of the collision thickness r, one full-Newton

@@ -267,7 +267,7 @@ private:
         const bool same = same_contacts(found, m_contacts);
         if (!same) m_contacts.swap(found);
         contact_friction_rates<T, B>(m_contacts, this->m_q, this->raw(m_mass), this->raw(this->m_free), m_collision,
-                                     this->m_nodes, m_friction_rate);
+                                     this->m_nodes, m_friction_rate, m_friction_scratch);
         if (same) return;
         std::vector<BlockCoordinate> blocks = m_base_blocks;
         std::vector<Index> vectors = m_base_vectors;
@@ -325,7 +325,8 @@ private:
     // and the intersecting triangle pairs at the attempt's start.
     ClothContactFinder<T> m_finder;
     thrust::device_vector<ClothContactElement<T>> m_contacts;
-    thrust::device_vector<T> m_friction_rate;  ///< contact_friction_rates, at the attempt's start; empty: none
+    thrust::device_vector<T> m_friction_rate;   ///< contact_friction_rates, at the attempt's start; empty: none
+    FrictionRateScratch<T> m_friction_scratch;  ///< contact_friction_rates' working storage
     std::vector<BlockCoordinate> m_base_blocks;
     std::vector<Index> m_base_vectors;
     std::size_t m_base_entries = 0;

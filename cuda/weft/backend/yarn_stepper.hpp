@@ -966,7 +966,7 @@ private:
                           yarn_stepper_detail::NodeMass<T>{this->raw(this->m_q), this->raw(m_segments),
                                                            this->raw(m_node_segments), m_material.linear_density});
         contact_friction_rates<T, B>(m_contacts, this->m_q, this->raw(m_node_mass), this->raw(this->m_free),
-                                     m_collision, this->m_nodes, m_friction_rate);
+                                     m_collision, this->m_nodes, m_friction_rate, m_friction_scratch);
     }
 
     /// `found` becomes the contact elements; the assembly is rebuilt when
@@ -1434,8 +1434,9 @@ private:
     ClothCollision<T> m_collision;
     YarnContactFinder<T> m_contact_finder;
     thrust::device_vector<ClothContactElement<T>> m_contacts;
-    thrust::device_vector<T> m_node_mass;      ///< collision friction: at the attempt's start
-    thrust::device_vector<T> m_friction_rate;  ///< contact_friction_rates, at the attempt's start; empty: none
+    thrust::device_vector<T> m_node_mass;       ///< collision friction: at the attempt's start
+    thrust::device_vector<T> m_friction_rate;   ///< contact_friction_rates, at the attempt's start; empty: none
+    FrictionRateScratch<T> m_friction_scratch;  ///< contact_friction_rates' working storage
     std::vector<YarnSegment> m_initial_segments;
     /// create_contacts: the segment pairs of neighbouring layers that touched
     /// at the start of the last steps, (4 nodes, consecutive steps) each.

@@ -290,8 +290,7 @@ WEFT_HD inline T contact_slip_velocity(T floor, const T coefficient[4], const in
     T resolved = T(0);
     for (int i = 0; i < 4; ++i)
         resolved += (coefficient[i] < T(0) ? -coefficient[i] : coefficient[i]) * friction_rate[nodes[i]];
-    resolved *= h;
-    return resolved > floor ? resolved : floor;
+    return slip_velocity_above_floor<T>(floor, h * resolved);
 }
 
 /// The contact pair as an element: penalty force and its stiffness at q

@@ -316,6 +316,15 @@ WEFT_HD inline T collider_step_fraction(const Collider<T>* colliders, int collid
     return alpha;
 }
 
+/// A friction's slip velocity ε = max(ε₀, resolved): the speed a step
+/// resolves (`collider_slip_velocity`, `contact_slip_velocity`), never
+/// below the floor ε₀; a NaN `resolved` gives the floor.
+template <typename T>
+WEFT_HD inline T slip_velocity_above_floor(T floor, T resolved)
+{
+    return resolved > floor ? resolved : floor;
+}
+
 /// The slip velocity of a collider's lagged friction on a node of mass m
 /// (full Newton): ε = max(ε₀, μλ h / m). μλh/m is the speed that the Coulomb
 /// force takes from the node in one step; slower sliding is not resolved by a
@@ -330,8 +339,7 @@ template <typename T>
 WEFT_HD inline T collider_slip_velocity(T floor, T limit, T h, T mass)
 {
     if (!(mass > T(0)) || !(h > T(0))) return floor;
-    const T resolved = limit * h / mass;
-    return resolved > floor ? resolved : floor;
+    return slip_velocity_above_floor<T>(floor, limit * h / mass);
 }
 
 /// Every collider's contact on one node at position x, velocity ẋ, added to
