@@ -439,29 +439,25 @@ TEST_CASE("collision: the contact friction's load rates sum every contact part's
         // again: nothing left in it changes a result.
         weft::FrictionRateScratch<double> scratch;
         const auto rates_of = [&](const thrust::device_vector<ClothContactElement>& some, int count,
-                                  weft::FrictionRateScratch<double>* kept) {
+                                  weft::FrictionRateScratch<double>& kept) {
             thrust::device_vector<double> out;
-            if (kept)
-                weft::contact_friction_rates<double, B>(some, device_q, thrust::raw_pointer_cast(device_mass.data()),
-                                                        thrust::raw_pointer_cast(device_free.data()), collision, count,
-                                                        out, *kept);
-            else
-                weft::contact_friction_rates<double, B>(some, device_q, thrust::raw_pointer_cast(device_mass.data()),
-                                                        thrust::raw_pointer_cast(device_free.data()), collision, count,
-                                                        out);
+            weft::contact_friction_rates<double, B>(some, device_q, thrust::raw_pointer_cast(device_mass.data()),
+                                                    thrust::raw_pointer_cast(device_free.data()), collision, count, out,
+                                                    kept);
             return std::vector<double>(out.begin(), out.end());
         };
-        CHECK(rates_of(device_pairs, nodes, &scratch) == got);
+        CHECK(rates_of(device_pairs, nodes, scratch) == got);
         std::vector<ClothContactElement> fewer;
         for (const ClothContactElement& e : pairs) {
             if (fewer.size() < 20 && *std::max_element(e.nodes, e.nodes + 4) < nodes - 1) fewer.push_back(e);
         }
         REQUIRE(fewer.size() == 20);
         const thrust::device_vector<ClothContactElement> device_fewer(fewer.begin(), fewer.end());
-        const std::vector<double> alone = rates_of(device_fewer, nodes - 1, nullptr);
+        weft::FrictionRateScratch<double> fresh;
+        const std::vector<double> alone = rates_of(device_fewer, nodes - 1, fresh);
         CHECK(std::count_if(alone.begin(), alone.end(), [](double a) { return a > 0; }) > 3);
-        CHECK(rates_of(device_fewer, nodes - 1, &scratch) == alone);
-        CHECK(rates_of(device_pairs, nodes, &scratch) == got);
+        CHECK(rates_of(device_fewer, nodes - 1, scratch) == alone);
+        CHECK(rates_of(device_pairs, nodes, scratch) == got);
         // No friction: no rates (the floor).
         weft::ClothCollision<double> frictionless = collision;
         frictionless.friction = 0;

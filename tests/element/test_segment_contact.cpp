@@ -270,6 +270,74 @@ TEST_CASE("a contact pair's exact Hessian, where asked for, is its force's Jacob
     CHECK_FALSE(edge.exact_hessian);
 }
 
+TEST_CASE("a mollified edge pair's stiffness is the Gauss-Newton stiffness of its energy as one square",
+          "[element][contact][fd]")
+{
+    // cloth_contact on an edge_edge pair: V = m E = 1/2 k s^2 with
+    // s = sqrt(m) (r - d), and the stiffness for A is k grad s grad s^T,
+    // grad s by central differences of sqrt(2 V / k). Nearly parallel edges
+    // (inside the mollifier, m < 1: its force -E grad m is stiffened too)
+    // and crossing ones (m = 1: k grad d grad d^T). The force is -grad V.
+    FdChecker checker = contact_checker();
+    const double k = 50, r = 0.5;
+    Random rng(47);
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    int mollified = 0, plain = 0;
+    for (int trial = 0; trial < 400 && (mollified < 20 || plain < 20); ++trial) {
+        const bool parallel = trial % 2 == 0;
+        if ((parallel ? mollified : plain) == 20) continue;
+        // Edges of length about 1 with eps = 1e-3 |u|^2 |w|^2 (the triangle
+        // cloth's, EdgeEdgeElement): tilts below 0.03 rad lie inside.
+        const Vec3 tilt = parallel ? Vec3(0, rng.uniform(-0.02, 0.02), rng.uniform(-0.02, 0.02))
+                                   : Vec3(0, rng.uniform(0.5, 1.0), rng.uniform(-0.1, 0.1));
+        Vec12 q = parallel ? stack(Vec3::Zero(), x, 0.2 * x - 0.5 * tilt + 0.3 * z, 1.2 * x + 0.5 * tilt + 0.3 * z)
+                           : stack(Vec3::Zero(), x, 0.5 * x - 0.5 * tilt - 0.5 * y + 0.3 * z,
+                                   0.5 * x + 0.5 * tilt + 0.5 * y + 0.3 * z);
+        q += 1e-3 * Vec12(rng.vector<12>(-1, 1));
+        const Vec3 u = q.segment<3>(3) - q.segment<3>(0), w = q.segment<3>(9) - q.segment<3>(6);
+        const weft::ClothContactElement<double> pair{
+            {0, 1, 2, 3}, int(weft::ClothContactKind::edge_edge), 1e-3 * u.squaredNorm() * w.squaredNorm()};
+        const auto energy = [&](const VectorX& v) { return weft::cloth_contact<double>(Vec12(v), pair, k, r).energy; };
+        const auto c = weft::cloth_contact<double>(q, pair, k, r);
+        const auto unmollified = weft::segment_contact<double>(q, k, r);
+        INFO((parallel ? "nearly parallel" : "crossing") << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
+        REQUIRE(c.active);
+        // Away from the kinks where a closest parameter reaches a bound.
+        const double margin = 1e-3;
+        if ((c.s > 0 && c.s < margin) || (c.s < 1 && c.s > 1 - margin) || (c.t > 0 && c.t < margin) ||
+            (c.t < 1 && c.t > 1 - margin))
+            continue;
+        const double m = c.energy / unmollified.energy;
+        if (parallel) {
+            REQUIRE(m < 0.999);
+            REQUIRE(m > 0.01);
+            ++mollified;
+        } else {
+            REQUIRE(m == 1.0);
+            ++plain;
+        }
+        checker.gradient([&](const VectorX& v) { return -energy(v); }, VectorX(q), VectorX(c.force), "force = -grad V");
+        const VectorX grad_s =
+            checker.fd_gradient([&](const VectorX& v) { return std::sqrt(2 * energy(v) / k); }, VectorX(q));
+        checker.compare(MatrixX(c.gauss_newton), MatrixX(k * grad_s * grad_s.transpose()),
+                        "stiffness = k grad s grad s^T, s = sqrt(2 V / k)");
+        // A rigid translation is free of it; it is PSD.
+        for (int axis = 0; axis < 3; ++axis) {
+            Vec12 shift = Vec12::Zero();
+            for (int i = 0; i < 4; ++i) shift(3 * i + axis) = 1;
+            CHECK((c.gauss_newton * shift).norm() <= 1e-12 * c.gauss_newton.norm());
+        }
+        const Eigen::VectorXd gn = weft_test::symmetric_eigenvalues(c.gauss_newton);
+        CHECK(gn.minCoeff() > -1e-12 * gn.maxCoeff());
+        // Inside the mollifier it is not m k grad d grad d^T, which left the
+        // mollifier's force without stiffness.
+        if (parallel) CHECK((c.gauss_newton - m * unmollified.gauss_newton).norm() > 1e-3 * c.gauss_newton.norm());
+    }
+    CHECK(mollified == 20);
+    CHECK(plain == 20);
+    CHECK(checker.checks == 2 * 40);
+}
+
 TEST_CASE("segment contact: nothing beyond the contact distance; intersecting segments are flagged",
           "[element][contact]")
 {

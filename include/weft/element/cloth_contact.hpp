@@ -209,7 +209,9 @@ WEFT_HD inline Vec3<T> weighted_sum(const T c[4], const Vec3<T>& p0, const Vec3<
 /// (segment_contact.hpp, with the closest points' own motion). Elsewhere
 /// (`exact` false, a segment pair within the blend, an edge–edge pair, whose
 /// mollifier's second derivative is not formed) `hessian` stays zero and
-/// the system matrix takes the Gauss–Newton stiffness.
+/// the system matrix takes the Gauss–Newton stiffness. A mollified edge
+/// pair's is that of its energy m E = ½ k (√m (r − d))² as one square,
+/// k ∇s ∇sᵀ with s = √m (r − d), so it stiffens the mollifier's force too.
 ///
 /// A parallel segment pair returns its part `part` (0–3, `contact_parts`):
 /// an end point's penalty with a quarter of the stiffness, its exact
@@ -238,9 +240,20 @@ WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothC
     Vec<T, 12> dm;
     const T m = parallel_mollifier<T>(q, pair.parallel_eps, dm);
     if (m == T(1)) return c;
+    // V = m E = ½ k s² with s = √m g, g = r − d: the Gauss–Newton
+    // stiffness of that square, k ∇s ∇sᵀ, ∇s = −√m ∇d + g ∇m / (2√m)
+    // (c.force = k g ∇d), so that A carries the mollifier's force −E ∇m
+    // too. m ∇d ∇dᵀ alone left that force, up to k r² / 2 |∇m| (tens of
+    // newtons between a folded sheet's parallel edges), without stiffness:
+    // docs/collision.md, "The mollified edge pairs' stiffness".
+    using std::sqrt;
+    const T gap = thickness - c.distance;
+    const T root = sqrt(m);
+    const Vec<T, 12> grad_s = root > T(0) ? Vec<T, 12>(-root / (stiffness * gap) * c.force + gap / (T(2) * root) * dm)
+                                          : Vec<T, 12>(Vec<T, 12>::Zero());
     c.force = m * c.force - c.energy * dm;
     c.energy *= m;
-    c.gauss_newton *= m;
+    c.gauss_newton = stiffness * grad_s * grad_s.transpose();
     c.normal_force *= m;
     return c;
 }
