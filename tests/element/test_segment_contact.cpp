@@ -240,11 +240,18 @@ TEST_CASE("a contact pair's exact Hessian, where asked for, is its force's Jacob
                 continue;
             INFO("kind " << int(kind) << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
             REQUIRE(c.exact_hessian);
-            // The force is that of the plain (Gauss-Newton) evaluation; only the stiffness differs.
+            // The force is that of the plain evaluation; only the stiffness
+            // differs. Its gauss_newton field is the kind's Gauss-Newton
+            // stiffness (the plain point-triangle pair's closer than
+            // contact_projected_below r is the projected Hessian, tested below).
             const auto plain = weft::cloth_contact<double>(q, pair, k, r, false);
             CHECK_FALSE(plain.exact_hessian);
             CHECK((c.force - plain.force).norm() <= 1e-12 * (1 + plain.force.norm()));
-            CHECK((c.gauss_newton - plain.gauss_newton).norm() <= 1e-12 * (1 + plain.gauss_newton.norm()));
+            const auto gauss_newton = kind == weft::ClothContactKind::point_triangle
+                                          ? weft::point_triangle_contact<double>(q, k, r, false)
+                                          : plain;
+            CHECK((c.gauss_newton - gauss_newton.gauss_newton).norm() <=
+                  1e-12 * (1 + gauss_newton.gauss_newton.norm()));
             checker.jacobian(
                 [&](const VectorX& v) { return VectorX(-weft::cloth_contact<double>(Vec12(v), pair, k, r).force); },
                 VectorX(q), MatrixX(c.hessian), "exact contact Hessian = -d force / dq");
@@ -336,6 +343,57 @@ TEST_CASE("a mollified edge pair's stiffness is the Gauss-Newton stiffness of it
     CHECK(mollified == 20);
     CHECK(plain == 20);
     CHECK(checker.checks == 2 * 40);
+}
+
+TEST_CASE("a point-triangle pair closer than half the thickness takes its exact Hessian projected onto the PSD cone",
+          "[element][contact][fd]")
+{
+    // cloth_contact without exact Hessians (what the triangle stepper
+    // assembles): below contact_projected_below r the stiffness is the PSD
+    // projection of -d force / dq by central differences; beyond it,
+    // Gauss-Newton k grad d grad d^T.
+    FdChecker checker = contact_checker();
+    checker.tolerance = 1e-5;
+    const double k = 50, r = 0.5;
+    Random rng(53);
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(weft::ClothContactKind::point_triangle), 0.0};
+    int close = 0, far = 0;
+    for (int trial = 0; trial < 400 && (close < 12 || far < 12); ++trial) {
+        const double height = rng.uniform(0.05, 0.95) * r;
+        const Vec12 q = stack(0.3 * x + 0.3 * y + height * z, Vec3::Zero(), x, y) + 0.05 * Vec12(rng.vector<12>(-1, 1));
+        const auto c = weft::cloth_contact<double>(q, pair, k, r);
+        if (!c.active || c.distance < 1e-3) continue;
+        const double m = 1e-3;  // away from the closest point's region boundaries (kinks)
+        if ((c.s > 0 && c.s < m) || (c.s < 1 && c.s > 1 - m) || (c.t > 0 && c.t < m) || (c.t < 1 && c.t > 1 - m) ||
+            (c.s + c.t > 1 - m && c.s + c.t < 1 + m))
+            continue;
+        INFO("d " << c.distance << ", u " << c.s << ", v " << c.t);
+        CHECK_FALSE(c.exact_hessian);
+        const auto plain = weft::point_triangle_contact<double>(q, k, r, false);
+        CHECK((c.force - plain.force).norm() <= 1e-12 * (1 + plain.force.norm()));
+        if (c.distance < weft::contact_projected_below * r) {
+            if (close == 12) continue;
+            const MatrixX jacobian = checker.fd_jacobian(
+                [&](const VectorX& v) { return VectorX(-weft::cloth_contact<double>(Vec12(v), pair, k, r).force); },
+                VectorX(q));
+            const Eigen::Matrix<double, 12, 12> fd = jacobian;
+            checker.compare(MatrixX(c.gauss_newton), MatrixX(weft::project_to_psd<double, 12>(fd)),
+                            "stiffness = PSD projection of -d force / dq");
+            const Eigen::VectorXd eigen = weft_test::symmetric_eigenvalues(c.gauss_newton);
+            CHECK(eigen.minCoeff() > -1e-12 * eigen.maxCoeff());
+            // Not Gauss-Newton: the curvature term is in it.
+            CHECK((c.gauss_newton - plain.gauss_newton).norm() > 1e-3 * plain.gauss_newton.norm());
+            ++close;
+        } else {
+            if (far == 12) continue;
+            CHECK(c.gauss_newton == plain.gauss_newton);
+            ++far;
+        }
+    }
+    CHECK(close == 12);
+    CHECK(far == 12);
+    CHECK(checker.checks == close);
 }
 
 TEST_CASE("segment contact: nothing beyond the contact distance; intersecting segments are flagged",
