@@ -34,6 +34,16 @@ Vec12 stack(const Vec3& a0, const Vec3& a1, const Vec3& b0, const Vec3& b1)
 }
 
 /// The forces on the four points sum to zero and exert no torque.
+/// Whether closest parameters (s, t) lie within `margin` of a bound that
+/// they have not reached: a region boundary of the closest points, where
+/// the distance's derivatives have a kink that central differences would
+/// straddle. A triangle's (s, t) = (u, v) also has the bound u + v = 1.
+bool near_kink(double s, double t, double margin, bool triangle)
+{
+    const auto near_bound = [margin](double x) { return (x > 0 && x < margin) || (x < 1 && x > 1 - margin); };
+    return near_bound(s) || near_bound(t) || (triangle && s + t > 1 - margin && s + t < 1 + margin);
+}
+
 void check_momentum(const Vec12& q, const Vec12& force)
 {
     Vec3 sum = Vec3::Zero(), torque = Vec3::Zero();
@@ -104,11 +114,7 @@ TEST_CASE("segment contact: force and exact Hessian against finite differences",
         const Vec12 q = stack(a0, a1, b0, b1);
         const auto c = weft::segment_contact<double>(q, k, r);
         if (!c.active || c.distance < 1e-3) continue;
-        // Stay away from the kinks where a closest parameter reaches a bound.
-        const double margin = 1e-4;
-        if ((c.s > 0 && c.s < margin) || (c.s < 1 && c.s > 1 - margin) || (c.t > 0 && c.t < margin) ||
-            (c.t < 1 && c.t > 1 - margin))
-            continue;
+        if (near_kink(c.s, c.t, 1e-4, false)) continue;
         const int free = (c.s > 0 && c.s < 1) + (c.t > 0 && c.t < 1);
         check(q, "random", free);
     }
@@ -234,10 +240,7 @@ TEST_CASE("a contact pair's exact Hessian, where asked for, is its force's Jacob
                             0.1 * Vec12(rng.vector<12>(-1, 1)));
             const auto c = weft::cloth_contact<double>(q, pair, k, r, true);
             if (!c.active || c.distance < 1e-3) continue;
-            const double m = 1e-3;  // away from the closest points' region boundaries (kinks)
-            if ((c.s > 0 && c.s < m) || (c.s < 1 && c.s > 1 - m) || (c.t > 0 && c.t < m) || (c.t < 1 && c.t > 1 - m) ||
-                (kind == weft::ClothContactKind::point_triangle && c.s + c.t > 1 - m && c.s + c.t < 1 + m))
-                continue;
+            if (near_kink(c.s, c.t, 1e-3, kind == weft::ClothContactKind::point_triangle)) continue;
             INFO("kind " << int(kind) << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
             REQUIRE(c.exact_hessian);
             // The force is that of the plain evaluation; only the stiffness
@@ -309,11 +312,7 @@ TEST_CASE("a mollified edge pair's stiffness is the Gauss-Newton stiffness of it
         const auto unmollified = weft::segment_contact<double>(q, k, r);
         INFO((parallel ? "nearly parallel" : "crossing") << ": d " << c.distance << ", s " << c.s << ", t " << c.t);
         REQUIRE(c.active);
-        // Away from the kinks where a closest parameter reaches a bound.
-        const double margin = 1e-3;
-        if ((c.s > 0 && c.s < margin) || (c.s < 1 && c.s > 1 - margin) || (c.t > 0 && c.t < margin) ||
-            (c.t < 1 && c.t > 1 - margin))
-            continue;
+        if (near_kink(c.s, c.t, 1e-3, false)) continue;
         const double m = c.energy / unmollified.energy;
         if (parallel) {
             REQUIRE(m < 0.999);
@@ -364,10 +363,7 @@ TEST_CASE("a point-triangle pair closer than half the thickness takes its exact 
         const Vec12 q = stack(0.3 * x + 0.3 * y + height * z, Vec3::Zero(), x, y) + 0.05 * Vec12(rng.vector<12>(-1, 1));
         const auto c = weft::cloth_contact<double>(q, pair, k, r);
         if (!c.active || c.distance < 1e-3) continue;
-        const double m = 1e-3;  // away from the closest point's region boundaries (kinks)
-        if ((c.s > 0 && c.s < m) || (c.s < 1 && c.s > 1 - m) || (c.t > 0 && c.t < m) || (c.t < 1 && c.t > 1 - m) ||
-            (c.s + c.t > 1 - m && c.s + c.t < 1 + m))
-            continue;
+        if (near_kink(c.s, c.t, 1e-3, true)) continue;
         INFO("d " << c.distance << ", u " << c.s << ", v " << c.t);
         CHECK_FALSE(c.exact_hessian);
         const auto plain = weft::point_triangle_contact<double>(q, k, r, false);
