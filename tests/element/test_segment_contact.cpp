@@ -344,6 +344,121 @@ TEST_CASE("a mollified edge pair's stiffness is the Gauss-Newton stiffness of it
     CHECK(checker.checks == 2 * 40);
 }
 
+TEST_CASE("the penalty's onset: its law is C2 at d = r, and each kind's force and stiffness follow it",
+          "[element][contact][fd]")
+{
+    // penalty_law with onset width delta: E' = F and F' = stiffness by
+    // central differences on both sides of delta, continuous at delta, all
+    // zero at d = r; without an onset the quadratic law. Then the pairs that
+    // use it (ClothCollision::onset): point-triangle and segment pairs (force
+    // = -grad V, exact Hessian = -d force / dq, Gauss-Newton F' grad d grad
+    // d^T) and mollified edge pairs (force = -grad V, stiffness
+    // F' grad V grad V^T / (m F^2)), at gaps on both sides of delta.
+    FdChecker checker = contact_checker();
+    const double k = 50, r = 0.5, onset = 0.25 * r;
+    Random rng(53);
+    int laws = 0;
+    for (int i = 0; i < 40; ++i) {
+        const double g = rng.uniform(1e-3, r);
+        if (std::abs(g - onset) < 1e-4) continue;
+        const auto law = [&](double x) { return weft::penalty_law<double>(x, k, onset); };
+        const double e = 1e-6;
+        INFO("gap " << g);
+        CHECK((law(g + e).energy - law(g - e).energy) / (2 * e) == Approx(law(g).force).epsilon(1e-7));
+        CHECK((law(g + e).force - law(g - e).force) / (2 * e) == Approx(law(g).stiffness).epsilon(1e-7));
+        CHECK(law(g).stiffness <= k);
+        const auto quadratic = weft::penalty_law<double>(g, k, 0.0);
+        CHECK(quadratic.energy == Approx(0.5 * k * g * g).epsilon(1e-14));
+        CHECK(quadratic.force == Approx(k * g).epsilon(1e-14));
+        CHECK(quadratic.stiffness == k);
+        ++laws;
+    }
+    CHECK(laws >= 30);
+    const auto touching = weft::penalty_law<double>(0.0, k, onset);
+    CHECK(touching.energy == 0.0);
+    CHECK(touching.force == 0.0);
+    CHECK(touching.stiffness == 0.0);
+    const auto inside = weft::penalty_law<double>(onset * (1 - 1e-12), k, onset);
+    const auto beyond = weft::penalty_law<double>(onset * (1 + 1e-12), k, onset);
+    CHECK(inside.energy == Approx(beyond.energy).epsilon(1e-9));
+    CHECK(inside.force == Approx(beyond.force).epsilon(1e-9));
+    CHECK(inside.stiffness == Approx(beyond.stiffness).epsilon(1e-9));
+
+    const Vec3 x(1, 0, 0), y(0, 1, 0), z(0, 0, 1);
+    int pairs = 0, within = 0;
+    for (const auto kind : {weft::ClothContactKind::point_triangle, weft::ClothContactKind::segment_pair}) {
+        const weft::ClothContactElement<double> pair{{0, 1, 2, 3}, int(kind), 0.0};
+        int found = 0;
+        for (int trial = 0; trial < 200 && found < 12; ++trial) {
+            const double height = rng.uniform(0.2, 0.49);
+            const Vec12 q =
+                kind == weft::ClothContactKind::segment_pair
+                    ? Vec12(stack(Vec3::Zero(), x, 0.5 * x - 0.5 * y + height * z, 0.5 * x + 0.5 * y + height * z) +
+                            0.02 * Vec12(rng.vector<12>(-1, 1)))
+                    : Vec12(stack(0.3 * x + 0.3 * y + height * z, Vec3::Zero(), x, y) +
+                            0.02 * Vec12(rng.vector<12>(-1, 1)));
+            const auto c = weft::cloth_contact<double>(q, pair, k, r, true, 0, onset);
+            if (!c.active || c.distance < 1e-3 || std::abs(r - c.distance - onset) < 1e-3) continue;
+            if (near_kink(c.s, c.t, 1e-3, kind == weft::ClothContactKind::point_triangle)) continue;
+            const auto law = weft::penalty_law<double>(r - c.distance, k, onset);
+            INFO("kind " << int(kind) << ": gap " << r - c.distance << " (onset " << onset << ")");
+            REQUIRE(c.exact_hessian);
+            CHECK(c.normal_force == Approx(law.force).epsilon(1e-12));
+            checker.gradient(
+                [&](const VectorX& v) {
+                    return -weft::cloth_contact<double>(Vec12(v), pair, k, r, true, 0, onset).energy;
+                },
+                VectorX(q), VectorX(c.force), "force = -grad V with an onset");
+            checker.jacobian(
+                [&](const VectorX& v) {
+                    return VectorX(-weft::cloth_contact<double>(Vec12(v), pair, k, r, true, 0, onset).force);
+                },
+                VectorX(q), MatrixX(c.hessian), "exact Hessian = -d force / dq with an onset");
+            const Vec12 grad_d = -c.force / law.force;
+            checker.compare(MatrixX(c.gauss_newton), MatrixX(law.stiffness * grad_d * grad_d.transpose()),
+                            "Gauss-Newton = F' grad d grad d^T");
+            within += r - c.distance < onset;
+            ++found;
+        }
+        CHECK(found == 12);
+        pairs += found;
+    }
+    CHECK(within >= 4);
+    CHECK(within <= pairs - 4);
+
+    int mollified = 0;
+    for (int trial = 0; trial < 200 && mollified < 12; ++trial) {
+        const Vec3 tilt(0, rng.uniform(-0.02, 0.02), rng.uniform(-0.02, 0.02));
+        const double height = rng.uniform(0.3, 0.49);
+        Vec12 q = stack(Vec3::Zero(), x, 0.2 * x - 0.5 * tilt + height * z, 1.2 * x + 0.5 * tilt + height * z);
+        q += 1e-3 * Vec12(rng.vector<12>(-1, 1));
+        const Vec3 u = q.segment<3>(3) - q.segment<3>(0), w = q.segment<3>(9) - q.segment<3>(6);
+        const weft::ClothContactElement<double> pair{
+            {0, 1, 2, 3}, int(weft::ClothContactKind::edge_edge), 1e-3 * u.squaredNorm() * w.squaredNorm()};
+        const auto energy = [&](const VectorX& v) {
+            return weft::cloth_contact<double>(Vec12(v), pair, k, r, false, 0, onset).energy;
+        };
+        const auto c = weft::cloth_contact<double>(q, pair, k, r, false, 0, onset);
+        const auto unmollified = weft::segment_contact<double>(q, k, r, false, onset);
+        if (!c.active || std::abs(r - c.distance - onset) < 1e-3 || near_kink(c.s, c.t, 1e-3, false)) continue;
+        const double m = c.energy / unmollified.energy;
+        if (!(m < 0.999 && m > 0.01)) continue;
+        const auto law = weft::penalty_law<double>(r - c.distance, k, onset);
+        INFO("mollified: gap " << r - c.distance << ", m " << m);
+        checker.gradient([&](const VectorX& v) { return -energy(v); }, VectorX(q), VectorX(c.force),
+                         "mollified force = -grad V with an onset");
+        const VectorX grad_v = checker.fd_gradient(energy, VectorX(q));
+        checker.compare(MatrixX(c.gauss_newton),
+                        MatrixX(law.stiffness / (m * law.force * law.force) * grad_v * grad_v.transpose()),
+                        "mollified stiffness = F' grad V grad V^T / (m F^2)");
+        const Eigen::VectorXd gn = weft_test::symmetric_eigenvalues(c.gauss_newton);
+        CHECK(gn.minCoeff() > -1e-12 * gn.maxCoeff());
+        ++mollified;
+    }
+    CHECK(mollified == 12);
+    CHECK(checker.checks == 3 * pairs + 2 * mollified);
+}
+
 TEST_CASE("a point-triangle pair closer than half the thickness takes its exact Hessian projected onto the PSD cone",
           "[element][contact][fd]")
 {

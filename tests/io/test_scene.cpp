@@ -983,7 +983,7 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
     }
     // 28 objects, 180 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 180);
+    REQUIRE(checked == 181);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")
@@ -1083,6 +1083,18 @@ TEST_CASE("scene: the collision object, its defaults and its refusals", "[io][sc
     CHECK_THAT(error_of(yarn), Contains("collision.parallel_angle: must be below 90") && Contains("90"));
     yarn["collision"] = json::parse(R"({"parallel_angle": "5"})");
     CHECK_THAT(error_of(yarn), Contains("collision.parallel_angle"));
+    // onset: a fraction of the thickness in [0, 1), into both models; 0 by default.
+    CHECK(yb.model.collision.onset == 0.0);
+    yarn["collision"] = json::parse(R"({"onset": 0.25})");
+    CHECK(weft::build_yarn_scene<double>(weft::parse_scene(yarn)).model.collision.onset == 0.25);
+    tri["collision"] = json::parse(R"({"onset": 0.25})");
+    CHECK(weft::build_triangle_scene<double>(weft::parse_scene(tri)).model.collision.onset == 0.25);
+    yarn["collision"] = json::parse(R"({"onset": -0.1})");
+    CHECK_THAT(error_of(yarn), Contains("collision.onset") && Contains("-0.1"));
+    yarn["collision"] = json::parse(R"({"onset": 1})");
+    CHECK_THAT(error_of(yarn), Contains("collision.onset: must be below 1") && Contains("1"));
+    yarn["collision"] = json::parse(R"({"onset": "0.2"})");
+    CHECK_THAT(error_of(yarn), Contains("collision.onset"));
     // Refused: a thickness the fabric's own yarns would violate; contact
     // creation without stacked layers that can lose contacts, or without EIL.
     yarn["collision"] = json::parse(R"({"thickness": 0.5})");

@@ -52,6 +52,11 @@ struct ClothCollision {
     /// end points' penalties), a pair beyond it a `segment_pair`; 0 makes
     /// every pair a segment_pair (docs/collision.md, "Parallel yarns").
     T parallel_angle = T(0);
+    /// The width δ of the penalty's onset as a fraction of the thickness
+    /// (`penalty_law`): 0, the penalty ½ k (r − d)², whose stiffness jumps
+    /// from 0 to k at d = r; δ > 0 lets it rise from 0 over δ r
+    /// (docs/collision.md, "A smooth onset of the penalty").
+    T onset = T(0);
 };
 
 /// The default penalty stiffness of cloth contact (triangle and yarn cloth
@@ -81,6 +86,10 @@ inline void validate_cloth_collision(const ClothCollision<T>& c)
     if (!(c.parallel_angle < T(1.5707963267948966)))
         throw InvalidInput(detail::describe("collision.parallel_angle", c.parallel_angle,
                                             "must be below pi/2 (radians; the scene key is in degrees, below 90)"));
+    require_non_negative("collision.onset", c.onset);
+    if (!(c.onset < T(1)))
+        throw InvalidInput(
+            detail::describe("collision.onset", c.onset, "must be below 1 (a fraction of the thickness)"));
 }
 
 /// The two kinds of cloth contact pairs.
@@ -234,16 +243,16 @@ constexpr double contact_projected_below = 0.5;
 /// Hessian where `exact` asks for it.
 template <typename T>
 WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothContactElement<T>& pair, T stiffness,
-                                               T thickness, bool exact = false, int part = 0)
+                                               T thickness, bool exact = false, int part = 0, T onset = T(0))
 {
     if (pair.kind == int(ClothContactKind::parallel_segment_pair))
-        return end_point_contact<T>(q, part, T(0.25) * stiffness, thickness, exact);
+        return end_point_contact<T>(q, part, T(0.25) * stiffness, thickness, exact, onset);
     if (pair.kind == int(ClothContactKind::point_triangle)) {
-        SegmentContact<T> c = point_triangle_contact<T>(q, stiffness, thickness, exact);
+        SegmentContact<T> c = point_triangle_contact<T>(q, stiffness, thickness, exact, onset);
         if (exact || !c.active || c.degenerate || !(c.distance < T(contact_projected_below) * thickness)) return c;
         // Close: the exact Hessian projected onto the PSD cone in place of
         // Gauss–Newton, which leaves out k (r − d) ∇²d.
-        c.gauss_newton = project_to_psd<T, 12>(point_triangle_contact<T>(q, stiffness, thickness, true).hessian);
+        c.gauss_newton = project_to_psd<T, 12>(point_triangle_contact<T>(q, stiffness, thickness, true, onset).hessian);
         return c;
     }
     if (pair.kind == int(ClothContactKind::segment_pair)) {
@@ -253,29 +262,29 @@ WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothC
         if (exact) {
             // Beyond the blend the parameters are the closest points themselves.
             const SegmentPairClosest<T> closest = closest_segment_segment<T>(a0, a1, b0, b1);
-            if (at.s == closest.s && at.t == closest.t) return segment_contact<T>(q, stiffness, thickness, true);
+            if (at.s == closest.s && at.t == closest.t) return segment_contact<T>(q, stiffness, thickness, true, onset);
         }
-        return segment_contact_at<T>(q, at.s, at.t, stiffness, thickness, false);
+        return segment_contact_at<T>(q, at.s, at.t, stiffness, thickness, false, onset);
     }
-    SegmentContact<T> c = segment_contact<T>(q, stiffness, thickness, false);
+    SegmentContact<T> c = segment_contact<T>(q, stiffness, thickness, false, onset);
     if (!c.active || c.degenerate) return c;
     Vec<T, 12> dm;
     const T m = parallel_mollifier<T>(q, pair.parallel_eps, dm);
     if (m == T(1)) return c;
-    // V = m E = ½ k s² with s = √m g, g = r − d: the Gauss–Newton
-    // stiffness of that square, k ∇s ∇sᵀ, ∇s = −√m ∇d + g ∇m / (2√m)
-    // (c.force = k g ∇d), so that A carries the mollifier's force −E ∇m
-    // too. m ∇d ∇dᵀ alone left that force, up to k r² / 2 |∇m| (tens of
-    // newtons between a folded sheet's parallel edges), without stiffness:
-    // docs/collision.md, "The mollified edge pairs' stiffness".
-    using std::sqrt;
-    const T gap = thickness - c.distance;
-    const T root = sqrt(m);
-    const Vec<T, 12> grad_s = root > T(0) ? Vec<T, 12>(-root / (stiffness * gap) * c.force + gap / (T(2) * root) * dm)
-                                          : Vec<T, 12>(Vec<T, 12>::Zero());
+    // V = m E(g), g = r − d. For the quadratic law E = ½ k g², V is the one
+    // square ½ k s², s = √m g, and its Gauss–Newton stiffness is
+    // k ∇s ∇sᵀ = k ∇V ∇Vᵀ / (m F²), F = k g: A carries the mollifier's
+    // force −E ∇m too. m ∇d ∇dᵀ alone left that force, up to k r² / 2 |∇m|
+    // (tens of newtons between a folded sheet's parallel edges), without
+    // stiffness: docs/collision.md, "The mollified edge pairs' stiffness".
+    // With an onset (`penalty_law`), F′ ∇V ∇Vᵀ / (m F²): PSD, rank one, and
+    // F′ ∇d ∇dᵀ, the unmollified pair's stiffness, where m = 1.
+    const PenaltyLaw<T> law = penalty_law<T>(thickness - c.distance, stiffness, onset);
     c.force = m * c.force - c.energy * dm;
     c.energy *= m;
-    c.gauss_newton = stiffness * grad_s * grad_s.transpose();
+    c.gauss_newton = m > T(0) && law.force > T(0)
+                         ? Mat<T, 12, 12>(law.stiffness / (m * law.force * law.force) * c.force * c.force.transpose())
+                         : Mat<T, 12, 12>(Mat<T, 12, 12>::Zero());
     c.normal_force *= m;
     return c;
 }
@@ -294,7 +303,8 @@ WEFT_HD inline void contact_friction_loads(const T* q, const ClothContactElement
     if (!(collision.friction > T(0))) return;
     const Vec<T, 12> x = gather_contact_positions<T, B>(q, pair);
     for (int part = 0; part < contact_parts(pair); ++part) {
-        const SegmentContact<T> c = cloth_contact<T>(x, pair, collision.stiffness, collision.thickness, false, part);
+        const SegmentContact<T> c = cloth_contact<T>(x, pair, collision.stiffness, collision.thickness, false, part,
+                                                     collision.onset * collision.thickness);
         if (!c.active || c.degenerate) continue;
         for (int i = 0; i < 4; ++i)
             load[i] +=
@@ -357,15 +367,17 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* fric
         friction && newton.lagged_positions ? gather_contact_positions<T, B>(newton.lagged_positions, pair) : ql;
     const int parts = contact_parts(pair);
     for (int part = 0; part < parts; ++part) {
-        const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact, part);
+        const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact, part,
+                                                     collision.onset * collision.thickness);
         energy.elastic += c.energy;
         force += c.force;
         // ∂f/∂q: the exact Hessian where cloth_contact formed one, else Gauss–Newton.
         df_dq -= c.exact_hessian ? c.hessian : c.gauss_newton;
         if (!friction) continue;
-        const SegmentContact<T> lagged =
-            newton.lagged_positions ? cloth_contact<T>(xl, pair, collision.stiffness, collision.thickness, false, part)
-                                    : c;
+        const SegmentContact<T> lagged = newton.lagged_positions
+                                             ? cloth_contact<T>(xl, pair, collision.stiffness, collision.thickness,
+                                                                false, part, collision.onset * collision.thickness)
+                                             : c;
         if (!lagged.active || lagged.degenerate) continue;
         const LocalTerms<T, 12> f = contact_friction<T>(
             lagged, vl, collision.friction,

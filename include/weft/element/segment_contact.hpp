@@ -51,6 +51,30 @@ struct SegmentContact {
     bool exact_hessian;           ///< `hessian` was formed (an active contact asked for it)
 };
 
+/// The penalty's law of the gap g = r − d ≥ 0 with stiffness k and onset
+/// width δ ≥ 0: energy E(g), normal force F = E′(g) and stiffness F′(g).
+/// δ = 0: ½ k g², k g, k. δ > 0 (as the colliders' onset): k g³ / (6δ),
+/// k g² / (2δ), k g / δ within δ of d = r, and beyond it
+/// k (½ g² − ½ δ g + δ² / 6), k (g − ½ δ), k: C² at d = r, so a pair that
+/// comes into contact within a Newton update has stiffness in A from the
+/// start instead of a jump from 0 to k (docs/collision.md, "A smooth onset
+/// of the penalty").
+template <typename T>
+struct PenaltyLaw {
+    T energy, force, stiffness;
+};
+
+template <typename T>
+WEFT_HD inline PenaltyLaw<T> penalty_law(T gap, T stiffness, T onset)
+{
+    if (!(onset > T(0))) return {T(0.5) * stiffness * gap * gap, stiffness * gap, stiffness};
+    if (gap < onset)
+        return {stiffness * gap * gap * gap / (T(6) * onset), stiffness * gap * gap / (T(2) * onset),
+                stiffness * gap / onset};
+    return {stiffness * (T(0.5) * gap * gap - T(0.5) * onset * gap + onset * onset / T(6)),
+            stiffness * (gap - T(0.5) * onset), stiffness};
+}
+
 namespace detail {
 
 /// Fills the closest parameters and the distance; true when the penalty
@@ -99,25 +123,26 @@ WEFT_HD inline Vec<T, 12> parameter_cross_derivative(const T (&coefficient)[4], 
     return out;
 }
 
-/// Energy, force and Hessians of ½ k (r − d)² from D = ½ d² and its
-/// derivatives; the coefficients and the normal x/d for the friction.
+/// Energy, force and Hessians of the penalty E(r − d) (`penalty_law`, onset
+/// width `onset`) from D = ½ d² and its derivatives; the coefficients and
+/// the normal x/d for the friction.
 template <typename T>
 WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient)[4], const Vec3<T>& x,
                                    const Vec<T, 12>& grad_D, const Mat<T, 12, 12>& hess_D, T stiffness, T radius_sum,
-                                   bool exact_hessian = true)
+                                   bool exact_hessian = true, T onset = T(0))
 {
     const T d = out.distance;
     for (int i = 0; i < 4; ++i) out.coefficient[i] = coefficient[i];
     out.normal = x / d;
     const Vec<T, 12> grad_d = grad_D / d;
-    const T gap = radius_sum - d;
-    out.normal_force = stiffness * gap;
-    out.energy = T(0.5) * stiffness * gap * gap;
-    out.force = stiffness * gap * grad_d;
-    out.gauss_newton = stiffness * grad_d * grad_d.transpose();
+    const PenaltyLaw<T> law = penalty_law<T>(radius_sum - d, stiffness, onset);
+    out.normal_force = law.force;
+    out.energy = law.energy;
+    out.force = law.force * grad_d;
+    out.gauss_newton = law.stiffness * grad_d * grad_d.transpose();
     if (!exact_hessian) return;  // `hessian` stays zero
     const Mat<T, 12, 12> hess_d = hess_D / d - grad_D * grad_D.transpose() / (d * d * d);
-    out.hessian = out.gauss_newton - stiffness * gap * hess_d;
+    out.hessian = out.gauss_newton - law.force * hess_d;
     out.exact_hessian = true;
 }
 
@@ -129,7 +154,7 @@ WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient
 /// and its closest point on the other segment).
 template <typename T>
 WEFT_HD inline SegmentContact<T> segment_pair_penalty(const Vec<T, 12>& q, const SegmentPairClosest<T>& c, T stiffness,
-                                                      T radius_sum, bool exact_hessian)
+                                                      T radius_sum, bool exact_hessian, T onset)
 {
     const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
                   b1 = q.template segment<3>(9);
@@ -144,7 +169,7 @@ WEFT_HD inline SegmentContact<T> segment_pair_penalty(const Vec<T, 12>& q, const
     Mat<T, 12, 12> hess_D;
     distance_value_base(coefficient, x, grad_D, hess_D);
     if (!exact_hessian) {
-        finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false);
+        finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false, onset);
         return out;
     }
     // ∂f/∂s = x·u, ∂f/∂t = −x·w.
@@ -164,7 +189,7 @@ WEFT_HD inline SegmentContact<T> segment_pair_penalty(const Vec<T, 12>& q, const
     } else if (s_free && uu > T(0)) {
         hess_D -= f_qs * f_qs.transpose() / uu;
     }
-    finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum);
+    finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, true, onset);
     return out;
 }
 
@@ -176,11 +201,11 @@ WEFT_HD inline SegmentContact<T> segment_pair_penalty(const Vec<T, 12>& q, const
 /// assemble the Gauss–Newton stiffness only).
 template <typename T>
 WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffness, T radius_sum,
-                                                 bool exact_hessian = true)
+                                                 bool exact_hessian = true, T onset = T(0))
 {
     const SegmentPairClosest<T> c = closest_segment_segment<T>(q.template segment<3>(0), q.template segment<3>(3),
                                                                q.template segment<3>(6), q.template segment<3>(9));
-    return detail::segment_pair_penalty(q, c, stiffness, radius_sum, exact_hessian);
+    return detail::segment_pair_penalty(q, c, stiffness, radius_sum, exact_hessian, onset);
 }
 
 /// The same penalty between the points a₀ + s (a₁ − a₀) and b₀ + t (b₁ − b₀)
@@ -190,7 +215,7 @@ WEFT_HD inline SegmentContact<T> segment_contact(const Vec<T, 12>& q, T stiffnes
 /// whatever the segments' angle.
 template <typename T>
 WEFT_HD inline SegmentContact<T> segment_contact_at(const Vec<T, 12>& q, T s, T t, T stiffness, T radius_sum,
-                                                    bool exact_hessian = true)
+                                                    bool exact_hessian = true, T onset = T(0))
 {
     const Vec3<T> a0 = q.template segment<3>(0), a1 = q.template segment<3>(3), b0 = q.template segment<3>(6),
                   b1 = q.template segment<3>(9);
@@ -201,7 +226,7 @@ WEFT_HD inline SegmentContact<T> segment_contact_at(const Vec<T, 12>& q, T s, T 
     Vec<T, 12> grad_D;
     Mat<T, 12, 12> hess_D;
     detail::distance_value_base(coefficient, x, grad_D, hess_D);
-    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, exact_hessian);
+    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, exact_hessian, onset);
     return out;
 }
 
@@ -213,11 +238,11 @@ WEFT_HD inline SegmentContact<T> segment_contact_at(const Vec<T, 12>& q, T s, T 
 /// SegmentContact; `exact_hessian` as there.
 template <typename T>
 WEFT_HD inline SegmentContact<T> end_point_contact(const Vec<T, 12>& q, int part, T stiffness, T radius_sum,
-                                                   bool exact_hessian = true)
+                                                   bool exact_hessian = true, T onset = T(0))
 {
     const SegmentPairClosest<T> c = end_point_parameters<T>(q.template segment<3>(0), q.template segment<3>(3),
                                                             q.template segment<3>(6), q.template segment<3>(9), part);
-    return detail::segment_pair_penalty(q, c, stiffness, radius_sum, exact_hessian);
+    return detail::segment_pair_penalty(q, c, stiffness, radius_sum, exact_hessian, onset);
 }
 
 /// The contact of a point and a triangle, q = [p, x₀, x₁, x₂]: the same
@@ -229,7 +254,7 @@ WEFT_HD inline SegmentContact<T> end_point_contact(const Vec<T, 12>& q, int part
 /// as for segment_contact.
 template <typename T>
 WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T stiffness, T radius_sum,
-                                                        bool exact_hessian = true)
+                                                        bool exact_hessian = true, T onset = T(0))
 {
     const Vec3<T> p = q.template segment<3>(0), x0 = q.template segment<3>(3), x1 = q.template segment<3>(6),
                   x2 = q.template segment<3>(9);
@@ -244,7 +269,7 @@ WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T s
     Mat<T, 12, 12> hess_D;
     detail::distance_value_base(coefficient, x, grad_D, hess_D);
     if (!exact_hessian) {
-        detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false);
+        detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, false, onset);
         return out;
     }
     // ∂f/∂u = x·e₁, ∂f/∂v = x·e₂.
@@ -266,7 +291,7 @@ WEFT_HD inline SegmentContact<T> point_triangle_contact(const Vec<T, 12>& q, T s
         const T f_dd = du * du * a + T(2) * du * dv * b + dv * dv * cc;
         if (f_dd > T(0)) hess_D -= f_qd * f_qd.transpose() / f_dd;
     }
-    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum);
+    detail::finish_contact(out, coefficient, x, grad_D, hess_D, stiffness, radius_sum, true, onset);
     return out;
 }
 

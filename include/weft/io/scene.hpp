@@ -80,6 +80,8 @@
 ///                                    layers touch for 3 steps (needs EIL and layer_friction)
 ///   parallel_angle    number 0      yarns only: degrees (< 90); a segment pair within it of
 ///                                    parallel at a step's start takes its end points' penalties
+///   onset             number 0      the penalty's onset width, a fraction of the thickness in
+///                                    [0, 1): its stiffness rises from 0 at d = r over it
 /// output            object   nothing is written by default
 /// ```
 ///

@@ -92,6 +92,9 @@ inline CollisionDescription parse_collision(const json& j, const std::string& pa
     c.parallel_angle = o.get_or("parallel_angle", read_non_negative, 0.0);
     if (!(c.parallel_angle < 90))
         fail(o.path("parallel_angle"), "must be below 90 (degrees), got " + format_number(c.parallel_angle));
+    c.onset = o.get_or("onset", read_non_negative, 0.0);
+    if (!(c.onset < 1))
+        fail(o.path("onset"), "must be below 1 (a fraction of the thickness), got " + format_number(c.onset));
     return c;
 }
 

@@ -172,6 +172,7 @@ struct CollisionDescription {
     double stiffness = 0;  ///< penalty stiffness (N/m); 0: 100 x mean node mass / time_step^2 (the model builder)
     bool create_contacts = false;  ///< yarns: collisions between layers become EoL contacts
     double parallel_angle = 0;     ///< yarns: degrees; pairs this close to parallel take their end points' parts
+    double onset = 0;              ///< the penalty's onset width, a fraction of the thickness, in [0, 1)
 };
 
 struct OutputDescription {

@@ -269,6 +269,7 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
         c.friction = T(scene.collision.friction);
         c.create_contacts = scene.collision.create_contacts;
         c.parallel_angle = degrees_to_radians(T(scene.collision.parallel_angle));
+        c.onset = T(scene.collision.onset);
         if (c.create_contacts && std::none_of(out.model.layer_friction.begin(), out.model.layer_friction.end(),
                                               [](T mu) { return mu >= T(0); }))
             throw InvalidInput(

@@ -41,7 +41,7 @@ inline const Keys& collider()         { static const Keys k{"type", "center", "r
 inline const Keys& sphere()           { static const Keys k{"type", "center", "radius", "friction", "stiffness"}; return k; }
 inline const Keys& box()              { static const Keys k{"type", "center", "size", "rounding", "friction", "stiffness"}; return k; }
 inline const Keys& plane()            { static const Keys k{"type", "point", "normal", "friction", "stiffness"}; return k; }
-inline const Keys& collision()        { static const Keys k{"enabled", "thickness", "friction", "stiffness", "create_contacts", "parallel_angle"}; return k; }
+inline const Keys& collision()        { static const Keys k{"enabled", "thickness", "friction", "stiffness", "create_contacts", "parallel_angle", "onset"}; return k; }
 inline const Keys& output()           { static const Keys k{"csv", "csv_every", "frames", "every", "formats", "vtp_encoding"}; return k; }
 // clang-format on
 

@@ -297,6 +297,7 @@ TriangleScene<T> build_triangle_scene(const SceneDescription& scene)
         T(scene.collision.stiffness > 0 ? scene.collision.stiffness
                                         : default_collision_stiffness(out.model.mass, scene.time_step));
     out.model.collision.friction = T(scene.collision.friction);
+    out.model.collision.onset = T(scene.collision.onset);
     validate_triangle_collision(out.model);
     return out;
 }
