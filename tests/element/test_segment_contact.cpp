@@ -347,7 +347,7 @@ TEST_CASE("a mollified edge pair's stiffness is the Gauss-Newton stiffness of it
 TEST_CASE("the penalty's onset: its law is C2 at d = r, and each kind's force and stiffness follow it",
           "[element][contact][fd]")
 {
-    // penalty_law with onset width delta: E' = F and F' = stiffness by
+    // smooth_penalty (the contacts' law) with onset width delta: E' = F and F' = stiffness by
     // central differences on both sides of delta, continuous at delta, all
     // zero at d = r; without an onset the quadratic law. Then the pairs that
     // use it (ClothCollision::onset): point-triangle and segment pairs (force
@@ -361,25 +361,25 @@ TEST_CASE("the penalty's onset: its law is C2 at d = r, and each kind's force an
     for (int i = 0; i < 40; ++i) {
         const double g = rng.uniform(1e-3, r);
         if (std::abs(g - onset) < 1e-4) continue;
-        const auto law = [&](double x) { return weft::penalty_law<double>(x, k, onset); };
+        const auto law = [&](double x) { return weft::smooth_penalty<double>(x, k, onset); };
         const double e = 1e-6;
         INFO("gap " << g);
         CHECK((law(g + e).energy - law(g - e).energy) / (2 * e) == Approx(law(g).force).epsilon(1e-7));
         CHECK((law(g + e).force - law(g - e).force) / (2 * e) == Approx(law(g).stiffness).epsilon(1e-7));
         CHECK(law(g).stiffness <= k);
-        const auto quadratic = weft::penalty_law<double>(g, k, 0.0);
+        const auto quadratic = weft::smooth_penalty<double>(g, k, 0.0);
         CHECK(quadratic.energy == Approx(0.5 * k * g * g).epsilon(1e-14));
         CHECK(quadratic.force == Approx(k * g).epsilon(1e-14));
         CHECK(quadratic.stiffness == k);
         ++laws;
     }
     CHECK(laws >= 30);
-    const auto touching = weft::penalty_law<double>(0.0, k, onset);
+    const auto touching = weft::smooth_penalty<double>(0.0, k, onset);
     CHECK(touching.energy == 0.0);
     CHECK(touching.force == 0.0);
     CHECK(touching.stiffness == 0.0);
-    const auto inside = weft::penalty_law<double>(onset * (1 - 1e-12), k, onset);
-    const auto beyond = weft::penalty_law<double>(onset * (1 + 1e-12), k, onset);
+    const auto inside = weft::smooth_penalty<double>(onset * (1 - 1e-12), k, onset);
+    const auto beyond = weft::smooth_penalty<double>(onset * (1 + 1e-12), k, onset);
     CHECK(inside.energy == Approx(beyond.energy).epsilon(1e-9));
     CHECK(inside.force == Approx(beyond.force).epsilon(1e-9));
     CHECK(inside.stiffness == Approx(beyond.stiffness).epsilon(1e-9));
@@ -400,7 +400,7 @@ TEST_CASE("the penalty's onset: its law is C2 at d = r, and each kind's force an
             const auto c = weft::cloth_contact<double>(q, pair, k, r, true, 0, onset);
             if (!c.active || c.distance < 1e-3 || std::abs(r - c.distance - onset) < 1e-3) continue;
             if (near_kink(c.s, c.t, 1e-3, kind == weft::ClothContactKind::point_triangle)) continue;
-            const auto law = weft::penalty_law<double>(r - c.distance, k, onset);
+            const auto law = weft::smooth_penalty<double>(r - c.distance, k, onset);
             INFO("kind " << int(kind) << ": gap " << r - c.distance << " (onset " << onset << ")");
             REQUIRE(c.exact_hessian);
             CHECK(c.normal_force == Approx(law.force).epsilon(1e-12));
@@ -443,7 +443,7 @@ TEST_CASE("the penalty's onset: its law is C2 at d = r, and each kind's force an
         if (!c.active || std::abs(r - c.distance - onset) < 1e-3 || near_kink(c.s, c.t, 1e-3, false)) continue;
         const double m = c.energy / unmollified.energy;
         if (!(m < 0.999 && m > 0.01)) continue;
-        const auto law = weft::penalty_law<double>(r - c.distance, k, onset);
+        const auto law = weft::smooth_penalty<double>(r - c.distance, k, onset);
         INFO("mollified: gap " << r - c.distance << ", m " << m);
         checker.gradient([&](const VectorX& v) { return -energy(v); }, VectorX(q), VectorX(c.force),
                          "mollified force = -grad V with an onset");

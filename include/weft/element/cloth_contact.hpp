@@ -53,10 +53,12 @@ struct ClothCollision {
     /// every pair a segment_pair (docs/collision.md, "Parallel yarns").
     T parallel_angle = T(0);
     /// The width δ of the penalty's onset as a fraction of the thickness
-    /// (`penalty_law`): 0, the penalty ½ k (r − d)², whose stiffness jumps
+    /// (`smooth_penalty`): 0, the penalty ½ k (r − d)², whose stiffness jumps
     /// from 0 to k at d = r; δ > 0 lets it rise from 0 over δ r
     /// (docs/collision.md, "A smooth onset of the penalty").
     T onset = T(0);
+    /// δ in metres: `onset` × `thickness`.
+    WEFT_HD T onset_width() const { return onset * thickness; }
 };
 
 /// The default penalty stiffness of cloth contact (triangle and yarn cloth
@@ -251,7 +253,7 @@ WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothC
         SegmentContact<T> c = point_triangle_contact<T>(q, stiffness, thickness, exact, onset);
         if (exact || !c.active || c.degenerate || !(c.distance < T(contact_projected_below) * thickness)) return c;
         // Close: the exact Hessian projected onto the PSD cone in place of
-        // Gauss–Newton, which leaves out k (r − d) ∇²d.
+        // Gauss–Newton, which leaves out F ∇²d (F the penalty's force).
         c.gauss_newton = project_to_psd<T, 12>(point_triangle_contact<T>(q, stiffness, thickness, true, onset).hessian);
         return c;
     }
@@ -277,9 +279,9 @@ WEFT_HD inline SegmentContact<T> cloth_contact(const Vec<T, 12>& q, const ClothC
     // force −E ∇m too. m ∇d ∇dᵀ alone left that force, up to k r² / 2 |∇m|
     // (tens of newtons between a folded sheet's parallel edges), without
     // stiffness: docs/collision.md, "The mollified edge pairs' stiffness".
-    // With an onset (`penalty_law`), F′ ∇V ∇Vᵀ / (m F²): PSD, rank one, and
+    // With an onset (`smooth_penalty`), F′ ∇V ∇Vᵀ / (m F²): PSD, rank one, and
     // F′ ∇d ∇dᵀ, the unmollified pair's stiffness, where m = 1.
-    const PenaltyLaw<T> law = penalty_law<T>(thickness - c.distance, stiffness, onset);
+    const PenaltyTerms<T> law = smooth_penalty<T>(thickness - c.distance, stiffness, onset);
     c.force = m * c.force - c.energy * dm;
     c.energy *= m;
     c.gauss_newton = m > T(0) && law.force > T(0)
@@ -303,8 +305,8 @@ WEFT_HD inline void contact_friction_loads(const T* q, const ClothContactElement
     if (!(collision.friction > T(0))) return;
     const Vec<T, 12> x = gather_contact_positions<T, B>(q, pair);
     for (int part = 0; part < contact_parts(pair); ++part) {
-        const SegmentContact<T> c = cloth_contact<T>(x, pair, collision.stiffness, collision.thickness, false, part,
-                                                     collision.onset * collision.thickness);
+        const SegmentContact<T> c =
+            cloth_contact<T>(x, pair, collision.stiffness, collision.thickness, false, part, collision.onset_width());
         if (!c.active || c.degenerate) continue;
         for (int i = 0; i < 4; ++i)
             load[i] +=
@@ -367,8 +369,8 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* fric
         friction && newton.lagged_positions ? gather_contact_positions<T, B>(newton.lagged_positions, pair) : ql;
     const int parts = contact_parts(pair);
     for (int part = 0; part < parts; ++part) {
-        const SegmentContact<T> c = cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact, part,
-                                                     collision.onset * collision.thickness);
+        const SegmentContact<T> c =
+            cloth_contact<T>(ql, pair, collision.stiffness, collision.thickness, exact, part, collision.onset_width());
         energy.elastic += c.energy;
         force += c.force;
         // ∂f/∂q: the exact Hessian where cloth_contact formed one, else Gauss–Newton.
@@ -376,7 +378,7 @@ WEFT_HD inline void evaluate_cloth_contact(const T* q, const T* v, const T* fric
         if (!friction) continue;
         const SegmentContact<T> lagged = newton.lagged_positions
                                              ? cloth_contact<T>(xl, pair, collision.stiffness, collision.thickness,
-                                                                false, part, collision.onset * collision.thickness)
+                                                                false, part, collision.onset_width())
                                              : c;
         if (!lagged.active || lagged.degenerate) continue;
         const LocalTerms<T, 12> f = contact_friction<T>(

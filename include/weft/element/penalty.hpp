@@ -1,6 +1,6 @@
 #pragma once
 /// @file penalty.hpp
-/// The C² penalty of weft's colliders:
+/// The C² penalty of weft's colliders and cloth contacts:
 /// a stiffness that grows linearly from 0 to k over an onset width δ, then
 /// stays k. Of the depth d > 0 (0 below):
 ///
@@ -11,9 +11,9 @@
 /// Why not the plain ½ k d²: a node resting against a stiff penalty sits at
 /// the depth F/k, where the plain penalty's stiffness jumps between 0 and k.
 /// The Jacobian is then discontinuous at the solution and full Newton stalls
-/// at a linear rate (measured on colliders, docs/scenes.md; the
-/// parallel-yarn contact, still the plain penalty, has the same kink: "The
-/// Jacobian that full Newton lacked"). δ = 0 gives the plain penalty.
+/// at a linear rate (measured on colliders, docs/scenes.md). δ = 0 gives the
+/// plain penalty. Cloth contact (segment_contact.hpp, cloth_contact.hpp)
+/// uses the same law of the gap r − d, with δ = `collision.onset` × r.
 
 #include <weft/core/types.hpp>
 

@@ -30,6 +30,7 @@
 #include <weft/core/types.hpp>
 #include <weft/element/collider.hpp>
 #include <weft/element/implicit_system.hpp>
+#include <weft/element/penalty.hpp>
 #include <weft/element/proximity.hpp>
 
 namespace weft {
@@ -50,30 +51,6 @@ struct SegmentContact {
     bool degenerate;              ///< d = 0: no direction, everything zero
     bool exact_hessian;           ///< `hessian` was formed (an active contact asked for it)
 };
-
-/// The penalty's law of the gap g = r − d ≥ 0 with stiffness k and onset
-/// width δ ≥ 0: energy E(g), normal force F = E′(g) and stiffness F′(g).
-/// δ = 0: ½ k g², k g, k. δ > 0 (as the colliders' onset): k g³ / (6δ),
-/// k g² / (2δ), k g / δ within δ of d = r, and beyond it
-/// k (½ g² − ½ δ g + δ² / 6), k (g − ½ δ), k: C² at d = r, so a pair that
-/// comes into contact within a Newton update has stiffness in A from the
-/// start instead of a jump from 0 to k (docs/collision.md, "A smooth onset
-/// of the penalty").
-template <typename T>
-struct PenaltyLaw {
-    T energy, force, stiffness;
-};
-
-template <typename T>
-WEFT_HD inline PenaltyLaw<T> penalty_law(T gap, T stiffness, T onset)
-{
-    if (!(onset > T(0))) return {T(0.5) * stiffness * gap * gap, stiffness * gap, stiffness};
-    if (gap < onset)
-        return {stiffness * gap * gap * gap / (T(6) * onset), stiffness * gap * gap / (T(2) * onset),
-                stiffness * gap / onset};
-    return {stiffness * (T(0.5) * gap * gap - T(0.5) * onset * gap + onset * onset / T(6)),
-            stiffness * (gap - T(0.5) * onset), stiffness};
-}
 
 namespace detail {
 
@@ -123,9 +100,13 @@ WEFT_HD inline Vec<T, 12> parameter_cross_derivative(const T (&coefficient)[4], 
     return out;
 }
 
-/// Energy, force and Hessians of the penalty E(r − d) (`penalty_law`, onset
-/// width `onset`) from D = ½ d² and its derivatives; the coefficients and
-/// the normal x/d for the friction.
+/// Energy, force and Hessians of the penalty E(r − d) from D = ½ d² and its
+/// derivatives; the coefficients and the normal x/d for the friction. E is
+/// the colliders' law (`smooth_penalty`) of the gap g = r − d with onset
+/// width δ = `onset`: ½ k g² for δ = 0; for δ > 0 its stiffness rises from 0
+/// to k over δ, so it is C² at d = r and a pair that comes into contact
+/// within a Newton update has stiffness in A from the start instead of a
+/// jump from 0 to k (docs/collision.md, "A smooth onset of the penalty").
 template <typename T>
 WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient)[4], const Vec3<T>& x,
                                    const Vec<T, 12>& grad_D, const Mat<T, 12, 12>& hess_D, T stiffness, T radius_sum,
@@ -135,7 +116,7 @@ WEFT_HD inline void finish_contact(SegmentContact<T>& out, const T (&coefficient
     for (int i = 0; i < 4; ++i) out.coefficient[i] = coefficient[i];
     out.normal = x / d;
     const Vec<T, 12> grad_d = grad_D / d;
-    const PenaltyLaw<T> law = penalty_law<T>(radius_sum - d, stiffness, onset);
+    const PenaltyTerms<T> law = smooth_penalty<T>(radius_sum - d, stiffness, onset);
     out.normal_force = law.force;
     out.energy = law.energy;
     out.force = law.force * grad_d;
