@@ -378,6 +378,9 @@ private:
                 u["mismatch"] = std::vector<double>{term.mismatch[0], term.mismatch[1]};
                 u["worst_node"] = std::vector<long>{term.worst_node[0], term.worst_node[1]};
                 u["worst_component"] = std::vector<int>{term.worst_component[0], term.worst_component[1]};
+                u["worst_element"] = std::vector<long>{term.worst_element[0], term.worst_element[1]};
+                u["element_mismatch"] = std::vector<double>{term.element_mismatch[0], term.element_mismatch[1]};
+                u["element_nodes"] = std::vector<std::vector<long>>{term.element_nodes[0], term.element_nodes[1]};
                 terms.append(u);
             }
             t["terms"] = terms;

@@ -70,11 +70,12 @@ def summary(label, rows):
 
 
 def read_rows(path, header, option):
-    """The rows of a weft-run `option` file at `path`, whose header must be `header`
-    (this script's and scripts/jacobian_terms.py's)."""
+    """The rows of a weft-run `option` file at `path`, whose header must begin with
+    `header` (this script's and scripts/jacobian_terms.py's columns; later builds may
+    add columns after them)."""
     with open(path, newline="") as f:
         line = f.readline().strip()
-        if line != header:
+        if line != header and not line.startswith(header + ","):
             sys.exit(f"{path}: not a {option} file (header {line!r})")
         f.seek(0)
         raw = list(csv.DictReader(f))

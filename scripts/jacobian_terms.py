@@ -10,8 +10,12 @@ mismatch_1e-2 and m4 = mismatch_1e-4 (both relative to the whole |A dv|),
 and in how many solves it holds the largest m1 and the largest m4 of all
 kinds ("blamed"): the term that the solves' mismatches come from. Solves
 with exact Hessians and with projected ones are counted apart, since a
-projection misstates A on purpose.
+projection misstates A on purpose. Where the file has the per-element
+columns, each window then lists the three elements (term, nodes) with the
+largest own mismatch at 1e-4 (`element_mismatch_1e-4`), with their step
+and iteration: a contact pair, a bend, whose own derivative A misstates.
 """
+
 import sys
 from collections import OrderedDict
 
@@ -27,8 +31,11 @@ def solves_of(raw):
     solves = OrderedDict()
     for r in raw:
         key = (int(r["step"]), int(r["attempt"]), int(r["iteration"]))
-        solves.setdefault(key, {"step": key[0], "exact": r["exact_hessians"] == "1", "terms": OrderedDict()})
+        solves.setdefault(key, {"step": key[0], "key": key, "exact": r["exact_hessians"] == "1",
+                                "terms": OrderedDict(), "elements": []})
         solves[key]["terms"][r["term"]] = (float(r["product"]), float(r["mismatch_1e-2"]), float(r["mismatch_1e-4"]))
+        if r.get("worst_element_1e-4") not in (None, "", "-1"):
+            solves[key]["elements"].append((float(r["element_mismatch_1e-4"]), r["term"], r["element_nodes_1e-4"]))
     return list(solves.values())
 
 
@@ -49,6 +56,10 @@ def summary(label, solves):
             values = [s["terms"][name] for s in chosen]
             print(f"  {name:<18}{median([v[0] for v in values]):>10.3g}{median([v[1] for v in values]):>11.3g}"
                   f"{median([v[2] for v in values]):>11.3g}{blamed[name][0]:>11}{blamed[name][1]:>11}")
+        elements = sorted(((e[0], e[1], e[2], s["key"]) for s in chosen for e in s["elements"]), reverse=True)
+        for own, term, nodes, (step, attempt, iteration) in elements[:3]:
+            print(f"  worst element: {term} nodes {nodes.replace(';', ' ')}: m4 {own:.3g} "
+                  f"(step {step}, attempt {attempt}, iteration {iteration})")
 
 
 def main(argv):

@@ -337,7 +337,8 @@ class JacobianTermsWriter : StepRowsFile {
 public:
     static constexpr const char* header =
         "step,time,attempt,iteration,exact_hessians,term,product,mismatch_1e-2,mismatch_1e-4,worst_node_1e-2,"
-        "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4";
+        "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4,worst_element_1e-2,element_mismatch_1e-2,"
+        "element_nodes_1e-2,worst_element_1e-4,element_mismatch_1e-4,element_nodes_1e-4";
 
     JacobianTermsWriter(const std::filesystem::path& path, long resumed_from)
         : StepRowsFile("--jacobian-terms", header, path, resumed_from)
@@ -353,6 +354,13 @@ public:
                 m_out << ',' << c.attempt << ',' << c.iteration << ',' << int(c.exact_hessians) << ',' << t.name << ',';
                 io_detail::put_number(m_out, t.product);
                 put_mismatch(m_out, t.mismatch, t.worst_node, t.worst_component);
+                for (int e = 0; e < 2; ++e) {
+                    m_out << ',' << t.worst_element[e] << ',';
+                    io_detail::put_number(m_out, t.element_mismatch[e]);
+                    m_out << ',';
+                    for (std::size_t i = 0; i < t.element_nodes[e].size(); ++i)
+                        m_out << (i ? ";" : "") << t.element_nodes[e][i];
+                }
                 m_out << '\n';
             }
         flush();

@@ -165,6 +165,16 @@ def test_jacobian_check_rows_and_script(tmp_path):
         for t, r in zip(c["terms"], terms[len(kinds) * k:len(kinds) * (k + 1)]):
             assert t["product"] == float(r[6]) and t["mismatch"] == [float(r[7]), float(r[8])]
             assert t["worst_node"] == [int(r[9]), int(r[11])] and t["worst_component"] == [int(r[10]), int(r[12])]
+            assert t["worst_element"] == [int(r[13]), int(r[16])]
+            assert t["element_mismatch"] == [float(r[14]), float(r[17])]
+            assert t["element_nodes"] == [[int(n) for n in r[c].split(";") if n] for c in (15, 18)]
+            # The worst element has its kind's node count (none named for "rest", and for
+            # the plates where their stencils differ in node count).
+            count = {"triangles": 3, "hinges": 4, "nodes": 1, "contacts": 4, "rest": 0}.get(t["name"])
+            for e in (0, 1):
+                found = t["worst_element"][e] >= 0
+                assert len(t["element_nodes"][e]) == (count if found else 0) if count is not None \
+                    else (len(t["element_nodes"][e]) > 0) == found
         # The rest (what no kind holds) is round-off against the whole product.
         assert c["terms"][-1]["product"] < 1e-12
     # Off by default; the one-step scheme has no Newton matrix to check.

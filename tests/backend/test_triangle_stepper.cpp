@@ -87,6 +87,31 @@ TriangleModel<double> busy_sheet(TriangleDamping damping)
 
 }  // namespace
 
+TEST_CASE("contribution terms: kinds of one name form one term, its node count named where they agree",
+          "[backend][jacobian]")
+{
+    // Laid out one after the other: 2 triangles (3 nodes: 9 blocks, 3
+    // vectors each), no 6-node plates, 4 8-node plates, 1 12-node plate,
+    // then 5 nodes. The plates' first kind with elements sets the count;
+    // a second count among them leaves it 0 (no per-element check).
+    const std::vector<weft::ContributionTerm> t = weft::contribution_terms_of(
+        {{"triangles", 2, 3}, {"plates", 0, 6}, {"plates", 4, 8}, {"plates", 1, 12}, {"nodes", 5, 1}});
+    REQUIRE(t.size() == 3);
+    CHECK(std::string(t[0].name) == "triangles");
+    CHECK((t[0].matrix_begin == 0 && t[0].matrix_end == 18 && t[0].vector_begin == 0 && t[0].vector_end == 6));
+    CHECK(t[0].nodes == 3);
+    CHECK((t[1].matrix_begin == 18 && t[1].matrix_end == 18 + 256 + 144));
+    CHECK((t[1].vector_begin == 6 && t[1].vector_end == 6 + 32 + 12));
+    CHECK(t[1].nodes == 0);
+    CHECK((t[2].vector_begin == 50 && t[2].vector_end == 55 && t[2].nodes == 1));
+    // Empty kinds around one with elements: its count.
+    const std::vector<weft::ContributionTerm> u =
+        weft::contribution_terms_of({{"plates", 0, 6}, {"plates", 3, 8}, {"plates", 0, 12}});
+    REQUIRE(u.size() == 1);
+    CHECK(u[0].nodes == 8);
+    CHECK((u[0].vector_end == 24 && u[0].matrix_end == 192));
+}
+
 TEST_CASE("triangle stepper: assembled force is minus the gradient of the assembled energy", "[backend][triangle]")
 {
     const TriangleModel<double> model = busy_sheet(TriangleDamping::none);

@@ -894,12 +894,33 @@ TEST_CASE("yarn collision: the per-term Jacobian check names the contacts as the
             if (term.name == "rest") {
                 CHECK(term.product < 1e-12);
                 CHECK(term.mismatch[1] < 1e-9);
+                CHECK(term.worst_element[1] == -1);  // no elements of its own
+                CHECK(term.element_nodes[1].empty());
             } else if (term.name == "contacts") {
                 CHECK(term.product > 0.5);  // the contacts dominate A d
                 if (exact)
                     CHECK(term.mismatch[1] < 1e-6);
                 else
                     CHECK(term.mismatch[1] > 1e-2);
+                // The worst pair by its own mismatch: one of the pairs, four
+                // distinct nodes; with exact Hessians each pair is the
+                // derivative of its force, with Gauss-Newton the term's
+                // mismatch is the pairs' sum, so the worst pair holds at
+                // least its share.
+                for (int e = 0; e < 2; ++e) {
+                    INFO("eps " << e << ": worst pair " << term.worst_element[e] << ", own mismatch "
+                                << term.element_mismatch[e]);
+                    REQUIRE(term.worst_element[e] >= 0);
+                    CHECK(term.worst_element[e] < stepper.contact_pairs());
+                    REQUIRE(term.element_nodes[e].size() == 4);
+                    std::set<long> distinct(term.element_nodes[e].begin(), term.element_nodes[e].end());
+                    CHECK(distinct.size() == 4);
+                    for (long n : distinct) CHECK((n >= 0 && n < model.node_count()));
+                }
+                if (exact)
+                    CHECK(term.element_mismatch[1] < 1e-6);
+                else
+                    CHECK(term.element_mismatch[1] * stepper.contact_pairs() >= term.mismatch[1] * (1 - 1e-9));
             } else {
                 CHECK(term.mismatch[1] < (term.name == "segments" ? 1e-2 : 1e-6));
                 others += term.mismatch[1];

@@ -586,8 +586,12 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
     REQUIRE(term_lines.size() == 1 + kinds.size() * gn.size());
     CHECK(term_lines[0] ==
           "step,time,attempt,iteration,exact_hessians,term,product,mismatch_1e-2,mismatch_1e-4,worst_node_1e-2,"
-          "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4");
+          "worst_component_1e-2,worst_node_1e-4,worst_component_1e-4,worst_element_1e-2,element_mismatch_1e-2,"
+          "element_nodes_1e-2,worst_element_1e-4,element_mismatch_1e-4,element_nodes_1e-4");
+    // Nodes per element of each kind ("rest": none).
+    const std::vector<std::size_t> element_nodes = {2, 3, 3, 5, 9, 2, 1, 4, 0};
     double sum = 0, bending = 0, largest_other = 0;
+    int elements_checked = 0;
     for (std::size_t k = 1; k < term_lines.size(); ++k) {
         const std::string& line = term_lines[k];
         const std::size_t at = (k - 1) % kinds.size();
@@ -595,8 +599,36 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
         INFO("row " << k << ": " << line);
         REQUIRE(begin != std::string::npos);
         if (k > kinds.size()) continue;  // the first solve's terms
-        std::vector<double> f = fields(line.substr(begin + kinds[at].size() + 2));
-        REQUIRE(f.size() == 7);
+        std::vector<std::string> cells;
+        std::stringstream ss(line.substr(begin + kinds[at].size() + 2) + ',');
+        for (std::string cell; std::getline(ss, cell, ',');) cells.push_back(cell);
+        REQUIRE(cells.size() == 13);
+        std::vector<double> f;
+        for (std::size_t c = 0; c < 7; ++c) f.push_back(std::stod(cells[c]));
+        // Per ε, the worst element: its index, its own mismatch, its nodes
+        // (as many as the kind's elements have; none for "rest" and for a
+        // kind without elements). Its own rows are part of the term's, so a
+        // node's (one node, rows of its own) is at most the term's.
+        for (int e = 0; e < 2; ++e) {
+            const long element = std::stol(cells[7 + 3 * e]);
+            const double own = std::stod(cells[8 + 3 * e]);
+            const std::vector<double> nodes =
+                cells[9 + 3 * e].empty() ? std::vector<double>{} : semicolon_list(cells[9 + 3 * e]);
+            if (element < 0) {
+                CHECK((kinds[at] == "rest" || f[0] == 0));
+                CHECK(nodes.empty());
+                continue;
+            }
+            CHECK(nodes.size() == element_nodes[at]);
+            CHECK(own >= 0);
+            if (kinds[at] == "nodes") {  // element i is node i
+                REQUIRE(nodes.size() == 1);
+                CHECK(nodes[0] == double(element));
+                CHECK(own <= f[1 + e] * (1 + 1e-9));
+            }
+            if (kinds[at] == "bends" && e == 1) CHECK(own > 0);  // the bends' mismatch is its elements'
+            ++elements_checked;
+        }
         sum += f[2];
         if (kinds[at] == "bends" || kinds[at] == "shears")
             bending = std::max(bending, f[2]);
@@ -607,6 +639,7 @@ TEST_CASE("weft-run: --jacobian-check checks full Newton's matrix at every solve
     INFO("first solve's terms: bends or shears " << bending << ", the largest other " << largest_other);
     CHECK(bending > 1e-3);
     CHECK(bending > 100 * largest_other);
+    CHECK(elements_checked >= 8);  // segments, bends, shears, nodes at both ε
     CHECK(gn.front().mismatch_fine <= sum * (1 + 1e-9));
 
     // The one-step scheme has no Newton matrix to check: refused, naming the key.

@@ -214,6 +214,14 @@ struct JacobianCheck {
         double mismatch[2] = {0, 0};        ///< ‖A_t Δv − d_ε,t‖ / ‖A Δv‖ at ε = 1e-2 and 1e-4
         long worst_node[2] = {-1, -1};      ///< per ε: the node of the term's largest |A_t Δv − d_ε,t|
         int worst_component[2] = {-1, -1};  ///< per ε: its DoF within the node
+        /// Per ε, the term's element whose own ‖A_e Δv − d_ε,e‖ (its
+        /// contributions alone, over its free rows) is largest: its index
+        /// among the term's elements in contribution order (a contact pair,
+        /// a segment), or −1 where the term has no element or its elements
+        /// differ in node count (ContributionTerm::nodes 0; "rest").
+        long worst_element[2] = {-1, -1};
+        double element_mismatch[2] = {0, 0};  ///< its ‖A_e Δv − d_ε,e‖ / ‖A Δv‖
+        std::vector<long> element_nodes[2];   ///< its nodes, in the element's order
     };
     int attempt = 0;                    ///< index into the step's attempts (BackendStepReport::attempts)
     int iteration = 0;                  ///< Newton iteration of the attempt (0: the first solve)
@@ -237,6 +245,10 @@ struct ContributionTerm {
     const char* name;
     std::size_t matrix_begin, matrix_end;
     std::size_t vector_begin, vector_end;
+    /// Nodes per element (K² blocks, K vectors each), for the per-element
+    /// check (JacobianCheck::Term::worst_element); 0: the term holds
+    /// elements of different node counts, or its model did not say.
+    std::size_t nodes = 0;
 };
 
 /// One kind of element for `contribution_terms_of`: its name, how many
@@ -249,19 +261,30 @@ struct ElementKind {
 
 /// The ContributionTerms of element kinds laid out one after the other in
 /// the contribution buffers (an element of n nodes: n² blocks, n vectors);
-/// consecutive kinds of the same name form one term.
+/// consecutive kinds of the same name form one term (its `nodes` 0 where
+/// two of them with elements have different node counts).
 inline std::vector<ContributionTerm> contribution_terms_of(std::initializer_list<ElementKind> kinds)
 {
     std::vector<ContributionTerm> terms;
     std::size_t matrix = 0, vector = 0;
+    bool mixed = false;
     for (const ElementKind& k : kinds) {
         const std::size_t blocks = k.count * k.nodes * k.nodes, vectors = k.count * k.nodes;
-        if (terms.empty() || std::string(terms.back().name) != k.name)
-            terms.push_back({k.name, matrix, matrix, vector, vector});
+        if (terms.empty() || std::string(terms.back().name) != k.name) {
+            terms.push_back({k.name, matrix, matrix, vector, vector, k.nodes});
+            mixed = false;
+        } else if (k.count > 0) {
+            ContributionTerm& t = terms.back();
+            if (t.vector_end == t.vector_begin)
+                t.nodes = k.nodes;  // the kinds before held no element
+            else if (t.nodes != k.nodes)
+                mixed = true;
+        }
         matrix += blocks;
         vector += vectors;
         terms.back().matrix_end = matrix;
         terms.back().vector_end = vector;
+        if (mixed) terms.back().nodes = 0;
     }
     return terms;
 }
@@ -1389,6 +1412,17 @@ private:
             term_ad.push_back(to_host(product));
         }
         if (!kinds.empty()) term_ad.push_back(rest_of(ad, term_ad));
+        // Per element: the element contributions themselves, and the node of
+        // each vector contribution (the assembly map's grouping inverted).
+        const bool per_element =
+            std::any_of(kinds.begin(), kinds.end(), [](const ContributionTerm& t) { return t.nodes > 0; });
+        std::vector<T> element_blocks, dv;
+        std::vector<Index> contribution_node;
+        if (per_element) {
+            element_blocks = to_host(m_matrix_contributions);
+            dv = to_host(m_dv);
+            contribution_node = vector_contribution_nodes(m_map);
+        }
         // The central differences along Δv.
         const thrust::device_vector<T> q0 = m_q, v0 = m_v, mass_velocity0 = m_mass_velocity, rhs0 = m_rhs,
                                        force0 = m_force;
@@ -1402,11 +1436,13 @@ private:
             const T eps = T(jacobian_check_steps[e]);
             std::vector<T> side[2];
             std::vector<std::vector<T>> term_side[2];
+            std::vector<T> element_side[2];
             for (int sign = 0; sign < 2; ++sign) {
                 apply_update(h, v0, sign == 0 ? eps : -eps);
                 evaluate(h, iterate_inputs());
                 assemble_vector(m_map, m_rhs_contributions, m_rhs);
                 side[sign] = to_host(m_rhs);
+                if (per_element) element_side[sign] = to_host(m_rhs_contributions);
                 for (const ContributionTerm& t : kinds) {
                     thrust::device_vector<T> part(m_rhs.size());
                     assemble_vector(m_map, term_contributions(m_rhs_contributions, t.vector_begin, t.vector_end, B),
@@ -1424,6 +1460,16 @@ private:
                 JacobianCheck::Term& term = c.terms[t];
                 term.mismatch[e] = relative(difference_norm(term_ad[t], term_sides, eps, free_dof, term.worst_node[e],
                                                             term.worst_component[e]));
+                if (t >= kinds.size() || kinds[t].nodes == 0) continue;
+                const ContributionTerm& kind = kinds[t];
+                double worst = 0;
+                term.worst_element[e] =
+                    worst_element(kind, element_blocks, dv, element_side, eps, contribution_node, free_dof, worst);
+                term.element_mismatch[e] = relative(worst);
+                for (std::size_t i = 0; term.worst_element[e] >= 0 && i < kind.nodes; ++i)
+                    term.element_nodes[e].push_back(
+                        contribution_node[kind.vector_begin +
+                                          static_cast<std::size_t>(term.worst_element[e]) * kind.nodes + i]);
             }
         }
         m_q = q0;
@@ -1470,6 +1516,58 @@ private:
         for (const std::vector<T>& p : parts)
             for (std::size_t i = 0; i < rest.size(); ++i) rest[i] -= p[i];
         return rest;
+    }
+
+    /// check_jacobian: the node of each vector contribution (the inverse of
+    /// the map's grouping by node).
+    static std::vector<Index> vector_contribution_nodes(const AssemblyMap<B>& map)
+    {
+        const std::vector<Index> ptr = to_host(map.node_source_ptr()), sources = to_host(map.node_sources());
+        std::vector<Index> node(sources.size(), Index(-1));
+        for (std::size_t n = 0; n + 1 < ptr.size(); ++n)
+            for (Index k = ptr[n]; k < ptr[n + 1]; ++k)
+                node[static_cast<std::size_t>(sources[static_cast<std::size_t>(k)])] = static_cast<Index>(n);
+        return node;
+    }
+
+    /// check_jacobian: the element of `term` (K = term.nodes nodes each)
+    /// whose own ‖A_e Δv − d_ε,e‖ over its free rows is largest, with
+    /// A_e Δv from its K² blocks (`blocks`, all matrix contributions) and
+    /// d_ε,e = −(side[0] − side[1]) / (2ε) from its K vector contributions
+    /// at v ± εΔv (`side`, all of them). Its index within the term (−1
+    /// without elements); `norm` its mismatch.
+    static long worst_element(const ContributionTerm& term, const std::vector<T>& blocks, const std::vector<T>& dv,
+                              const std::vector<T> (&side)[2], T eps, const std::vector<Index>& contribution_node,
+                              const std::vector<unsigned char>& free_dof, double& norm)
+    {
+        const std::size_t K = term.nodes, count = (term.vector_end - term.vector_begin) / K;
+        long worst = -1;
+        norm = 0;
+        for (std::size_t el = 0; el < count; ++el) {
+            const std::size_t first_vector = term.vector_begin + el * K, first_block = term.matrix_begin + el * K * K;
+            double sum = 0;
+            for (std::size_t i = 0; i < K; ++i) {
+                const auto row_node = static_cast<std::size_t>(contribution_node[first_vector + i]);
+                for (int r = 0; r < B; ++r) {
+                    if (!free_dof[row_node * B + static_cast<std::size_t>(r)]) continue;
+                    double product = 0;
+                    for (std::size_t j = 0; j < K; ++j) {
+                        const T* a = blocks.data() + (first_block + i * K + j) * B * B + r * B;
+                        const auto col_node = static_cast<std::size_t>(contribution_node[first_vector + j]);
+                        for (int c = 0; c < B; ++c)
+                            product += static_cast<double>(a[c]) * static_cast<double>(dv[col_node * B + c]);
+                    }
+                    const std::size_t at = (first_vector + i) * B + static_cast<std::size_t>(r);
+                    const double difference = -static_cast<double>(side[0][at] - side[1][at]) / (2 * double(eps));
+                    sum += (product - difference) * (product - difference);
+                }
+            }
+            if (worst < 0 || std::sqrt(sum) > norm) {
+                worst = static_cast<long>(el);
+                norm = std::sqrt(sum);
+            }
+        }
+        return worst;
     }
 
     /// check_jacobian: a copy of the contribution buffer `all` that is zero
