@@ -167,7 +167,7 @@ def test_jacobian_check_rows_and_script(tmp_path):
             assert t["worst_node"] == [int(r[9]), int(r[11])] and t["worst_component"] == [int(r[10]), int(r[12])]
             assert t["worst_element"] == [int(r[13]), int(r[16])]
             assert t["element_mismatch"] == [float(r[14]), float(r[17])]
-            assert t["element_nodes"] == [[int(n) for n in r[c].split(";") if n] for c in (15, 18)]
+            assert t["element_nodes"] == [[int(n) for n in r[col].split(";") if n] for col in (15, 18)]
             # The worst element has its kind's node count (none named for "rest", and for
             # the plates where their stencils differ in node count).
             count = {"triangles": 3, "hinges": 4, "nodes": 1, "contacts": 4, "rest": 0}.get(t["name"])

@@ -267,24 +267,19 @@ inline std::vector<ContributionTerm> contribution_terms_of(std::initializer_list
 {
     std::vector<ContributionTerm> terms;
     std::size_t matrix = 0, vector = 0;
-    bool mixed = false;
     for (const ElementKind& k : kinds) {
         const std::size_t blocks = k.count * k.nodes * k.nodes, vectors = k.count * k.nodes;
         if (terms.empty() || std::string(terms.back().name) != k.name) {
             terms.push_back({k.name, matrix, matrix, vector, vector, k.nodes});
-            mixed = false;
         } else if (k.count > 0) {
             ContributionTerm& t = terms.back();
-            if (t.vector_end == t.vector_begin)
-                t.nodes = k.nodes;  // the kinds before held no element
-            else if (t.nodes != k.nodes)
-                mixed = true;
+            // The kinds before held no element: this one's count; another count: 0 from then on.
+            t.nodes = t.vector_end == t.vector_begin || t.nodes == k.nodes ? k.nodes : 0;
         }
         matrix += blocks;
         vector += vectors;
         terms.back().matrix_end = matrix;
         terms.back().vector_end = vector;
-        if (mixed) terms.back().nodes = 0;
     }
     return terms;
 }
