@@ -77,13 +77,28 @@ WEFT_HD inline T segment_sine2(const Vec3<T>& u, const Vec3<T>& w)
     return (uu * ww - uw * uw) / (uu * ww);
 }
 
+/// The width of `stable_segment_parameters`' blend, in sin² of the angle
+/// between the segments: 10⁻³ (1.8°). Two segments in contact at distance
+/// d ≈ r, of lengths |u| and |w|, at sin² of their angle, have closest
+/// points that sweep the whole overlap when the nodes move by about
+/// sin² |u| |w| / d: for the shipped yarns (1 mm segments, r = 0.5 mm)
+/// 2 nm at the old width of 10⁻⁶, whose pairs just beyond it stalled full
+/// Newton where a fold's halves meet (80 × 40 fold with the penalty's onset:
+/// 13.2 Newton iterations per step, against 4.76 with 10⁻³); 2 µm at 10⁻³,
+/// a fraction of a late Newton update. Wider (3 × 10⁻³) was slower again
+/// (4.95): the blended force leaves out the parameters' own derivatives
+/// (docs/collision.md, "Parallel yarns"; benchmarks/RESULTS.md, "The
+/// parallel blend's width").
+constexpr double parallel_blend_sine2 = 1e-3;
+
 /// Contact parameters of segments [a₀, a₁] and [b₀, b₁] that are continuous
 /// in the end points, for yarn contacts (`ClothContactKind::segment_pair`,
 /// docs/collision.md, "Parallel yarns"). The closest pair
 /// of `closest_segment_segment` jumps from one end of the overlap to the
 /// other as two overlapping segments turn through parallel (for parallel
 /// ones round-off picks the end). Here, below `parallel` in sin² of the
-/// angle between the segments, the closest pair is blended with the middle
+/// angle between the segments (`parallel_blend_sine2` by default), the
+/// closest pair is blended with the middle
 /// of the overlap (s at the middle of b's projection onto a, clamped to
 /// [0, 1]; t the point of b nearest to a(s)) by the weight
 /// 1 − σ²(3 − 2σ), σ = sin²/parallel: 1 for parallel segments, 0 from the
@@ -93,7 +108,7 @@ WEFT_HD inline T segment_sine2(const Vec3<T>& u, const Vec3<T>& w)
 /// points (at least the segments' distance).
 template <typename T>
 WEFT_HD inline SegmentPairClosest<T> stable_segment_parameters(const Vec3<T>& a0, const Vec3<T>& a1, const Vec3<T>& b0,
-                                                               const Vec3<T>& b1, T parallel = T(1e-6))
+                                                               const Vec3<T>& b1, T parallel = T(parallel_blend_sine2))
 {
     const SegmentPairClosest<T> closest = closest_segment_segment<T>(a0, a1, b0, b1);
     const Vec3<T> u = a1 - a0, w = b1 - b0;
