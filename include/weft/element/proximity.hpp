@@ -85,7 +85,7 @@ WEFT_HD inline T segment_sine2(const Vec3<T>& u, const Vec3<T>& w)
 /// 2 nm at the old width of 10⁻⁶, whose pairs just beyond it stalled full
 /// Newton where a fold's halves meet (80 × 40 fold with the penalty's onset:
 /// 13.2 Newton iterations per step, against 4.76 with 10⁻³); 2 µm at 10⁻³,
-/// a fraction of a late Newton update. Wider (3 × 10⁻³) was slower again
+/// ten times the late Newton updates there. Wider (3 × 10⁻³) was slower again
 /// (4.95): the blended force leaves out the parameters' own derivatives
 /// (docs/collision.md, "Parallel yarns"; benchmarks/RESULTS.md, "The
 /// parallel blend's width").
@@ -98,9 +98,9 @@ constexpr double parallel_blend_sine2 = 1e-3;
 /// other as two overlapping segments turn through parallel (for parallel
 /// ones round-off picks the end). Here, below `parallel` in sin² of the
 /// angle between the segments (`parallel_blend_sine2` by default), the
-/// closest pair is blended with the middle
-/// of the overlap (s at the middle of b's projection onto a, clamped to
-/// [0, 1]; t the point of b nearest to a(s)) by the weight
+/// closest pair is blended with the middle of the overlap (s at the middle
+/// of b's projection onto a, clamped to [0, 1]; t the point of b nearest
+/// to a(s)) by the weight
 /// 1 − σ²(3 − 2σ), σ = sin²/parallel: 1 for parallel segments, 0 from the
 /// threshold on, where the closest pair is returned as it is. The closest
 /// pair is continuous wherever the segments are not parallel, so the blend
