@@ -754,13 +754,13 @@ TEST_CASE(
     };
     for (const double angle : {5e-2, 1e-1}) {
         const Vec12 plus = sum(tilted(angle)).force, minus = sum(tilted(-angle)).force;
-        const Vec12 blend_plus = weft::cloth_contact<double>(tilted(angle), blended, k, r).force;
-        const Vec12 blend_minus = weft::cloth_contact<double>(tilted(-angle), blended, k, r).force;
-        INFO("tilt " << angle << ": end points " << (plus - minus).norm() / plus.norm() << ", blend "
-                     << (blend_plus - blend_minus).norm() / blend_plus.norm());
+        const Vec12 pair_plus = weft::cloth_contact<double>(tilted(angle), blended, k, r).force;
+        const Vec12 pair_minus = weft::cloth_contact<double>(tilted(-angle), blended, k, r).force;
+        INFO("tilt " << angle << ": end points " << (plus - minus).norm() / plus.norm() << ", segment pair "
+                     << (pair_plus - pair_minus).norm() / pair_plus.norm());
         REQUIRE(plus.norm() > 1.0);
         CHECK((plus - minus).norm() < 20 * angle * plus.norm());
-        CHECK((blend_plus - blend_minus).norm() > 0.5 * blend_plus.norm());
+        CHECK((pair_plus - pair_minus).norm() > 0.5 * pair_plus.norm());
     }
 
     // Each part: force = -grad V and, where asked for, the exact Hessian is
