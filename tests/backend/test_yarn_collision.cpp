@@ -530,6 +530,95 @@ TEST_CASE("yarn collision: a segment through an EIL node keeps the exclusions of
     }
 }
 
+TEST_CASE("yarn collision: neighbouring yarns of one fabric stay no pair where the crossings between them are EIL",
+          "[backend][yarn][collision][layers][eil]")
+{
+    // In the joined stack, two neighbouring crossings of the bottom fabric
+    // on one u-yarn are made EIL on it (as where contacts slide along a
+    // yarn past its crossings): neither ends a segment of that yarn, the
+    // chains of segments between them and to their other neighbours break,
+    // and the cut segments there keep their own ends
+    // (fabric_segment_ends). The v-yarns through the two crossings are
+    // still neighbouring parallel yarns of one fabric, 1 mm apart, which
+    // the fabric's own elements keep apart: every v-segment ending at one
+    // crossing is excluded with every v-segment ending at the other (the
+    // fabric pair's own link; the springs' nodes between them are
+    // contacts, so they do not link the two), and a reach beyond the spacing finds none
+    // of them. Without that link they were pairs wherever a fabric was
+    // compressed (tablecloth_three.json with collision, docs/collision.md).
+    const YarnModel<double> model = stacked_pair(8, 7, false, 1.0, 0.0);
+    const double thickness = model.collision.thickness;
+    const int nodes = model.node_count();
+    const std::vector<weft::YarnParallelPair> fabric = weft::fabric_pairs(model);
+    const auto ending = [&](const std::vector<weft::YarnSegment>& list, int n, int coordinate) {
+        std::vector<weft::YarnSegment> out;
+        for (const weft::YarnSegment& s : list)
+            if (s.coordinate == coordinate && (s.node0 == n || s.node1 == n)) out.push_back(s);
+        return out;
+    };
+    const auto cut_crossing = [&](int n) {
+        return n >= 0 && n < 8 * 8 && !model.external_contact[static_cast<std::size_t>(n)] &&
+               ending(model.segments, n, 3).size() == 2 && ending(model.segments, n, 4).size() == 2;
+    };
+    // Two bottom crossings joined by a fabric pair on their u-yarn, with
+    // every segment of theirs cut by contacts with the top fabric.
+    int first = -1, second = -1;
+    for (const weft::YarnParallelPair& f : fabric)
+        if (first < 0 && f.coordinate == 3 && cut_crossing(f.node0) && cut_crossing(f.node1)) {
+            first = f.node0;
+            second = f.node1;
+        }
+    REQUIRE(first >= 0);
+    std::vector<weft::YarnSegment> segments = model.segments;
+    weft::EilSpring a = make_eil(segments, first, 3);
+    weft::EilSpring b = make_eil(segments, second, 3);
+    // Each lies in a segment between two contacts; the neighbouring
+    // segment towards the other is the one through the other.
+    REQUIRE(a.after == b.before);
+    a.outer_after = b.after;
+    b.outer_before = a.before;
+    // Between the two crossings the springs' nodes are contacts only.
+    for (int n : {a.after, a.outer_after, b.before, b.outer_before}) {
+        INFO("spring node " << n);
+        CHECK(model.external_contact[static_cast<std::size_t>(n)]);
+    }
+    // The chains through the crossings are broken: the u-segments through
+    // them keep their own ends as their fabric segments'.
+    const std::vector<int> parents = weft::YarnContactFinder<double>::fabric_segment_ends(segments, fabric);
+    int through = 0;
+    for (std::size_t k = 0; k < segments.size(); ++k)
+        for (const weft::EilSpring& s : {a, b})
+            if (segments[k].node0 == s.before && segments[k].node1 == s.after) {
+                CHECK(parents[2 * k] == s.before);
+                CHECK(parents[2 * k + 1] == s.after);
+                ++through;
+            }
+    REQUIRE(through == 2);
+    weft::YarnContactFinder<double> finder(nodes, 2e-3, thickness);
+    finder.set_layers(model);
+    finder.set_segments(model.segments, segments, {a, b}, {}, fabric);
+    const double reach = 1.1e-3;
+    const thrust::device_vector<double> q(model.q.begin(), model.q.end()), v(model.v.size(), 0.0);
+    std::set<std::vector<int>> found;
+    for (const weft::ClothContactElement<double>& c : weft::to_host(finder.find(q, v, 0.0, reach))) {
+        found.insert({c.nodes[0], c.nodes[1], c.nodes[2], c.nodes[3]});
+        found.insert({c.nodes[2], c.nodes[3], c.nodes[0], c.nodes[1]});
+    }
+    int checked = 0;
+    for (const weft::YarnSegment& p : ending(segments, first, 4))
+        for (const weft::YarnSegment& r : ending(segments, second, 4)) {
+            INFO("segments " << p.node0 << "-" << p.node1 << " and " << r.node0 << "-" << r.node1);
+            const double d = std::sqrt(weft::closest_segment_segment<double>(at(model.q, p.node0), at(model.q, p.node1),
+                                                                             at(model.q, r.node0), at(model.q, r.node1))
+                                           .distance_squared);
+            CHECK(d < reach);  // within reach: only the exclusion keeps the pair out
+            CHECK(finder.excluded(p.node0, p.node1, r.node0, r.node1));
+            CHECK(found.count({p.node0, p.node1, r.node0, r.node1}) == 0);
+            ++checked;
+        }
+    CHECK(checked == 4);  // two v-segments end at each crossing
+}
+
 TEST_CASE("yarn collision: segments closer along their yarns than the thickness are no pair",
           "[backend][yarn][collision][eil]")
 {

@@ -362,7 +362,16 @@ public:
     /// keeps that fabric segment's exclusions too: a pair is also excluded
     /// when the fabric segments of its two segments are (joined as links).
     /// Without it, the halves of two fabric segments that meet at a crossing
-    /// would be contacts, √½ spacing apart in a stack at rest.
+    /// would be contacts, √½ spacing apart in a stack at rest. The two
+    /// crossings of each fabric pair are linked as well, whether or not a
+    /// chain of current segments joins them: a crossing EIL on a yarn ends
+    /// no segment of it, so the chain from or through it breaks and its
+    /// cut segments keep their own ends; without the link the yarns through
+    /// two neighbouring crossings were no longer neighbours there. On
+    /// tablecloth_three.json with collision such pairs of neighbouring
+    /// parallel yarns of one fabric were most of the active pairs (up to
+    /// 550 of 720) in the steps that took 8 halvings (docs/collision.md,
+    /// "Neighbouring yarns at EIL crossings").
     /// @throws InvalidInput for a node out of range
     void set_segments(const std::vector<YarnSegment>& initial, const std::vector<YarnSegment>& segments,
                       const std::vector<EilSpring>& springs, const std::vector<EilPairSpring>& pairs,
@@ -378,6 +387,7 @@ public:
         };
         for (const YarnSegment& s : initial) link(s.node0, s.node1);
         for (const YarnSegment& s : segments) link(s.node0, s.node1);
+        for (const YarnParallelPair& f : fabric) link(f.node0, f.node1);
         // An EIL node X lies inside the segment of its EIL yarn between its
         // spring's EoL nodes, or past one of them in the neighbouring
         // segment (EilSpring::outer_before, outer_after). That segment takes
