@@ -369,9 +369,9 @@ public:
     /// cut segments keep their own ends; without the link the yarns through
     /// two neighbouring crossings were no longer neighbours there. On
     /// tablecloth_three.json with collision such pairs of neighbouring
-    /// parallel yarns of one fabric were most of the active pairs (up to
-    /// 550 of 720) in the steps that took 8 halvings (docs/collision.md,
-    /// "Neighbouring yarns at EIL crossings").
+    /// parallel yarns of one fabric were most of the active pairs (438 of
+    /// 717 at one attempt) in the steps before the one that took 8
+    /// halvings (docs/collision.md, "Neighbouring yarns at EIL crossings").
     /// @throws InvalidInput for a node out of range
     void set_segments(const std::vector<YarnSegment>& initial, const std::vector<YarnSegment>& segments,
                       const std::vector<EilSpring>& springs, const std::vector<EilPairSpring>& pairs,
