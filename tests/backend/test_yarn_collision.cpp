@@ -543,9 +543,10 @@ TEST_CASE("yarn collision: neighbouring yarns of one fabric stay no pair where t
     // the fabric's own elements keep apart: every v-segment ending at one
     // crossing is excluded with every v-segment ending at the other (the
     // fabric pair's own link; the springs' nodes between them are
-    // contacts, so they do not link the two), and a reach beyond the spacing finds none
-    // of them. Without that link they were pairs wherever a fabric was
-    // compressed (tablecloth_three.json with collision, docs/collision.md).
+    // contacts, so they do not link the two), and a reach beyond the
+    // spacing finds none of them. Without that link they were pairs
+    // wherever a fabric was compressed (tablecloth_three.json with
+    // collision, docs/collision.md).
     const YarnModel<double> model = stacked_pair(8, 7, false, 1.0, 0.0);
     const double thickness = model.collision.thickness;
     const int nodes = model.node_count();

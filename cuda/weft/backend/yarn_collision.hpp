@@ -422,13 +422,11 @@ public:
         for (const auto& entry : sides)
             for (int a : entry.second[0])
                 for (int b : entry.second[1]) link(a, b);
+        // A segment's fabric segment is a fabric pair, whose ends are linked above.
         const std::vector<int> parents = fabric_segment_ends(segments, fabric);
         m_has_parents = false;
-        for (std::size_t k = 0; k < segments.size(); ++k)
-            if (parents[2 * k] != segments[k].node0 || parents[2 * k + 1] != segments[k].node1) {
-                m_has_parents = true;
-                link(parents[2 * k], parents[2 * k + 1]);
-            }
+        for (std::size_t k = 0; k < segments.size() && !m_has_parents; ++k)
+            m_has_parents = parents[2 * k] != segments[k].node0 || parents[2 * k + 1] != segments[k].node1;
         m_parent_edges.assign(parents.begin(), parents.end());
         std::sort(links.begin(), links.end());
         links.erase(std::unique(links.begin(), links.end()), links.end());
