@@ -24,6 +24,7 @@
 #include <weft/backend/pcg.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
+#include <weft/core/solver_words.hpp>
 #include <weft/core/version.hpp>
 
 #include "../examples/cli_common.hpp"
@@ -265,6 +266,15 @@ inline void add_common_options(CLI::App& app, std::string& sizes, const char* wh
     app.add_option("--spmv-repeats", spmv_repeats, "repeats of the timed SpMV (0: none)")
         ->check(CLI::Range(0, 1 << 30))
         ->type_name("N");
+}
+
+/// --matrix-precision WORD (solver.matrix_precision): "double" or "single".
+inline void add_matrix_precision_option(CLI::App& app, std::string& precision)
+{
+    app.add_option("--matrix-precision", precision,
+                   "the matrix PCG iterates with: as assembled (double), or a float copy of its values (single)")
+        ->check(CLI::IsMember(solver_words::matrix_precision()))
+        ->type_name("WORD");
 }
 
 /// --help and --version (cli_common.hpp): prints and returns true.

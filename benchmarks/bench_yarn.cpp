@@ -62,6 +62,7 @@ struct Options {
     std::string multilevel_smoother = "chebyshev";
     std::string multilevel_coarse_space = "nodes";
     std::string multilevel_rebuild = "rent-or-buy";
+    std::string matrix_precision = "double";
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
     std::string write_system;    ///< a folder for each size's last timed system; empty: none
@@ -106,6 +107,7 @@ Options parse(int argc, char** argv)
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
         ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
         ->type_name("RULE");
+    weft::bench::add_matrix_precision_option(app, o.matrix_precision);
     app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
         ->check(CLI::Range(1, 1 << 30))
         ->default_str("the scene's")
@@ -171,9 +173,9 @@ int main(int argc, char** argv)
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
              << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_smoother\": \""
              << opt.multilevel_smoother << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
-             << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
-             << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
-             << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+             << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild << "\",\n  \"matrix_precision\": \""
+             << opt.matrix_precision << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false")
+             << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;
@@ -201,6 +203,7 @@ int main(int argc, char** argv)
             options.multilevel.smoother = weft::multilevel_smoother_named(opt.multilevel_smoother);
             options.multilevel.coarse_space = weft::multilevel_coarse_space_named(opt.multilevel_coarse_space);
             options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
+            options.pcg.single_precision_matrix = opt.matrix_precision == "single";
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {

@@ -159,6 +159,119 @@ TEST_CASE("pcg: prescribed values on constrained DoFs are kept and enter the fre
     CHECK(relative_error(pf * solution, expected) <= 1e-8);
 }
 
+namespace {
+
+/// The reference matrix with every entry rounded to float and back.
+SparseMatrix rounded_to_float(const SparseMatrix& a)
+{
+    SparseMatrix rounded = a;
+    for (Eigen::Index k = 0; k < rounded.nonZeros(); ++k) {
+        rounded.valuePtr()[k] = static_cast<double>(static_cast<float>(rounded.valuePtr()[k]));
+    }
+    return rounded;
+}
+
+/// Filtered solve with prescribed values, in double and with a float copy of
+/// the matrix: the single-precision iterate solves the rounded system A_f to
+/// the tolerance, the double one A itself, and the two differ by about the
+/// rounding. Returns the checks that ran.
+template <int B>
+int check_single_precision_matrix(Random& rng, int nx, int ny, PcgPreconditioner preconditioner)
+{
+    const GridProblem<B> problem = grid_problem<B>(rng, nx, ny);
+    const Eigen::Index dofs = B * problem.nodes;
+    const std::vector<std::uint8_t> free_dofs = random_filter<B>(rng, problem.nodes, 0.25);
+    std::vector<std::uint8_t> constrained_dofs(free_dofs.size());
+    for (std::size_t i = 0; i < free_dofs.size(); ++i) constrained_dofs[i] = free_dofs[i] ? 0 : 1;
+    const Eigen::VectorXd b = random_vector(rng, dofs);
+    const Eigen::VectorXd z = random_vector(rng, dofs, 0.5, 2.0);
+    const SparseMatrix pf = selection(free_dofs);
+    const SparseMatrix pc = selection(constrained_dofs);
+    REQUIRE(pc.rows() >= B);
+    // The filtered residual ‖S (b − A z_c − M x_f)‖ / ‖S (b − A z_c)‖ for
+    // M = A or A_f: the prescribed values enter through A itself (r₀ is
+    // formed with A), the free DoFs through the matrix of the iteration.
+    const Eigen::VectorXd z_c = pc.transpose() * (pc * z);
+    const Eigen::VectorXd b_free = pf * (b - problem.reference * z_c);
+    const auto relative_residual = [&](const SparseMatrix& m, const Eigen::VectorXd& x) {
+        const Eigen::VectorXd x_f = pf.transpose() * (pf * x);
+        return (b_free - pf * (m * x_f)).norm() / b_free.norm();
+    };
+    const SparseMatrix rounded = rounded_to_float(problem.reference);
+    REQUIRE((rounded - problem.reference).norm() > 0);
+
+    Eigen::VectorXd solutions[2];
+    for (int single = 0; single < 2; ++single) {
+        PcgOptions<double> options;
+        options.tolerance = 1e-12;
+        options.preconditioner = preconditioner;
+        options.single_precision_matrix = single == 1;
+        PcgWorkspace<double, B> workspace;
+        thrust::device_vector<double> x = to_device(z);
+        const PcgResult<double> result =
+            weft::solve_filtered_pcg(problem.a, to_device(b), to_device(free_dofs), x, workspace, options);
+        REQUIRE(result.converged);
+        solutions[single] = to_eigen_vector(x);
+        CHECK((pc * solutions[single] - pc * z).lpNorm<Eigen::Infinity>() == 0.0);
+    }
+    // Each solves its own matrix to the tolerance (up to the recursion's
+    // drift), and the other only to about float's rounding: so the float
+    // copy is what the single-precision products used.
+    CHECK(relative_residual(problem.reference, solutions[0]) <= 1e-10);
+    CHECK(relative_residual(rounded, solutions[1]) <= 1e-10);
+    CHECK(relative_residual(rounded, solutions[0]) > 1e-9);
+    CHECK(relative_residual(problem.reference, solutions[1]) > 1e-9);
+    CHECK(relative_residual(problem.reference, solutions[1]) <= 1e-5);
+    CHECK(relative_error(pf * solutions[1], pf * solutions[0]) <= 1e-5);
+    return 7;
+}
+
+struct Scaled {
+    double factor;
+    WEFT_HD double operator()(double v) const { return v * factor; }
+};
+
+}  // namespace
+
+TEST_CASE("pcg: with a single-precision matrix the iteration solves the float-rounded system", "[backend][pcg][single]")
+{
+    Random rng(61);
+    int checks = 0;
+    for (auto preconditioner : {PcgPreconditioner::block_jacobi, PcgPreconditioner::none}) {
+        checks += check_single_precision_matrix<5>(rng, 8, 6, preconditioner);
+        checks += check_single_precision_matrix<3>(rng, 9, 7, preconditioner);
+    }
+    REQUIRE(checks == 28);
+}
+
+TEST_CASE("pcg: a matrix entry beyond float's range is reported as non-finite with a single-precision matrix",
+          "[backend][pcg][single][status]")
+{
+    Random rng(67);
+    const GridProblem<3> problem = grid_problem<3>(rng, 5, 4);
+    // Scale the whole SPD matrix past float's largest value: double still solves it.
+    BsrMatrix<double, 3> huge = problem.a;
+    thrust::transform(huge.values().begin(), huge.values().end(), huge.values().begin(), Scaled{1e40});
+    const Eigen::VectorXd b = random_vector(rng, 3 * problem.nodes);
+    int statuses = 0;
+    for (int single = 0; single < 2; ++single) {
+        PcgOptions<double> options;
+        options.tolerance = 1e-10;
+        options.single_precision_matrix = single == 1;
+        PcgWorkspace<double, 3> workspace;
+        thrust::device_vector<double> x(static_cast<std::size_t>(3 * problem.nodes), 0.0);
+        const PcgResult<double> result = weft::solve_filtered_pcg(huge, to_device(b * 1e40), x, workspace, options);
+        if (single == 0) {
+            CHECK(result.status == PcgStatus::converged);
+        } else {
+            CHECK(result.status == PcgStatus::non_finite);
+            CHECK_FALSE(result.converged);
+        }
+        ++statuses;
+    }
+    REQUIRE(statuses == 2);
+}
+
 TEST_CASE("pcg: block-Jacobi converges in fewer iterations than no preconditioner on a badly scaled system",
           "[backend][pcg][preconditioner]")
 {

@@ -383,6 +383,23 @@ TEST_CASE("scene: solver.multilevel_coarse_space is read, \"nodes\" by default, 
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space"));
 }
 
+TEST_CASE("scene: solver.matrix_precision is read, \"double\" by default, into the PCG options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.matrix_precision == "double");
+    CHECK_FALSE(weft::stepper_options<double>(weft::parse_scene(j)).pcg.single_precision_matrix);
+    j["solver"] = json::object();
+    j["solver"]["matrix_precision"] = "single";
+    CHECK(weft::parse_scene(j).solver.matrix_precision == "single");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).pcg.single_precision_matrix);
+    j["solver"]["matrix_precision"] = "half";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.matrix_precision") && Catch::Contains("\"half\"") &&
+                                                Catch::Contains("\"double\"") && Catch::Contains("\"single\""));
+    j["solver"]["matrix_precision"] = 32;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.matrix_precision"));
+}
+
 TEST_CASE("scene: solver.multilevel_rebuild is read, \"rent-or-buy\" by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {
@@ -981,9 +998,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 180 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 181 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 181);
+    REQUIRE(checked == 182);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

@@ -191,32 +191,35 @@ inline constexpr bool spmv_scalar_rows = backend_is_cuda();
 
 namespace bsr_detail {
 
-/// sum = Σ_k A_ik x_k for block row i, summed in stored (column) order.
-template <typename T, int B>
-WEFT_HD inline void block_row_product(const BsrConstView<T, B>& a, const T* x, Index row, T (&sum)[B])
+/// sum = Σ_k A_ik x_k for block row i, summed in stored (column) order. The
+/// matrix's scalar TA may be narrower than the vectors' T (a float copy of a
+/// double matrix, PcgOptions::single_precision_matrix): each entry is widened
+/// to T before its product, so the sums are T's.
+template <typename TA, typename T, int B>
+WEFT_HD inline void block_row_product(const BsrConstView<TA, B>& a, const T* x, Index row, T (&sum)[B])
 {
     for (int r = 0; r < B; ++r) sum[r] = T(0);
     for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
-        const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
+        const TA* block = a.values + static_cast<std::size_t>(k) * (B * B);
         const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
         for (int r = 0; r < B; ++r) {
-            for (int c = 0; c < B; ++c) sum[r] += block[r * B + c] * xk[c];
+            for (int c = 0; c < B; ++c) sum[r] += static_cast<T>(block[r * B + c]) * xk[c];
         }
     }
 }
 
 /// Σ_k (row r of A_ik) · x_k for the scalar row B i + r: entry r of
 /// block_row_product, summed in the same order (so the same bits).
-template <typename T, int B>
-WEFT_HD inline T scalar_row_product(const BsrConstView<T, B>& a, const T* x, Index scalar_row)
+template <typename TA, typename T, int B>
+WEFT_HD inline T scalar_row_product(const BsrConstView<TA, B>& a, const T* x, Index scalar_row)
 {
     const Index row = scalar_row / B;
     const int r = static_cast<int>(scalar_row - row * B);
     T sum = T(0);
     for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
-        const T* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
+        const TA* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
         const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
-        for (int c = 0; c < B; ++c) sum += block_row_r[c] * xk[c];
+        for (int c = 0; c < B; ++c) sum += static_cast<T>(block_row_r[c]) * xk[c];
     }
     return sum;
 }

@@ -19,6 +19,16 @@
 /// node chains such as yarns, additive or symmetric multiplicative over
 /// families of chains).
 ///
+/// Single-precision matrix (PcgOptions::single_precision_matrix): the
+/// iteration's products S A p use a float copy of A's values, and block
+/// Jacobi a float copy of its inverse blocks, while every vector, dot
+/// product and sum stays in T and r₀ = S (b − A x₀) uses A itself. Each
+/// iteration then moves about half the matrix bytes (the SpMV is
+/// bandwidth-bound, benchmarks/RESULTS.md). PCG solves A_f x = b with
+/// ‖A_f − A‖ ≤ 2⁻²⁴ ‖A‖ entry by entry; the step's Newton iteration, whose
+/// residual uses A, absorbs that as it absorbs the PCG tolerance. An entry
+/// beyond float's range becomes infinite and the solve reports non_finite.
+///
 /// Failures are reported in PcgResult, never hidden: a direction with
 /// pᵀAp ≤ 0 (the filtered matrix is not positive definite), a preconditioned
 /// residual with rᵀM⁻¹r ≤ 0 or a diagonal block that is not positive definite
@@ -29,6 +39,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
@@ -116,6 +127,10 @@ struct PcgOptions {
     /// The preconditioner of PcgPreconditioner::multilevel (not owned; must be
     /// prepared for the matrix and filter of the solve).
     PreconditionerOperator<T>* custom = nullptr;
+    /// Iterate with a float copy of A's values and of the block-Jacobi
+    /// inverses (see the file comment); no effect when T is float. Scene key
+    /// solver.matrix_precision ("double", "single").
+    bool single_precision_matrix = false;
 };
 
 template <typename T>
@@ -143,6 +158,8 @@ struct PcgWorkspace {
     thrust::device_vector<T> row_sums;                 ///< #DoFs partial dot products (spmv_scalar_rows only)
     thrust::device_vector<std::uint8_t> all_free;      ///< #DoFs ones, for the unfiltered overload
     LineFactors<T, B> line_factors;                    ///< yarn_lines factors, sized on first use
+    thrust::device_vector<float> values_single;        ///< #blocks · B·B, A's values (single_precision_matrix)
+    thrust::device_vector<float> inverse_single;       ///< #nodes · B·B, M⁻¹ blocks (single_precision_matrix)
 
     /// Size every vector for a system of `nodes` nodes (no-op when already sized).
     void resize(Index nodes)
@@ -192,18 +209,19 @@ struct FilteredDifference {
 /// M⁻¹ block of one node: the inverse of its diagonal block restricted to
 /// its free DoFs (identity on constrained DoFs), through a Cholesky factor of
 /// the lower triangle. Returns 1 (and writes the identity) when that
-/// restricted block is not positive definite, else 0.
-template <typename T, int B>
+/// restricted block is not positive definite, else 0. Computed in T, stored
+/// as TI (float for PcgOptions::single_precision_matrix).
+template <typename T, int B, typename TI = T>
 struct InvertFilteredDiagonal {
     const BsrConstView<T, B> a;
     const std::uint8_t* const free_dofs;  ///< #DoFs
-    T* const inverse;                     ///< #nodes · B·B
+    TI* const inverse;                    ///< #nodes · B·B
 
     WEFT_HD int operator()(Index node) const
     {
         const Index k = bsr_find_block(a.row_ptr, a.col_idx, node, node);
         const std::uint8_t* is_free = free_dofs + static_cast<std::size_t>(node) * B;
-        T* out = inverse + static_cast<std::size_t>(node) * (B * B);
+        TI* out = inverse + static_cast<std::size_t>(node) * (B * B);
         T l[B][B];
         for (int r = 0; r < B; ++r) {
             for (int c = 0; c <= r; ++c) {
@@ -231,7 +249,7 @@ struct InvertFilteredDiagonal {
         }
         if (!positive) {
             for (int r = 0; r < B; ++r) {
-                for (int c = 0; c < B; ++c) out[r * B + c] = r == c ? T(1) : T(0);
+                for (int c = 0; c < B; ++c) out[r * B + c] = r == c ? TI(1) : TI(0);
             }
             return 1;
         }
@@ -248,17 +266,17 @@ struct InvertFilteredDiagonal {
                 for (int p = i + 1; p < B; ++p) sum -= l[p][i] * y[p];
                 y[i] = sum / l[i][i];
             }
-            for (int r = 0; r < B; ++r) out[r * B + c] = y[r];
+            for (int r = 0; r < B; ++r) out[r * B + c] = static_cast<TI>(y[r]);
         }
         return 0;
     }
 };
 
 /// q = S A p for one block row, and the row's share p_iᵀ q_i of pᵀ S A S p
-/// (p is zero on constrained DoFs).
-template <typename T, int B>
+/// (p is zero on constrained DoFs); A's values are TA (T or float).
+template <typename T, int B, typename TA = T>
 struct FilteredProductAndCurvature {
-    const BsrConstView<T, B> a;
+    const BsrConstView<TA, B> a;
     const std::uint8_t* const free_dofs;  ///< #DoFs
     const T* const p;                     ///< #DoFs
     T* const q;                           ///< #DoFs
@@ -281,9 +299,9 @@ struct FilteredProductAndCurvature {
 
 /// q = S A p for one scalar row (spmv_scalar_rows), and the row's share
 /// p_row q_row of pᵀ S A S p; the row is summed as in FilteredProductAndCurvature.
-template <typename T, int B>
+template <typename T, int B, typename TA = T>
 struct FilteredRowProductAndCurvature {
-    const BsrConstView<T, B> a;
+    const BsrConstView<TA, B> a;
     const std::uint8_t* const free_dofs;  ///< #DoFs
     const T* const p;                     ///< #DoFs
     T* const q;                           ///< #DoFs
@@ -300,18 +318,19 @@ struct FilteredRowProductAndCurvature {
 
 /// One node of the CG update: x += α p, r −= α q, z = M⁻¹ r, and the node's
 /// shares of rᵀz and rᵀr. With α = 0 it only applies the preconditioner.
-template <typename T, int B>
+/// The inverse blocks are TI (T or float); z's entries are summed in T.
+template <typename T, int B, typename TI = T>
 struct UpdateNode {
     const T alpha;
     const bool precondition;
-    const T* const inverse;  ///< #nodes · B·B (unused without preconditioner)
-    const T* const p;        ///< #DoFs
-    const T* const q;        ///< #DoFs
-    T* const x;              ///< #DoFs
-    T* const r;              ///< #DoFs
-    T* const z;              ///< #DoFs
-    T* const r_dot_z;        ///< #nodes
-    T* const r_dot_r;        ///< #nodes
+    const TI* const inverse;  ///< #nodes · B·B (unused without preconditioner)
+    const T* const p;         ///< #DoFs
+    const T* const q;         ///< #DoFs
+    T* const x;               ///< #DoFs
+    T* const r;               ///< #DoFs
+    T* const z;               ///< #DoFs
+    T* const r_dot_z;         ///< #nodes
+    T* const r_dot_r;         ///< #nodes
 
     WEFT_HD void operator()(Index node) const
     {
@@ -324,12 +343,12 @@ struct UpdateNode {
         }
         T rz = T(0);
         T rr = T(0);
-        const T* block = inverse + static_cast<std::size_t>(node) * (B * B);
+        const TI* block = inverse + static_cast<std::size_t>(node) * (B * B);
         for (int i = 0; i < B; ++i) {
             T zi = ri[i];
             if (precondition) {
                 zi = T(0);
-                for (int j = 0; j < B; ++j) zi += block[i * B + j] * ri[j];
+                for (int j = 0; j < B; ++j) zi += static_cast<T>(block[i * B + j]) * ri[j];
             }
             z[offset + i] = zi;
             rz += ri[i] * zi;
@@ -379,6 +398,12 @@ struct NodeDots {
         r_dot_z[node] = rz;
         r_dot_r[node] = rr;
     }
+};
+
+/// A value rounded to float (an entry beyond float's range becomes infinite).
+template <typename T>
+struct ToFloat {
+    WEFT_HD float operator()(const T& value) const { return static_cast<float>(value); }
 };
 
 template <typename T>
@@ -480,15 +505,35 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     const T stop_norm = options.tolerance * initial_norm;
 
     const bool precondition = options.preconditioner == PcgPreconditioner::block_jacobi;
+    const bool single = options.single_precision_matrix && !std::is_same<T, float>::value;
     if (line_preconditioner && factor_lines(a, free_dofs, *options.lines, workspace.line_factors) > 0) {
         return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
     }
     if (precondition) {
-        const int failed_blocks = thrust::transform_reduce(
-            thrust::device, node_first, node_last,
-            pcg_detail::InvertFilteredDiagonal<T, B>{a.view(), free_ptr, cells(workspace.inverse_diagonal)}, 0,
-            thrust::plus<int>{});
+        const auto invert = [&](auto* inverse) {
+            using TI = std::remove_pointer_t<decltype(inverse)>;
+            return thrust::transform_reduce(thrust::device, node_first, node_last,
+                                            pcg_detail::InvertFilteredDiagonal<T, B, TI>{a.view(), free_ptr, inverse},
+                                            0, thrust::plus<int>{});
+        };
+        int failed_blocks = 0;
+        if (single) {
+            workspace.inverse_single.resize(static_cast<std::size_t>(nodes) * (B * B));
+            failed_blocks = invert(thrust::raw_pointer_cast(workspace.inverse_single.data()));
+        } else {
+            failed_blocks = invert(cells(workspace.inverse_diagonal));
+        }
         if (failed_blocks > 0) return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
+    }
+    BsrConstView<float, B> single_view{a.block_rows(), a.block_cols(), nullptr, nullptr, nullptr};
+    if (single) {
+        workspace.values_single.resize(a.values().size());
+        thrust::transform(thrust::device, a.values().begin(), a.values().end(), workspace.values_single.begin(),
+                          pcg_detail::ToFloat<T>{});
+        const BsrConstView<T, B> full = a.view();
+        single_view.row_ptr = full.row_ptr;
+        single_view.col_idx = full.col_idx;
+        single_view.values = thrust::raw_pointer_cast(workspace.values_single.data());
     }
 
     // z₀ = M⁻¹ r₀ (an update with α = 0 on zeroed p and q), p₀ = z₀.
@@ -511,10 +556,18 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
                                                         cells(workspace.node_sums_second)});
             return sum_pair(workspace.node_sums_first, workspace.node_sums_second);
         }
-        thrust::for_each(thrust::device, node_first, node_last,
-                         pcg_detail::UpdateNode<T, B>{
-                             alpha, precondition, cells(workspace.inverse_diagonal), cells(p), cells(q), cells(x),
-                             cells(r), cells(z), cells(workspace.node_sums_first), cells(workspace.node_sums_second)});
+        const auto update_nodes = [&](const auto* inverse) {
+            using TI = std::remove_const_t<std::remove_pointer_t<decltype(inverse)>>;
+            thrust::for_each(thrust::device, node_first, node_last,
+                             pcg_detail::UpdateNode<T, B, TI>{
+                                 alpha, precondition, inverse, cells(p), cells(q), cells(x), cells(r), cells(z),
+                                 cells(workspace.node_sums_first), cells(workspace.node_sums_second)});
+        };
+        if (single && precondition) {
+            update_nodes(thrust::raw_pointer_cast(workspace.inverse_single.data()));
+        } else {
+            update_nodes(static_cast<const T*>(cells(workspace.inverse_diagonal)));
+        }
         return sum_pair(workspace.node_sums_first, workspace.node_sums_second);
     };
     SumPair<T> sums = update(T(0));
@@ -530,22 +583,25 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     thrust::copy(thrust::device, z.begin(), z.end(), p.begin());
 
     for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
-        // q = S A p, pᵀ S A S p in the same pass over A.
-        T curvature;
-        if constexpr (spmv_scalar_rows) {
-            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
-                             thrust::counting_iterator<Index>(a.rows()),
-                             pcg_detail::FilteredRowProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
-                                                                              cells(workspace.row_sums)});
-            curvature =
-                fixed_order_reduce(workspace.row_sums.begin(), workspace.row_sums.size(), T(0), thrust::plus<T>{});
-        } else {
-            thrust::for_each(thrust::device, node_first, node_last,
-                             pcg_detail::FilteredProductAndCurvature<T, B>{a.view(), free_ptr, cells(p), cells(q),
-                                                                           cells(workspace.node_sums_first)});
-            curvature = fixed_order_reduce(workspace.node_sums_first.begin(), workspace.node_sums_first.size(), T(0),
-                                           thrust::plus<T>{});
-        }
+        // q = S A p, pᵀ S A S p in the same pass over A (or its float copy).
+        const auto product = [&](const auto& view) {
+            using TA = std::remove_const_t<std::remove_pointer_t<decltype(view.values)>>;
+            if constexpr (spmv_scalar_rows) {
+                thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                                 thrust::counting_iterator<Index>(a.rows()),
+                                 pcg_detail::FilteredRowProductAndCurvature<T, B, TA>{
+                                     view, free_ptr, cells(p), cells(q), cells(workspace.row_sums)});
+                return fixed_order_reduce(workspace.row_sums.begin(), workspace.row_sums.size(), T(0),
+                                          thrust::plus<T>{});
+            } else {
+                thrust::for_each(thrust::device, node_first, node_last,
+                                 pcg_detail::FilteredProductAndCurvature<T, B, TA>{view, free_ptr, cells(p), cells(q),
+                                                                                   cells(workspace.node_sums_first)});
+                return fixed_order_reduce(workspace.node_sums_first.begin(), workspace.node_sums_first.size(), T(0),
+                                          thrust::plus<T>{});
+            }
+        };
+        const T curvature = single ? product(single_view) : product(a.view());
         if (!(std::abs(curvature) <= std::numeric_limits<T>::max())) {
             return pcg_detail::make_result(PcgStatus::non_finite, iteration, residual_norm / initial_norm);
         }

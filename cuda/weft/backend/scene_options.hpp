@@ -43,6 +43,8 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.pcg.preconditioner = s.preconditioner == "yarn-lines"   ? PcgPreconditioner::yarn_lines
                                  : s.preconditioner == "multilevel" ? PcgPreconditioner::multilevel
                                                                     : PcgPreconditioner::block_jacobi;
+    options.pcg.single_precision_matrix =
+        solver_words::index_of(s.matrix_precision, solver_words::matrix_precision(), "matrix precision") == 1;
     options.multilevel.refresh = multilevel_refresh_named(s.multilevel_refresh);
     options.multilevel.smoother = multilevel_smoother_named(s.multilevel_smoother);
     options.multilevel.coarse_space = multilevel_coarse_space_named(s.multilevel_coarse_space);

@@ -49,6 +49,14 @@ inline const std::vector<std::string>& multilevel_coarse_space()
     return words;
 }
 
+/// solver.matrix_precision: "double" (the matrix as assembled) or "single"
+/// (PcgOptions::single_precision_matrix).
+inline const std::vector<std::string>& matrix_precision()
+{
+    static const std::vector<std::string> words{"double", "single"};
+    return words;
+}
+
 /// solver.hessian_projection, in the order of HessianProjection.
 inline const std::vector<std::string>& hessian_projection()
 {

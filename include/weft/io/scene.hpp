@@ -43,6 +43,9 @@
 ///   multilevel_coarse_space string "nodes" | "yarns"; the multilevel V-cycle's
 ///                              coarse levels: node aggregates, or runs along
 ///                              the yarns and squares of crossings (yarns only)
+///   matrix_precision    string "double" | "single"; "single": PCG's products use
+///                              a float copy of the matrix (half the bytes per
+///                              iteration), vectors and sums stay double
 ///   line_search_cuts    int    8      0..30; newton_iterations > 1 only: how often
 ///                                     the line search may halve a Newton update
 ///                                     before the attempt fails (then dt is halved)

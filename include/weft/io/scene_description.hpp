@@ -36,6 +36,7 @@ struct SolverDescription {
     std::string multilevel_coarse_space = "nodes";   ///< "nodes" | "yarns" (MultilevelCoarseSpace)
     std::string multilevel_refresh = "on-growth";    ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     std::string multilevel_rebuild = "rent-or-buy";  ///< "rent-or-buy" | "growth" (MultilevelOptions::timed_rebuild)
+    std::string matrix_precision = "double";         ///< "double" | "single" (PcgOptions::single_precision_matrix)
     bool eil = false;                                ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}
     double eil_safety_factor = 0.1;                  ///< safety distance / rest segment length
     double eil_contact_factor = 1000;                ///< contact spring k / (k_s / rest segment length)

@@ -59,6 +59,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, solver_words::multilevel_rebuild(), "multilevel rebuild rule");
         },
         s.multilevel_rebuild);
+    s.matrix_precision = o.get_or(
+        "matrix_precision",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, solver_words::matrix_precision(), "matrix precision");
+        },
+        s.matrix_precision);
     s.linear = o.get_or(
         "linear",
         [](const json& v, const std::string& p) {
