@@ -264,6 +264,87 @@ int check_refresh(Random& rng)
     return checked;
 }
 
+/// A new filter on the kept pattern: the refresh's coarse matrices against
+/// P'ᵀ Â P' with P' = S P (the build's first prolongator restricted to the
+/// new free DoFs) and the new filter's Â, level by level; the V-cycle
+/// symmetric positive definite and zero on the newly constrained DoFs; PCG
+/// with it at the LDLT solution. Returns the checks that ran.
+template <int B>
+int check_filter_refresh(Random& rng)
+{
+    const int n = 20;
+    const GridProblem<B> problem = grid_problem<B>(rng, n, n);
+    const std::vector<std::uint8_t> built_free = random_filter<B>(rng, problem.nodes, 0.2);
+    // The new filter: some free DoFs constrained (as an EIL tag does), some
+    // constrained ones freed (a tag cleared).
+    std::vector<std::uint8_t> free_host = built_free;
+    int constrained_now = 0, freed_now = 0;
+    for (std::size_t i = 0; i < free_host.size(); ++i) {
+        if (rng.uniform(0.0, 1.0) >= 0.05) continue;
+        constrained_now += free_host[i] ? 1 : 0;
+        freed_now += free_host[i] ? 0 : 1;
+        free_host[i] = free_host[i] ? 0 : 1;
+    }
+    REQUIRE(constrained_now > 0);
+    REQUIRE(freed_now > 0);
+    const thrust::device_vector<double> state = to_device(grid_state<B>(n, n));
+    MultilevelPreconditioner<double, B> m(small_coarse());  // refresh on_growth, the default
+    REQUIRE(m.prepare(problem.a, to_device(built_free), state));
+    REQUIRE(m.levels() >= 3);
+    std::vector<Eigen::MatrixXd> prolongators;
+    for (int l = 1; l < m.levels(); ++l) prolongators.push_back(Eigen::MatrixXd(m.level_prolongator(l)));
+
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(free_host);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.filter_refreshes() == 1);
+    CHECK(m.refreshes() == 1);
+    Eigen::MatrixXd above = filtered_dense(problem.reference, free_host);
+    int checked = 0;
+    for (int l = 1; l < m.levels(); ++l) {
+        Eigen::MatrixXd p = prolongators[static_cast<std::size_t>(l - 1)];
+        if (l == 1) {
+            for (Eigen::Index i = 0; i < p.rows(); ++i)
+                if (!free_host[static_cast<std::size_t>(i)]) p.row(i).setZero();
+        }
+        const Eigen::MatrixXd expected = galerkin(above, p);
+        const Eigen::MatrixXd refreshed = Eigen::MatrixXd(m.level_matrix(l));
+        INFO("level " << l);
+        CHECK((refreshed - expected).cwiseAbs().maxCoeff() <= 1e-12 * expected.cwiseAbs().maxCoeff());
+        above = refreshed;
+        ++checked;
+    }
+
+    const Eigen::Index size = B * problem.nodes;
+    for (int trial = 0; trial < 3; ++trial) {
+        const Eigen::VectorXd x = filtered(random_vector(rng, size), free_host);
+        const Eigen::VectorXd y = filtered(random_vector(rng, size), free_host);
+        thrust::device_vector<double> mx, my;
+        m.apply(to_device(x), mx);
+        m.apply(to_device(y), my);
+        const Eigen::VectorXd px = to_eigen_vector(mx), py = to_eigen_vector(my);
+        CHECK(std::abs(x.dot(py) - y.dot(px)) <= 1e-11 * std::sqrt(x.dot(px) * y.dot(py)));
+        CHECK(x.dot(px) > 0.0);
+        int nonzero_constrained = 0;
+        for (Eigen::Index i = 0; i < size; ++i)
+            nonzero_constrained += !free_host[static_cast<std::size_t>(i)] && px(i) != 0.0 ? 1 : 0;
+        CHECK(nonzero_constrained == 0);
+        checked += 3;
+    }
+
+    const Eigen::VectorXd b = random_vector(rng, size);
+    const Eigen::VectorXd prescribed = random_vector(rng, size, 0.5, 2.0);
+    const Eigen::VectorXd expected = reference_solution(problem.reference, free_host, b, prescribed);
+    const auto pf = weft_backend_test::selection(free_host);
+    const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(m, 1e-11, 2000);
+    PcgWorkspace<double, B> workspace;
+    thrust::device_vector<double> x = to_device(prescribed);
+    const PcgResult<double> result = weft::solve_filtered_pcg(problem.a, to_device(b), free_dofs, x, workspace, pcg);
+    REQUIRE(result.converged);
+    CHECK(relative_error(pf * to_eigen_vector(x), expected) <= 1e-8);
+    return checked + 1;
+}
+
 }  // namespace
 
 TEST_CASE("multilevel: the V-cycle is symmetric positive definite and leaves constrained DoFs at zero",
@@ -326,7 +407,7 @@ TEST_CASE("multilevel: the hierarchy is reused while the pattern and filter stay
     m.record_solve(true, 15);  // within max(1.5 · 10, 10 + 5)
     REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 1);
-    // A changed filter (a pinned node, an EIL tag): rebuilt.
+    // A changed filter (a pinned node, an EIL tag) with refreshes off: rebuilt.
     free_dofs[7] = 0;
     REQUIRE(rule.prepare(m));
     CHECK(m.builds() == 2);
@@ -361,6 +442,18 @@ TEST_CASE("multilevel: a refresh gives each coarse level Pᵀ Â P of the curren
     levels += check_refresh<3>(rng);
     levels += check_refresh<5>(rng);
     CHECK(levels >= 4);
+}
+
+TEST_CASE(
+    "multilevel: a new filter on the kept pattern is taken by a refresh: Galerkin with the filtered "
+    "prolongator, SPD, the LDLT solution",
+    "[backend][multilevel][refresh][filter]")
+{
+    Random rng(83);
+    int checks = 0;
+    checks += check_filter_refresh<3>(rng);
+    checks += check_filter_refresh<5>(rng);
+    CHECK(checks >= 2 * (2 + 9 + 1));
 }
 
 TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds where a refresh did not help",
@@ -401,11 +494,12 @@ TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds wh
     CHECK(m.builds() == 3);
     CHECK(m.failure_builds() == 1);
     m.record_solve(true, 10);
-    m.record_solve(true, 16);  // a refresh is asked for, but the filter changes: rebuilt
+    m.record_solve(true, 16);  // a refresh is asked for, and the filter changes: refreshed for the new filter
     free_dofs[12] = 0;
     REQUIRE(rule.prepare(m));
-    CHECK(m.builds() == 4);
-    CHECK(m.refreshes() == 3);
+    CHECK(m.builds() == 3);
+    CHECK(m.refreshes() == 4);
+    CHECK(m.filter_refreshes() == 1);
     // every_prepare: each prepare with the same pattern refreshes.
     MultilevelOptions every = small_coarse();
     every.refresh = weft::MultilevelRefresh::every_prepare;
@@ -413,8 +507,8 @@ TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds wh
     REQUIRE(rule.prepare(m));
     REQUIRE(rule.prepare(m));
     REQUIRE(rule.prepare(m));
-    CHECK(m.builds() == 5);
-    CHECK(m.refreshes() == 5);
+    CHECK(m.builds() == 4);
+    CHECK(m.refreshes() == 6);
     CHECK_THROWS_WITH(m.level_matrix(0), Catch::Contains("level"));
     CHECK_THROWS_WITH(m.level_matrix(static_cast<std::size_t>(m.levels())), Catch::Contains("coarse level"));
 }

@@ -73,7 +73,7 @@
 /// Reuse. The finest level always uses the current matrix (its block
 /// inverses are refreshed at each prepare()); the coarse levels are kept while
 /// the sparsity pattern and the filter are unchanged, and rebuilt when
-/// either changes, when a solve with them failed, or when a solve needed more
+/// the pattern changes (or the filter, with refresh off), when a solve with them failed, or when a solve needed more
 /// than `rebuild_growth` times the iterations of the first solve after the
 /// last build. Where the solves' times are known (record_solve's `seconds`),
 /// a slow solve rebuilds only once the stale hierarchy has cost as much as a
@@ -94,6 +94,16 @@
 /// price in the rent-or-buy rule. Where the first solve after a refresh is
 /// still slow (the aggregates or the near-null space no longer fit, e.g. a
 /// sheet that rotated), the next slow solve rebuilds. refreshes() counts them.
+///
+/// A new filter on the same pattern (EIL tags set or cleared, a pin) is
+/// taken by a refresh too, where refreshes are on: the V-cycle adds the
+/// coarse correction on the free DoFs only, so its first prolongator acts as
+/// P' = S P, and the refresh forms the Galerkin P'ᵀ Â P' (FixedPatternProduct).
+/// The V-cycle stays symmetric positive definite for any filter. DoFs freed
+/// since the build have zero rows in P and are left to the smoother; the
+/// growth rule rebuilds once that slows the solves. A coarse DoF whose
+/// prolongator column the filter empties leaves a zero pivot, the refresh
+/// fails and the hierarchy is rebuilt. filter_refreshes() counts them.
 
 #include <algorithm>
 #include <chrono>
@@ -1063,9 +1073,11 @@ struct AddRowProduct {
     const BsrConstView<T, 1> p;
     const T* const x;
     T* const y;
+    const std::uint8_t* const free_dofs = nullptr;  ///< rows left alone where 0 (nullptr: none)
 
     WEFT_HD void operator()(Index row) const
     {
+        if (free_dofs != nullptr && !free_dofs[row]) return;
         T sum = T(0);
         for (Index k = p.row_ptr[row]; k < p.row_ptr[row + 1]; ++k) sum += p.values[k] * x[p.col_idx[k]];
         y[row] += sum;
@@ -1076,9 +1088,18 @@ struct AddRowProduct {
 /// product, a superset of what the current values need): C_row = Σ_k Â_row,k
 /// X_k,:, each product added at its column's position in C's row (binary
 /// search; one thread per row, so the sums run in a fixed order). Â is the
-/// level matrix `a` (block size BB), filtered where `free_dofs` is given
-/// (S A S + (I − S)); X is scalar CSR. Returns how many products fell outside
-/// C's pattern (then the pattern is stale and the hierarchy must be rebuilt).
+/// level matrix `a` (block size BB); X is scalar CSR. Returns how many
+/// products fell outside C's pattern (then the pattern is stale and the
+/// hierarchy must be rebuilt).
+///
+/// Where `free_dofs` is given (the finest level, X its prolongator P), C is
+/// S A S P' with P' = S P, the prolongator the V-cycle applies under the
+/// current filter S (it adds the correction on free DoFs only): rows that S
+/// constrains, and rows where P's own row is empty, are left zero. Both meet
+/// a zero row of P' in the Galerkin product P'ᵀ C, which restriction (Pᵀ)
+/// times C then gives whatever filter the hierarchy was built for. (With the
+/// build's filter this is the build's Pᵀ Â P: P is zero on the DoFs it
+/// constrained.)
 template <typename T, int BB>
 struct FixedPatternProduct {
     const BsrConstView<T, BB> a;
@@ -1113,7 +1134,7 @@ struct FixedPatternProduct {
     WEFT_HD int operator()(Index row) const
     {
         for (Index e = c_row_ptr[row]; e < c_row_ptr[row + 1]; ++e) c_values[e] = T(0);
-        if (free_dofs != nullptr && !free_dofs[row]) return add_row(row, row, T(1));  // a row of I − S
+        if (free_dofs != nullptr && (!free_dofs[row] || x.row_ptr[row] == x.row_ptr[row + 1])) return 0;
         const Index block_row = row / BB;
         const int r = static_cast<int>(row % BB);
         int misses = 0;
@@ -1395,22 +1416,35 @@ public:
         }
         m_matrix = &a;
         m_free = &free_dofs;
-        const bool same_pattern =
+        const bool same_structure =
             m_built && m_pattern_rows.size() == a.row_ptr().size() && m_pattern_cols.size() == a.col_idx().size() &&
             m_pattern_free.size() == dofs &&
             thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(), m_pattern_rows.begin()) &&
-            thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), m_pattern_cols.begin()) &&
-            thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
-        const bool reuse = same_pattern && m_options.reuse;
-        const bool refresh = reuse && !m_rebuild_requested &&
-                             (m_refresh_requested || m_options.refresh == MultilevelRefresh::every_prepare);
+            thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), m_pattern_cols.begin());
+        const bool same_filter =
+            same_structure && thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
+        const bool same_pattern = same_structure && same_filter;
+        // A new filter on the same pattern (EIL tags, pins): the kept hierarchy
+        // with the coarse values of the new filter, where refreshes are on.
+        const bool new_filter = same_structure && !same_filter && m_options.refresh != MultilevelRefresh::off;
+        const bool reuse = (same_pattern || new_filter) && m_options.reuse;
+        const bool refresh =
+            reuse && !m_rebuild_requested &&
+            (new_filter || m_refresh_requested || m_options.refresh == MultilevelRefresh::every_prepare);
         if (refresh && refresh_values(a, free_dofs)) {
+            if (new_filter) {
+                thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
+                m_filter_refreshes += 1;
+            }
             m_ready = true;
             return true;
         }
         if (!reuse || m_rebuild_requested || refresh) {  // refresh: the refresh failed, rebuild
-            if (!same_pattern) m_pattern_builds += 1;
-            if (refresh) m_failure_builds += 1;
+            if (!same_pattern) {
+                m_pattern_builds += 1;
+            } else if (refresh) {
+                m_failure_builds += 1;
+            }
             const auto start = std::chrono::steady_clock::now();
             const bool built = build(a, free_dofs, state);
             m_last_build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -1493,6 +1527,8 @@ public:
     /// them those asked for by a slow solve, and their seconds.
     int refreshes() const { return m_refreshes; }
     int growth_refreshes() const { return m_growth_refreshes; }
+    /// Refreshes that adopted a new filter on the kept pattern (instead of a build).
+    int filter_refreshes() const { return m_filter_refreshes; }
     double refresh_seconds() const { return m_refresh_seconds; }
     /// Seconds spent in builds so far (host setup and uploads).
     double build_seconds() const { return m_build_seconds; }
@@ -1872,9 +1908,12 @@ private:
             } else {
                 cycle<1>(next.matrix, next.free_dofs, next.smoother, coarse + 1);
             }
+            // The correction on the free DoFs only: after a filter change the
+            // kept prolongator may have rows on DoFs now constrained.
             thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                              thrust::counting_iterator<Index>(next.prolongator.rows()),
-                             AddRowProduct<T>{next.prolongator.view(), raw_pointer(next_z), raw_pointer(s.z)});
+                             AddRowProduct<T>{next.prolongator.view(), raw_pointer(next_z), raw_pointer(s.z),
+                                              coarse == 0 ? raw_pointer(free_dofs) : nullptr});
         }
         smooth(false);
     }
@@ -1911,6 +1950,7 @@ private:
     bool m_refresh_helps = true;      ///< false after a growth refresh that left the solves slow
     int m_refreshes = 0;
     int m_growth_refreshes = 0;
+    int m_filter_refreshes = 0;
     double m_refresh_seconds = 0.0;
     double m_last_refresh_seconds = -1.0;
     int m_builds = 0;
