@@ -23,8 +23,9 @@
 /// iteration's products S A p use a float copy of A's values, and block
 /// Jacobi a float copy of its inverse blocks, while every vector, dot
 /// product and sum stays in T and r₀ = S (b − A x₀) uses A itself. Each
-/// iteration then moves about half the matrix bytes (the SpMV is
-/// bandwidth-bound, benchmarks/RESULTS.md). PCG solves A_f x = b with
+/// iteration then moves about half the matrix bytes: worth it where the
+/// product is bandwidth-bound (1.2× per iteration on two CPU threads at
+/// 200², benchmarks/RESULTS.md "Single-precision matrix in PCG"). PCG solves A_f x = b with
 /// ‖A_f − A‖ ≤ 2⁻²⁴ ‖A‖ entry by entry; the step's Newton iteration, whose
 /// residual uses A, absorbs that as it absorbs the PCG tolerance. An entry
 /// beyond float's range becomes infinite and the solve reports non_finite.
