@@ -72,15 +72,16 @@
 ///
 /// Reuse. The finest level always uses the current matrix (its block
 /// inverses are refreshed at each prepare()); the coarse levels are kept while
-/// the sparsity pattern and the filter are unchanged, and rebuilt when
-/// the pattern changes (or the filter, with refresh off), when a solve with them failed, or when a solve needed more
-/// than `rebuild_growth` times the iterations of the first solve after the
-/// last build. Where the solves' times are known (record_solve's `seconds`),
-/// a slow solve rebuilds only once the stale hierarchy has cost as much as a
-/// build: the time of the iterations above the first solve's count, summed
-/// over the solves since the last build, must reach that build's time (the
-/// rent-or-buy rule, which spends at most twice the least possible time in
-/// builds and stale iterations together). On the GPU a yarn build takes
+/// the sparsity pattern and the filter are unchanged, and rebuilt when the
+/// pattern changes (or the filter, with refresh off), when a solve with them
+/// failed, or when a solve needed more than `rebuild_growth` times the
+/// iterations of the first solve after the last build. Where the solves'
+/// times are known (record_solve's `seconds`), a slow solve rebuilds only
+/// once the stale hierarchy has cost as much as a build: the time of the
+/// iterations above the first solve's count, summed over the solves since
+/// the last build, must reach that build's time (the rent-or-buy rule,
+/// which spends at most twice the least possible time in builds and stale
+/// iterations together). On the GPU a yarn build takes
 /// seconds on the host against milliseconds per iteration, and rebuilding on
 /// iteration growth alone made the builds most of each step. builds() counts
 /// the builds.

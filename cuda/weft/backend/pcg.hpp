@@ -526,16 +526,14 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
         }
         if (failed_blocks > 0) return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
     }
-    BsrConstView<float, B> single_view{a.block_rows(), a.block_cols(), nullptr, nullptr, nullptr};
     if (single) {
         workspace.values_single.resize(a.values().size());
         thrust::transform(thrust::device, a.values().begin(), a.values().end(), workspace.values_single.begin(),
                           pcg_detail::ToFloat<T>{});
-        const BsrConstView<T, B> full = a.view();
-        single_view.row_ptr = full.row_ptr;
-        single_view.col_idx = full.col_idx;
-        single_view.values = thrust::raw_pointer_cast(workspace.values_single.data());
     }
+    // A's pattern with the float copy's values (used only when single).
+    const BsrConstView<float, B> single_view{a.block_rows(), a.block_cols(), a.view().row_ptr, a.view().col_idx,
+                                             thrust::raw_pointer_cast(workspace.values_single.data())};
 
     // z₀ = M⁻¹ r₀ (an update with α = 0 on zeroed p and q), p₀ = z₀.
     thrust::fill(thrust::device, p.begin(), p.end(), T(0));
