@@ -172,6 +172,7 @@ SizeResult run_size(int n, const Options& opt)
     options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
     options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
     options.pcg.single_precision_matrix = opt.matrix_precision == "single";
+    options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
 
     SizeResult r;

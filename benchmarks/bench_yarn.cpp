@@ -204,6 +204,7 @@ int main(int argc, char** argv)
             options.multilevel.coarse_space = weft::multilevel_coarse_space_named(opt.multilevel_coarse_space);
             options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
             options.pcg.single_precision_matrix = opt.matrix_precision == "single";
+            options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {

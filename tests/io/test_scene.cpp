@@ -383,16 +383,18 @@ TEST_CASE("scene: solver.multilevel_coarse_space is read, \"nodes\" by default, 
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space"));
 }
 
-TEST_CASE("scene: solver.matrix_precision is read, \"double\" by default, into the PCG options",
+TEST_CASE("scene: solver.matrix_precision is read, \"double\" by default, into the PCG and multilevel options",
           "[io][scene][preconditioner]")
 {
     json j = minimal();
     CHECK(weft::parse_scene(j).solver.matrix_precision == "double");
     CHECK_FALSE(weft::stepper_options<double>(weft::parse_scene(j)).pcg.single_precision_matrix);
+    CHECK_FALSE(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.single_precision_matrix);
     j["solver"] = json::object();
     j["solver"]["matrix_precision"] = "single";
     CHECK(weft::parse_scene(j).solver.matrix_precision == "single");
     CHECK(weft::stepper_options<double>(weft::parse_scene(j)).pcg.single_precision_matrix);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.single_precision_matrix);
     j["solver"]["matrix_precision"] = "half";
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.matrix_precision") && Catch::Contains("\"half\"") &&
                                                 Catch::Contains("\"double\"") && Catch::Contains("\"single\""));

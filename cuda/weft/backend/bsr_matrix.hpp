@@ -21,6 +21,7 @@
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/transform.h>
 #include <Eigen/Sparse>
 
 #include <weft/backend/device.hpp>
@@ -190,6 +191,21 @@ private:
 inline constexpr bool spmv_scalar_rows = backend_is_cuda();
 
 namespace bsr_detail {
+
+/// A value rounded to float (an entry beyond float's range becomes infinite).
+template <typename T>
+struct ToFloat {
+    WEFT_HD float operator()(const T& value) const { return static_cast<float>(value); }
+};
+
+/// out = values rounded to float (resized to match): the float copies of a
+/// matrix's values or of a preconditioner's factors.
+template <typename T>
+void round_to_float(const thrust::device_vector<T>& values, thrust::device_vector<float>& out)
+{
+    out.resize(values.size());
+    thrust::transform(thrust::device, values.begin(), values.end(), out.begin(), ToFloat<T>{});
+}
 
 /// sum = Σ_k A_ik x_k for block row i, summed in stored (column) order. The
 /// matrix's scalar TA may be narrower than the vectors' T (a float copy of a

@@ -311,6 +311,9 @@ struct LineFactors {
     thrust::device_vector<T> couplings;       ///< #entries · max_line_bandwidth · B·B, W_{i,d} (d = 1, 2)
     thrust::device_vector<T> scratch;         ///< #entries · B, S_i⁻¹ g_i of the forward sweep
     thrust::device_vector<T> sweep_residual;  ///< #DoFs, residual between families (symmetric variant)
+    /// Float copies of inverse_pivots and couplings (round_to_float(); used
+    /// by sweep_lines with a float matrix).
+    thrust::device_vector<float> inverse_pivots_single, couplings_single;
 
     /// Size the vectors for `lines` (no-op when already sized).
     void resize(const LineSet& lines)
@@ -320,6 +323,13 @@ struct LineFactors {
         couplings.resize(entries * (max_line_bandwidth * B * B));
         scratch.resize(entries * B);
         sweep_residual.resize(static_cast<std::size_t>(lines.node_count()) * B);
+    }
+
+    /// Fill the float copies from the factors (after factor_lines).
+    void round_to_float()
+    {
+        bsr_detail::round_to_float(inverse_pivots, inverse_pivots_single);
+        bsr_detail::round_to_float(couplings, couplings_single);
     }
 };
 
@@ -461,17 +471,19 @@ struct FactorLine {
 /// output += ω Ã_l⁻¹ input on one line's nodes, by block forward and backward
 /// substitution: g_i = r_i − Σ_d W_{i−d,d}ᵀ g_{i−d}; h_i = S_i⁻¹ g_i;
 /// y_i = h_i − Σ_d W_{i,d} y_{i+d}.
-template <typename T, int B>
+/// The factors are stored as TF (float for a single-precision sweep, each
+/// entry widened to T before its product).
+template <typename T, int B, typename TF = T>
 struct SolveLine {
-    const Index* const line_ptr;    ///< #lines + 1
-    const Index* const line_nodes;  ///< #entries
-    const int bandwidth;            ///< 1 or 2
-    const T* const inverse_pivots;  ///< #entries · B·B
-    const T* const couplings;       ///< #entries · 2 · B·B
-    const T* const input;           ///< #DoFs
-    const T weight;                 ///< ω
-    T* const scratch;               ///< #entries · B
-    T* const output;                ///< #DoFs
+    const Index* const line_ptr;     ///< #lines + 1
+    const Index* const line_nodes;   ///< #entries
+    const int bandwidth;             ///< 1 or 2
+    const TF* const inverse_pivots;  ///< #entries · B·B
+    const TF* const couplings;       ///< #entries · 2 · B·B
+    const T* const input;            ///< #DoFs
+    const T weight;                  ///< ω
+    T* const scratch;                ///< #entries · B
+    T* const output;                 ///< #DoFs
 
     WEFT_HD void operator()(Index line) const
     {
@@ -483,16 +495,16 @@ struct SolveLine {
             T g[B];
             for (int i = 0; i < B; ++i) g[i] = r[i];
             for (int d = 1; d <= bandwidth && e - d >= first; ++d) {
-                const T* w = couplings + (static_cast<std::size_t>(e - d) * max_line_bandwidth + (d - 1)) * (B * B);
+                const TF* w = couplings + (static_cast<std::size_t>(e - d) * max_line_bandwidth + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
-                    for (int p = 0; p < B; ++p) g[i] -= w[p * B + i] * previous[d - 1][p];
+                    for (int p = 0; p < B; ++p) g[i] -= static_cast<T>(w[p * B + i]) * previous[d - 1][p];
                 }
             }
-            const T* inverse = inverse_pivots + static_cast<std::size_t>(e) * (B * B);
+            const TF* inverse = inverse_pivots + static_cast<std::size_t>(e) * (B * B);
             T* h = scratch + static_cast<std::size_t>(e) * B;
             for (int i = 0; i < B; ++i) {
                 T sum = T(0);
-                for (int p = 0; p < B; ++p) sum += inverse[i * B + p] * g[p];
+                for (int p = 0; p < B; ++p) sum += static_cast<T>(inverse[i * B + p]) * g[p];
                 h[i] = sum;
                 previous[1][i] = previous[0][i];
                 previous[0][i] = g[i];
@@ -503,9 +515,9 @@ struct SolveLine {
             T y[B];
             for (int i = 0; i < B; ++i) y[i] = h[i];
             for (int d = 1; d <= bandwidth && e + d < last; ++d) {
-                const T* w = couplings + (static_cast<std::size_t>(e) * max_line_bandwidth + (d - 1)) * (B * B);
+                const TF* w = couplings + (static_cast<std::size_t>(e) * max_line_bandwidth + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
-                    for (int p = 0; p < B; ++p) y[i] -= w[i * B + p] * previous[d - 1][p];
+                    for (int p = 0; p < B; ++p) y[i] -= static_cast<T>(w[i * B + p]) * previous[d - 1][p];
                 }
             }
             T* out = output + static_cast<std::size_t>(line_nodes[e]) * B;
@@ -518,10 +530,11 @@ struct SolveLine {
     }
 };
 
-/// w = S (r − A z) for one block row (z is zero on constrained DoFs).
-template <typename T, int B>
+/// w = S (r − A z) for one block row (z is zero on constrained DoFs); A's
+/// values stored as TA.
+template <typename T, int B, typename TA = T>
 struct FilteredResidual {
-    const BsrConstView<T, B> a;
+    const BsrConstView<TA, B> a;
     const std::uint8_t* const free_dofs;  ///< #DoFs
     const T* const r;                     ///< #DoFs
     const T* const z;                     ///< #DoFs
@@ -533,10 +546,10 @@ struct FilteredResidual {
         T sum[B];
         for (int i = 0; i < B; ++i) sum[i] = r[offset + i];
         for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
-            const T* block = a.values + static_cast<std::size_t>(k) * (B * B);
+            const TA* block = a.values + static_cast<std::size_t>(k) * (B * B);
             const T* zk = z + static_cast<std::size_t>(a.col_idx[k]) * B;
             for (int i = 0; i < B; ++i) {
-                for (int c = 0; c < B; ++c) sum[i] -= block[i * B + c] * zk[c];
+                for (int c = 0; c < B; ++c) sum[i] -= static_cast<T>(block[i * B + c]) * zk[c];
             }
         }
         for (int i = 0; i < B; ++i) w[offset + i] = free_dofs[offset + i] ? sum[i] : T(0);
@@ -547,10 +560,10 @@ struct FilteredResidual {
 /// the residual S (r − A z) on the line's rows, then its solve added to z.
 /// Another line's thread never reads the z this one writes, since no row of
 /// one line has a block in the other's columns.
-template <typename T, int B>
+template <typename T, int B, typename TA = T, typename TF = T>
 struct ResidualThenSolveLine {
-    const FilteredResidual<T, B> residual;  ///< writes solve.input
-    const SolveLine<T, B> solve;
+    const FilteredResidual<T, B, TA> residual;  ///< writes solve.input
+    const SolveLine<T, B, TF> solve;
 
     WEFT_HD void operator()(Index line) const
     {
@@ -580,6 +593,23 @@ void require_line_sizes(const char* caller, const LineSet& lines, const LineFact
     }
 }
 
+/// The solve of the lines in `lines` with factors given as TF pointers
+/// (the factors' own, or their float copies).
+template <typename T, int B, typename TF>
+SolveLine<T, B, TF> line_solve(const LineSet& lines, const TF* inverse_pivots, const TF* couplings,
+                               LineFactors<T, B>& factors, const T* input, T weight, T* output)
+{
+    return SolveLine<T, B, TF>{thrust::raw_pointer_cast(lines.line_ptr().data()),
+                               thrust::raw_pointer_cast(lines.line_nodes().data()),
+                               lines.bandwidth(),
+                               inverse_pivots,
+                               couplings,
+                               input,
+                               weight,
+                               thrust::raw_pointer_cast(factors.scratch.data()),
+                               output};
+}
+
 /// output += ω Σ_{lines l of sweep family f} R_lᵀ Ã_l⁻¹ R_l input.
 template <typename T, int B>
 void solve_family(const LineSet& lines, LineFactors<T, B>& factors, int family, const thrust::device_vector<T>& input,
@@ -588,11 +618,36 @@ void solve_family(const LineSet& lines, LineFactors<T, B>& factors, int family, 
     thrust::for_each(
         thrust::device, thrust::counting_iterator<Index>(lines.family_first_line(family)),
         thrust::counting_iterator<Index>(lines.family_first_line(family + 1)),
-        SolveLine<T, B>{
-            thrust::raw_pointer_cast(lines.line_ptr().data()), thrust::raw_pointer_cast(lines.line_nodes().data()),
-            lines.bandwidth(), thrust::raw_pointer_cast(factors.inverse_pivots.data()),
-            thrust::raw_pointer_cast(factors.couplings.data()), thrust::raw_pointer_cast(input.data()), weight,
-            thrust::raw_pointer_cast(factors.scratch.data()), thrust::raw_pointer_cast(output.data())});
+        line_solve(lines, thrust::raw_pointer_cast(factors.inverse_pivots.data()),
+                   thrust::raw_pointer_cast(factors.couplings.data()), factors, thrust::raw_pointer_cast(input.data()),
+                   weight, thrust::raw_pointer_cast(output.data())));
+}
+
+/// sweep_lines with A's values as TA and the factors as TF (see there).
+template <typename T, int B, typename TA, typename TF>
+void sweep_line_families(const BsrConstView<TA, B>& a, const std::uint8_t* free_dofs, const LineSet& lines,
+                         const TF* inverse_pivots, const TF* couplings, LineFactors<T, B>& factors,
+                         const thrust::device_vector<T>& r, thrust::device_vector<T>& z, bool zero_start, bool forward)
+{
+    T* const w = thrust::raw_pointer_cast(factors.sweep_residual.data());
+    if (zero_start) thrust::fill(thrust::device, z.begin(), z.end(), T(0));
+    const int m = lines.sweep_family_count();
+    for (int s = 0; s < m; ++s) {
+        const int family = forward ? s : m - 1 - s;
+        const auto first = thrust::counting_iterator<Index>(lines.family_first_line(family));
+        const auto last = thrust::counting_iterator<Index>(lines.family_first_line(family + 1));
+        if (zero_start && s == 0) {  // from z = 0 the first family takes r itself
+            thrust::for_each(thrust::device, first, last,
+                             line_solve(lines, inverse_pivots, couplings, factors, thrust::raw_pointer_cast(r.data()),
+                                        T(1), thrust::raw_pointer_cast(z.data())));
+            continue;
+        }
+        thrust::for_each(thrust::device, first, last,
+                         ResidualThenSolveLine<T, B, TA, TF>{
+                             {a, free_dofs, thrust::raw_pointer_cast(r.data()), thrust::raw_pointer_cast(z.data()), w},
+                             line_solve(lines, inverse_pivots, couplings, factors, static_cast<const T*>(w), T(1),
+                                        thrust::raw_pointer_cast(z.data()))});
+    }
 }
 
 }  // namespace line_detail
@@ -707,11 +762,16 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
 /// @param[in,out] factors    from factor_lines (scratch and sweep_residual are overwritten)
 /// @param[in]     r          #DoFs, zero on constrained DoFs
 /// @param[in,out] z          #DoFs (ignored on entry when zero_start), must not alias r
-/// @throws InvalidInput on size mismatches or aliasing, or for lines not made by colored_line_set
+/// @param[in]     single_values  nullptr, or a float copy of a's values: the
+///                           residuals then use it, and the solves the factors'
+///                           float copies (LineFactors::round_to_float); vectors
+///                           and sums stay T
+/// @throws InvalidInput on size mismatches or aliasing, for lines not made by
+///         colored_line_set, or for float factors not made
 template <typename T, int B>
 void sweep_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, const LineSet& lines,
                  LineFactors<T, B>& factors, const thrust::device_vector<T>& r, thrust::device_vector<T>& z,
-                 bool zero_start, bool forward)
+                 bool zero_start, bool forward, const float* single_values = nullptr)
 {
     line_detail::require_line_sizes("sweep_lines", lines, factors, r, z);
     if (!lines.classes_uncoupled()) {
@@ -724,32 +784,24 @@ void sweep_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint
         throw InvalidInput(
             detail::describe("sweep_lines matrix rows", a.rows(), "must equal r.size() and free_dofs.size()"));
     }
-    auto& w = factors.sweep_residual;
-    if (zero_start) thrust::fill(thrust::device, z.begin(), z.end(), T(0));
-    const int m = lines.sweep_family_count();
-    for (int s = 0; s < m; ++s) {
-        const int family = forward ? s : m - 1 - s;
-        const bool first_from_zero = zero_start && s == 0;
-        if (first_from_zero) {
-            line_detail::solve_family(lines, factors, family, r, T(1), z);
-            continue;
-        }
-        const line_detail::SolveLine<T, B> solve{thrust::raw_pointer_cast(lines.line_ptr().data()),
-                                                 thrust::raw_pointer_cast(lines.line_nodes().data()),
-                                                 lines.bandwidth(),
-                                                 thrust::raw_pointer_cast(factors.inverse_pivots.data()),
-                                                 thrust::raw_pointer_cast(factors.couplings.data()),
-                                                 thrust::raw_pointer_cast(w.data()),
-                                                 T(1),
-                                                 thrust::raw_pointer_cast(factors.scratch.data()),
-                                                 thrust::raw_pointer_cast(z.data())};
-        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(lines.family_first_line(family)),
-                         thrust::counting_iterator<Index>(lines.family_first_line(family + 1)),
-                         line_detail::ResidualThenSolveLine<T, B>{
-                             {a.view(), thrust::raw_pointer_cast(free_dofs.data()), thrust::raw_pointer_cast(r.data()),
-                              thrust::raw_pointer_cast(z.data()), thrust::raw_pointer_cast(w.data())},
-                             solve});
+    const std::uint8_t* free = thrust::raw_pointer_cast(free_dofs.data());
+    if (single_values == nullptr) {
+        line_detail::sweep_line_families(a.view(), free, lines, thrust::raw_pointer_cast(factors.inverse_pivots.data()),
+                                         thrust::raw_pointer_cast(factors.couplings.data()), factors, r, z, zero_start,
+                                         forward);
+        return;
     }
+    if (factors.inverse_pivots_single.size() != factors.inverse_pivots.size() ||
+        factors.couplings_single.size() != factors.couplings.size()) {
+        throw InvalidInput(detail::describe("sweep_lines factors.inverse_pivots_single.size()",
+                                            factors.inverse_pivots_single.size(),
+                                            "must equal inverse_pivots.size(): call round_to_float() first"));
+    }
+    const BsrConstView<float, B> single{a.block_rows(), a.block_cols(), a.view().row_ptr, a.view().col_idx,
+                                        single_values};
+    line_detail::sweep_line_families(
+        single, free, lines, thrust::raw_pointer_cast(factors.inverse_pivots_single.data()),
+        thrust::raw_pointer_cast(factors.couplings_single.data()), factors, r, z, zero_start, forward);
 }
 
 }  // namespace weft

@@ -105,6 +105,20 @@
 /// growth rule rebuilds once that slows the solves. A coarse DoF whose
 /// prolongator column the filter empties leaves a zero pivot, the refresh
 /// fails and the hierarchy is rebuilt. filter_refreshes() counts them.
+///
+/// Single precision (MultilevelOptions::single_precision_matrix). The finest
+/// level dominates a V-cycle's memory traffic (operator complexity about
+/// 1.25 on the yarn sphere drop), so only it goes to float: prepare() rounds
+/// the matrix's values, and with the yarn-line smoother the line factors, to
+/// float copies; the smoother's residuals and the residual restricted to the
+/// coarse level widen each float entry before its product, in T sums. The
+/// V-cycle is then the symmetric one of a matrix within float rounding of
+/// Â, its line solves within that rounding times the line's condition
+/// number: symmetric by construction, and positive definite while those
+/// errors stay small against the smoother's margin (test_line_preconditioner
+/// checks both on a woven patch). PCG's own products and residuals are
+/// PcgOptions' business. benchmarks/RESULTS.md "Single precision in the
+/// V-cycle" has the measurements.
 
 #include <algorithm>
 #include <chrono>
@@ -115,6 +129,7 @@
 #include <numeric>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -206,6 +221,13 @@ struct MultilevelOptions {
     /// What a slow solve renews while the pattern and filter stay (see Reuse
     /// in the file comment).
     MultilevelRefresh refresh = MultilevelRefresh::on_growth;
+    /// The finest level's products in the V-cycle (the smoother's residuals
+    /// and the residual restricted to the coarse level) with a float copy of
+    /// the matrix's values, and the yarn-line smoother's solves with float
+    /// copies of its factors; vectors, sums and the coarse levels stay T. No
+    /// effect when T is float. Scene key solver.matrix_precision ("single"
+    /// sets this and PcgOptions::single_precision_matrix).
+    bool single_precision_matrix = false;
 };
 
 /// MultilevelOptions::refresh named in the words of the scene key
@@ -1014,9 +1036,9 @@ thrust::device_vector<U> to_device(const std::vector<U>& values)
 /// One Chebyshev step on one block row of a level:
 ///   d ← α d + β D⁻¹ S (r − Â z),   z_out = z + d
 /// (z is taken as zero when `zero_start`, which skips the product).
-template <typename T, int BB>
+template <typename T, int BB, typename TA = T>
 struct ChebyshevStep {
-    const BsrConstView<T, BB> a;
+    const BsrConstView<TA, BB> a;  ///< values as TA, widened to T in the products
     const std::uint8_t* const free_dofs;
     const T* const inverse;  ///< #block rows · BB·BB
     const T* const r;
@@ -1050,10 +1072,10 @@ struct ChebyshevStep {
     }
 };
 
-/// res = S (r − Â z) for one block row.
-template <typename T, int BB>
+/// res = S (r − Â z) for one block row (Â's values as TA, widened to T).
+template <typename T, int BB, typename TA = T>
 struct FilteredResidual {
-    const BsrConstView<T, BB> a;
+    const BsrConstView<TA, BB> a;
     const std::uint8_t* const free_dofs;
     const T* const r;
     const T* const z;
@@ -1273,7 +1295,9 @@ struct Smoother {
 
     /// out ← out + p(D⁻¹Â) D⁻¹ S (rhs − Â out): `degree` Chebyshev steps
     /// (out is taken as zero when `zero_start`). The result lies in `out`.
-    void smooth(const BsrMatrix<T, BB>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+    /// `a` views Â's values as TA (T, or a float copy).
+    template <typename TA>
+    void smooth(const BsrConstView<TA, BB>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
                 const thrust::device_vector<T>& rhs, thrust::device_vector<T>& out, bool zero_start, int degree,
                 T ratio)
     {
@@ -1284,18 +1308,18 @@ struct Smoother {
         const T sigma = theta / delta;
         T rho = T(1) / sigma;
         const auto rows_first = thrust::counting_iterator<Index>(0);
-        const auto rows_last = thrust::counting_iterator<Index>(a.block_rows());
+        const auto rows_last = thrust::counting_iterator<Index>(a.block_rows);
         thrust::for_each(thrust::device, rows_first, rows_last,
-                         ChebyshevStep<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse), raw_pointer(rhs),
-                                              raw_pointer(out), raw_pointer(d), raw_pointer(z_next), T(0), T(1) / theta,
-                                              zero_start});
+                         ChebyshevStep<T, BB, TA>{a, raw_pointer(free_dofs), raw_pointer(inverse), raw_pointer(rhs),
+                                                  raw_pointer(out), raw_pointer(d), raw_pointer(z_next), T(0),
+                                                  T(1) / theta, zero_start});
         out.swap(z_next);
         for (int k = 1; k < degree; ++k) {
             const T rho_next = T(1) / (T(2) * sigma - rho);
             thrust::for_each(thrust::device, rows_first, rows_last,
-                             ChebyshevStep<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(inverse),
-                                                  raw_pointer(rhs), raw_pointer(out), raw_pointer(d),
-                                                  raw_pointer(z_next), rho_next * rho, T(2) * rho_next / delta, false});
+                             ChebyshevStep<T, BB, TA>{a, raw_pointer(free_dofs), raw_pointer(inverse), raw_pointer(rhs),
+                                                      raw_pointer(out), raw_pointer(d), raw_pointer(z_next),
+                                                      rho_next * rho, T(2) * rho_next / delta, false});
             out.swap(z_next);
             rho = rho_next;
         }
@@ -1806,6 +1830,7 @@ private:
     /// and their factors. false where a block or a line is not positive definite.
     bool prepare_fine(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
     {
+        if (single_precision()) bsr_detail::round_to_float(a.values(), m_values_single);
         if (!line_smoothing()) {
             if (m_fine.invert(a, free_dofs) > 0) return false;
             m_fine.bound(a, free_dofs);
@@ -1819,16 +1844,19 @@ private:
             m_colored_line_nodes = m_lines->host_line_nodes();
             m_colored = true;
         }
-        return factor_lines(a, free_dofs, m_colored_lines, m_line_factors) == 0;
+        if (factor_lines(a, free_dofs, m_colored_lines, m_line_factors) > 0) return false;
+        if (single_precision()) m_line_factors.round_to_float();
+        return true;
     }
 
     /// The finest level's line smoother: before the coarse correction
     /// (`pre`, from z = 0) a forward block Gauss–Seidel sweep over the
     /// coloured line families, after it the backward sweep (sweep_lines).
     void smooth_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
-                      multilevel_detail::Smoother<T, B>& s, bool pre)
+                      multilevel_detail::Smoother<T, B>& s, bool pre, bool single)
     {
-        sweep_lines(a, free_dofs, m_colored_lines, m_line_factors, s.r, s.z, pre, pre);
+        sweep_lines(a, free_dofs, m_colored_lines, m_line_factors, s.r, s.z, pre, pre,
+                    single ? raw_pointer(m_values_single) : nullptr);
     }
 
     /// The dense inverse of the coarsest level (of the free DoFs; zero
@@ -1875,11 +1903,33 @@ private:
         return true;
     }
 
+    /// Whether the finest level's products use the float copy of its values.
+    bool single_precision() const { return m_options.single_precision_matrix && !std::is_same<T, float>::value; }
+
     /// One level of the V-cycle: z ≈ Â⁻¹ r, with `coarse` the index of the next
-    /// coarser level in m_coarse (its restriction and prolongator connect the two).
+    /// coarser level in m_coarse (its restriction and prolongator connect the
+    /// two). The finest level's products use the float copy of its values
+    /// where MultilevelOptions::single_precision_matrix asks for it.
     template <int BB>
     void cycle(const BsrMatrix<T, BB>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
                multilevel_detail::Smoother<T, BB>& s, std::size_t coarse)
+    {
+        if constexpr (BB == B) {
+            if (coarse == 0 && single_precision()) {
+                const BsrConstView<float, B> single{a.block_rows(), a.block_cols(), a.view().row_ptr, a.view().col_idx,
+                                                    raw_pointer(m_values_single)};
+                cycle_with(a, single, free_dofs, s, coarse);
+                return;
+            }
+        }
+        cycle_with(a, a.view(), free_dofs, s, coarse);
+    }
+
+    /// cycle() with the level's products taken through `view` (Â's values as TA).
+    template <int BB, typename TA>
+    void cycle_with(const BsrMatrix<T, BB>& a, const BsrConstView<TA, BB>& view,
+                    const thrust::device_vector<std::uint8_t>& free_dofs, multilevel_detail::Smoother<T, BB>& s,
+                    std::size_t coarse)
     {
         using namespace multilevel_detail;
         const int degree = m_options.smoother_degree;
@@ -1887,18 +1937,18 @@ private:
         const auto smooth = [&](bool zero_start) {
             if constexpr (BB == B) {
                 if (line_smoothing()) {
-                    smooth_lines(a, free_dofs, s, zero_start);
+                    smooth_lines(a, free_dofs, s, zero_start, !std::is_same<TA, T>::value);
                     return;
                 }
             }
-            s.smooth(a, free_dofs, s.r, s.z, zero_start, degree, ratio);
+            s.smooth(view, free_dofs, s.r, s.z, zero_start, degree, ratio);
         };
         smooth(true);
         if (coarse < m_coarse.size()) {
             thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                              thrust::counting_iterator<Index>(a.block_rows()),
-                             FilteredResidual<T, BB>{a.view(), raw_pointer(free_dofs), raw_pointer(s.r),
-                                                     raw_pointer(s.z), raw_pointer(s.residual)});
+                             FilteredResidual<T, BB, TA>{view, raw_pointer(free_dofs), raw_pointer(s.r),
+                                                         raw_pointer(s.z), raw_pointer(s.residual)});
             CoarseLevel<T>& next = m_coarse[coarse];
             const bool last = coarse + 1 == m_coarse.size();
             thrust::device_vector<T>& next_r = last ? m_coarsest_rhs : next.smoother.r;
@@ -1938,6 +1988,7 @@ private:
     bool m_colored = false;            ///< m_colored_lines is for the current pattern and the lines below
     std::vector<Index> m_colored_line_ptr, m_colored_line_nodes;  ///< the lines it was coloured from
     LineFactors<T, B> m_line_factors;
+    thrust::device_vector<float> m_values_single;  ///< the finest matrix's values as float (single_precision())
     std::vector<multilevel_detail::CoarseLevel<T>> m_coarse;
     BsrMatrix<T, 1> m_coarsest_inverse;
     thrust::device_vector<T> m_coarsest_rhs, m_coarsest_solution;

@@ -401,12 +401,6 @@ struct NodeDots {
     }
 };
 
-/// A value rounded to float (an entry beyond float's range becomes infinite).
-template <typename T>
-struct ToFloat {
-    WEFT_HD float operator()(const T& value) const { return static_cast<float>(value); }
-};
-
 template <typename T>
 PcgResult<T> make_result(PcgStatus status, int iterations, T relative_residual)
 {
@@ -527,9 +521,7 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
         if (failed_blocks > 0) return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
     }
     if (single) {
-        workspace.values_single.resize(a.values().size());
-        thrust::transform(thrust::device, a.values().begin(), a.values().end(), workspace.values_single.begin(),
-                          pcg_detail::ToFloat<T>{});
+        bsr_detail::round_to_float(a.values(), workspace.values_single);
     }
     // A's pattern with the float copy's values (used only when single).
     const BsrConstView<float, B> single_view{a.block_rows(), a.block_cols(), a.view().row_ptr, a.view().col_idx,
