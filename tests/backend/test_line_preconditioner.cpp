@@ -165,6 +165,29 @@ Eigen::VectorXd filtered_solution(const YarnProblem& problem, const Eigen::Vecto
     return ldlt.solve(filter.cwiseProduct(problem.system.b));
 }
 
+/// The woven patch n × (n − 4) with its yarns as lines, its filter, the node
+/// states (positions and arc lengths: the multilevel near-null space) and the
+/// LDLT solution of its filtered system.
+struct WovenSystem {
+    YarnProblem problem;
+    LineSet lines;
+    thrust::device_vector<std::uint8_t> free_dofs;
+    thrust::device_vector<double> state;
+    Eigen::VectorXd filter;
+    Eigen::VectorXd expected;
+};
+
+WovenSystem woven_system(int n)
+{
+    WovenSystem w{yarn_problem(n, n - 4), {}, {}, {}, {}, {}};
+    w.lines = weft::yarn_line_set(w.problem.model);
+    w.free_dofs = to_device(w.problem.free_dofs);
+    w.state = to_device(std::vector<double>(w.problem.model.q.begin(), w.problem.model.q.end()));
+    w.filter = filter_vector(w.problem);
+    w.expected = filtered_solution(w.problem, w.filter);
+    return w;
+}
+
 /// The preconditioner M applied as a matrix on `trials` pairs of random
 /// filtered vectors: xᵀ M y = yᵀ M x, xᵀ M x > 0, and M x zero where S is.
 /// @return the pairs checked
@@ -539,13 +562,8 @@ TEST_CASE(
     Random rng(57);
     int checked = 0;
     for (const int n : {24, 40}) {
-        const YarnProblem problem = yarn_problem(n, n - 4);
-        const LineSet lines = weft::yarn_line_set(problem.model);
-        const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
-        const thrust::device_vector<double> state =
-            to_device(std::vector<double>(problem.model.q.begin(), problem.model.q.end()));
-        const Eigen::VectorXd filter = filter_vector(problem);
-        const Eigen::VectorXd expected = filtered_solution(problem, filter);
+        const WovenSystem woven = woven_system(n);
+        const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
 
         std::vector<int> iterations;
         for (const auto smoother : {weft::MultilevelSmoother::chebyshev, weft::MultilevelSmoother::yarn_lines}) {
@@ -583,13 +601,8 @@ TEST_CASE(
     // float copy is what ran) and keep PCG's solution and iteration count.
     Random rng(61);
     const int n = 32;
-    const YarnProblem problem = yarn_problem(n, n - 4);
-    const LineSet lines = weft::yarn_line_set(problem.model);
-    const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
-    const thrust::device_vector<double> state =
-        to_device(std::vector<double>(problem.model.q.begin(), problem.model.q.end()));
-    const Eigen::VectorXd filter = filter_vector(problem);
-    const Eigen::VectorXd expected = filtered_solution(problem, filter);
+    const WovenSystem woven = woven_system(n);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
     int checked = 0;
     for (const auto smoother : {weft::MultilevelSmoother::chebyshev, weft::MultilevelSmoother::yarn_lines}) {
         INFO("smoother " << weft::solver_words::multilevel_smoother()[static_cast<std::size_t>(smoother)]);
@@ -716,13 +729,8 @@ TEST_CASE(
     Random rng(59);
     int checked = 0;
     for (const int n : {24, 40}) {
-        const YarnProblem problem = yarn_problem(n, n - 4);
-        const LineSet lines = weft::yarn_line_set(problem.model);
-        const thrust::device_vector<std::uint8_t> free_dofs = to_device(problem.free_dofs);
-        const thrust::device_vector<double> state =
-            to_device(std::vector<double>(problem.model.q.begin(), problem.model.q.end()));
-        const Eigen::VectorXd filter = filter_vector(problem);
-        const Eigen::VectorXd expected = filtered_solution(problem, filter);
+        const WovenSystem woven = woven_system(n);
+        const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
 
         for (const auto space : {weft::MultilevelCoarseSpace::nodes, weft::MultilevelCoarseSpace::yarns}) {
             weft::MultilevelOptions options;
