@@ -422,6 +422,10 @@ TEST_CASE("multilevel: the hierarchy is reused while the pattern and filter stay
     MultilevelOptions always = small_coarse_rebuilding();
     always.reuse = false;
     m.set_options(always);
+    // New options: apply() needs a prepare() first.
+    thrust::device_vector<double> unused;
+    CHECK_THROWS_AS(m.apply(thrust::device_vector<double>(static_cast<std::size_t>(wider.a.rows()), 1.0), unused),
+                    weft::InvalidInput);
     REQUIRE(m.prepare(wider.a, wider_free, wider_state));
     REQUIRE(m.prepare(wider.a, wider_free, wider_state));
     CHECK(m.builds() == 7);

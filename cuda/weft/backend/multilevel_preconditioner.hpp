@@ -1405,10 +1405,14 @@ public:
     }
     /// Whether the finest level smooths by yarn lines.
     bool line_smoothing() const { return m_options.smoother == MultilevelSmoother::yarn_lines && m_lines != nullptr; }
+    /// New options: the next prepare() rebuilds, and apply() refuses to run
+    /// before it (the finest level's copies follow the options, e.g. the
+    /// float values of single_precision_matrix).
     void set_options(const MultilevelOptions& options)
     {
         m_options = options;
         m_built = false;
+        m_ready = false;
     }
 
     /// Make the preconditioner ready for `a` with filter `free_dofs`: build the
