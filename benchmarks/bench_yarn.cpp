@@ -9,7 +9,7 @@
 //              [--multilevel-refresh off|on-growth|every-prepare]
 //              [--multilevel-rebuild rent-or-buy|growth]
 //              [--multilevel-smoother chebyshev|yarn-lines]
-//              [--multilevel-coarse-space nodes|yarns]
+//              [--multilevel-coarse-space nodes|yarns] [--no-line-ordered-rows]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //              [--write-system DIR]
 //
@@ -63,6 +63,7 @@ struct Options {
     std::string multilevel_coarse_space = "nodes";
     std::string multilevel_rebuild = "rent-or-buy";
     std::string matrix_precision = "double";
+    bool line_ordered_rows = true;
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
     std::string write_system;    ///< a folder for each size's last timed system; empty: none
@@ -107,6 +108,9 @@ Options parse(int argc, char** argv)
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
         ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
         ->type_name("RULE");
+    app.add_flag("--no-line-ordered-rows{false}", o.line_ordered_rows,
+                 "with the yarn-line smoother on CPU threads, sweep the rows in place instead of a line-ordered "
+                 "copy of the rows of the yarns across the node order (MultilevelOptions::line_ordered_rows)");
     weft::bench::add_matrix_precision_option(app, o.matrix_precision);
     app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
         ->check(CLI::Range(1, 1 << 30))
@@ -174,8 +178,9 @@ int main(int argc, char** argv)
              << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_smoother\": \""
              << opt.multilevel_smoother << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
              << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild << "\",\n  \"matrix_precision\": \""
-             << opt.matrix_precision << "\",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false")
-             << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+             << opt.matrix_precision << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
+             << ",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
+             << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;
@@ -205,6 +210,7 @@ int main(int argc, char** argv)
             options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
             options.pcg.single_precision_matrix = opt.matrix_precision == "single";
             options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
+            options.multilevel.line_ordered_rows = opt.line_ordered_rows;
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
             const double h = scene.time_step;
             for (int s = 0; s < opt.warmup; ++s) {

@@ -133,6 +133,37 @@ int check_row_mappings_agree(Random& rng, Index block_rows)
     REQUIRE(std::abs(expected) > 0);
     CHECK(std::abs(by_nodes - expected) <= 1e-12 * std::abs(expected) * block_rows);
     CHECK(std::abs(by_rows - expected) <= 1e-12 * std::abs(expected) * block_rows);
+
+    // The direction update p ← z + β p formed inside the product: the same
+    // bits as xpby followed by the product, in both mappings; p_out holds
+    // the new direction.
+    const double beta = 0.37;
+    const thrust::device_vector<double> z = to_device(random_vector(rng, B * block_rows));
+    thrust::device_vector<double> p_updated = x;
+    weft::xpby(z, beta, p_updated);
+    thrust::device_vector<double> q_reference(a.rows(), -1.0), q_block(a.rows(), -2.0), q_scalar(a.rows(), -3.0),
+        p_block(a.rows(), -4.0), p_scalar(a.rows(), -5.0);
+    thrust::for_each(thrust::device, first, first + a.block_rows(),
+                     weft::pcg_detail::FilteredProductAndCurvature<double, B>{
+                         a.view(), fp, thrust::raw_pointer_cast(p_updated.data()),
+                         thrust::raw_pointer_cast(q_reference.data()), thrust::raw_pointer_cast(node_shares.data())});
+    const weft::pcg_detail::NextDirection<double> next{thrust::raw_pointer_cast(z.data()), xp, beta};
+    thrust::for_each(
+        thrust::device, first, first + a.block_rows(),
+        weft::pcg_detail::FilteredProductAndCurvature<double, B, double, weft::pcg_detail::NextDirection<double>>{
+            a.view(), fp, next, thrust::raw_pointer_cast(q_block.data()), thrust::raw_pointer_cast(node_shares.data()),
+            thrust::raw_pointer_cast(p_block.data())});
+    thrust::for_each(
+        thrust::device, first, first + a.rows(),
+        weft::pcg_detail::FilteredRowProductAndCurvature<double, B, double, weft::pcg_detail::NextDirection<double>>{
+            a.view(), fp, next, thrust::raw_pointer_cast(q_scalar.data()), thrust::raw_pointer_cast(row_shares.data()),
+            thrust::raw_pointer_cast(p_scalar.data())});
+    const Eigen::VectorXd q_ref = to_eigen_vector(q_reference), p_ref = to_eigen_vector(p_updated);
+    REQUIRE(q_ref.norm() > 0);
+    CHECK((to_eigen_vector(q_block) - q_ref).lpNorm<Eigen::Infinity>() == 0.0);
+    CHECK((to_eigen_vector(q_scalar) - q_ref).lpNorm<Eigen::Infinity>() == 0.0);
+    CHECK((to_eigen_vector(p_block) - p_ref).lpNorm<Eigen::Infinity>() == 0.0);
+    CHECK((to_eigen_vector(p_scalar) - p_ref).lpNorm<Eigen::Infinity>() == 0.0);
     return 1;
 }
 

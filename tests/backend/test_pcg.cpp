@@ -452,7 +452,10 @@ TEST_CASE("pcg: repeated solves reuse the workspace without reallocating", "[bac
     REQUIRE(first.converged);
     const std::vector<const double*> before{thrust::raw_pointer_cast(workspace.residual.data()),
                                             thrust::raw_pointer_cast(workspace.preconditioned_residual.data()),
-                                            thrust::raw_pointer_cast(workspace.direction.data()),
+                                            std::min(thrust::raw_pointer_cast(workspace.direction.data()),
+                                                     thrust::raw_pointer_cast(workspace.next_direction.data())),
+                                            std::max(thrust::raw_pointer_cast(workspace.direction.data()),
+                                                     thrust::raw_pointer_cast(workspace.next_direction.data())),
                                             thrust::raw_pointer_cast(workspace.matrix_direction.data()),
                                             thrust::raw_pointer_cast(workspace.inverse_diagonal.data()),
                                             thrust::raw_pointer_cast(workspace.node_sums_first.data()),
@@ -463,12 +466,15 @@ TEST_CASE("pcg: repeated solves reuse the workspace without reallocating", "[bac
     REQUIRE(second.converged);
     const std::vector<const double*> after{thrust::raw_pointer_cast(workspace.residual.data()),
                                            thrust::raw_pointer_cast(workspace.preconditioned_residual.data()),
-                                           thrust::raw_pointer_cast(workspace.direction.data()),
+                                           std::min(thrust::raw_pointer_cast(workspace.direction.data()),
+                                                    thrust::raw_pointer_cast(workspace.next_direction.data())),
+                                           std::max(thrust::raw_pointer_cast(workspace.direction.data()),
+                                                    thrust::raw_pointer_cast(workspace.next_direction.data())),
                                            thrust::raw_pointer_cast(workspace.matrix_direction.data()),
                                            thrust::raw_pointer_cast(workspace.inverse_diagonal.data()),
                                            thrust::raw_pointer_cast(workspace.node_sums_first.data()),
                                            thrust::raw_pointer_cast(workspace.node_sums_second.data())};
-    REQUIRE(before.size() == 7);
+    REQUIRE(before.size() == 8);
     CHECK(before == after);
     CHECK(mask_before == thrust::raw_pointer_cast(workspace.all_free.data()));
     CHECK(relative_error(to_eigen_vector(x), sparse_ldlt_solve(problem.reference, b)) <= 1e-6);

@@ -168,10 +168,23 @@ public:
     thrust::device_vector<T>& values() { return m_values; }
 
     /// Raw pointers for kernels; valid until the pattern changes.
-    BsrConstView<T, B> view() const
+    BsrConstView<T, B> view() const { return view_with(m_values); }
+
+    /// This pattern with other values of the same layout, e.g. a float copy
+    /// of values() (bsr_detail::round_to_float).
+    /// @throws InvalidInput when `values` is not #blocks · B·B long
+    template <typename TV>
+    BsrConstView<TV, B> view_with(const thrust::device_vector<TV>& values) const
     {
+        if (values.size() != m_values.size()) {
+            throw InvalidInput(
+                detail::describe("BsrMatrix::view_with values.size()", values.size(),
+                                 ("must equal the matrix's #blocks * B * B = " + std::to_string(m_values.size()) +
+                                  " (a copy made for an earlier pattern?)")
+                                     .c_str()));
+        }
         return {m_block_rows, m_block_cols, thrust::raw_pointer_cast(m_row_ptr.data()),
-                thrust::raw_pointer_cast(m_col_idx.data()), thrust::raw_pointer_cast(m_values.data())};
+                thrust::raw_pointer_cast(m_col_idx.data()), thrust::raw_pointer_cast(values.data())};
     }
 
 private:
@@ -207,35 +220,82 @@ void round_to_float(const thrust::device_vector<T>& values, thrust::device_vecto
     thrust::transform(thrust::device, values.begin(), values.end(), out.begin(), ToFloat<T>{});
 }
 
-/// sum = Σ_k A_ik x_k for block row i, summed in stored (column) order. The
-/// matrix's scalar TA may be narrower than the vectors' T (a float copy of a
-/// double matrix, PcgOptions::single_precision_matrix): each entry is widened
-/// to T before its product, so the sums are T's.
-template <typename TA, typename T, int B>
-WEFT_HD inline void block_row_product(const BsrConstView<TA, B>& a, const T* x, Index row, T (&sum)[B])
+/// sum = Σ_{k ∈ [begin, end)} A_k x_{col_idx[k]}: the blocks of one block
+/// row given by their columns and row-major values, summed in that order, each
+/// entry widened from TA to T before its product. X is a pointer to T or
+/// anything that gives entry i of x as x[i] (e.g. a vector formed on the fly).
+template <typename TA, typename X, typename T, int B>
+WEFT_HD inline void block_range_product(const Index* col_idx, const TA* values, Index begin, Index end, const X& x,
+                                        T (&sum)[B])
 {
     for (int r = 0; r < B; ++r) sum[r] = T(0);
-    for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
-        const TA* block = a.values + static_cast<std::size_t>(k) * (B * B);
-        const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
+    for (Index k = begin; k < end; ++k) {
+        const TA* block = values + static_cast<std::size_t>(k) * (B * B);
+        const std::size_t column = static_cast<std::size_t>(col_idx[k]) * B;
+        T xk[B];
+        for (int c = 0; c < B; ++c) xk[c] = x[column + c];
         for (int r = 0; r < B; ++r) {
             for (int c = 0; c < B; ++c) sum[r] += static_cast<T>(block[r * B + c]) * xk[c];
         }
     }
 }
 
+/// sum = Σ_k A_ik x_k for block row i, summed in stored (column) order. The
+/// matrix's scalar TA may be narrower than the vectors' T (a float copy of a
+/// double matrix, PcgOptions::single_precision_matrix): each entry is widened
+/// to T before its product, so the sums are T's.
+template <typename TA, typename X, typename T, int B>
+WEFT_HD inline void block_row_product(const BsrConstView<TA, B>& a, const X& x, Index row, T (&sum)[B])
+{
+    block_range_product(a.col_idx, a.values, a.row_ptr[row], a.row_ptr[row + 1], x, sum);
+}
+
+/// w = S (r − A z) for one block row (z is zero on constrained DoFs), A's
+/// values stored as TA and widened to T in the products.
+template <typename T, int B, typename TA = T>
+struct FilteredResidual {
+    const BsrConstView<TA, B> a;
+    const std::uint8_t* const free_dofs;  ///< #DoFs
+    const T* const r;                     ///< #DoFs
+    const T* const z;                     ///< #DoFs
+    T* const w;                           ///< #DoFs
+
+    WEFT_HD void operator()(Index row) const
+    {
+        T product[B];
+        block_row_product(a, z, row, product);
+        store(row, product);
+    }
+
+    /// The same for block row `row` with its blocks read from a copy of them
+    /// (columns and values at [begin, end) of `col_idx` and `values`, in the
+    /// row's stored order): the same bits as operator()(row).
+    WEFT_HD void from_copy(Index row, const Index* col_idx, const TA* values, Index begin, Index end) const
+    {
+        T product[B];
+        block_range_product(col_idx, values, begin, end, z, product);
+        store(row, product);
+    }
+
+    WEFT_HD void store(Index row, const T (&product)[B]) const
+    {
+        const std::size_t offset = static_cast<std::size_t>(row) * B;
+        for (int i = 0; i < B; ++i) w[offset + i] = free_dofs[offset + i] ? r[offset + i] - product[i] : T(0);
+    }
+};
+
 /// Σ_k (row r of A_ik) · x_k for the scalar row B i + r: entry r of
 /// block_row_product, summed in the same order (so the same bits).
-template <typename TA, typename T, int B>
-WEFT_HD inline T scalar_row_product(const BsrConstView<TA, B>& a, const T* x, Index scalar_row)
+template <typename T, typename TA, typename X, int B>
+WEFT_HD inline T scalar_row_product(const BsrConstView<TA, B>& a, const X& x, Index scalar_row)
 {
     const Index row = scalar_row / B;
     const int r = static_cast<int>(scalar_row - row * B);
     T sum = T(0);
     for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
         const TA* block_row_r = a.values + static_cast<std::size_t>(k) * (B * B) + r * B;
-        const T* xk = x + static_cast<std::size_t>(a.col_idx[k]) * B;
-        for (int c = 0; c < B; ++c) sum += static_cast<T>(block_row_r[c]) * xk[c];
+        const std::size_t column = static_cast<std::size_t>(a.col_idx[k]) * B;
+        for (int c = 0; c < B; ++c) sum += static_cast<T>(block_row_r[c]) * static_cast<T>(x[column + c]);
     }
     return sum;
 }
@@ -265,7 +325,7 @@ struct ScalarRowProduct {
     const T* const x;  ///< B · block_cols
     T* const y;        ///< B · block_rows
 
-    WEFT_HD void operator()(Index row) const { y[row] = scalar_row_product(a, x, row); }
+    WEFT_HD void operator()(Index row) const { y[row] = scalar_row_product<T>(a, x, row); }
 };
 
 /// y_row = Σ_j |A_row,j| for one scalar row, in the stored order.

@@ -38,6 +38,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -48,6 +49,8 @@
 #include <thrust/for_each.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/scan.h>
+#include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
 
 #include <weft/backend/bsr_matrix.hpp>
@@ -139,6 +142,23 @@ public:
         m_num_nodes = num_nodes;
         m_bandwidth = bandwidth;
         m_family_line_ptr = family_ptr;
+        // A family runs across the node order where most consecutive entries
+        // of its lines are not neighbours in it (e.g. the weft yarns of a
+        // cloth numbered warp yarn by warp yarn).
+        m_across_memory.assign(family_ptr.size() - 1, 0);
+        for (std::size_t f = 0; f + 1 < family_ptr.size(); ++f) {
+            std::size_t steps = 0, far = 0;
+            for (Index l = family_ptr[f]; l < family_ptr[f + 1]; ++l) {
+                for (Index e = line_ptr[static_cast<std::size_t>(l)] + 1; e < line_ptr[static_cast<std::size_t>(l) + 1];
+                     ++e) {
+                    const Index step =
+                        line_nodes[static_cast<std::size_t>(e)] - line_nodes[static_cast<std::size_t>(e) - 1];
+                    steps += 1;
+                    far += step > 1 || step < -1 ? 1 : 0;
+                }
+            }
+            m_across_memory[f] = 2 * far > steps ? 1 : 0;
+        }
         m_host_line_ptr = line_ptr;
         m_host_line_nodes = line_nodes;
         m_line_ptr.assign(line_ptr.begin(), line_ptr.end());
@@ -157,6 +177,10 @@ public:
     int sweep_family_count() const { return static_cast<int>(m_family_line_ptr.size()) - 1; }
     /// First line of sweep family f (f = sweep_family_count() gives #lines).
     Index family_first_line(int f) const { return m_family_line_ptr[static_cast<std::size_t>(f)]; }
+    /// Whether most consecutive entries of sweep family f's lines are not
+    /// neighbours in the node order (their matrix rows lie apart in memory;
+    /// order_line_rows copies such families' rows in line order).
+    bool family_across_memory(int f) const { return m_across_memory[static_cast<std::size_t>(f)] != 0; }
     /// Number of lines, uncovered single-node lines included.
     Index line_count() const { return m_family_line_ptr.back(); }
     /// Number of line entries (Σ line lengths, uncovered nodes included).
@@ -183,6 +207,7 @@ private:
     Index m_uncovered = 0;
     bool m_classes_uncoupled = false;
     std::vector<Index> m_family_line_ptr = std::vector<Index>(1, 0);
+    std::vector<std::uint8_t> m_across_memory;  ///< per sweep family, family_across_memory()
     std::vector<Index> m_host_line_ptr = std::vector<Index>(1, 0);
     std::vector<Index> m_host_line_nodes;
     thrust::device_vector<Index> m_line_ptr = thrust::device_vector<Index>(1, 0);
@@ -314,6 +339,18 @@ struct LineFactors {
     /// Float copies of inverse_pivots and couplings (round_to_float(); used
     /// by sweep_lines with a float matrix).
     thrust::device_vector<float> inverse_pivots_single, couplings_single;
+    /// The matrix rows of the lines of the families that run across the node
+    /// order (LineSet::family_across_memory), copied in line-entry order by
+    /// order_line_rows: entry e's row at [ordered_row_ptr[e],
+    /// ordered_row_ptr[e + 1]) of ordered_col_idx and of ordered_values (or
+    /// ordered_values_single), empty for the entries of the other families.
+    thrust::device_vector<Index> ordered_row_ptr;  ///< #entries + 1
+    thrust::device_vector<Index> ordered_col_idx;
+    thrust::device_vector<T> ordered_values;
+    thrust::device_vector<float> ordered_values_single;
+    /// Which copy order_line_rows made since the last factor_lines: none,
+    /// A's values (double_rows) or their float copy (single_rows).
+    enum class OrderedRows { none, double_rows, single_rows } ordered_rows = OrderedRows::none;
 
     /// Size the vectors for `lines` (no-op when already sized).
     void resize(const LineSet& lines)
@@ -530,45 +567,65 @@ struct SolveLine {
     }
 };
 
-/// w = S (r − A z) for one block row (z is zero on constrained DoFs); A's
-/// values stored as TA.
-template <typename T, int B, typename TA = T>
-struct FilteredResidual {
-    const BsrConstView<TA, B> a;
-    const std::uint8_t* const free_dofs;  ///< #DoFs
-    const T* const r;                     ///< #DoFs
-    const T* const z;                     ///< #DoFs
-    T* const w;                           ///< #DoFs
-
-    WEFT_HD void operator()(Index row) const
-    {
-        const std::size_t offset = static_cast<std::size_t>(row) * B;
-        T sum[B];
-        for (int i = 0; i < B; ++i) sum[i] = r[offset + i];
-        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
-            const TA* block = a.values + static_cast<std::size_t>(k) * (B * B);
-            const T* zk = z + static_cast<std::size_t>(a.col_idx[k]) * B;
-            for (int i = 0; i < B; ++i) {
-                for (int c = 0; c < B; ++c) sum[i] -= static_cast<T>(block[i * B + c]) * zk[c];
-            }
-        }
-        for (int i = 0; i < B; ++i) w[offset + i] = free_dofs[offset + i] ? sum[i] : T(0);
-    }
-};
-
 /// One line of a family whose lines no block couples (colored_line_set):
 /// the residual S (r − A z) on the line's rows, then its solve added to z.
 /// Another line's thread never reads the z this one writes, since no row of
 /// one line has a block in the other's columns.
+/// With `ordered_row_ptr` (LineFactors::ordered_row_ptr) the rows are read
+/// from their copy in line-entry order: one stream per line instead of rows
+/// far apart in memory, and the same bits.
 template <typename T, int B, typename TA = T, typename TF = T>
 struct ResidualThenSolveLine {
-    const FilteredResidual<T, B, TA> residual;  ///< writes solve.input
+    const bsr_detail::FilteredResidual<T, B, TA> residual;  ///< writes solve.input
     const SolveLine<T, B, TF> solve;
+    const Index* const ordered_row_ptr = nullptr;  ///< #entries + 1, or nullptr: A's own rows
+    const Index* const ordered_col_idx = nullptr;
+    const TA* const ordered_values = nullptr;
 
     WEFT_HD void operator()(Index line) const
     {
-        for (Index e = solve.line_ptr[line]; e < solve.line_ptr[line + 1]; ++e) residual(solve.line_nodes[e]);
+        for (Index e = solve.line_ptr[line]; e < solve.line_ptr[line + 1]; ++e) {
+            if (ordered_row_ptr != nullptr) {
+                residual.from_copy(solve.line_nodes[e], ordered_col_idx, ordered_values, ordered_row_ptr[e],
+                                   ordered_row_ptr[e + 1]);
+            } else {
+                residual(solve.line_nodes[e]);
+            }
+        }
         solve(line);
+    }
+};
+
+/// The length of entry e's matrix row where e's family is copied, else 0.
+struct OrderedRowLength {
+    const Index* const row_ptr;     ///< A's
+    const Index* const line_nodes;  ///< #entries
+    WEFT_HD Index operator()(Index e) const { return row_ptr[line_nodes[e] + 1] - row_ptr[line_nodes[e]]; }
+};
+
+/// Copies entry e's matrix row (columns and values, TA) to its place in
+/// the line-ordered copy.
+template <int B, typename TA>
+struct CopyOrderedRow {
+    const Index* const row_ptr;  ///< A's
+    const Index* const col_idx;  ///< A's
+    const TA* const values;      ///< A's (or their float copy)
+    const Index* const line_nodes;
+    const Index* const ordered_row_ptr;
+    Index* const ordered_col_idx;
+    TA* const ordered_values;
+
+    WEFT_HD void operator()(Index e) const
+    {
+        const Index begin = ordered_row_ptr[e];
+        const Index length = ordered_row_ptr[e + 1] - begin;
+        const Index source = row_ptr[line_nodes[e]];
+        for (Index k = 0; k < length; ++k) {
+            ordered_col_idx[begin + k] = col_idx[source + k];
+            const TA* from = values + static_cast<std::size_t>(source + k) * (B * B);
+            TA* to = ordered_values + static_cast<std::size_t>(begin + k) * (B * B);
+            for (int i = 0; i < B * B; ++i) to[i] = from[i];
+        }
     }
 };
 
@@ -623,11 +680,13 @@ void solve_family(const LineSet& lines, LineFactors<T, B>& factors, int family, 
                    weight, thrust::raw_pointer_cast(output.data())));
 }
 
-/// sweep_lines with A's values as TA and the factors as TF (see there).
+/// sweep_lines with A's values as TA and the factors as TF (see there);
+/// `ordered_values` is the line-ordered copy of A's rows as TA, or nullptr.
 template <typename T, int B, typename TA, typename TF>
 void sweep_line_families(const BsrConstView<TA, B>& a, const std::uint8_t* free_dofs, const LineSet& lines,
-                         const TF* inverse_pivots, const TF* couplings, LineFactors<T, B>& factors,
-                         const thrust::device_vector<T>& r, thrust::device_vector<T>& z, bool zero_start, bool forward)
+                         const TF* inverse_pivots, const TF* couplings, const TA* ordered_values,
+                         LineFactors<T, B>& factors, const thrust::device_vector<T>& r, thrust::device_vector<T>& z,
+                         bool zero_start, bool forward)
 {
     T* const w = thrust::raw_pointer_cast(factors.sweep_residual.data());
     if (zero_start) thrust::fill(thrust::device, z.begin(), z.end(), T(0));
@@ -642,11 +701,15 @@ void sweep_line_families(const BsrConstView<TA, B>& a, const std::uint8_t* free_
                                         T(1), thrust::raw_pointer_cast(z.data())));
             continue;
         }
+        const bool ordered = ordered_values != nullptr && lines.family_across_memory(family);
         thrust::for_each(thrust::device, first, last,
                          ResidualThenSolveLine<T, B, TA, TF>{
                              {a, free_dofs, thrust::raw_pointer_cast(r.data()), thrust::raw_pointer_cast(z.data()), w},
                              line_solve(lines, inverse_pivots, couplings, factors, static_cast<const T*>(w), T(1),
-                                        thrust::raw_pointer_cast(z.data()))});
+                                        thrust::raw_pointer_cast(z.data())),
+                             ordered ? thrust::raw_pointer_cast(factors.ordered_row_ptr.data()) : nullptr,
+                             ordered ? thrust::raw_pointer_cast(factors.ordered_col_idx.data()) : nullptr,
+                             ordered ? ordered_values : nullptr});
     }
 }
 
@@ -675,6 +738,7 @@ Index factor_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::ui
                                             ("must equal the matrix size " + std::to_string(a.rows())).c_str()));
     }
     factors.resize(lines);
+    factors.ordered_rows = LineFactors<T, B>::OrderedRows::none;
     return thrust::transform_reduce(
         thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(lines.line_count()),
         line_detail::FactorLine<T, B>{a.view(), thrust::raw_pointer_cast(free_dofs.data()),
@@ -741,9 +805,71 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
         if (s + 1 == steps) break;
         thrust::for_each(
             thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(a.block_rows()),
-            line_detail::FilteredResidual<T, B>{a.view(), thrust::raw_pointer_cast(free_dofs.data()),
-                                                thrust::raw_pointer_cast(r.data()), thrust::raw_pointer_cast(z.data()),
-                                                thrust::raw_pointer_cast(w.data())});
+            bsr_detail::FilteredResidual<T, B>{a.view(), thrust::raw_pointer_cast(free_dofs.data()),
+                                               thrust::raw_pointer_cast(r.data()), thrust::raw_pointer_cast(z.data()),
+                                               thrust::raw_pointer_cast(w.data())});
+    }
+}
+
+/// Copy the matrix rows of the families of `lines` that run across the node
+/// order (LineSet::family_across_memory) into `factors`, in line-entry
+/// order, so that sweep_lines reads each such line's rows as one stream
+/// rather than rows far apart in memory (the same bits). Made from A's values,
+/// or from their float copy `single_values` for a single-precision sweep
+/// (which then reads the copy only when given the same float values). Call
+/// after each factor_lines (which drops the copy); the copy costs one pass
+/// over those rows and their memory once more.
+/// @param[in]     a              the matrix the factors were computed from
+/// @param[in]     lines          node chains (as given to factor_lines)
+/// @param[in,out] factors        from factor_lines; the ordered_* members are filled
+/// @param[in]     single_values  nullptr, or a float copy of a's values
+/// @throws InvalidInput on size mismatches
+template <typename T, int B>
+void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors<T, B>& factors,
+                     const thrust::device_vector<float>* single_values = nullptr)
+{
+    if (a.block_rows() != lines.node_count()) {
+        throw InvalidInput(
+            detail::describe("order_line_rows matrix block rows", a.block_rows(),
+                             ("must equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
+    }
+    if (factors.inverse_pivots.size() != static_cast<std::size_t>(lines.entry_count()) * (B * B)) {
+        throw InvalidInput(detail::describe("order_line_rows factors.inverse_pivots.size()",
+                                            factors.inverse_pivots.size(),
+                                            "factors do not match the LineSet: call factor_lines first"));
+    }
+    const Index entries = lines.entry_count();
+    auto& row_ptr = factors.ordered_row_ptr;
+    row_ptr.resize(static_cast<std::size_t>(entries) + 1);
+    thrust::fill(thrust::device, row_ptr.begin(), row_ptr.end(), Index(0));
+    const std::vector<Index>& line_ptr = lines.host_line_ptr();
+    const Index* nodes = thrust::raw_pointer_cast(lines.line_nodes().data());
+    for (int f = 0; f < lines.sweep_family_count(); ++f) {
+        if (!lines.family_across_memory(f)) continue;
+        const Index first = line_ptr[static_cast<std::size_t>(lines.family_first_line(f))];
+        const Index last = line_ptr[static_cast<std::size_t>(lines.family_first_line(f + 1))];
+        thrust::transform(thrust::device, thrust::counting_iterator<Index>(first),
+                          thrust::counting_iterator<Index>(last), row_ptr.begin() + first,
+                          line_detail::OrderedRowLength{a.view().row_ptr, nodes});
+    }
+    thrust::exclusive_scan(thrust::device, row_ptr.begin(), row_ptr.end(), row_ptr.begin());
+    const Index blocks = row_ptr.back();
+    factors.ordered_col_idx.resize(static_cast<std::size_t>(blocks));
+    const auto copy = [&](const auto* values, auto& ordered) {
+        using TA = std::remove_const_t<std::remove_pointer_t<decltype(values)>>;
+        ordered.resize(static_cast<std::size_t>(blocks) * (B * B));
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(entries),
+                         line_detail::CopyOrderedRow<B, TA>{a.view().row_ptr, a.view().col_idx, values, nodes,
+                                                            thrust::raw_pointer_cast(row_ptr.data()),
+                                                            thrust::raw_pointer_cast(factors.ordered_col_idx.data()),
+                                                            thrust::raw_pointer_cast(ordered.data())});
+    };
+    if (single_values != nullptr) {
+        copy(a.view_with(*single_values).values, factors.ordered_values_single);
+        factors.ordered_rows = LineFactors<T, B>::OrderedRows::single_rows;
+    } else {
+        copy(a.view().values, factors.ordered_values);
+        factors.ordered_rows = LineFactors<T, B>::OrderedRows::double_rows;
     }
 }
 
@@ -755,7 +881,8 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
 /// With the families of colored_line_set, each update is exact on its
 /// family's subspace, so the sweep contracts in the A-norm, and a forward
 /// sweep before and a backward one after a coarse correction make a
-/// symmetric positive definite V-cycle.
+/// symmetric positive definite V-cycle. Where order_line_rows made a copy
+/// of the rows in the sweep's precision, the families it covers read it.
 /// @param[in]     a          the matrix the factors were computed from
 /// @param[in]     free_dofs  #DoFs filter used for the factors
 /// @param[in]     lines      node chains
@@ -771,7 +898,7 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
 template <typename T, int B>
 void sweep_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, const LineSet& lines,
                  LineFactors<T, B>& factors, const thrust::device_vector<T>& r, thrust::device_vector<T>& z,
-                 bool zero_start, bool forward, const float* single_values = nullptr)
+                 bool zero_start, bool forward, const thrust::device_vector<float>* single_values = nullptr)
 {
     line_detail::require_line_sizes("sweep_lines", lines, factors, r, z);
     if (!lines.classes_uncoupled()) {
@@ -784,24 +911,31 @@ void sweep_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint
         throw InvalidInput(
             detail::describe("sweep_lines matrix rows", a.rows(), "must equal r.size() and free_dofs.size()"));
     }
+    using Ordered = typename LineFactors<T, B>::OrderedRows;
     const std::uint8_t* free = thrust::raw_pointer_cast(free_dofs.data());
     if (single_values == nullptr) {
         line_detail::sweep_line_families(a.view(), free, lines, thrust::raw_pointer_cast(factors.inverse_pivots.data()),
-                                         thrust::raw_pointer_cast(factors.couplings.data()), factors, r, z, zero_start,
-                                         forward);
+                                         thrust::raw_pointer_cast(factors.couplings.data()),
+                                         factors.ordered_rows == Ordered::double_rows
+                                             ? thrust::raw_pointer_cast(factors.ordered_values.data())
+                                             : static_cast<const T*>(nullptr),
+                                         factors, r, z, zero_start, forward);
         return;
     }
     if (factors.inverse_pivots_single.size() != factors.inverse_pivots.size() ||
         factors.couplings_single.size() != factors.couplings.size()) {
-        throw InvalidInput(detail::describe("sweep_lines factors.inverse_pivots_single.size()",
-                                            factors.inverse_pivots_single.size(),
-                                            "must equal inverse_pivots.size(): call round_to_float() first"));
+        throw InvalidInput(
+            detail::describe("sweep_lines factors.inverse_pivots_single.size()", factors.inverse_pivots_single.size(),
+                             ("and couplings_single.size() = " + std::to_string(factors.couplings_single.size()) +
+                              " must equal inverse_pivots.size() and couplings.size(): call round_to_float() first")
+                                 .c_str()));
     }
-    const BsrConstView<float, B> single{a.block_rows(), a.block_cols(), a.view().row_ptr, a.view().col_idx,
-                                        single_values};
     line_detail::sweep_line_families(
-        single, free, lines, thrust::raw_pointer_cast(factors.inverse_pivots_single.data()),
-        thrust::raw_pointer_cast(factors.couplings_single.data()), factors, r, z, zero_start, forward);
+        a.view_with(*single_values), free, lines, thrust::raw_pointer_cast(factors.inverse_pivots_single.data()),
+        thrust::raw_pointer_cast(factors.couplings_single.data()),
+        factors.ordered_rows == Ordered::single_rows ? thrust::raw_pointer_cast(factors.ordered_values_single.data())
+                                                     : static_cast<const float*>(nullptr),
+        factors, r, z, zero_start, forward);
 }
 
 }  // namespace weft

@@ -48,7 +48,11 @@
 /// the coupling between yarns. (Block Jacobi across all the yarns of a
 /// family, as in PCG's yarn_lines_symmetric, need not contract: on a
 /// woven patch it made the V-cycle indefinite.) The coarse levels keep
-/// Chebyshev.
+/// Chebyshev. On CPU threads prepare() also copies the rows of the yarns
+/// that run across the node order (the weft, when nodes are numbered warp
+/// yarn by warp yarn) in line order (order_line_rows), so that each sweep
+/// thread streams its yarn's rows instead of missing the cache on every row
+/// (benchmarks/RESULTS.md "Line-ordered rows").
 ///
 /// Yarn coarse space (MultilevelOptions::coarse_space = yarns, with the
 /// LineSet given by set_lines(); 5-DoF yarn nodes). The error that survives
@@ -116,8 +120,8 @@
 /// Â, its line solves within that rounding times the line's condition
 /// number: symmetric by construction, and positive definite while those
 /// errors stay small against the smoother's margin (test_line_preconditioner
-/// checks both on a woven patch). PCG's own products and residuals are
-/// PcgOptions' business. benchmarks/RESULTS.md "Single precision in the
+/// checks both on a woven patch). PCG with PcgOptions::single_precision_matrix
+/// iterates with the same float copy (matrix_values_single()). benchmarks/RESULTS.md "Single precision in the
 /// V-cycle" has the measurements.
 
 #include <algorithm>
@@ -228,6 +232,13 @@ struct MultilevelOptions {
     /// effect when T is float. Scene key solver.matrix_precision ("single"
     /// sets this and PcgOptions::single_precision_matrix).
     bool single_precision_matrix = false;
+    /// With the yarn-line smoother on CPU threads: copy the rows of the yarns
+    /// that run across the node order in line order at each prepare()
+    /// (order_line_rows), trading that copy's memory (a second copy of the
+    /// matrix values on a woven cloth, whose every node lies on such a yarn;
+    /// float with single_precision_matrix) for faster sweeps. No effect on a
+    /// GPU.
+    bool line_ordered_rows = true;
 };
 
 /// MultilevelOptions::refresh named in the words of the scene key
@@ -1072,24 +1083,6 @@ struct ChebyshevStep {
     }
 };
 
-/// res = S (r − Â z) for one block row (Â's values as TA, widened to T).
-template <typename T, int BB, typename TA = T>
-struct FilteredResidual {
-    const BsrConstView<TA, BB> a;
-    const std::uint8_t* const free_dofs;
-    const T* const r;
-    const T* const z;
-    T* const residual;
-
-    WEFT_HD void operator()(Index row) const
-    {
-        T product[BB];
-        bsr_detail::block_row_product(a, z, row, product);
-        const std::size_t offset = static_cast<std::size_t>(row) * BB;
-        for (int i = 0; i < BB; ++i) residual[offset + i] = free_dofs[offset + i] ? r[offset + i] - product[i] : T(0);
-    }
-};
-
 /// y_row += Σ_k P_row,k x_k for one scalar row of a CSR matrix.
 template <typename T>
 struct AddRowProduct {
@@ -1550,6 +1543,14 @@ public:
         thrust::copy(thrust::device, m_fine.z.begin(), m_fine.z.end(), z.begin());
     }
 
+    /// The finest matrix's values as float, made by prepare() where
+    /// MultilevelOptions::single_precision_matrix asks for them (PCG iterates
+    /// with the same copy); nullptr otherwise.
+    const thrust::device_vector<float>* matrix_values_single() const override
+    {
+        return m_ready && single_precision() ? &m_values_single : nullptr;
+    }
+
     /// Hierarchy builds so far.
     int builds() const { return m_builds; }
     /// Refreshes of the coarse matrices' values so far (MultilevelRefresh), of
@@ -1850,6 +1851,16 @@ private:
         }
         if (factor_lines(a, free_dofs, m_colored_lines, m_line_factors) > 0) return false;
         if (single_precision()) m_line_factors.round_to_float();
+        // On CPU threads the sweeps read the rows of the lines across the node
+        // order from a line-ordered copy (benchmarks/RESULTS.md "Line-ordered
+        // rows"). Not on a GPU: there neighbouring threads sweep neighbouring
+        // yarns, whose rows at one entry are neighbours in A and coalesce;
+        // in the copy they would lie a yarn's rows apart.
+        if constexpr (!backend_is_cuda()) {
+            if (m_options.line_ordered_rows) {
+                order_line_rows(a, m_colored_lines, m_line_factors, single_precision() ? &m_values_single : nullptr);
+            }
+        }
         return true;
     }
 
@@ -1860,7 +1871,7 @@ private:
                       multilevel_detail::Smoother<T, B>& s, bool pre, bool single)
     {
         sweep_lines(a, free_dofs, m_colored_lines, m_line_factors, s.r, s.z, pre, pre,
-                    single ? raw_pointer(m_values_single) : nullptr);
+                    single ? &m_values_single : nullptr);
     }
 
     /// The dense inverse of the coarsest level (of the free DoFs; zero
@@ -1920,9 +1931,7 @@ private:
     {
         if constexpr (BB == B) {
             if (coarse == 0 && single_precision()) {
-                const BsrConstView<float, B> single{a.block_rows(), a.block_cols(), a.view().row_ptr, a.view().col_idx,
-                                                    raw_pointer(m_values_single)};
-                cycle_with(a, single, free_dofs, s, coarse);
+                cycle_with(a, a.view_with(m_values_single), free_dofs, s, coarse);
                 return;
             }
         }
@@ -1951,8 +1960,8 @@ private:
         if (coarse < m_coarse.size()) {
             thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                              thrust::counting_iterator<Index>(a.block_rows()),
-                             FilteredResidual<T, BB, TA>{view, raw_pointer(free_dofs), raw_pointer(s.r),
-                                                         raw_pointer(s.z), raw_pointer(s.residual)});
+                             bsr_detail::FilteredResidual<T, BB, TA>{view, raw_pointer(free_dofs), raw_pointer(s.r),
+                                                                     raw_pointer(s.z), raw_pointer(s.residual)});
             CoarseLevel<T>& next = m_coarse[coarse];
             const bool last = coarse + 1 == m_coarse.size();
             thrust::device_vector<T>& next_r = last ? m_coarsest_rhs : next.smoother.r;

@@ -79,6 +79,11 @@ public:
     virtual ~PreconditionerOperator() = default;
     /// z = M⁻¹ r (z is resized to r's size).
     virtual void apply(const thrust::device_vector<T>& r, thrust::device_vector<T>& z) = 0;
+    /// A float copy of the values of the matrix the operator was prepared
+    /// for, where it made one (PCG with PcgOptions::single_precision_matrix
+    /// then iterates with it instead of rounding the values again); nullptr
+    /// where it did not.
+    virtual const thrust::device_vector<float>* matrix_values_single() const { return nullptr; }
 
 protected:
     PreconditionerOperator() = default;
@@ -153,6 +158,7 @@ struct PcgWorkspace {
     thrust::device_vector<T> preconditioned_residual;  ///< #DoFs, M⁻¹ r
     thrust::device_vector<T> direction;                ///< #DoFs, p
     thrust::device_vector<T> matrix_direction;         ///< #DoFs, S A p
+    thrust::device_vector<T> next_direction;           ///< #DoFs, z + β p while the product forms it
     thrust::device_vector<T> inverse_diagonal;         ///< #nodes · B·B, row-major M⁻¹ blocks
     thrust::device_vector<T> node_sums_first;          ///< #nodes partial dot products
     thrust::device_vector<T> node_sums_second;         ///< #nodes partial dot products
@@ -273,15 +279,28 @@ struct InvertFilteredDiagonal {
     }
 };
 
+/// CG's next search direction z + β p (p the previous one), formed entry by
+/// entry where a product reads it: the same bits as xpby(z, β, p).
+template <typename T>
+struct NextDirection {
+    const T* const z;  ///< #DoFs
+    const T* const p;  ///< #DoFs, the previous direction
+    const T beta;
+    WEFT_HD T operator[](std::size_t i) const { return z[i] + beta * p[i]; }
+};
+
 /// q = S A p for one block row, and the row's share p_iᵀ q_i of pᵀ S A S p
-/// (p is zero on constrained DoFs); A's values are TA (T or float).
-template <typename T, int B, typename TA = T>
+/// (p is zero on constrained DoFs); A's values are TA (T or float). P is a
+/// pointer to p, or NextDirection (then the row's entries of p are stored
+/// in p_out, which must not be read by the other rows' threads).
+template <typename T, int B, typename TA = T, typename P = const T*>
 struct FilteredProductAndCurvature {
     const BsrConstView<TA, B> a;
     const std::uint8_t* const free_dofs;  ///< #DoFs
-    const T* const p;                     ///< #DoFs
+    const P p;                            ///< #DoFs
     T* const q;                           ///< #DoFs
     T* const curvature;                   ///< #nodes
+    T* const p_out = nullptr;             ///< #DoFs, or nullptr: p's entries not stored
 
     WEFT_HD void operator()(Index row) const
     {
@@ -290,9 +309,11 @@ struct FilteredProductAndCurvature {
         const std::size_t offset = static_cast<std::size_t>(row) * B;
         T share = T(0);
         for (int r = 0; r < B; ++r) {
+            const T pr = p[offset + r];
+            if (p_out != nullptr) p_out[offset + r] = pr;
             const T filtered = free_dofs[offset + r] ? sum[r] : T(0);
             q[offset + r] = filtered;
-            share += p[offset + r] * filtered;
+            share += pr * filtered;
         }
         curvature[row] = share;
     }
@@ -300,20 +321,23 @@ struct FilteredProductAndCurvature {
 
 /// q = S A p for one scalar row (spmv_scalar_rows), and the row's share
 /// p_row q_row of pᵀ S A S p; the row is summed as in FilteredProductAndCurvature.
-template <typename T, int B, typename TA = T>
+template <typename T, int B, typename TA = T, typename P = const T*>
 struct FilteredRowProductAndCurvature {
     const BsrConstView<TA, B> a;
     const std::uint8_t* const free_dofs;  ///< #DoFs
-    const T* const p;                     ///< #DoFs
+    const P p;                            ///< #DoFs
     T* const q;                           ///< #DoFs
     T* const curvature;                   ///< #DoFs
+    T* const p_out = nullptr;             ///< #DoFs, or nullptr: p's entries not stored
 
     WEFT_HD void operator()(Index row) const
     {
-        const T sum = bsr_detail::scalar_row_product(a, p, row);
+        const T sum = bsr_detail::scalar_row_product<T>(a, p, row);
         const T filtered = free_dofs[row] ? sum : T(0);
+        const T pr = p[static_cast<std::size_t>(row)];
+        if (p_out != nullptr) p_out[row] = pr;
         q[row] = filtered;
-        curvature[row] = p[row] * filtered;
+        curvature[row] = pr * filtered;
     }
 };
 
@@ -520,12 +544,16 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
         }
         if (failed_blocks > 0) return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
     }
-    if (single) {
+    // A's pattern with float values (used only when single): the custom
+    // preconditioner's copy where it made one, else the workspace's.
+    const thrust::device_vector<float>* shared_single = custom ? options.custom->matrix_values_single() : nullptr;
+    if (single && (shared_single == nullptr || shared_single->size() != a.values().size())) {
         bsr_detail::round_to_float(a.values(), workspace.values_single);
+        shared_single = &workspace.values_single;
     }
-    // A's pattern with the float copy's values (used only when single).
-    const BsrConstView<float, B> single_view{a.block_rows(), a.block_cols(), a.view().row_ptr, a.view().col_idx,
-                                             thrust::raw_pointer_cast(workspace.values_single.data())};
+    const BsrConstView<float, B> single_view =
+        single ? a.view_with(*shared_single)
+               : BsrConstView<float, B>{a.block_rows(), a.block_cols(), nullptr, nullptr, nullptr};
 
     // z₀ = M⁻¹ r₀ (an update with α = 0 on zeroed p and q), p₀ = z₀.
     thrust::fill(thrust::device, p.begin(), p.end(), T(0));
@@ -573,26 +601,43 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
         return pcg_detail::make_result(PcgStatus::converged, 0, residual_norm / initial_norm);
     thrust::copy(thrust::device, z.begin(), z.end(), p.begin());
 
+    // β of the direction update p ← z + β p that the next product forms on
+    // the fly (a negative value: p is already the direction, as it is now).
+    T pending_beta = T(-1);
+    auto& p_next = workspace.next_direction;
+    p_next.resize(dofs);
     for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
-        // q = S A p, pᵀ S A S p in the same pass over A (or its float copy).
-        const auto product = [&](const auto& view) {
+        // p ← z + β p, q = S A p and pᵀ S A S p in one pass over A (or its
+        // float copy): the product reads z + β p where it needs p and stores
+        // the new p in p_next, which then becomes p (the same bits as xpby
+        // before the product, without that pass over three vectors).
+        const auto product = [&](const auto& view, const auto& direction, T* direction_out) {
             using TA = std::remove_const_t<std::remove_pointer_t<decltype(view.values)>>;
+            using P = std::decay_t<decltype(direction)>;
             if constexpr (spmv_scalar_rows) {
                 thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                                  thrust::counting_iterator<Index>(a.rows()),
-                                 pcg_detail::FilteredRowProductAndCurvature<T, B, TA>{
-                                     view, free_ptr, cells(p), cells(q), cells(workspace.row_sums)});
+                                 pcg_detail::FilteredRowProductAndCurvature<T, B, TA, P>{
+                                     view, free_ptr, direction, cells(q), cells(workspace.row_sums), direction_out});
                 return fixed_order_reduce(workspace.row_sums.begin(), workspace.row_sums.size(), T(0),
                                           thrust::plus<T>{});
             } else {
-                thrust::for_each(thrust::device, node_first, node_last,
-                                 pcg_detail::FilteredProductAndCurvature<T, B, TA>{view, free_ptr, cells(p), cells(q),
-                                                                                   cells(workspace.node_sums_first)});
+                thrust::for_each(
+                    thrust::device, node_first, node_last,
+                    pcg_detail::FilteredProductAndCurvature<T, B, TA, P>{
+                        view, free_ptr, direction, cells(q), cells(workspace.node_sums_first), direction_out});
                 return fixed_order_reduce(workspace.node_sums_first.begin(), workspace.node_sums_first.size(), T(0),
                                           thrust::plus<T>{});
             }
         };
-        const T curvature = single ? product(single_view) : product(a.view());
+        const auto product_with = [&](const auto& view) {
+            if (pending_beta < T(0)) return product(view, static_cast<const T*>(cells(p)), static_cast<T*>(nullptr));
+            const T value =
+                product(view, pcg_detail::NextDirection<T>{cells(z), cells(p), pending_beta}, cells(p_next));
+            p.swap(p_next);
+            return value;
+        };
+        const T curvature = single ? product_with(single_view) : product_with(a.view());
         if (!(std::abs(curvature) <= std::numeric_limits<T>::max())) {
             return pcg_detail::make_result(PcgStatus::non_finite, iteration, residual_norm / initial_norm);
         }
@@ -610,9 +655,8 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
         if (!(sums.first > T(0))) {
             return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, iteration + 1, relative);
         }
-        const T beta = sums.first / r_dot_z;
+        pending_beta = sums.first / r_dot_z;  // ≥ 0: both dot products are positive
         r_dot_z = sums.first;
-        xpby(z, beta, p);
     }
     return pcg_detail::make_result(PcgStatus::max_iterations_reached, options.max_iterations,
                                    residual_norm / initial_norm);
