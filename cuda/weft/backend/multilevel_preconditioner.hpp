@@ -919,44 +919,90 @@ HostMatrix<T> block_energy_basis(const HostMatrix<T>& coarse, const std::vector<
     return basis;
 }
 
+/// f(k) for each k in [0, count): on the CPU threads where the backend runs
+/// there (the host is its device), one after another on the host where the
+/// backend is a GPU. For the host setup's loops whose iterations write
+/// disjoint data.
+template <typename F>
+void for_each_on_host(Index count, F f)
+{
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+    for (Index k = 0; k < count; ++k) f(k);
+#else
+    thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(count), f);
+#endif
+}
+
 /// C = A B of two row-major host matrices: row by row with a dense
 /// accumulator (Gustavson), each row's columns sorted; entries that cancel
 /// stay stored, as in Eigen's product (see spd_inverse for why not Eigen's).
+/// The rows are computed in a few contiguous chunks, in parallel on CPU
+/// threads (for_each_on_host), each row on its own: the same bits on any
+/// thread count.
 template <typename T>
 HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
 {
-    std::vector<Index> row_ptr(static_cast<std::size_t>(a.rows()) + 1, 0);
-    std::vector<Index> col_idx;
-    std::vector<T> values;
-    std::vector<T> accumulator(static_cast<std::size_t>(b.cols()), T(0));
-    std::vector<Index> marker(static_cast<std::size_t>(b.cols()), Index(-1));
-    std::vector<Index> row_cols;
-    for (Index r = 0; r < a.rows(); ++r) {
-        row_cols.clear();
-        for (typename HostMatrix<T>::InnerIterator ia(a, r); ia; ++ia) {
-            const T value = ia.value();
-            for (typename HostMatrix<T>::InnerIterator ib(b, ia.col()); ib; ++ib) {
-                const std::size_t c = static_cast<std::size_t>(ib.col());
-                if (marker[c] != r) {
-                    marker[c] = r;
-                    accumulator[c] = T(0);
-                    row_cols.push_back(ib.col());
+    struct Chunk {
+        std::vector<Index> row_sizes;
+        std::vector<Index> col_idx;
+        std::vector<T> values;
+    };
+    const Index rows = a.rows();
+    const Index chunks = std::min<Index>(rows, 8);
+    std::vector<Chunk> parts(static_cast<std::size_t>(chunks));
+    for_each_on_host(chunks, [&](Index k) {
+        Chunk& part = parts[static_cast<std::size_t>(k)];
+        const Index first = static_cast<Index>(static_cast<long long>(rows) * k / chunks);
+        const Index last = static_cast<Index>(static_cast<long long>(rows) * (k + 1) / chunks);
+        std::vector<T> accumulator(static_cast<std::size_t>(b.cols()), T(0));
+        std::vector<Index> marker(static_cast<std::size_t>(b.cols()), Index(-1));
+        std::vector<Index> row_cols;
+        part.row_sizes.reserve(static_cast<std::size_t>(last - first));
+        for (Index r = first; r < last; ++r) {
+            row_cols.clear();
+            for (typename HostMatrix<T>::InnerIterator ia(a, r); ia; ++ia) {
+                const T value = ia.value();
+                for (typename HostMatrix<T>::InnerIterator ib(b, ia.col()); ib; ++ib) {
+                    const std::size_t c = static_cast<std::size_t>(ib.col());
+                    if (marker[c] != r) {
+                        marker[c] = r;
+                        accumulator[c] = T(0);
+                        row_cols.push_back(ib.col());
+                    }
+                    accumulator[c] += value * ib.value();
                 }
-                accumulator[c] += value * ib.value();
             }
+            std::sort(row_cols.begin(), row_cols.end());
+            for (const Index c : row_cols) {
+                part.col_idx.push_back(c);
+                part.values.push_back(accumulator[static_cast<std::size_t>(c)]);
+            }
+            part.row_sizes.push_back(static_cast<Index>(row_cols.size()));
         }
-        std::sort(row_cols.begin(), row_cols.end());
-        for (const Index c : row_cols) {
-            col_idx.push_back(c);
-            values.push_back(accumulator[static_cast<std::size_t>(c)]);
-        }
-        row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Index>(col_idx.size());
-    }
+    });
     HostMatrix<T> c(a.rows(), b.cols());
-    c.resizeNonZeros(static_cast<Index>(values.size()));
-    std::copy(row_ptr.begin(), row_ptr.end(), c.outerIndexPtr());
-    std::copy(col_idx.begin(), col_idx.end(), c.innerIndexPtr());
-    std::copy(values.begin(), values.end(), c.valuePtr());
+    std::vector<Index> chunk_offsets(static_cast<std::size_t>(chunks) + 1, 0);
+    for (Index k = 0; k < chunks; ++k) {
+        chunk_offsets[static_cast<std::size_t>(k) + 1] =
+            chunk_offsets[static_cast<std::size_t>(k)] +
+            static_cast<Index>(parts[static_cast<std::size_t>(k)].values.size());
+    }
+    c.resizeNonZeros(chunk_offsets.back());
+    Index* row_ptr = c.outerIndexPtr();
+    row_ptr[0] = 0;
+    Index r = 0;
+    for (const Chunk& part : parts) {
+        for (const Index size : part.row_sizes) {
+            row_ptr[r + 1] = row_ptr[r] + size;
+            ++r;
+        }
+    }
+    for_each_on_host(chunks, [&](Index k) {
+        const Chunk& part = parts[static_cast<std::size_t>(k)];
+        const Index offset = chunk_offsets[static_cast<std::size_t>(k)];
+        std::copy(part.col_idx.begin(), part.col_idx.end(), c.innerIndexPtr() + offset);
+        std::copy(part.values.begin(), part.values.end(), c.valuePtr() + offset);
+    });
     return c;
 }
 
@@ -1657,6 +1703,9 @@ private:
         m_ready = false;
         m_built = false;
         m_coarse.clear();
+        // Room for every level: a reallocation would copy the levels'
+        // device vectors (CoarseLevel's move may throw, so std::vector copies).
+        m_coarse.reserve(static_cast<std::size_t>(std::max(m_options.max_levels, 1)));
         m_builds += 1;
         m_first_iterations = -1;
         m_stale_seconds = 0.0;
