@@ -912,6 +912,8 @@ TEST_CASE(
                 weft::order_line_rows(a, colored, factors, single_values);
                 CHECK(factors.ordered_rows == (use_single ? LineFactors<double, 5>::OrderedRows::single_rows
                                                           : LineFactors<double, 5>::OrderedRows::double_rows));
+                // The copy of the other precision is freed.
+                CHECK((use_single ? factors.ordered_values.capacity() : factors.ordered_values_single.capacity()) == 0);
                 const Eigen::VectorXd ordered = sweep();
                 CHECK(plain.norm() > 0.0);
                 CHECK((ordered - plain).lpNorm<Eigen::Infinity>() == 0.0);
@@ -927,6 +929,28 @@ TEST_CASE(
         }
     }
     CHECK(compared == 8);
+
+    // New values on the same pattern: with the pattern kept, only the values
+    // are copied, and the copy equals one made from scratch.
+    {
+        BsrMatrix<double, 5> scaled = a;
+        thrust::transform(scaled.values().begin(), scaled.values().end(), scaled.values().begin(),
+                          [](double x) { return 1.5 * x; });
+        weft::order_line_rows(a, colored, factors);
+        const std::vector<Index> kept_cols = weft::to_host(factors.ordered_col_idx);
+        const std::vector<double> before = weft::to_host(factors.ordered_values);
+        weft::order_line_rows(scaled, colored, factors, nullptr, true);
+        const std::vector<double> kept = weft::to_host(factors.ordered_values);
+        CHECK(weft::to_host(factors.ordered_col_idx) == kept_cols);
+        LineFactors<double, 5> fresh;
+        REQUIRE(weft::factor_lines(scaled, free_dofs, colored, fresh) == 0);
+        weft::order_line_rows(scaled, colored, fresh);
+        CHECK(weft::to_host(fresh.ordered_row_ptr) == weft::to_host(factors.ordered_row_ptr));
+        CHECK(weft::to_host(fresh.ordered_col_idx) == kept_cols);
+        REQUIRE(kept.size() == fresh.ordered_values.size());
+        CHECK(kept == weft::to_host(fresh.ordered_values));
+        CHECK(kept != before);  // the values were copied again
+    }
 
     // factor_lines drops the copy (it was of the old values); the copy needs factors.
     REQUIRE(weft::factor_lines(a, free_dofs, colored, factors) == 0);

@@ -430,3 +430,34 @@ TEMPLATE_TEST_CASE("bending: float and double agree", "[strain][bending][float]"
     }
     REQUIRE(ran == 3);
 }
+
+TEST_CASE("sandwich: a s b^T with coefficient-based products equals Eigen's product, at the element sizes",
+          "[strain][core]")
+{
+    // The element Hessians' congruences (P^T H P, grad S grad^T) go through
+    // weft::sandwich instead of Eigen's GEMM path; the results agree to
+    // rounding.
+    Random rng(211);
+    int checked = 0;
+    const auto check = [&](auto a, auto s, auto b) {
+        a.setRandom();
+        s.setRandom();
+        b.setRandom();
+        a *= rng.uniform(0.5, 2.0);
+        const auto expected = (a * s * b.transpose()).eval();
+        const auto got = weft::sandwich<double, decltype(a)::RowsAtCompileTime, decltype(s)::RowsAtCompileTime,
+                                        decltype(b)::RowsAtCompileTime>(a, s, b);
+        CHECK((got - expected).norm() <= 1e-13 * expected.norm());
+        CHECK(expected.norm() > 0);
+        ++checked;
+    };
+    for (int k = 0; k < 5; ++k) {
+        check(Eigen::Matrix<double, 12, 7>(), Eigen::Matrix<double, 7, 7>(), Eigen::Matrix<double, 12, 7>());
+        check(Eigen::Matrix<double, 12, 6>(), Eigen::Matrix<double, 6, 6>(), Eigen::Matrix<double, 12, 6>());
+        check(Eigen::Matrix<double, 12, 9>(), Eigen::Matrix<double, 9, 9>(), Eigen::Matrix<double, 12, 9>());
+        check(Eigen::Matrix<double, 12, 3>(), Eigen::Matrix<double, 3, 3>(), Eigen::Matrix<double, 12, 3>());
+        check(Eigen::Matrix<double, 12, 1>(), Eigen::Matrix<double, 1, 1>(), Eigen::Matrix<double, 12, 1>());
+        check(Eigen::Matrix<double, 8, 2>(), Eigen::Matrix<double, 2, 2>(), Eigen::Matrix<double, 9, 2>());
+    }
+    CHECK(checked == 30);
+}

@@ -612,7 +612,7 @@ struct CopyOrderedRow {
     const TA* const values;      ///< A's (or their float copy)
     const Index* const line_nodes;
     const Index* const ordered_row_ptr;
-    Index* const ordered_col_idx;
+    Index* const ordered_col_idx;  ///< nullptr: the columns are kept
     TA* const ordered_values;
 
     WEFT_HD void operator()(Index e) const
@@ -621,7 +621,7 @@ struct CopyOrderedRow {
         const Index length = ordered_row_ptr[e + 1] - begin;
         const Index source = row_ptr[line_nodes[e]];
         for (Index k = 0; k < length; ++k) {
-            ordered_col_idx[begin + k] = col_idx[source + k];
+            if (ordered_col_idx != nullptr) ordered_col_idx[begin + k] = col_idx[source + k];
             const TA* from = values + static_cast<std::size_t>(source + k) * (B * B);
             TA* to = ordered_values + static_cast<std::size_t>(begin + k) * (B * B);
             for (int i = 0; i < B * B; ++i) to[i] = from[i];
@@ -818,15 +818,20 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
 /// or from their float copy `single_values` for a single-precision sweep
 /// (which then reads the copy only when given the same float values). Call
 /// after each factor_lines (which drops the copy); the copy costs one pass
-/// over those rows and their memory once more.
+/// over those rows and their memory once more (the copy of the other
+/// precision, if any, is freed).
 /// @param[in]     a              the matrix the factors were computed from
 /// @param[in]     lines          node chains (as given to factor_lines)
 /// @param[in,out] factors        from factor_lines; the ordered_* members are filled
 /// @param[in]     single_values  nullptr, or a float copy of a's values
+/// @param[in]     pattern_kept   a's pattern and `lines` are those of the last
+///                call on these factors: the copy's row pointers and columns
+///                are kept and only the values are copied (they are formed
+///                again where the factors hold none of the right size)
 /// @throws InvalidInput on size mismatches
 template <typename T, int B>
 void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors<T, B>& factors,
-                     const thrust::device_vector<float>* single_values = nullptr)
+                     const thrust::device_vector<float>* single_values = nullptr, bool pattern_kept = false)
 {
     if (a.block_rows() != lines.node_count()) {
         throw InvalidInput(
@@ -840,35 +845,42 @@ void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors
     }
     const Index entries = lines.entry_count();
     auto& row_ptr = factors.ordered_row_ptr;
-    row_ptr.resize(static_cast<std::size_t>(entries) + 1);
-    thrust::fill(thrust::device, row_ptr.begin(), row_ptr.end(), Index(0));
-    const std::vector<Index>& line_ptr = lines.host_line_ptr();
     const Index* nodes = thrust::raw_pointer_cast(lines.line_nodes().data());
-    for (int f = 0; f < lines.sweep_family_count(); ++f) {
-        if (!lines.family_across_memory(f)) continue;
-        const Index first = line_ptr[static_cast<std::size_t>(lines.family_first_line(f))];
-        const Index last = line_ptr[static_cast<std::size_t>(lines.family_first_line(f + 1))];
-        thrust::transform(thrust::device, thrust::counting_iterator<Index>(first),
-                          thrust::counting_iterator<Index>(last), row_ptr.begin() + first,
-                          line_detail::OrderedRowLength{a.view().row_ptr, nodes});
+    if (!pattern_kept || row_ptr.size() != static_cast<std::size_t>(entries) + 1) {
+        row_ptr.resize(static_cast<std::size_t>(entries) + 1);
+        thrust::fill(thrust::device, row_ptr.begin(), row_ptr.end(), Index(0));
+        const std::vector<Index>& line_ptr = lines.host_line_ptr();
+        for (int f = 0; f < lines.sweep_family_count(); ++f) {
+            if (!lines.family_across_memory(f)) continue;
+            const Index first = line_ptr[static_cast<std::size_t>(lines.family_first_line(f))];
+            const Index last = line_ptr[static_cast<std::size_t>(lines.family_first_line(f + 1))];
+            thrust::transform(thrust::device, thrust::counting_iterator<Index>(first),
+                              thrust::counting_iterator<Index>(last), row_ptr.begin() + first,
+                              line_detail::OrderedRowLength{a.view().row_ptr, nodes});
+        }
+        thrust::exclusive_scan(thrust::device, row_ptr.begin(), row_ptr.end(), row_ptr.begin());
+        factors.ordered_col_idx.resize(static_cast<std::size_t>(row_ptr.back()));
+        pattern_kept = false;
     }
-    thrust::exclusive_scan(thrust::device, row_ptr.begin(), row_ptr.end(), row_ptr.begin());
     const Index blocks = row_ptr.back();
-    factors.ordered_col_idx.resize(static_cast<std::size_t>(blocks));
-    const auto copy = [&](const auto* values, auto& ordered) {
+    // The columns are written with the values unless the pattern is kept.
+    const auto copy = [&](const auto* values, auto& ordered, auto& other) {
         using TA = std::remove_const_t<std::remove_pointer_t<decltype(values)>>;
+        other.clear();
+        other.shrink_to_fit();
         ordered.resize(static_cast<std::size_t>(blocks) * (B * B));
-        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(entries),
-                         line_detail::CopyOrderedRow<B, TA>{a.view().row_ptr, a.view().col_idx, values, nodes,
-                                                            thrust::raw_pointer_cast(row_ptr.data()),
-                                                            thrust::raw_pointer_cast(factors.ordered_col_idx.data()),
-                                                            thrust::raw_pointer_cast(ordered.data())});
+        thrust::for_each(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(entries),
+            line_detail::CopyOrderedRow<B, TA>{
+                a.view().row_ptr, a.view().col_idx, values, nodes, thrust::raw_pointer_cast(row_ptr.data()),
+                pattern_kept ? nullptr : thrust::raw_pointer_cast(factors.ordered_col_idx.data()),
+                thrust::raw_pointer_cast(ordered.data())});
     };
     if (single_values != nullptr) {
-        copy(a.view_with(*single_values).values, factors.ordered_values_single);
+        copy(a.view_with(*single_values).values, factors.ordered_values_single, factors.ordered_values);
         factors.ordered_rows = LineFactors<T, B>::OrderedRows::single_rows;
     } else {
-        copy(a.view().values, factors.ordered_values);
+        copy(a.view().values, factors.ordered_values, factors.ordered_values_single);
         factors.ordered_rows = LineFactors<T, B>::OrderedRows::double_rows;
     }
 }

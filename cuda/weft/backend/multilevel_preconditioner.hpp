@@ -1891,8 +1891,12 @@ private:
             return true;
         }
         m_fine.resize(static_cast<std::size_t>(a.rows()));
-        if (!m_colored || m_colored_line_ptr != m_lines->host_line_ptr() ||
-            m_colored_line_nodes != m_lines->host_line_nodes()) {
+        // A new pattern means a build, which colours the lines again
+        // (m_colored false): without that, the line-ordered copy's pattern stays.
+        const bool recolor = !m_colored || m_colored_line_ptr != m_lines->host_line_ptr() ||
+                             m_colored_line_nodes != m_lines->host_line_nodes();
+        if (recolor) {
+            m_ordered_pattern = false;
             m_colored_lines = colored_line_set(a, *m_lines);
             m_colored_line_ptr = m_lines->host_line_ptr();
             m_colored_line_nodes = m_lines->host_line_nodes();
@@ -1907,7 +1911,9 @@ private:
         // in the copy they would lie a yarn's rows apart.
         if constexpr (!backend_is_cuda()) {
             if (m_options.line_ordered_rows) {
-                order_line_rows(a, m_colored_lines, m_line_factors, single_precision() ? &m_values_single : nullptr);
+                order_line_rows(a, m_colored_lines, m_line_factors, single_precision() ? &m_values_single : nullptr,
+                                m_ordered_pattern);
+                m_ordered_pattern = true;
             }
         }
         return true;
@@ -2048,6 +2054,7 @@ private:
     const LineSet* m_lines = nullptr;  ///< set_lines(): the yarns, for MultilevelSmoother::yarn_lines
     LineSet m_colored_lines;           ///< m_lines coloured for the matrix's pattern (colored_line_set)
     bool m_colored = false;            ///< m_colored_lines is for the current pattern and the lines below
+    bool m_ordered_pattern = false;    ///< m_line_factors' line-ordered rows have the current pattern
     std::vector<Index> m_colored_line_ptr, m_colored_line_nodes;  ///< the lines it was coloured from
     LineFactors<T, B> m_line_factors;
     thrust::device_vector<float> m_values_single;  ///< the finest matrix's values as float (single_precision())

@@ -33,4 +33,16 @@ WEFT_HD inline Mat3<T> cross_matrix(const Vec3<T>& a)
     return m;
 }
 
+/// a · s · bᵀ for small fixed-size matrices (a: N×M, s: M×M, b: K×M), with
+/// coefficient-based products. Eigen sends a fixed-size product whose
+/// sizes are large enough (e.g. 12×7 by 7×12) to its blocked GEMM, whose
+/// packing costs more than the product at these sizes; the element
+/// Hessians' congruences (Pᵀ H P, ∇ε S ∇εᵀ) are such products.
+template <typename T, int N, int M, int K>
+WEFT_HD inline Mat<T, N, K> sandwich(const Mat<T, N, M>& a, const Mat<T, M, M>& s, const Mat<T, K, M>& b)
+{
+    const Mat<T, N, M> as = a.lazyProduct(s);
+    return as.lazyProduct(b.transpose());
+}
+
 }  // namespace weft

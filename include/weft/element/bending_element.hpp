@@ -137,7 +137,7 @@ WEFT_HD inline BendingForms<T> bending_forms(const Vec<T, 12>& q, const Vec<T, 1
         // Inside the band: θ's own gradient and Hessian in q (the Ω row of P is not needed).
         const Mat<T, 6, 12> p = detail::bending_local_map<T>().template topRows<6>();
         const Vec<T, 12> grad_theta = p.transpose() * theta.gradient;
-        const Mat<T, 12, 12> hess_theta = p.transpose() * theta.hessian * p;
+        const Mat<T, 12, 12> hess_theta = sandwich<T, 12, 6, 12>(p.transpose(), theta.hessian, p.transpose());
         const T size = s.size;
         const Vec<T, 12> grad_size = f.angle_form.size_gradient;  // ∇Ω; HΩ = 0
         const T w = f.weight.value;
@@ -209,7 +209,7 @@ WEFT_HD inline void accumulate_bending_form(BendingElementEval<T>& out, const St
     out.dissipative_force_jacobian_velocities += dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
     if (gauss_newton) {
         out.elastic_force_jacobian -=
-            e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose());
+            e.size * sandwich<T, 12, M, 12>(e.gradient, elastic.stress_derivative(e.strain), e.gradient);
         return;
     }
     out.elastic_force_jacobian += elastic_force_jacobian(e, elastic, PsdProjection::off);

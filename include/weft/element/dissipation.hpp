@@ -44,7 +44,7 @@ WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian(const StrainEval<T, N, M>
                                                        DiffWrt wrt, StressClamp clamp = StressClamp::on)
 {
     if (wrt == DiffWrt::velocities) {
-        return -e.size * (e.gradient * density.stress_derivative(e.rate, e.strain) * e.gradient.transpose());
+        return -e.size * sandwich<T, N, M, N>(e.gradient, density.stress_derivative(e.rate, e.strain), e.gradient);
     }
     const Vec<T, M> stress = density.stress(e.rate, e.strain);
     return -e.size * stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, clamp);
@@ -61,7 +61,7 @@ WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian_dropped_terms(const Strai
 {
     const Vec<T, M> stress = density.stress(e.rate, e.strain);
     const Mat<T, N, M> rate_gradient = e.rate_gradient(velocities);
-    return -e.size * (e.gradient * density.stress_derivative(e.rate, e.strain) * rate_gradient.transpose()) -
+    return -e.size * sandwich<T, N, M, N>(e.gradient, density.stress_derivative(e.rate, e.strain), rate_gradient) -
            (e.gradient * stress) * e.size_gradient.transpose();
 }
 

@@ -39,7 +39,7 @@ WEFT_HD inline Mat<T, N, N> elastic_force_jacobian(const StrainEval<T, N, M>& e,
 {
     const Vec<T, M> stress = density.stress(e.strain);
     const Vec<T, N> grad_stress = e.gradient * stress;
-    Mat<T, N, N> hessian = e.size * (e.gradient * density.stress_derivative(e.strain) * e.gradient.transpose());
+    Mat<T, N, N> hessian = e.size * sandwich<T, N, M, N>(e.gradient, density.stress_derivative(e.strain), e.gradient);
     hessian += e.size * stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, clamp);
     hessian += grad_stress * e.size_gradient.transpose() + e.size_gradient * grad_stress.transpose();
     hessian += density.value(e.strain) * e.size_hessian;

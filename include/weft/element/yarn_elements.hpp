@@ -259,9 +259,9 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     // Projected: the exact elastic and clamped dissipative stiffness, projected together.
     const bool gauss_newton = gauss_newton_stiffness(mat, newton);
     Mat<T, 12, 12> hessian =
-        gauss_newton
-            ? Mat<T, 12, 12>(e.size * (e.gradient * elastic.stress_derivative(e.strain) * e.gradient.transpose()))
-            : Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic));
+        gauss_newton ? Mat<T, 12, 12>(
+                           e.size * sandwich<T, 12, 1, 12>(e.gradient, elastic.stress_derivative(e.strain), e.gradient))
+                     : Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic));
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     energy.elastic = elastic_energy(e, elastic);
     energy.dissipation = T(0);

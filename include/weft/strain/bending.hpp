@@ -342,7 +342,7 @@ WEFT_HD inline void divided_by_size_to_q(T f, const Vec<T, 6>& g, const Mat<T, 6
     hess_local(6, 6) = T(2) * f * inv2 * inv;
     const Mat<T, 7, 12> p = bending_local_map<T>();
     gradient_q = p.transpose() * grad_local;
-    hessian_q = p.transpose() * hess_local * p;
+    hessian_q = sandwich<T, 12, 7, 12>(p.transpose(), hess_local, p.transpose());
 }
 
 /// Angle form from precomputed θ(a, b) derivatives (shared with the blended element).

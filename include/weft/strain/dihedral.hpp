@@ -302,7 +302,7 @@ WEFT_HD inline DihedralAngleDerivatives<T> dihedral_angle_derivatives(
               (sin_t * sin_t - cos_t * cos_t) * (uw + uw.transpose());
 
     // H_q θ = Zᵀ H_z θ Z + Σ_i (∂θ/∂n_A,i) H_q n_A,i + Σ_i (∂θ/∂n_B,i) H_q n_B,i   (e is linear in q)
-    Mat<T, 12, 12> hessian = z_jacobian.transpose() * hess_z * z_jacobian;
+    Mat<T, 12, 12> hessian = sandwich<T, 12, 9, 12>(z_jacobian.transpose(), hess_z, z_jacobian.transpose());
     detail::add_weighted_cross_hessian<T>(hessian, grad_z.template segment<3>(0), alpha_a, beta_a);
     detail::add_weighted_cross_hessian<T>(hessian, grad_z.template segment<3>(3), alpha_b, beta_b);
     // Exact symmetry (the triple product above rounds its two triangles differently).

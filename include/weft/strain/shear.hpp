@@ -56,7 +56,7 @@ WEFT_HD inline ShearEval<T> shear_strain(const Vec<T, 12>& q, const Vec<T, 12>& 
     p.template block<3, 3>(3, 0) = -Mat3<T>::Identity();
     p.template block<3, 3>(3, 8) = Mat3<T>::Identity();
     e.gradient.col(0) = p.transpose() * phi.gradient;
-    e.hessian[0] = p.transpose() * phi.hessian * p;
+    e.hessian[0] = sandwich<T, 12, 6, 12>(p.transpose(), phi.hessian, p.transpose());
 
     e.size = rest_spacing;
     e.size_gradient.setZero();
