@@ -775,3 +775,57 @@ TEST_CASE("multilevel setup algebra: SPD inverse and sparse product against thei
     REQUIRE(compared == rows * cols);
     REQUIRE(checks == 12);
 }
+
+TEST_CASE("multilevel setup algebra: the filtered host matrix and its device copy against S A S + (I - S)",
+          "[backend][multilevel][setup]")
+{
+    // filtered_host_matrix writes the compressed arrays itself, block row by
+    // block row on the threads; to_device_csr copies them.
+    using weft::multilevel_detail::HostMatrix;
+    Random rng(131);
+    int compared = 0;
+    for (const double constrained : {0.0, 0.3, 1.0}) {
+        const GridProblem<5> problem = grid_problem<5>(rng, 5, 4);
+        const std::vector<std::uint8_t> free = random_filter<5>(rng, problem.nodes, constrained);
+        const HostMatrix<double> filtered = weft::multilevel_detail::filtered_host_matrix(problem.a, free);
+        REQUIRE(filtered.isCompressed());
+        const Eigen::MatrixXd dense = Eigen::MatrixXd(problem.reference);
+        const Index n = static_cast<Index>(dense.rows());
+        REQUIRE(filtered.rows() == n);
+        REQUIRE(filtered.cols() == n);
+        // Stored: a free row's free columns of A's blocks; a constrained row, its diagonal only.
+        const std::vector<Index> block_ptr = weft::to_host(problem.a.row_ptr());
+        const std::vector<Index> block_col = weft::to_host(problem.a.col_idx());
+        Index expected_stored = 0;
+        for (Index i = 0; i < problem.nodes; ++i) {
+            Index free_columns = 0;
+            for (Index k = block_ptr[i]; k < block_ptr[i + 1]; ++k) {
+                for (int c = 0; c < 5; ++c) free_columns += free[5 * block_col[k] + c] ? 1 : 0;
+            }
+            for (int r = 0; r < 5; ++r) expected_stored += free[5 * i + r] ? free_columns : 1;
+        }
+        CHECK(filtered.nonZeros() == expected_stored);
+        const weft::BsrMatrix<double, 1> device = weft::multilevel_detail::to_device_csr(filtered);
+        const std::vector<Index> row_ptr = weft::to_host(device.row_ptr());
+        const std::vector<Index> col_idx = weft::to_host(device.col_idx());
+        const std::vector<double> values = weft::to_host(device.values());
+        REQUIRE(row_ptr.size() == static_cast<std::size_t>(n) + 1);
+        for (Index row = 0; row < n; ++row) {
+            Index previous = -1;
+            for (HostMatrix<double>::InnerIterator it(filtered, row); it; ++it) {
+                CHECK(it.col() > previous);  // sorted, no duplicates
+                previous = static_cast<Index>(it.col());
+            }
+            Eigen::VectorXd from_device = Eigen::VectorXd::Zero(n);
+            for (Index k = row_ptr[row]; k < row_ptr[row + 1]; ++k) from_device(col_idx[k]) = values[k];
+            for (Index col = 0; col < n; ++col) {
+                const double expected =
+                    free[row] && free[col] ? dense(row, col) : (row == col && !free[row] ? 1.0 : 0.0);
+                CHECK(filtered.coeff(row, col) == expected);
+                CHECK(from_device(col) == expected);
+                ++compared;
+            }
+        }
+    }
+    CHECK(compared == 3 * 100 * 100);
+}

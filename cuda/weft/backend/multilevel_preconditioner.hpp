@@ -389,36 +389,65 @@ struct NearNull {
     T at(Index dof, int c) const { return rows[static_cast<std::size_t>(dof) * k + c]; }
 };
 
-/// Â = S A S + (I − S) of a BSR matrix, on the host (filled row by row in
-/// column order: no triplet sort).
+/// f(k) for each k in [0, count): on the CPU threads where the backend runs
+/// there (the host is its device), one after another on the host where the
+/// backend is a GPU. For the host setup's loops whose iterations write
+/// disjoint data.
+template <typename F>
+void for_each_on_host(Index count, F f)
+{
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+    for (Index k = 0; k < count; ++k) f(k);
+#else
+    thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(count), f);
+#endif
+}
+
+/// Â = S A S + (I − S) of a BSR matrix, on the host, written straight into
+/// the compressed arrays (each row's columns in order): row sizes, their
+/// offsets, then the rows, block row by block row on the CPU threads
+/// (for_each_on_host).
 template <typename T, int B>
 HostMatrix<T> filtered_host_matrix(const BsrMatrix<T, B>& a, const std::vector<std::uint8_t>& free)
 {
     const std::vector<Index> row_ptr = to_host(a.row_ptr());
     const std::vector<Index> col_idx = to_host(a.col_idx());
     const std::vector<T> values = to_host(a.values());
+    const Index block_rows = a.block_rows();
     HostMatrix<T> result(a.rows(), a.cols());
-    Eigen::Matrix<Index, Eigen::Dynamic, 1> per_row(a.rows());
-    for (Index i = 0; i < a.block_rows(); ++i) {
-        for (int r = 0; r < B; ++r) per_row[B * i + r] = free[B * i + r] ? B * (row_ptr[i + 1] - row_ptr[i]) : 1;
-    }
-    result.reserve(per_row);
-    for (Index i = 0; i < a.block_rows(); ++i) {
+    Index* outer = result.outerIndexPtr();
+    outer[0] = 0;
+    for_each_on_host(block_rows, [&](Index i) {
+        Index count = 0;  // the free columns of block row i
+        for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
+            for (int c = 0; c < B; ++c) count += free[static_cast<std::size_t>(B * col_idx[k] + c)] ? 1 : 0;
+        }
+        for (int r = 0; r < B; ++r) outer[B * i + r + 1] = free[static_cast<std::size_t>(B * i + r)] ? count : 1;
+    });
+    for (Index row = 0; row < a.rows(); ++row) outer[row + 1] += outer[row];
+    result.resizeNonZeros(outer[a.rows()]);
+    Index* inner = result.innerIndexPtr();
+    T* stored = result.valuePtr();
+    for_each_on_host(block_rows, [&](Index i) {
         for (int r = 0; r < B; ++r) {
             const Index row = B * i + r;
-            if (!free[row]) {
-                result.insert(row, row) = T(1);
+            Index at = outer[row];
+            if (!free[static_cast<std::size_t>(row)]) {
+                inner[at] = row;
+                stored[at] = T(1);
                 continue;
             }
             for (Index k = row_ptr[i]; k < row_ptr[i + 1]; ++k) {
                 for (int c = 0; c < B; ++c) {
                     const Index col = B * col_idx[k] + c;
-                    if (free[col]) result.insert(row, col) = values[static_cast<std::size_t>(k) * (B * B) + r * B + c];
+                    if (!free[static_cast<std::size_t>(col)]) continue;
+                    inner[at] = col;
+                    stored[at] = values[static_cast<std::size_t>(k) * (B * B) + r * B + c];
+                    ++at;
                 }
             }
         }
-    }
-    result.makeCompressed();
+    });
     return result;
 }
 
@@ -919,20 +948,6 @@ HostMatrix<T> block_energy_basis(const HostMatrix<T>& coarse, const std::vector<
     return basis;
 }
 
-/// f(k) for each k in [0, count): on the CPU threads where the backend runs
-/// there (the host is its device), one after another on the host where the
-/// backend is a GPU. For the host setup's loops whose iterations write
-/// disjoint data.
-template <typename F>
-void for_each_on_host(Index count, F f)
-{
-#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
-    for (Index k = 0; k < count; ++k) f(k);
-#else
-    thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(count), f);
-#endif
-}
-
 /// C = A B of two row-major host matrices: row by row with a dense
 /// accumulator (Gustavson), each row's columns sorted; entries that cancel
 /// stay stored, as in Eigen's product (see spd_inverse for why not Eigen's).
@@ -1399,19 +1414,17 @@ HostMatrix<T> to_host_csr(const BsrMatrix<T, 1>& m)
 template <typename T>
 BsrMatrix<T, 1> to_device_csr(const HostMatrix<T>& m)
 {
-    std::vector<Index> row_ptr(static_cast<std::size_t>(m.rows()) + 1, 0);
-    std::vector<Index> col_idx;
-    std::vector<T> values;
-    col_idx.reserve(static_cast<std::size_t>(m.nonZeros()));
-    values.reserve(static_cast<std::size_t>(m.nonZeros()));
-    for (Index r = 0; r < m.rows(); ++r) {
-        for (typename HostMatrix<T>::InnerIterator it(m, r); it; ++it) {
-            col_idx.push_back(static_cast<Index>(it.col()));
-            values.push_back(it.value());
-        }
-        row_ptr[static_cast<std::size_t>(r) + 1] = static_cast<Index>(col_idx.size());
+    if (!m.isCompressed()) {
+        HostMatrix<T> compressed = m;
+        compressed.makeCompressed();
+        return to_device_csr(compressed);
     }
-    return BsrMatrix<T, 1>(static_cast<Index>(m.rows()), static_cast<Index>(m.cols()), row_ptr, col_idx, values);
+    const Index rows = static_cast<Index>(m.rows());
+    const Index stored = static_cast<Index>(m.nonZeros());
+    return BsrMatrix<T, 1>(rows, static_cast<Index>(m.cols()),
+                           std::vector<Index>(m.outerIndexPtr(), m.outerIndexPtr() + rows + 1),
+                           std::vector<Index>(m.innerIndexPtr(), m.innerIndexPtr() + stored),
+                           std::vector<T>(m.valuePtr(), m.valuePtr() + stored));
 }
 
 }  // namespace multilevel_detail
@@ -1772,8 +1785,10 @@ private:
                                                        : block_diagonal_inverse(level_matrix, bs);
             const T lambda = largest_eigenvalue(inverse_diagonal, level_matrix, m_options.power_iterations);
             const T omega = T(4) / (T(3) * lambda);
-            const HostMatrix<T> jacobi = sparse_product(inverse_diagonal, level_matrix);
-            HostMatrix<T> prolongator = tentative - omega * sparse_product(jacobi, tentative);
+            // P = (I − ω D⁻¹Â) T, formed as T − ω D⁻¹ (Â T): D⁻¹Â would be a
+            // matrix as large as Â, Â T has the few columns of T.
+            HostMatrix<T> prolongator =
+                tentative - omega * sparse_product(inverse_diagonal, sparse_product(level_matrix, tentative));
             prolongator.prune(T(0), std::numeric_limits<T>::epsilon());
             HostMatrix<T> restriction = prolongator.transpose();
             HostMatrix<T> product = sparse_product(level_matrix, prolongator);
