@@ -1421,10 +1421,11 @@ BsrMatrix<T, 1> to_device_csr(const HostMatrix<T>& m)
     }
     const Index rows = static_cast<Index>(m.rows());
     const Index stored = static_cast<Index>(m.nonZeros());
-    return BsrMatrix<T, 1>(rows, static_cast<Index>(m.cols()),
-                           std::vector<Index>(m.outerIndexPtr(), m.outerIndexPtr() + rows + 1),
-                           std::vector<Index>(m.innerIndexPtr(), m.innerIndexPtr() + stored),
-                           std::vector<T>(m.valuePtr(), m.valuePtr() + stored));
+    BsrMatrix<T, 1> copy(rows, static_cast<Index>(m.cols()),
+                         std::vector<Index>(m.outerIndexPtr(), m.outerIndexPtr() + rows + 1),
+                         std::vector<Index>(m.innerIndexPtr(), m.innerIndexPtr() + stored));
+    thrust::copy(m.valuePtr(), m.valuePtr() + stored, copy.values().begin());
+    return copy;
 }
 
 }  // namespace multilevel_detail
