@@ -146,6 +146,20 @@ public:
         m_values.resize(col_idx.size() * block_entries);
     }
 
+    /// Replace pattern and values by copies of host arrays that the caller
+    /// guarantees valid (as a compressed Eigen row-major matrix's): row_ptr
+    /// has block_rows + 1 entries, col_idx row_ptr[block_rows], values B·B
+    /// per block. Nothing is validated, and the values are not zero-filled first.
+    void assign_trusted(Index block_rows, Index block_cols, const Index* row_ptr, const Index* col_idx, const T* values)
+    {
+        const std::size_t blocks = static_cast<std::size_t>(row_ptr[block_rows]);
+        m_block_rows = block_rows;
+        m_block_cols = block_cols;
+        m_row_ptr.assign(row_ptr, row_ptr + block_rows + 1);
+        m_col_idx.assign(col_idx, col_idx + blocks);
+        m_values.assign(values, values + blocks * block_entries);
+    }
+
     /// Set every stored value to zero (pattern kept).
     void set_zero() { thrust::fill(m_values.begin(), m_values.end(), T(0)); }
 
@@ -394,9 +408,9 @@ void spmv(const BsrMatrix<T, B>& a, const thrust::device_vector<T>& x, thrust::d
 template <typename T, int B>
 Eigen::SparseMatrix<T> to_eigen(const BsrMatrix<T, B>& a)
 {
-    const std::vector<Index> row_ptr = to_host(a.row_ptr());
-    const std::vector<Index> col_idx = to_host(a.col_idx());
-    const std::vector<T> values = to_host(a.values());
+    const HostView<Index> row_ptr(a.row_ptr());
+    const HostView<Index> col_idx(a.col_idx());
+    const HostView<T> values(a.values());
     std::vector<Eigen::Triplet<T>> triplets;
     triplets.reserve(values.size());
     for (Index i = 0; i < a.block_rows(); ++i) {

@@ -94,10 +94,10 @@ public:
 #ifdef WEFT_WITH_CHOLMOD
         PcgResult<T> result;
         refresh_pattern(a);
-        const std::vector<T> values = to_host(a.values());
-        const std::vector<std::uint8_t> filter = to_host(free);
-        const std::vector<T> rhs = to_host(b);
-        const std::vector<T> x0 = to_host(x);
+        const HostView<T> values(a.values());
+        const HostView<std::uint8_t> filter(free);
+        const HostView<T> rhs(b);
+        const HostView<T> x0(x);
         // Values of the lower triangle, filtered; S (b − A z) from the whole of A.
         double* const lower = m_lower.valuePtr();
         std::fill(lower, lower + m_lower.nonZeros(), 0.0);

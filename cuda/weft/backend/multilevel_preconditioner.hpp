@@ -410,9 +410,9 @@ void for_each_on_host(Index count, F f)
 template <typename T, int B>
 HostMatrix<T> filtered_host_matrix(const BsrMatrix<T, B>& a, const std::vector<std::uint8_t>& free)
 {
-    const std::vector<Index> row_ptr = to_host(a.row_ptr());
-    const std::vector<Index> col_idx = to_host(a.col_idx());
-    const std::vector<T> values = to_host(a.values());
+    const HostView<Index> row_ptr(a.row_ptr());
+    const HostView<Index> col_idx(a.col_idx());
+    const HostView<T> values(a.values());
     const Index block_rows = a.block_rows();
     HostMatrix<T> result(a.rows(), a.cols());
     Index* outer = result.outerIndexPtr();
@@ -951,72 +951,60 @@ HostMatrix<T> block_energy_basis(const HostMatrix<T>& coarse, const std::vector<
 /// C = A B of two row-major host matrices: row by row with a dense
 /// accumulator (Gustavson), each row's columns sorted; entries that cancel
 /// stay stored, as in Eigen's product (see spd_inverse for why not Eigen's).
-/// The rows are computed in a few contiguous chunks, in parallel on CPU
-/// threads (for_each_on_host), each row on its own: the same bits on any
-/// thread count.
+/// Two passes, each over a few contiguous chunks of rows in parallel on CPU
+/// threads (for_each_on_host): the rows' sizes, then each row computed into
+/// its place in C's compressed arrays; each row on its own, so the same bits
+/// on any thread count.
 template <typename T>
 HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
 {
-    struct Chunk {
-        std::vector<Index> row_sizes;
-        std::vector<Index> col_idx;
-        std::vector<T> values;
-    };
     const Index rows = a.rows();
     const Index chunks = std::min<Index>(rows, 8);
-    std::vector<Chunk> parts(static_cast<std::size_t>(chunks));
+    const auto first_row = [&](Index k) { return static_cast<Index>(static_cast<long long>(rows) * k / chunks); };
+    HostMatrix<T> c(a.rows(), b.cols());
+    Index* row_ptr = c.outerIndexPtr();
+    row_ptr[0] = 0;
     for_each_on_host(chunks, [&](Index k) {
-        Chunk& part = parts[static_cast<std::size_t>(k)];
-        const Index first = static_cast<Index>(static_cast<long long>(rows) * k / chunks);
-        const Index last = static_cast<Index>(static_cast<long long>(rows) * (k + 1) / chunks);
+        std::vector<Index> marker(static_cast<std::size_t>(b.cols()), Index(-1));
+        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
+            Index count = 0;
+            for (typename HostMatrix<T>::InnerIterator ia(a, r); ia; ++ia) {
+                for (typename HostMatrix<T>::InnerIterator ib(b, ia.col()); ib; ++ib) {
+                    Index& mark = marker[static_cast<std::size_t>(ib.col())];
+                    if (mark != r) {
+                        mark = r;
+                        ++count;
+                    }
+                }
+            }
+            row_ptr[r + 1] = count;
+        }
+    });
+    for (Index r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
+    c.resizeNonZeros(row_ptr[rows]);
+    Index* const col_idx = c.innerIndexPtr();
+    T* const values = c.valuePtr();
+    for_each_on_host(chunks, [&](Index k) {
         std::vector<T> accumulator(static_cast<std::size_t>(b.cols()), T(0));
         std::vector<Index> marker(static_cast<std::size_t>(b.cols()), Index(-1));
-        std::vector<Index> row_cols;
-        part.row_sizes.reserve(static_cast<std::size_t>(last - first));
-        for (Index r = first; r < last; ++r) {
-            row_cols.clear();
+        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
+            Index* const cols = col_idx + row_ptr[r];
+            Index count = 0;
             for (typename HostMatrix<T>::InnerIterator ia(a, r); ia; ++ia) {
                 const T value = ia.value();
                 for (typename HostMatrix<T>::InnerIterator ib(b, ia.col()); ib; ++ib) {
-                    const std::size_t c = static_cast<std::size_t>(ib.col());
-                    if (marker[c] != r) {
-                        marker[c] = r;
-                        accumulator[c] = T(0);
-                        row_cols.push_back(ib.col());
+                    const std::size_t col = static_cast<std::size_t>(ib.col());
+                    if (marker[col] != r) {
+                        marker[col] = r;
+                        accumulator[col] = T(0);
+                        cols[count++] = ib.col();
                     }
-                    accumulator[c] += value * ib.value();
+                    accumulator[col] += value * ib.value();
                 }
             }
-            std::sort(row_cols.begin(), row_cols.end());
-            for (const Index c : row_cols) {
-                part.col_idx.push_back(c);
-                part.values.push_back(accumulator[static_cast<std::size_t>(c)]);
-            }
-            part.row_sizes.push_back(static_cast<Index>(row_cols.size()));
+            std::sort(cols, cols + count);
+            for (Index e = 0; e < count; ++e) values[row_ptr[r] + e] = accumulator[static_cast<std::size_t>(cols[e])];
         }
-    });
-    HostMatrix<T> c(a.rows(), b.cols());
-    std::vector<Index> chunk_offsets(static_cast<std::size_t>(chunks) + 1, 0);
-    for (Index k = 0; k < chunks; ++k) {
-        chunk_offsets[static_cast<std::size_t>(k) + 1] =
-            chunk_offsets[static_cast<std::size_t>(k)] +
-            static_cast<Index>(parts[static_cast<std::size_t>(k)].values.size());
-    }
-    c.resizeNonZeros(chunk_offsets.back());
-    Index* row_ptr = c.outerIndexPtr();
-    row_ptr[0] = 0;
-    Index r = 0;
-    for (const Chunk& part : parts) {
-        for (const Index size : part.row_sizes) {
-            row_ptr[r + 1] = row_ptr[r] + size;
-            ++r;
-        }
-    }
-    for_each_on_host(chunks, [&](Index k) {
-        const Chunk& part = parts[static_cast<std::size_t>(k)];
-        const Index offset = chunk_offsets[static_cast<std::size_t>(k)];
-        std::copy(part.col_idx.begin(), part.col_idx.end(), c.innerIndexPtr() + offset);
-        std::copy(part.values.begin(), part.values.end(), c.valuePtr() + offset);
     });
     return c;
 }
@@ -1396,9 +1384,9 @@ struct CoarseLevel {
 template <typename T>
 HostMatrix<T> to_host_csr(const BsrMatrix<T, 1>& m)
 {
-    const std::vector<Index> row_ptr = to_host(m.row_ptr());
-    const std::vector<Index> col_idx = to_host(m.col_idx());
-    const std::vector<T> values = to_host(m.values());
+    const HostView<Index> row_ptr(m.row_ptr());
+    const HostView<Index> col_idx(m.col_idx());
+    const HostView<T> values(m.values());
     HostMatrix<T> result(m.rows(), m.cols());
     Eigen::Matrix<Index, Eigen::Dynamic, 1> per_row(m.rows());
     for (Index r = 0; r < m.rows(); ++r) per_row[r] = row_ptr[r + 1] - row_ptr[r];
@@ -1419,12 +1407,11 @@ BsrMatrix<T, 1> to_device_csr(const HostMatrix<T>& m)
         compressed.makeCompressed();
         return to_device_csr(compressed);
     }
-    const Index rows = static_cast<Index>(m.rows());
-    const Index stored = static_cast<Index>(m.nonZeros());
-    BsrMatrix<T, 1> copy(rows, static_cast<Index>(m.cols()),
-                         std::vector<Index>(m.outerIndexPtr(), m.outerIndexPtr() + rows + 1),
-                         std::vector<Index>(m.innerIndexPtr(), m.innerIndexPtr() + stored));
-    thrust::copy(m.valuePtr(), m.valuePtr() + stored, copy.values().begin());
+    // A compressed Eigen matrix's rows are sorted and in range: its arrays
+    // are copied as they are, values included (no zero fill first).
+    BsrMatrix<T, 1> copy;
+    copy.assign_trusted(static_cast<Index>(m.rows()), static_cast<Index>(m.cols()), m.outerIndexPtr(),
+                        m.innerIndexPtr(), m.valuePtr());
     return copy;
 }
 

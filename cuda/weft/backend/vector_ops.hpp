@@ -223,4 +223,51 @@ std::vector<T> to_host(const thrust::device_vector<T>& a)
     return result;
 }
 
+/// Read-only host access to a device vector's elements for host-side code
+/// that only reads them: on CPU threads the device vector's own memory (no
+/// copy: a matrix's values are the largest array of a step), under CUDA a
+/// host copy (to_host). The view is valid while the vector is neither
+/// resized nor destroyed; on CPU threads it also sees later writes.
+template <typename T>
+class HostView {
+public:
+    explicit HostView(const thrust::device_vector<T>& a) : m_size(a.size())
+    {
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+        m_copy = to_host(a);
+        m_data = m_copy.data();
+#else
+        m_data = thrust::raw_pointer_cast(a.data());
+#endif
+    }
+    HostView(const HostView&) = delete;
+    HostView& operator=(const HostView&) = delete;
+
+    const T* data() const
+    {
+        return m_data;
+    }
+    std::size_t size() const
+    {
+        return m_size;
+    }
+    const T& operator[](std::size_t i) const
+    {
+        return m_data[i];
+    }
+    const T* begin() const
+    {
+        return m_data;
+    }
+    const T* end() const
+    {
+        return m_data + m_size;
+    }
+
+private:
+    std::vector<T> m_copy;  ///< the host copy under CUDA; empty on CPU threads
+    const T* m_data = nullptr;
+    std::size_t m_size = 0;
+};
+
 }  // namespace weft
