@@ -330,7 +330,8 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
     out << ", \"multilevel_builds\": " << builds
         << ", \"build_ms\": " << (m.builds() > 0 ? 1e3 * m.build_seconds() / m.builds() : 0.0)
         << ", \"builds_by_cause\": {\"pattern\": " << m.pattern_builds() << ", \"failure\": " << m.failure_builds()
-        << ", \"growth\": " << m.growth_builds() << "}, \"refreshes\": " << m.refreshes()
+        << ", \"growth\": " << m.growth_builds() << "}, \"pattern_keeps\": " << m.pattern_keeps()
+        << ", \"refreshes\": " << m.refreshes()
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
         << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();

@@ -61,6 +61,7 @@ struct Options {
     std::string preconditioner = "block-jacobi";
     std::string multilevel_refresh = "on-growth";
     std::string multilevel_rebuild = "rent-or-buy";
+    std::string multilevel_pattern_change = "rebuild";
     std::string matrix_precision = "double";
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
@@ -99,6 +100,11 @@ Options parse(int argc, char** argv)
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
         ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
         ->type_name("RULE");
+    app.add_option("--multilevel-pattern-change", o.multilevel_pattern_change,
+                   "what a new sparsity pattern or filter does to the multilevel hierarchy: a build (rebuild), or "
+                   "nothing but a new finest-level smoother until the iterations grow (keep)")
+        ->check(CLI::IsMember(weft::solver_words::multilevel_pattern_change()))
+        ->type_name("WORD");
     weft::bench::add_matrix_precision_option(app, o.matrix_precision);
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
@@ -171,6 +177,8 @@ SizeResult run_size(int n, const Options& opt)
     options.pcg.preconditioner = weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "multilevel"});
     options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
     options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
+    options.multilevel.keep_across_patterns =
+        weft::multilevel_keep_across_patterns_named(opt.multilevel_pattern_change);
     options.pcg.single_precision_matrix = opt.matrix_precision == "single";
     options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
@@ -243,6 +251,7 @@ int main(int argc, char** argv)
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
                 << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"multilevel_refresh\": \""
                 << opt.multilevel_refresh << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
+                << "\",\n  \"multilevel_pattern_change\": \"" << opt.multilevel_pattern_change
                 << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision << "\",\n  \"bending\": \"" << opt.bending
                 << "\",\n  \"damping\": \"" << opt.damping << "\",\n  \"dt\": " << opt.dt
                 << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";

@@ -62,6 +62,7 @@ struct Options {
     std::string multilevel_smoother = "chebyshev";
     std::string multilevel_coarse_space = "nodes";
     std::string multilevel_rebuild = "rent-or-buy";
+    std::string multilevel_pattern_change = "rebuild";
     std::string matrix_precision = "double";
     bool line_ordered_rows = true;
     int spmv_repeats = 20;
@@ -108,6 +109,11 @@ Options parse(int argc, char** argv)
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
         ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
         ->type_name("RULE");
+    app.add_option("--multilevel-pattern-change", o.multilevel_pattern_change,
+                   "what a new sparsity pattern or filter does to the multilevel hierarchy: a build (rebuild), or "
+                   "nothing but a new finest-level smoother until the iterations grow (keep)")
+        ->check(CLI::IsMember(weft::solver_words::multilevel_pattern_change()))
+        ->type_name("WORD");
     app.add_flag("--no-line-ordered-rows{false}", o.line_ordered_rows,
                  "with the yarn-line smoother on CPU threads, sweep the rows in place instead of a line-ordered "
                  "copy of the rows of the yarns across the node order (MultilevelOptions::line_ordered_rows)");
@@ -177,8 +183,10 @@ int main(int argc, char** argv)
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
              << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_smoother\": \""
              << opt.multilevel_smoother << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
-             << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild << "\",\n  \"matrix_precision\": \""
-             << opt.matrix_precision << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
+             << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
+             << "\",\n  \"multilevel_pattern_change\": \"" << opt.multilevel_pattern_change
+             << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision
+             << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
              << ",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
              << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;
@@ -208,6 +216,8 @@ int main(int argc, char** argv)
             options.multilevel.smoother = weft::multilevel_smoother_named(opt.multilevel_smoother);
             options.multilevel.coarse_space = weft::multilevel_coarse_space_named(opt.multilevel_coarse_space);
             options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
+            options.multilevel.keep_across_patterns =
+                weft::multilevel_keep_across_patterns_named(opt.multilevel_pattern_change);
             options.pcg.single_precision_matrix = opt.matrix_precision == "single";
             options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
             options.multilevel.line_ordered_rows = opt.line_ordered_rows;

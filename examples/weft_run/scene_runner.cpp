@@ -553,6 +553,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         summary.projected_solves += r.projected_solves;
         summary.multilevel_builds += r.multilevel_builds;
         summary.multilevel_refreshes += r.multilevel_refreshes;
+        summary.multilevel_pattern_keeps += r.multilevel_pattern_keeps;
         summary.feasibility_limits += r.feasibility_limits;
         summary.rebrackets += r.rebrackets;
         summary.inexact_solves += r.inexact_solves;
@@ -632,6 +633,8 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
         if (summary.multilevel_builds > 0) log << ", " << summary.multilevel_builds << " multilevel hierarchies built";
         if (summary.multilevel_refreshes > 0)
             log << ", " << summary.multilevel_refreshes << " refreshes of their coarse values";
+        if (summary.multilevel_pattern_keeps > 0)
+            log << ", " << summary.multilevel_pattern_keeps << " new patterns taken without a build";
         if (summary.feasibility_limits > 0)
             log << ", " << summary.feasibility_limits << " Newton updates shortened by the feasibility bound";
         if (summary.inexact_solves > 0)

@@ -138,6 +138,7 @@ struct RunSummary {
     long projected_solves = 0;        ///< Newton solves redone with projected Hessians (newton_iterations > 1)
     long multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner
     long multilevel_refreshes = 0;    ///< refreshes of its coarse values, in this process (not checkpointed)
+    long multilevel_pattern_keeps = 0;  ///< new patterns taken without a build, in this process (not checkpointed)
     long feasibility_limits = 0;  ///< Newton updates shortened by the model's feasibility bound (newton_iterations > 1)
     long inexact_solves = 0;      ///< full-Newton updates from PCG solves stopped at their limit (not in checkpoints)
     long rebrackets = 0;          ///< Newton iterates at which EIL brackets followed their nodes (not in checkpoints)

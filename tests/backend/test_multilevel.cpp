@@ -338,7 +338,104 @@ int check_filter_refresh(Random& rng)
     return checked + 1;
 }
 
+/// The grid problem of `contributions` over `nodes` nodes, assembled.
+template <int B>
+GridProblem<B> assembled(const weft_backend_test::BlockContributions<B>& contributions, weft::Index nodes)
+{
+    GridProblem<B> problem;
+    problem.nodes = nodes;
+    const auto map = weft::AssemblyMap<B>::build(nodes, contributions.coords, {});
+    weft::assemble_matrix(map, to_device(contributions.blocks), problem.a);
+    problem.reference = contributions.triplet_assembly(nodes);
+    return problem;
+}
+
+/// keep_across_patterns: a new pattern of the same size (stiff springs
+/// between nodes five rows apart, as contacts add) with a new filter keeps
+/// the coarse levels (no build, pattern_keeps() counts it); the V-cycle is
+/// symmetric positive definite and zero on the constrained DoFs, and PCG
+/// with it reaches the LDLT solution of the new system; the same pattern
+/// again is a plain reuse; a slow solve then rebuilds (a kept hierarchy is
+/// not refreshed), after which refreshes work again; without the option a
+/// new pattern builds. Returns the checks that ran.
+template <int B>
+int check_pattern_keep(Random& rng)
+{
+    const int n = 20;
+    weft_backend_test::BlockContributions<B> contributions = weft_backend_test::grid_system<B>(rng, n, n);
+    const GridProblem<B> built_for = assembled(contributions, n * n);
+    for (int k = 0; k < 12; ++k) {
+        const weft::Index a = static_cast<weft::Index>(rng.uniform(0.0, 1.0) * (n * (n - 5)));
+        const weft::Index b = a + 5 * n;
+        const Eigen::Matrix<double, B, B> spring = 10.0 * weft_backend_test::random_spd_block<B>(rng, 0.1);
+        contributions.add(a, a, spring);
+        contributions.add(a, b, -spring);
+        contributions.add(b, a, -spring);
+        contributions.add(b, b, spring);
+    }
+    const GridProblem<B> now = assembled(contributions, n * n);
+    REQUIRE(now.a.nonzero_blocks() > built_for.a.nonzero_blocks());
+    const std::vector<std::uint8_t> built_free = random_filter<B>(rng, built_for.nodes, 0.2);
+    std::vector<std::uint8_t> free_host = built_free;
+    for (std::size_t i = 0; i < free_host.size(); ++i)
+        if (rng.uniform(0.0, 1.0) < 0.05) free_host[i] = free_host[i] ? 0 : 1;
+    REQUIRE(free_host != built_free);
+    const thrust::device_vector<double> state = to_device(grid_state<B>(n, n));
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(free_host);
+
+    MultilevelOptions options = small_coarse();  // refresh on_growth, the default
+    options.keep_across_patterns = true;
+    MultilevelPreconditioner<double, B> m(options);
+    REQUIRE(m.prepare(built_for.a, to_device(built_free), state));
+    REQUIRE(m.levels() >= 3);
+    m.record_solve(true, 10);
+    REQUIRE(m.prepare(now.a, free_dofs, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.pattern_keeps() == 1);
+    CHECK(m.refreshes() == 0);
+    int checked = check_vcycle_spd(m, free_host, rng, 3);
+    check_pcg_reaches_ldlt(m, now, free_host, rng);
+    ++checked;
+    REQUIRE(m.prepare(now.a, free_dofs, state));  // the same pattern and filter: reused
+    CHECK(m.pattern_keeps() == 1);
+    CHECK(m.builds() == 1);
+    m.record_solve(true, 16);  // slow against the build's 10: a build, not a refresh
+    REQUIRE(m.prepare(now.a, free_dofs, state));
+    CHECK(m.builds() == 2);
+    CHECK(m.growth_builds() == 1);
+    CHECK(m.refreshes() == 0);
+    m.record_solve(true, 10);
+    m.record_solve(true, 16);  // built for this pattern: a slow solve refreshes again
+    REQUIRE(m.prepare(now.a, free_dofs, state));
+    CHECK(m.builds() == 2);
+    CHECK(m.refreshes() == 1);
+    checked += check_vcycle_spd(m, free_host, rng, 1);
+
+    MultilevelPreconditioner<double, B> rebuilding(small_coarse());  // keep_across_patterns false, the default
+    REQUIRE(rebuilding.prepare(built_for.a, to_device(built_free), state));
+    REQUIRE(rebuilding.prepare(now.a, free_dofs, state));
+    CHECK(rebuilding.builds() == 2);
+    CHECK(rebuilding.pattern_keeps() == 0);
+    return checked + 1;
+}
+
 }  // namespace
+
+TEST_CASE(
+    "multilevel: keep_across_patterns keeps the coarse levels across a new pattern and filter; SPD, the LDLT "
+    "solution; a slow solve rebuilds",
+    "[backend][multilevel][reuse]")
+{
+    Random rng(89);
+    int checks = 0;
+    checks += check_pattern_keep<3>(rng);
+    checks += check_pattern_keep<5>(rng);
+    CHECK(checks == 2 * (3 + 1 + 1 + 1));
+    CHECK(weft::multilevel_keep_across_patterns_named("keep"));
+    CHECK_FALSE(weft::multilevel_keep_across_patterns_named("rebuild"));
+    CHECK_THROWS_WITH(weft::multilevel_keep_across_patterns_named("sometimes"),
+                      Catch::Contains("sometimes") && Catch::Contains("rebuild, keep"));
+}
 
 TEST_CASE("multilevel: the V-cycle is symmetric positive definite and leaves constrained DoFs at zero",
           "[backend][multilevel]")

@@ -420,6 +420,24 @@ TEST_CASE("scene: solver.multilevel_rebuild is read, \"rent-or-buy\" by default,
                                                 Catch::Contains("\"growth\""));
 }
 
+TEST_CASE("scene: solver.multilevel_pattern_change is read, \"rebuild\" by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_pattern_change == "rebuild");
+    CHECK_FALSE(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.keep_across_patterns);
+    j["solver"] = json::object();
+    j["solver"]["multilevel_pattern_change"] = "keep";
+    CHECK(weft::parse_scene(j).solver.multilevel_pattern_change == "keep");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.keep_across_patterns);
+    j["solver"]["multilevel_pattern_change"] = "rebuild";
+    CHECK_FALSE(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.keep_across_patterns);
+    j["solver"]["multilevel_pattern_change"] = "refresh";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_pattern_change") &&
+                                                Catch::Contains("\"refresh\"") && Catch::Contains("\"rebuild\"") &&
+                                                Catch::Contains("\"keep\""));
+}
+
 TEST_CASE("scene: solver.stiffness_approximation is read into the yarn material, bad values are named",
           "[io][scene][newton]")
 {
@@ -1002,7 +1020,7 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
     }
     // 28 objects, 181 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 182);
+    REQUIRE(checked == 183);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

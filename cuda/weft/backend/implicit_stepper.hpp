@@ -346,6 +346,7 @@ struct BackendStepReport {
     int pcg_iterations = 0;          ///< summed over substeps and Newton iterations
     int multilevel_builds = 0;       ///< hierarchies built by the multilevel preconditioner (0 with the others)
     int multilevel_refreshes = 0;    ///< refreshes of its coarse values (MultilevelRefresh; 0 with the others)
+    int multilevel_pattern_keeps = 0;  ///< its coarse levels kept across a new pattern (keep_across_patterns)
     double max_speed = 0;        ///< largest |v| of a DoF at the end of the step (m/s; positions and arc-length rates)
     double pcg_residual = 0;     ///< relative residual of the last PCG solve
     double newton_residual = 0;  ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
@@ -1927,9 +1928,11 @@ BackendStepReport ImplicitStepper<T, B, Derived>::step(T h)
     m_v_step = m_v;
     const int builds_before = m_multilevel.builds();
     const int refreshes_before = m_multilevel.refreshes();
+    const int keeps_before = m_multilevel.pattern_keeps();
     report.ok = advance(h, 0, report);
     report.multilevel_builds = m_multilevel.builds() - builds_before;
     report.multilevel_refreshes = m_multilevel.refreshes() - refreshes_before;
+    report.multilevel_pattern_keeps = m_multilevel.pattern_keeps() - keeps_before;
     if (!report.ok) {
         m_q = m_q_step;
         m_v = m_v_step;

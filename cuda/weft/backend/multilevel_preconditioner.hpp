@@ -216,6 +216,14 @@ struct MultilevelOptions {
     /// where solve times are known, the stale hierarchy's extra iterations
     /// have cost as much as the last build.
     double rebuild_growth = 1.5;
+    /// A new sparsity pattern or filter of the same size (contacts made or
+    /// detached, EIL brackets moved): false rebuilds the hierarchy; true
+    /// keeps its coarse levels as they are and renews only the finest
+    /// level's smoother on the new matrix, until the growth rule asks for a
+    /// renewal (then a build: a kept hierarchy is not refreshed). Scene key
+    /// solver.multilevel_pattern_change ("rebuild", "keep"); see Reuse in
+    /// the file comment for why the V-cycle stays positive definite.
+    bool keep_across_patterns = false;
     /// Weigh slow solves' measured wall time against the build's (the
     /// rent-or-buy rule of the file comment). false: iteration growth alone
     /// decides, so when the hierarchy is rebuilt does not depend on the
@@ -274,6 +282,14 @@ inline MultilevelCoarseSpace multilevel_coarse_space_named(const std::string& na
 inline bool multilevel_timed_rebuild_named(const std::string& name)
 {
     return solver_words::index_of(name, solver_words::multilevel_rebuild(), "multilevel rebuild rule") == 0;
+}
+
+/// MultilevelOptions::keep_across_patterns named in the words of the scene
+/// key solver.multilevel_pattern_change ("rebuild": false, "keep": true).
+/// @throws InvalidInput naming the word and the accepted ones
+inline bool multilevel_keep_across_patterns_named(const std::string& name)
+{
+    return solver_words::index_of(name, solver_words::multilevel_pattern_change(), "multilevel pattern change") == 1;
 }
 
 /// Checks the settings; throws InvalidInput naming the field and the value.
@@ -1493,12 +1509,29 @@ public:
         const bool same_filter =
             same_structure && thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
         const bool same_pattern = same_structure && same_filter;
+        // A new pattern or filter of the same size, where kept across
+        // patterns: the coarse levels stay as they are, the finest level's
+        // smoother is renewed (its lines coloured again for a new structure).
+        if (m_options.keep_across_patterns && m_options.reuse && m_built && !same_pattern &&
+            m_pattern_free.size() == dofs && !m_rebuild_requested && !m_refresh_requested) {
+            if (!same_structure) {
+                m_pattern_rows = a.row_ptr();
+                m_pattern_cols = a.col_idx();
+                m_colored = false;
+            }
+            thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
+            m_kept_pattern = true;
+            m_pattern_keeps += 1;
+            if (!prepare_fine(a, free_dofs)) return false;
+            m_ready = true;
+            return true;
+        }
         // A new filter on the same pattern (EIL tags, pins): the kept hierarchy
         // with the coarse values of the new filter, where refreshes are on.
         const bool new_filter = same_structure && !same_filter && m_options.refresh != MultilevelRefresh::off;
         const bool reuse = (same_pattern || new_filter) && m_options.reuse;
         const bool refresh =
-            reuse && !m_rebuild_requested &&
+            reuse && !m_rebuild_requested && !m_kept_pattern &&
             (new_filter || m_refresh_requested || m_options.refresh == MultilevelRefresh::every_prepare);
         if (refresh && refresh_values(a, free_dofs)) {
             if (new_filter) {
@@ -1557,7 +1590,9 @@ public:
         }
         // The cheaper renewal where it is known to help, at its own price: a
         // refresh (its last time, or a build's before the first one), else a build.
-        const bool by_refresh = m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps;
+        // A hierarchy kept across a pattern change (keep_across_patterns) has
+        // the coarse patterns of the old one, which a refresh cannot fill.
+        const bool by_refresh = m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps && !m_kept_pattern;
         const double price =
             by_refresh && m_last_refresh_seconds >= 0.0 ? m_last_refresh_seconds : m_last_build_seconds;
         if (iterations > limit && (!timed || m_stale_seconds >= price)) {
@@ -1606,6 +1641,9 @@ public:
     int growth_refreshes() const { return m_growth_refreshes; }
     /// Refreshes that adopted a new filter on the kept pattern (instead of a build).
     int filter_refreshes() const { return m_filter_refreshes; }
+    /// Prepares that kept the coarse levels across a new pattern or filter
+    /// (MultilevelOptions::keep_across_patterns) instead of a build.
+    int pattern_keeps() const { return m_pattern_keeps; }
     double refresh_seconds() const { return m_refresh_seconds; }
     /// Seconds spent in builds so far (host setup and uploads).
     double build_seconds() const { return m_build_seconds; }
@@ -1717,6 +1755,7 @@ private:
         m_pattern_rows = a.row_ptr();
         m_pattern_cols = a.col_idx();
         m_pattern_free = free_dofs;
+        m_kept_pattern = false;
 
         m_colored = false;  // a new pattern: colour the lines again
         if (!prepare_fine(a, free_dofs)) return false;
@@ -2075,6 +2114,8 @@ private:
     int m_refreshes = 0;
     int m_growth_refreshes = 0;
     int m_filter_refreshes = 0;
+    int m_pattern_keeps = 0;
+    bool m_kept_pattern = false;  ///< the coarse levels were kept across a pattern or filter change
     double m_refresh_seconds = 0.0;
     double m_last_refresh_seconds = -1.0;
     int m_builds = 0;

@@ -35,6 +35,13 @@ inline const std::vector<std::string>& multilevel_rebuild()
     return words;
 }
 
+/// solver.multilevel_pattern_change: "rebuild" or "keep" (MultilevelOptions::keep_across_patterns).
+inline const std::vector<std::string>& multilevel_pattern_change()
+{
+    static const std::vector<std::string> words{"rebuild", "keep"};
+    return words;
+}
+
 /// solver.multilevel_smoother, in the order of MultilevelSmoother.
 inline const std::vector<std::string>& multilevel_smoother()
 {

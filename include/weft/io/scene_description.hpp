@@ -30,11 +30,13 @@ struct SolverDescription {
     double pcg_tolerance = 1e-5;
     int pcg_max_iterations = 2000;
     bool adaptive_time_step = true;
-    double min_time_step = 0;                        ///< s; the parser sets time_step / 1024 when not given
-    std::string preconditioner = "block-jacobi";     ///< "block-jacobi" | "yarn-lines" | "multilevel"
-    std::string multilevel_smoother = "chebyshev";   ///< "chebyshev" | "yarn-lines" (MultilevelSmoother)
-    std::string multilevel_coarse_space = "nodes";   ///< "nodes" | "yarns" (MultilevelCoarseSpace)
-    std::string multilevel_refresh = "on-growth";    ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
+    double min_time_step = 0;                       ///< s; the parser sets time_step / 1024 when not given
+    std::string preconditioner = "block-jacobi";    ///< "block-jacobi" | "yarn-lines" | "multilevel"
+    std::string multilevel_smoother = "chebyshev";  ///< "chebyshev" | "yarn-lines" (MultilevelSmoother)
+    std::string multilevel_coarse_space = "nodes";  ///< "nodes" | "yarns" (MultilevelCoarseSpace)
+    std::string multilevel_refresh = "on-growth";   ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
+    std::string multilevel_pattern_change =
+        "rebuild";                                   ///< "rebuild" | "keep" (MultilevelOptions::keep_across_patterns)
     std::string multilevel_rebuild = "rent-or-buy";  ///< "rent-or-buy" | "growth" (MultilevelOptions::timed_rebuild)
     std::string matrix_precision = "double";         ///< "double" | "single" (PcgOptions::single_precision_matrix)
     bool eil = false;                                ///< EIL nodes for yarns (thesis Sec. 4.3), "eil": {"enabled"}

@@ -59,6 +59,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, solver_words::multilevel_rebuild(), "multilevel rebuild rule");
         },
         s.multilevel_rebuild);
+    s.multilevel_pattern_change = o.get_or(
+        "multilevel_pattern_change",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, solver_words::multilevel_pattern_change(), "multilevel pattern change");
+        },
+        s.multilevel_pattern_change);
     s.matrix_precision = o.get_or(
         "matrix_precision",
         [](const json& v, const std::string& p) {
