@@ -90,6 +90,19 @@
 /// iteration growth alone made the builds most of each step. builds() counts
 /// the builds.
 ///
+/// Keeping the coarse levels across patterns
+/// (MultilevelOptions::keep_across_patterns). A new pattern or filter of the
+/// same size may instead keep the coarse levels as they are: the finest
+/// level's smoother is made for the new matrix (lines coloured again), and
+/// only a slow solve rebuilds. The V-cycle stays symmetric positive definite
+/// with coarse levels of an older matrix: with the pre-smoother M and the
+/// post-smoother Mᵀ on the current Â, the two-level operator is
+/// M⁻ᵀ(M + Mᵀ − Â)M⁻¹ + (I − M⁻ᵀÂ) P A_c⁻¹ Pᵀ (I − ÂM⁻¹), whose first term
+/// is positive definite for a convergent smoother (block Gauss–Seidel, or
+/// Chebyshev bounded by the current λ_max) and whose second is positive
+/// semidefinite for any SPD A_c, Galerkin or not; the coarse correction is
+/// added on the current free DoFs only. pattern_keeps() counts these.
+///
 /// Refresh (MultilevelOptions::refresh, default on_growth). While the pattern
 /// and filter stay, what goes stale is the coarse matrices' values, not the
 /// aggregates: a slow solve first renews only the values, A_l = P_lᵀ Â_{l−1}
