@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the unit tests of the header-only core (strain, potential, element,
-# solver) with AddressSanitizer + UndefinedBehaviorSanitizer and runs them.
+# solver) with clang's AddressSanitizer + UndefinedBehaviorSanitizer and runs them.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build-sanitize}"
@@ -15,7 +15,17 @@ bash "$root/scripts/install-deps.sh"
 # generator's top-level Makefile is .NOTPARALLEL, so `make -j 2 T1 T2 ...`
 # builds one target after the other (measured: 14 min 40 s, 14 min of it on
 # one core, for these 13 tests on the 2-core machine).
-cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
+# clang: at -O0 with both sanitizers it compiled test_bending.cpp in 27 s
+# against g++'s 72 s on the 2-core machine (UndefinedBehaviorSanitizer's
+# checks cost g++ 27 s of its 72 at -O0), and the whole set in 2.5 min
+# against 4.2. Its OpenMP runtime is libomp-dev.
+if ! command -v clang++ > /dev/null 2>&1 || ! dpkg -s libomp-dev > /dev/null 2>&1; then
+  sudo_cmd=""
+  if [ "$(id -u)" -ne 0 ]; then sudo_cmd="sudo"; fi
+  $sudo_cmd apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $sudo_cmd apt-get install -y -qq --no-install-recommends clang libclang-rt-14-dev libomp-dev
+fi
+cmake -G Ninja -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Debug -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_CXX_FLAGS_DEBUG="-O0 -g1" \
   -DWEFT_ENABLE_SANITIZERS=ON -DWEFT_ENABLE_CUDA=OFF -DWEFT_BUILD_EXAMPLES=OFF -DWEFT_BUILD_BENCHMARKS=OFF
 # Every strain, potential and solver test, and the element tests except the
 # six largest finite-difference suites (bending, dihedral bending, membrane,

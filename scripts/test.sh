@@ -10,7 +10,8 @@ jobs="$(nproc)"
 # The CUDA tests always build where nvcc is found (they skip without a GPU);
 # weft-run-cuda and the CUDA benchmarks, 15 more minutes of nvcc on 2 cores,
 # only where a GPU can run them.
-# Without a GPU the CUDA tests only have to compile: their device code is
+# Without a GPU the CUDA tests only have to compile: only their device code
+# is compiled (WEFT_CUDA_TEST_PROGRAMS OFF: nvcc -ptx, no host pass), and it is
 # generated as PTX only (CMAKE_CUDA_ARCHITECTURES 90-virtual, no ptxas; a GPU
 # would JIT it), which halves nvcc's time (measured: 8.3 -> 4.0 min for the
 # yarn stepper test's translation unit on the 2-core machine).
@@ -24,7 +25,7 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
   # measured on the yarn stepper test's translation unit, 476 s at -O3 and
   # 173 s with -O0 -Xcicc -O0 on the 2-core machine.
   cuda_arch=(-DCMAKE_CUDA_ARCHITECTURES=90-virtual "-DCMAKE_CUDA_FLAGS_RELEASE=-O0 -Xcicc -O0 -DNDEBUG")
-  echo "test.sh: no GPU found: weft-run-cuda and the CUDA benchmarks are not built (the CUDA tests are, as PTX)"
+  echo "test.sh: no GPU found: weft-run-cuda and the CUDA benchmarks are not built; the CUDA tests' device code is compiled (PTX), their programs are not"
 fi
 # Ninja for a new build directory: it schedules objects across targets
 # without waiting for the libraries they link. On the 2-core machine the
@@ -33,7 +34,8 @@ fi
 # its generator.
 generator=()
 if [ ! -f "$build/CMakeCache.txt" ] && command -v ninja > /dev/null 2>&1; then generator=(-G Ninja); fi
-cmake "${generator[@]}" -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_CUDA_PROGRAMS=$cuda_programs "${cuda_arch[@]}"
+cmake "${generator[@]}" -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DWEFT_BUILD_CUDA_PROGRAMS=$cuda_programs \
+  -DWEFT_CUDA_TEST_PROGRAMS=$cuda_programs "${cuda_arch[@]}"
 cmake --build "$build" -j "$jobs"
 cd "$build"
 # Two tests side by side on 2 cores, each on one OpenMP thread (ctest

@@ -276,7 +276,10 @@ TEST_CASE("dihedral: near +-pi the derivatives hold and the wrapped strain is co
         const double scale = bent_rest.rest_edge_length / bent_rest.rest_area;
         CHECK(std::abs(e_below.strain(0) - e_above.strain(0)) <= 1e-7 * scale);
         CHECK(e_below.strain(0) == Approx((pi - 0.3) * scale).epsilon(1e-8));
-        CHECK(std::abs(e_below.rate(0) - e_above.rate(0)) <= 1e-7 * std::abs(e_below.rate(0)));
+        // ε̇ = ∇εᵀv is continuous as ∇ε is (above: to 1e-7 of |∇ε|), so to 1e-7 |∇ε||v|. Relative
+        // to ε̇ itself the bound fails where ε̇ cancels to a small value (4e-3 here, 5e-9 apart in
+        // clang's build).
+        CHECK(std::abs(e_below.rate(0) - e_above.rate(0)) <= 1e-7 * e_below.gradient.norm() * v.norm());
         // With a flat rest the fully folded state is the energy's ridge: ε flips sign, V is continuous.
         const auto r_below = weft::dihedral_bending_strain<double>(flat_rest, below, v);
         const auto r_above = weft::dihedral_bending_strain<double>(flat_rest, above, v);

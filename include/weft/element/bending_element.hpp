@@ -135,9 +135,11 @@ WEFT_HD inline BendingForms<T> bending_forms(const Vec<T, 12>& q, const Vec<T, 1
     if (f.status == StrainStatus::ok) f.status = f.angle_form.status;
     if (f.vector_active) {
         // Inside the band: θ's own gradient and Hessian in q (the Ω row of P is not needed).
-        const Mat<T, 6, 12> p = detail::bending_local_map<T>().template topRows<6>();
-        const Vec<T, 12> grad_theta = p.transpose() * theta.gradient;
-        const Mat<T, 12, 12> hess_theta = sandwich<T, 12, 6, 12>(p.transpose(), theta.hessian, p.transpose());
+        constexpr detail::DifferenceMap map = detail::bending_differences();
+        Vec<T, 12> grad_theta = Vec<T, 12>::Zero();
+        detail::add_difference_gradient<T>(theta.gradient, map, grad_theta);
+        Mat<T, 12, 12> hess_theta = Mat<T, 12, 12>::Zero();
+        detail::add_difference_hessian<T>(theta.hessian, map, hess_theta);
         const T size = s.size;
         const Vec<T, 12> grad_size = f.angle_form.size_gradient;  // ∇Ω; HΩ = 0
         const T w = f.weight.value;

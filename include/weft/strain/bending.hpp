@@ -299,18 +299,44 @@ WEFT_HD inline BendingStencil<T> bending_stencil(const Vec<T, 12>& q, const Vec<
     return s;
 }
 
-/// P = ∂(a, b, Ω)/∂q for the bending stencil (7 by 12, constant).
-template <typename T>
-WEFT_HD inline Mat<T, 7, 12> bending_local_map()
+/// Where a stencil's two differences of 3-vectors come from in its 12-vector
+/// q: a = q[a_plus..+3] − q[a_minus..+3], b = q[b_plus..+3] − q[b_minus..+3].
+struct DifferenceMap {
+    int a_plus, a_minus, b_plus, b_minus;
+};
+
+/// The bending stencil's a = x₀ − x_prev, b = x_next − x₀.
+WEFT_HD inline constexpr DifferenceMap bending_differences()
 {
-    Mat<T, 7, 12> p = Mat<T, 7, 12>::Zero();
-    p.template block<3, 3>(0, 0) = -Mat3<T>::Identity();  // a = x₀ − x_prev
-    p.template block<3, 3>(0, 4) = Mat3<T>::Identity();
-    p.template block<3, 3>(3, 4) = -Mat3<T>::Identity();  // b = x_next − x₀
-    p.template block<3, 3>(3, 8) = Mat3<T>::Identity();
-    p(6, 3) = T(-1);  // Ω = s_next − s_prev
-    p(6, 11) = T(1);
-    return p;
+    return {4, 0, 8, 4};
+}
+
+/// ∇_q f += Pᵀ g for g = ∇_{(a,b)} f and P = ∂(a, b)/∂q of `map` (±I blocks).
+template <typename T>
+WEFT_HD inline void add_difference_gradient(const Vec<T, 6>& g, const DifferenceMap& map, Vec<T, 12>& out)
+{
+    out.template segment<3>(map.a_plus) += g.template head<3>();
+    out.template segment<3>(map.a_minus) -= g.template head<3>();
+    out.template segment<3>(map.b_plus) += g.template tail<3>();
+    out.template segment<3>(map.b_minus) -= g.template tail<3>();
+}
+
+/// H_q f += Pᵀ h P for h = H_{(a,b)} f: h's 3×3 blocks added with P's signs.
+/// A dense 12×6×12 congruence with P's zeros costs about ten times as many
+/// operations; the bending Hessian's three of them were 9 % of a yarn step.
+template <typename T>
+WEFT_HD inline void add_difference_hessian(const Mat<T, 6, 6>& h, const DifferenceMap& map, Mat<T, 12, 12>& out)
+{
+    const int plus[2] = {map.a_plus, map.b_plus};
+    const int minus[2] = {map.a_minus, map.b_minus};
+    for (int u = 0; u < 2; ++u)
+        for (int w = 0; w < 2; ++w) {
+            const Mat3<T> block = h.template block<3, 3>(3 * u, 3 * w);
+            out.template block<3, 3>(plus[u], plus[w]) += block;
+            out.template block<3, 3>(plus[u], minus[w]) -= block;
+            out.template block<3, 3>(minus[u], plus[w]) -= block;
+            out.template block<3, 3>(minus[u], minus[w]) += block;
+        }
 }
 
 /// Sets Ω, ∇Ω = Pᵀe₇, HΩ = 0 and clears what the caller fills.
@@ -330,19 +356,28 @@ template <typename T>
 WEFT_HD inline void divided_by_size_to_q(T f, const Vec<T, 6>& g, const Mat<T, 6, 6>& h, T size, Vec<T, 12>& gradient_q,
                                          Mat<T, 12, 12>& hessian_q)
 {
+    // P = ∂(a, b, Ω)/∂q: (a, b) by add_difference_*, Ω = s_next − s_prev (q₁₁ − q₃) by hand.
     const T inv = T(1) / size;
     const T inv2 = inv * inv;
-    Vec<T, 7> grad_local;
-    grad_local.template head<6>() = g * inv;
-    grad_local(6) = -f * inv2;
-    Mat<T, 7, 7> hess_local;
-    hess_local.template block<6, 6>(0, 0) = h * inv;
-    hess_local.template block<6, 1>(0, 6) = -g * inv2;
-    hess_local.template block<1, 6>(6, 0) = (-g * inv2).transpose();
-    hess_local(6, 6) = T(2) * f * inv2 * inv;
-    const Mat<T, 7, 12> p = bending_local_map<T>();
-    gradient_q = p.transpose() * grad_local;
-    hessian_q = sandwich<T, 12, 7, 12>(p.transpose(), hess_local, p.transpose());
+    constexpr DifferenceMap map = bending_differences();
+    gradient_q.setZero();
+    add_difference_gradient<T>(g * inv, map, gradient_q);
+    gradient_q(3) = f * inv2;  // −(−f/Ω²)
+    gradient_q(11) = -f * inv2;
+    hessian_q.setZero();
+    add_difference_hessian<T>(h * inv, map, hessian_q);
+    // The (a, b)–Ω blocks −g/Ω²: column Pᵀ(−g/Ω²) at s_next, its negative at s_prev (and rows).
+    Vec<T, 12> mixed = Vec<T, 12>::Zero();
+    add_difference_gradient<T>(-g * inv2, map, mixed);
+    hessian_q.col(11) += mixed;
+    hessian_q.col(3) -= mixed;
+    hessian_q.row(11) += mixed.transpose();
+    hessian_q.row(3) -= mixed.transpose();
+    const T h_size = T(2) * f * inv2 * inv;
+    hessian_q(3, 3) += h_size;
+    hessian_q(11, 11) += h_size;
+    hessian_q(3, 11) -= h_size;
+    hessian_q(11, 3) -= h_size;
 }
 
 /// Angle form from precomputed θ(a, b) derivatives (shared with the blended element).

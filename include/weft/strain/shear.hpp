@@ -50,13 +50,12 @@ WEFT_HD inline ShearEval<T> shear_strain(const Vec<T, 12>& q, const Vec<T, 12>& 
     e.strain(0) = phi.status == StrainStatus::degenerate_segment ? T(0) : atan2(-phi.dot, phi.cross_norm);
 
     // P = ∂(a, b)/∂q: a = x₁ − x₀, b = x₂ − x₀; ∇_q ε = Pᵀ∇φ, H_q ε = Pᵀ Hφ P
-    Mat<T, 6, 12> p = Mat<T, 6, 12>::Zero();
-    p.template block<3, 3>(0, 0) = -Mat3<T>::Identity();
-    p.template block<3, 3>(0, 4) = Mat3<T>::Identity();
-    p.template block<3, 3>(3, 0) = -Mat3<T>::Identity();
-    p.template block<3, 3>(3, 8) = Mat3<T>::Identity();
-    e.gradient.col(0) = p.transpose() * phi.gradient;
-    e.hessian[0] = sandwich<T, 12, 6, 12>(p.transpose(), phi.hessian, p.transpose());
+    constexpr detail::DifferenceMap map{4, 0, 8, 0};
+    Vec<T, 12> gradient = Vec<T, 12>::Zero();
+    detail::add_difference_gradient<T>(phi.gradient, map, gradient);
+    e.gradient.col(0) = gradient;
+    e.hessian[0].setZero();
+    detail::add_difference_hessian<T>(phi.hessian, map, e.hessian[0]);
 
     e.size = rest_spacing;
     e.size_gradient.setZero();
