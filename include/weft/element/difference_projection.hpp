@@ -18,6 +18,7 @@
 /// CG breaks down. The projection changes the Jacobian, never the force.
 
 #include <weft/core/psd.hpp>
+#include <weft/strain/difference_map.hpp>
 
 namespace weft {
 
@@ -51,20 +52,8 @@ WEFT_HD inline Mat<T, 12, 12> project_crossing_hessian(const Mat<T, 12, 12>& hes
         for (int j = 0; j < 2; ++j) hd.template block<3, 3>(3 * i, 3 * j) = hessian.template block<3, 3>(at[i], at[j]);
     const Mat<T, 6, 6> p = project_to_psd<T, 6>(hd, absolute);
     // Dᵀ P D with D = [[−I, I, 0], [−I, 0, I]] on the x blocks.
-    const Mat3<T> aa = p.template block<3, 3>(0, 0);
-    const Mat3<T> ab = p.template block<3, 3>(0, 3);
-    const Mat3<T> ba = p.template block<3, 3>(3, 0);
-    const Mat3<T> bb = p.template block<3, 3>(3, 3);
     Mat<T, 12, 12> out = Mat<T, 12, 12>::Zero();
-    out.template block<3, 3>(0, 0) = aa + ab + ba + bb;
-    out.template block<3, 3>(0, 4) = -(aa + ba);
-    out.template block<3, 3>(0, 8) = -(ab + bb);
-    out.template block<3, 3>(4, 0) = -(aa + ab);
-    out.template block<3, 3>(8, 0) = -(ba + bb);
-    out.template block<3, 3>(4, 4) = aa;
-    out.template block<3, 3>(4, 8) = ab;
-    out.template block<3, 3>(8, 4) = ba;
-    out.template block<3, 3>(8, 8) = bb;
+    detail::add_difference_hessian<T>(p, detail::crossing_differences(), out);
     return out;
 }
 

@@ -50,7 +50,7 @@ WEFT_HD inline ShearEval<T> shear_strain(const Vec<T, 12>& q, const Vec<T, 12>& 
     e.strain(0) = phi.status == StrainStatus::degenerate_segment ? T(0) : atan2(-phi.dot, phi.cross_norm);
 
     // P = ∂(a, b)/∂q: a = x₁ − x₀, b = x₂ − x₀; ∇_q ε = Pᵀ∇φ, H_q ε = Pᵀ Hφ P
-    constexpr detail::DifferenceMap map{4, 0, 8, 0};
+    constexpr detail::DifferenceMap map = detail::crossing_differences();
     Vec<T, 12> gradient = Vec<T, 12>::Zero();
     detail::add_difference_gradient<T>(phi.gradient, map, gradient);
     e.gradient.col(0) = gradient;
