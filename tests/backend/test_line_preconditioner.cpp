@@ -1053,6 +1053,79 @@ TEST_CASE("line preconditioner: a pivot block that is not positive definite is r
           0);
 }
 
+TEST_CASE("line preconditioner: PCG cuts its lines where the matrix couples beyond their band",
+          "[backend][line_preconditioner][status]")
+{
+    // One chain 0 … 7: springs between neighbours, a unit mass, and a stiff
+    // rank-one term k w wᵀ with w = e₂ + e₃ − e₅ (an element reaching three
+    // nodes along, as an EIL spring can). A is SPD; its band of two drops
+    // A(2, 5) = −k, and on x = e₂ − 2e₃ − e₅ (wᵀx = 0) the band's energy is
+    // 16 + 6 − 2k < 0 for k = 100: the uncut line cannot be factored.
+    const int n = 8;
+    const double k = 100.0;
+    Eigen::MatrixXd scalar = Eigen::MatrixXd::Identity(n, n);
+    for (int i = 0; i + 1 < n; ++i) {
+        scalar(i, i) += 1.0;
+        scalar(i + 1, i + 1) += 1.0;
+        scalar(i, i + 1) -= 1.0;
+        scalar(i + 1, i) -= 1.0;
+    }
+    Eigen::VectorXd w = Eigen::VectorXd::Zero(n);
+    w(2) = 1.0;
+    w(3) = 1.0;
+    w(5) = -1.0;
+    scalar += k * w * w.transpose();
+    const auto expand = [](const Eigen::MatrixXd& s) {  // s ⊗ I₅
+        Eigen::MatrixXd dense = Eigen::MatrixXd::Zero(5 * s.rows(), 5 * s.cols());
+        for (Eigen::Index i = 0; i < s.rows(); ++i)
+            for (Eigen::Index j = 0; j < s.cols(); ++j) dense.block<5, 5>(5 * i, 5 * j).diagonal().setConstant(s(i, j));
+        return SparseMatrix(dense.sparseView());
+    };
+    const BsrMatrix<double, 5> a = weft::to_bsr<5>(expand(scalar));
+    const LineSet chain(n, {{{0, 1, 2, 3, 4, 5, 6, 7}}}, 2);
+    const thrust::device_vector<std::uint8_t> free_dofs(5 * n, 1);
+    LineFactors<double, 5> factors;
+    REQUIRE(weft::factor_lines(a, free_dofs, chain, factors) > 0);
+
+    // banded_line_set cuts before node 5 (coupled to node 2, three back).
+    const LineSet cut = weft::banded_line_set(a, chain);
+    REQUIRE(cut.line_count() == 2);
+    CHECK(cut.family_count() == 1);
+    CHECK(cut.uncovered_node_count() == 0);
+    CHECK(cut.host_line_nodes() == chain.host_line_nodes());
+    CHECK(cut.host_line_ptr() == std::vector<Index>{0, 5, 8});
+    CHECK(weft::factor_lines(a, free_dofs, cut, factors) == 0);
+
+    // PCG given the uncut chain factors the cut one and reaches the LDLT
+    // solution; the cut is kept while the pattern stays and made again for
+    // a new pattern (without the far term the chain stays whole).
+    Random rng(83);
+    const Eigen::VectorXd b = random_vector(rng, 5 * n);
+    const Eigen::VectorXd expected = Eigen::SimplicialLDLT<SparseMatrix>(expand(scalar)).solve(b);
+    const BsrMatrix<double, 5> a_near = weft::to_bsr<5>(expand(scalar - k * w * w.transpose()));
+    int solved = 0;
+    for (auto preconditioner : {PcgPreconditioner::yarn_lines, PcgPreconditioner::yarn_lines_symmetric}) {
+        PcgOptions<double> options;
+        options.preconditioner = preconditioner;
+        options.lines = &chain;
+        options.tolerance = 1e-12;
+        PcgWorkspace<double, 5> workspace;
+        for (int repeat = 0; repeat < 2; ++repeat) {
+            thrust::device_vector<double> x(5 * n, 0.0);
+            const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
+            CHECK(result.converged);
+            CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-9);
+            CHECK(workspace.banded_lines.line_count() == 2);
+            ++solved;
+        }
+        thrust::device_vector<double> x(5 * n, 0.0);
+        CHECK(weft::solve_filtered_pcg(a_near, to_device(b), x, workspace, options).converged);
+        CHECK(workspace.banded_lines.line_count() == 1);
+        ++solved;
+    }
+    REQUIRE(solved == 6);
+}
+
 TEST_CASE("line preconditioner: invalid line sets and options are rejected with the field named",
           "[backend][line_preconditioner][input]")
 {

@@ -12,7 +12,10 @@
 ///   bandwidth 1: block tridiagonal, A(n_i, n_i) and A(n_i, n_{i±1});
 ///   bandwidth 2: also A(n_i, n_{i±2}), which bending (n_{i−1}, n_i, n_{i+1})
 ///                couples. For a yarn chain this is the whole principal
-///                submatrix of A on the chain, hence SPD when A is SPD.
+///                submatrix of A on the chain, hence SPD when A is SPD,
+///                unless other elements (EIL springs, contacts) couple the
+///                chain's nodes further apart: banded_line_set cuts the
+///                chains there, and solve_filtered_pcg factors the cut ones.
 /// The tridiagonal truncation is not SPD in general: on a yarn the bending
 /// stencil c (1, −4, 6, −4, 1) on the normal displacement loses its
 /// (1, 1) entries, leaving tridiag(−4c, 6c, −4c), which is indefinite where
@@ -233,11 +236,90 @@ LineSet yarn_line_set(const YarnModel<T>& model)
     return LineSet(model.node_count(), families, 2);
 }
 
+namespace line_detail {
+
+/// A host copy of a matrix's block pattern (row offsets, block columns),
+/// for the line cuts below.
+struct HostPattern {
+    std::vector<Index> row_ptr;
+    std::vector<Index> col_idx;
+};
+
+template <typename T, int B>
+HostPattern host_pattern(const BsrMatrix<T, B>& a, const LineSet& lines, const char* caller)
+{
+    if (a.block_rows() != lines.node_count()) {
+        throw InvalidInput(
+            detail::describe((std::string(caller) + " matrix block rows").c_str(), a.block_rows(),
+                             ("must equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
+    }
+    HostPattern pattern{std::vector<Index>(a.row_ptr().size()), std::vector<Index>(a.col_idx().size())};
+    thrust::copy(a.row_ptr().begin(), a.row_ptr().end(), pattern.row_ptr.begin());  // one bulk copy each
+    thrust::copy(a.col_idx().begin(), a.col_idx().end(), pattern.col_idx.begin());
+    return pattern;
+}
+
+/// Sweep family f's lines cut into pieces whose couplings lie within the
+/// band: a line is cut before node i where i is coupled (a stored block
+/// A(i, j)) to a node j of the same piece more than lines.bandwidth()
+/// entries before it. `owner` (#nodes, all −1) is scratch, left all −1.
+inline std::vector<std::vector<Index>> band_pieces(const HostPattern& a, const LineSet& lines, int f,
+                                                   std::vector<Index>& owner)
+{
+    using std::size_t;
+    const std::vector<Index>& line_ptr = lines.host_line_ptr();
+    const std::vector<Index>& line_nodes = lines.host_line_nodes();
+    const Index band = lines.bandwidth();
+    std::vector<std::vector<Index>> pieces;
+    for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
+        const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
+        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = i;
+        Index start = 0;
+        pieces.emplace_back();
+        for (Index i = 0; i < length; ++i) {
+            const Index node = line_nodes[static_cast<size_t>(first + i)];
+            bool far = false;
+            for (Index k = a.row_ptr[static_cast<size_t>(node)]; k < a.row_ptr[static_cast<size_t>(node) + 1]; ++k) {
+                const Index p = owner[static_cast<size_t>(a.col_idx[static_cast<size_t>(k)])];
+                far = far || (p >= start && p < i - band);
+            }
+            if (far) {
+                pieces.emplace_back();
+                start = i;
+            }
+            pieces.back().push_back(node);
+        }
+        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
+    }
+    return pieces;
+}
+
+}  // namespace line_detail
+
+/// The lines of `lines` cut where `a` couples two nodes of a line more than
+/// the bandwidth apart (an EIL element or a contact can couple yarn nodes
+/// further apart than bending does), so that each piece's band holds all of
+/// its couplings: the band of each piece is then the principal submatrix of
+/// A on it, symmetric positive definite when A is. Without the cut the band
+/// drops those blocks, and the truncated band of an SPD matrix can be
+/// indefinite (the yarn-line preconditioner then fails to factor). The
+/// families and their order are kept; host work, O(stored blocks).
+/// @throws InvalidInput when the matrix's block rows differ from lines.node_count()
+template <typename T, int B>
+LineSet banded_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
+{
+    const line_detail::HostPattern pattern = line_detail::host_pattern(a, lines, "banded_line_set");
+    std::vector<Index> owner(static_cast<std::size_t>(lines.node_count()), Index(-1));
+    std::vector<std::vector<std::vector<Index>>> families;
+    for (int f = 0; f < lines.family_count(); ++f)
+        families.push_back(line_detail::band_pieces(pattern, lines, f, owner));
+    return LineSet(lines.node_count(), families, lines.bandwidth());
+}
+
 /// The lines of `lines` regrouped so that no two lines of a family are
-/// coupled by a block of `a`'s pattern: each line is first cut where a node
-/// is coupled to a node of the same piece more than the bandwidth before it
-/// (an EIL element or a contact can couple yarn nodes further apart than
-/// bending does), so that each piece's band holds all of its couplings;
+/// coupled by a block of `a`'s pattern: each line is first cut as
+/// banded_line_set cuts it, so that each piece's band holds all of its
+/// couplings;
 /// then each sweep family's pieces (the uncovered nodes' single-node lines
 /// included) are split into colour classes by a greedy colouring in order
 /// (two pieces of a family are neighbours where some A(i, j) is stored with
@@ -252,45 +334,14 @@ LineSet yarn_line_set(const YarnModel<T>& model)
 template <typename T, int B>
 LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
 {
-    if (a.block_rows() != lines.node_count()) {
-        throw InvalidInput(
-            detail::describe("colored_line_set matrix block rows", a.block_rows(),
-                             ("must equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
-    }
     using std::size_t;
-    std::vector<Index> row_ptr(a.row_ptr().size()), col_idx(a.col_idx().size());  // one bulk copy each
-    thrust::copy(a.row_ptr().begin(), a.row_ptr().end(), row_ptr.begin());
-    thrust::copy(a.col_idx().begin(), a.col_idx().end(), col_idx.begin());
-    const std::vector<Index>& line_ptr = lines.host_line_ptr();
-    const std::vector<Index>& line_nodes = lines.host_line_nodes();
-    const Index band = lines.bandwidth();
+    const line_detail::HostPattern pattern = line_detail::host_pattern(a, lines, "colored_line_set");
+    const std::vector<Index>& row_ptr = pattern.row_ptr;
+    const std::vector<Index>& col_idx = pattern.col_idx;
     std::vector<std::vector<std::vector<Index>>> families;
     std::vector<Index> owner(static_cast<size_t>(lines.node_count()), Index(-1));  // piece, or position in a line
     for (int f = 0; f < lines.sweep_family_count(); ++f) {
-        // The family's lines cut into pieces whose couplings lie within the band.
-        std::vector<std::vector<Index>> pieces;
-        for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
-            const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
-            for (Index i = 0; i < length; ++i)
-                owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = i;
-            Index start = 0;
-            pieces.emplace_back();
-            for (Index i = 0; i < length; ++i) {
-                const Index node = line_nodes[static_cast<size_t>(first + i)];
-                bool far = false;
-                for (Index k = row_ptr[static_cast<size_t>(node)]; k < row_ptr[static_cast<size_t>(node) + 1]; ++k) {
-                    const Index p = owner[static_cast<size_t>(col_idx[static_cast<size_t>(k)])];
-                    far = far || (p >= start && p < i - band);
-                }
-                if (far) {
-                    pieces.emplace_back();
-                    start = i;
-                }
-                pieces.back().push_back(node);
-            }
-            for (Index i = 0; i < length; ++i)
-                owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
-        }
+        std::vector<std::vector<Index>> pieces = line_detail::band_pieces(pattern, lines, f, owner);
         // Greedy colouring of the pieces in order.
         for (size_t p = 0; p < pieces.size(); ++p)
             for (Index node : pieces[p]) owner[static_cast<size_t>(node)] = static_cast<Index>(p);

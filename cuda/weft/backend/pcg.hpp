@@ -41,9 +41,11 @@
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
+#include <thrust/equal.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
@@ -126,7 +128,9 @@ struct PcgOptions {
     int max_iterations = 1000;
     PcgPreconditioner preconditioner = PcgPreconditioner::block_jacobi;
     /// Node chains for the yarn_lines preconditioners (not owned; must
-    /// outlive the solve and match the matrix's node count).
+    /// outlive the solve and match the matrix's node count). PCG factors
+    /// them cut to the matrix's band (banded_line_set, kept in the
+    /// workspace while the lines and the pattern stay).
     const LineSet* lines = nullptr;
     /// Relaxation ω ∈ (0, 1] of each family update of yarn_lines_symmetric.
     T line_relaxation = T(1);
@@ -165,6 +169,11 @@ struct PcgWorkspace {
     thrust::device_vector<T> row_sums;                 ///< #DoFs partial dot products (spmv_scalar_rows only)
     thrust::device_vector<std::uint8_t> all_free;      ///< #DoFs ones, for the unfiltered overload
     LineFactors<T, B> line_factors;                    ///< yarn_lines factors, sized on first use
+    LineSet banded_lines;                              ///< PcgOptions::lines cut to A's band (banded_line_set)
+    std::vector<Index> banded_from_ptr;                ///< the lines banded_lines was cut from (host line_ptr)
+    std::vector<Index> banded_from_nodes;              ///< and their host line_nodes
+    thrust::device_vector<Index> banded_rows;          ///< the pattern banded_lines was cut for: row_ptr
+    thrust::device_vector<Index> banded_cols;          ///< and col_idx
     thrust::device_vector<float> values_single;        ///< #blocks · B·B, A's values (single_precision_matrix)
     thrust::device_vector<float> inverse_single;       ///< #nodes · B·B, M⁻¹ blocks (single_precision_matrix)
 
@@ -184,6 +193,28 @@ struct PcgWorkspace {
 };
 
 namespace pcg_detail {
+
+/// `lines` cut to `a`'s band (banded_line_set), kept in the workspace while
+/// the lines and the matrix's pattern stay the same.
+template <typename T, int B>
+const LineSet& banded_lines(const BsrMatrix<T, B>& a, const LineSet& lines, PcgWorkspace<T, B>& workspace)
+{
+    const bool same =
+        workspace.banded_lines.node_count() == a.block_rows() &&
+        workspace.banded_lines.bandwidth() == lines.bandwidth() && workspace.banded_from_ptr == lines.host_line_ptr() &&
+        workspace.banded_from_nodes == lines.host_line_nodes() && workspace.banded_rows.size() == a.row_ptr().size() &&
+        workspace.banded_cols.size() == a.col_idx().size() &&
+        thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(), workspace.banded_rows.begin()) &&
+        thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), workspace.banded_cols.begin());
+    if (!same) {
+        workspace.banded_lines = banded_line_set(a, lines);
+        workspace.banded_from_ptr = lines.host_line_ptr();
+        workspace.banded_from_nodes = lines.host_line_nodes();
+        workspace.banded_rows = a.row_ptr();
+        workspace.banded_cols = a.col_idx();
+    }
+    return workspace.banded_lines;
+}
 
 template <typename T>
 WEFT_HD inline bool is_positive_finite(T value)
@@ -525,7 +556,10 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
 
     const bool precondition = options.preconditioner == PcgPreconditioner::block_jacobi;
     const bool single = options.single_precision_matrix && !std::is_same<T, float>::value;
-    if (line_preconditioner && factor_lines(a, free_dofs, *options.lines, workspace.line_factors) > 0) {
+    // The lines cut where A couples two of a line's nodes beyond its band,
+    // so that each line's factor is a principal submatrix of A.
+    const LineSet* lines = line_preconditioner ? &pcg_detail::banded_lines(a, *options.lines, workspace) : nullptr;
+    if (line_preconditioner && factor_lines(a, free_dofs, *lines, workspace.line_factors) > 0) {
         return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, 0, T(1));
     }
     if (precondition) {
@@ -565,10 +599,9 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
             if (custom) {
                 options.custom->apply(r, z);
             } else if (options.preconditioner == PcgPreconditioner::yarn_lines) {
-                apply_lines_additive(*options.lines, workspace.line_factors, r, z);
+                apply_lines_additive(*lines, workspace.line_factors, r, z);
             } else {
-                apply_lines_symmetric(a, free_dofs, *options.lines, workspace.line_factors, r, z,
-                                      options.line_relaxation);
+                apply_lines_symmetric(a, free_dofs, *lines, workspace.line_factors, r, z, options.line_relaxation);
             }
             thrust::for_each(thrust::device, node_first, node_last,
                              pcg_detail::NodeDots<T, B>{cells(r), cells(z), cells(workspace.node_sums_first),
