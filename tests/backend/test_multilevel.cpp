@@ -458,7 +458,7 @@ TEST_CASE("multilevel: a system at or below coarse_dofs is inverted exactly (one
     Random rng(47);
     const GridProblem<3> problem = grid_problem<3>(rng, 5, 4);
     const thrust::device_vector<std::uint8_t> free_dofs(static_cast<std::size_t>(3 * problem.nodes), 1);
-    MultilevelPreconditioner<double, 3> m;  // coarse_dofs 600 > 60 DoFs
+    MultilevelPreconditioner<double, 3> m;  // coarse_dofs 150 > 60 DoFs
     REQUIRE(m.prepare(problem.a, free_dofs, to_device(grid_state<3>(5, 4))));
     CHECK(m.levels() == 1);
     PcgOptions<double> options;

@@ -212,8 +212,11 @@ struct MultilevelOptions {
     /// stored coupling strong. Coarser levels always take θ = 0 (with θ > 0
     /// there, coarsening stalled on the sphere drop: singleton aggregates).
     double strength_threshold = 0.0;
-    /// Coarsening stops at or below this many DoFs (the coarsest level is inverted densely).
-    Index coarse_dofs = 600;
+    /// Coarsening stops at or below this many DoFs (the coarsest level is
+    /// inverted densely, about n³ flops at every build and refresh: with 600
+    /// a refresh of the 1,089-node stvk_swing sheet spent half its time
+    /// there and cost six block-Jacobi steps; benchmarks/RESULTS.md).
+    Index coarse_dofs = 150;
     /// At most this many levels, the finest included.
     int max_levels = 12;
     /// Chebyshev degree of each smoothing (pre and post); 1 is damped block Jacobi.
