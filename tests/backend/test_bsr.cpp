@@ -238,6 +238,29 @@ TEST_CASE("bsr: empty block rows give zero rows in the product", "[backend][bsr]
     CHECK(result.segment<3>(6).isApprox(Eigen::Vector3d(33, 42, 51)));
 }
 
+TEST_CASE("bsr: has_pattern tells a kept pattern from a changed one, values aside", "[backend][bsr]")
+{
+    const std::vector<Index> row_ptr{0, 2, 3, 4};
+    const std::vector<Index> col_idx{0, 2, 1, 2};
+    BsrMatrix<double, 3> a(3, 3, row_ptr, col_idx);
+    const thrust::device_vector<Index> kept_rows = a.row_ptr();
+    const thrust::device_vector<Index> kept_cols = a.col_idx();
+    CHECK(weft::has_pattern(a, kept_rows, kept_cols));
+    thrust::fill(a.values().begin(), a.values().end(), 2.5);  // new values, same pattern
+    CHECK(weft::has_pattern(a, kept_rows, kept_cols));
+
+    // One column moved, same sizes.
+    const BsrMatrix<double, 3> moved(3, 3, row_ptr, std::vector<Index>{0, 2, 0, 2});
+    CHECK_FALSE(weft::has_pattern(moved, kept_rows, kept_cols));
+    // One block more: the sizes differ.
+    const BsrMatrix<double, 3> grown(3, 3, std::vector<Index>{0, 2, 3, 5}, std::vector<Index>{0, 2, 1, 1, 2});
+    CHECK_FALSE(weft::has_pattern(grown, kept_rows, kept_cols));
+    // The blocks moved between rows: same col_idx, other row_ptr.
+    const BsrMatrix<double, 3> shifted(3, 3, std::vector<Index>{0, 1, 3, 4}, std::vector<Index>{0, 1, 2, 2});
+    CHECK_FALSE(weft::has_pattern(shifted, kept_rows, thrust::device_vector<Index>(std::vector<Index>{0, 1, 2, 2})));
+    CHECK(weft::has_pattern(shifted, shifted.row_ptr(), shifted.col_idx()));
+}
+
 TEST_CASE("bsr: to_eigen reproduces the stored blocks and to_bsr round-trips", "[backend][bsr][eigen]")
 {
     Random rng(7);

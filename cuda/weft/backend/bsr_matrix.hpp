@@ -17,6 +17,7 @@
 
 #include <thrust/copy.h>
 #include <thrust/device_vector.h>
+#include <thrust/equal.h>
 #include <thrust/execution_policy.h>
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
@@ -401,6 +402,19 @@ void spmv(const BsrMatrix<T, B>& a, const thrust::device_vector<T>& x, thrust::d
                          bsr_detail::BlockRowProduct<T, B>{a.view(), thrust::raw_pointer_cast(x.data()),
                                                            thrust::raw_pointer_cast(y.data())});
     }
+}
+
+/// Whether `a`'s pattern is the one kept in `row_ptr` and `col_idx` (a
+/// copy of an earlier row_ptr() and col_idx()): the same sizes and indices,
+/// compared on the device. What the preconditioners check before they reuse
+/// what they made for a pattern.
+template <typename T, int B>
+bool has_pattern(const BsrMatrix<T, B>& a, const thrust::device_vector<Index>& row_ptr,
+                 const thrust::device_vector<Index>& col_idx)
+{
+    return a.row_ptr().size() == row_ptr.size() && a.col_idx().size() == col_idx.size() &&
+           thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(), row_ptr.begin()) &&
+           thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), col_idx.begin());
 }
 
 /// Host copy of a BSR matrix as an Eigen sparse matrix, rows() by cols().

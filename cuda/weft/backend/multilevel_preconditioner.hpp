@@ -1518,10 +1518,7 @@ public:
         m_matrix = &a;
         m_free = &free_dofs;
         const bool same_structure =
-            m_built && m_pattern_rows.size() == a.row_ptr().size() && m_pattern_cols.size() == a.col_idx().size() &&
-            m_pattern_free.size() == dofs &&
-            thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(), m_pattern_rows.begin()) &&
-            thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), m_pattern_cols.begin());
+            m_built && m_pattern_free.size() == dofs && has_pattern(a, m_pattern_rows, m_pattern_cols);
         const bool same_filter =
             same_structure && thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
         const bool same_pattern = same_structure && same_filter;

@@ -199,13 +199,11 @@ namespace pcg_detail {
 template <typename T, int B>
 const LineSet& banded_lines(const BsrMatrix<T, B>& a, const LineSet& lines, PcgWorkspace<T, B>& workspace)
 {
-    const bool same =
-        workspace.banded_lines.node_count() == a.block_rows() &&
-        workspace.banded_lines.bandwidth() == lines.bandwidth() && workspace.banded_from_ptr == lines.host_line_ptr() &&
-        workspace.banded_from_nodes == lines.host_line_nodes() && workspace.banded_rows.size() == a.row_ptr().size() &&
-        workspace.banded_cols.size() == a.col_idx().size() &&
-        thrust::equal(thrust::device, a.row_ptr().begin(), a.row_ptr().end(), workspace.banded_rows.begin()) &&
-        thrust::equal(thrust::device, a.col_idx().begin(), a.col_idx().end(), workspace.banded_cols.begin());
+    const bool same = workspace.banded_lines.node_count() == a.block_rows() &&
+                      workspace.banded_lines.bandwidth() == lines.bandwidth() &&
+                      workspace.banded_from_ptr == lines.host_line_ptr() &&
+                      workspace.banded_from_nodes == lines.host_line_nodes() &&
+                      has_pattern(a, workspace.banded_rows, workspace.banded_cols);
     if (!same) {
         workspace.banded_lines = banded_line_set(a, lines);
         workspace.banded_from_ptr = lines.host_line_ptr();
