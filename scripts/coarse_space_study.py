@@ -23,15 +23,31 @@ block-Jacobi step, ω = 4 / (3 · 1.1 λ), λ from 15 power iterations):
               of crossings carry the displacement along the normal and its two
               tilts; the three families' columns overlap on the positions;
   yarns+quad  the same, with the squares' three quadratic bending modes too
-              (also with runs of 8 nodes and squares of 4 × 4: "8/4").
+              (also with runs of 8 nodes and squares of 4 × 4: "8/4");
+  nodes+linear  weft's aggregates (squares of 3 × 3, or 4 × 4 and 5 × 5 where
+              named) with four more modes (K = 12): each yarn family sliding
+              along itself by an amount linear across its yarns (the
+              displacement along the warp tangent times v, along the weft
+              tangent times u, and s_a times v, s_b times u; u, v the
+              coordinates along the two tangents from the patch's centre, as
+              the rotations, so that every level carries the same modes);
+              "+quad" adds the normal displacement times u², uv, v², and
+              "+inplane" the tangent displacements times v² and u².
 
 Coarser levels (multilevel variants): runs of 3 coarse runs along the same
 yarn (or, in the "joined" variants, 2 runs along × 2 neighbouring yarns, or
 1 × 3 yarns: coarsening across the yarns too), 3 × 3 squares of squares,
 each keeping its family's modes (the R factors of the aggregate's QR),
 smoothed by symmetric block Gauss-Seidel
-over classes (the yarn families by yarn index mod 3, the squares by parity)
-or by degree-2 Chebyshev on the aggregates' block Jacobi; the coarsest
+over classes (the yarn families by yarn index mod 3, the squares by parity),
+by symmetric block Gauss-Seidel over lines of square aggregates ("lines of
+aggregates": the rows of squares by row index mod 3, then the columns by
+column index mod 3, each class solved exactly, as the finest level's yarn
+lines), or by degree-2 Chebyshev on the aggregates' block Jacobi (degree 4
+where named). Where named, the prolongator is the tentative one unsmoothed,
+or smoothed with a filtered matrix (the couplings of weak block pairs,
+‖A_ij‖_F < θ √(‖A_ii‖_F ‖A_jj‖_F), dropped and their row sums added to the
+diagonal) instead of A. The coarsest
 level (at most 2,000 DoFs) solved exactly. "Two-level" variants solve the
 first coarse level exactly; the "three levels" variants stop at the third,
 one of them leaving the squares unaggregated there, one the runs (which
@@ -160,7 +176,29 @@ class Chebyshev:
     pre = post = apply
 
 
-def smoothed(a, tentative, blocks):
+def filtered(a, blocks, theta):
+    """A without the couplings between weak block pairs (‖A_ij‖_F < θ √(‖A_ii‖_F ‖A_jj‖_F)), each
+    dropped row's sum added to its diagonal entry."""
+    owner = np.empty(a.shape[0], dtype=np.int64)
+    for k, block in enumerate(blocks):
+        owner[block] = k
+    e = sp.csr_matrix((np.ones(a.shape[0]), (np.arange(a.shape[0]), owner)), shape=(a.shape[0], len(blocks)))
+    c = a.tocoo()
+    norms = (e.T @ sp.csr_matrix((c.data**2, (c.row, c.col)), shape=a.shape) @ e).tocsr()
+    diagonal = np.sqrt(norms.diagonal())
+    bi, bj = owner[c.row], owner[c.col]
+    pair = np.sqrt(np.asarray(norms[bi, bj]).ravel())
+    strong = (bi == bj) | (pair >= theta * np.sqrt(diagonal[bi] * diagonal[bj]))
+    kept = sp.csr_matrix((c.data * strong, (c.row, c.col)), shape=a.shape)
+    dropped = np.asarray(sp.csr_matrix((c.data * ~strong, (c.row, c.col)), shape=a.shape).sum(1)).ravel()
+    return (kept + sp.diags(dropped)).tocsr()
+
+
+def smoothed(a, tentative, blocks, theta=None):
+    if theta == "tentative":
+        return tentative.tocsr()
+    if theta is not None:
+        a = filtered(a, blocks, theta)
     da = (block_inverse(a, blocks) @ a).tocsr()
     v = np.random.default_rng(0).standard_normal(a.shape[0])
     for _ in range(15):
@@ -211,12 +249,28 @@ def squares(n, side):
             yield (j0 // side, i0 // side), nodes
 
 
-def node_aggregates(q, n, free):
+def node_aggregates(q, n, free, linear=False, quadratic=False, inplane_quadratic=False, side=3):
     center = q[:, :3].mean(0)
+    ta, tb, normal = frames(q, n)
     out = []
-    for key, nodes in squares(n, 3):
+    for key, nodes in squares(n, side):
         x, y, z = (q[nodes, :3] - center).T
-        m = np.zeros((B * len(nodes), 8))
+        m = np.zeros((B * len(nodes), (12 if linear else 8) + 3 * quadratic + 2 * inplane_quadratic))
+        if linear:  # each yarn family sliding along itself by an amount linear across its yarns
+            d = q[nodes, :3] - center  # global coordinates, as the rotations: the same modes on every level
+            u = np.einsum("ij,ij->i", d, ta[nodes])
+            v = np.einsum("ij,ij->i", d, tb[nodes])
+            for k in range(len(nodes)):
+                m[B * k : B * k + 3, 8] = ta[nodes[k]] * v[k]
+                m[B * k : B * k + 3, 9] = tb[nodes[k]] * u[k]
+                m[B * k + 3, 10] = v[k]
+                m[B * k + 4, 11] = u[k]
+                if quadratic:  # bending: the normal displacement's quadratic modes
+                    for c, f in enumerate((u[k] * u[k], u[k] * v[k], v[k] * v[k])):
+                        m[B * k : B * k + 3, 12 + c] = normal[nodes[k]] * f
+                if inplane_quadratic:  # in-plane bending of each family across its yarns
+                    m[B * k : B * k + 3, 12 + 3 * quadratic] = ta[nodes[k]] * v[k] * v[k]
+                    m[B * k : B * k + 3, 13 + 3 * quadratic] = tb[nodes[k]] * u[k] * u[k]
         o = B * np.arange(len(nodes))
         for c in range(3):
             m[o + c, c] = 1
@@ -264,6 +318,15 @@ def coarser(aggregates, run=3, side=3, across=1):
     return [(g[0], g[1:], np.concatenate([m[0] for m in ms]), np.vstack([m[1] for m in ms])) for g, ms in groups.items()]
 
 
+def coarse_line_classes(aggregates):
+    """Lines of square aggregates along each family's direction (rows, then columns), each family by index mod 3."""
+    classes = {}
+    for family, key, dofs, _ in aggregates:
+        for direction in (0, 1):
+            classes.setdefault((direction, key[direction] % 3), []).append(dofs)
+    return [np.concatenate(v) for _, v in sorted(classes.items())]
+
+
 def coarse_classes(aggregates):
     classes = {}
     for family, key, dofs, _ in aggregates:
@@ -273,19 +336,21 @@ def coarse_classes(aggregates):
 
 
 def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest=2000, levels_at_most=None,
-              run=3, side=3, across=1, point=False):
+              run=3, side=3, across=1, point=False, degree=2, theta=None):
     levels = []
     level_matrix = a
     blocks = [node_dofs(np.array([i])) for i in range(a.shape[0] // B)]
     while True:
         t, coarse = tentative(aggregates, level_matrix.shape[0])
-        p = smoothed(level_matrix, t, blocks)
+        p = smoothed(level_matrix, t, blocks, theta)
         if not levels:
             smoother = fine_smoother
+        elif coarse_smoother == "lines":
+            smoother = ClassGaussSeidel(level_matrix, coarse_line_classes(previous))
         elif coarse_smoother == "gauss-seidel":
             smoother = ClassGaussSeidel(level_matrix, coarse_classes(previous))
         else:
-            smoother = Chebyshev(level_matrix, blocks)
+            smoother = Chebyshev(level_matrix, blocks, degree)
         levels.append((level_matrix, p, smoother))
         level_matrix = (p.T @ level_matrix @ p).tocsr()
         d = level_matrix.diagonal()
@@ -330,9 +395,32 @@ VARIANTS = {
     "nodes, V-cycle, Chebyshev, point Jacobi below the finest level": ("nodes", False, "chebyshev", {"point": True}),
     "yarns+quad (runs of 8, squares of 4), V-cycle, Chebyshev, 2 x 2 runs joined, point Jacobi below the finest level":
         ("yarns+quad 8/4", False, "chebyshev", {"across": 2, "run": 2, "point": True}),
+    "nodes+linear, two-level": ("nodes+linear", True, None, {}),
+    "nodes+linear, V-cycle, Chebyshev": ("nodes+linear", False, "chebyshev", {}),
+    "nodes+linear, V-cycle, Gauss-Seidel": ("nodes+linear", False, "gauss-seidel", {}),
+    "nodes+linear, V-cycle, Chebyshev of degree 4": ("nodes+linear", False, "chebyshev", {"degree": 4}),
+    "nodes+linear, V-cycle, lines of aggregates": ("nodes+linear", False, "lines", {}),
+    "nodes, V-cycle, lines of aggregates": ("nodes", False, "lines", {}),
+    "nodes+linear, three levels, lines of aggregates": ("nodes+linear", False, "lines", {"levels_at_most": 3}),
+    "nodes+linear+quad, V-cycle, Chebyshev": ("nodes+linear+quad", False, "chebyshev", {}),
+    "nodes+linear+quad+inplane, V-cycle, Chebyshev": ("nodes+linear+quad+inplane", False, "chebyshev", {}),
+    "nodes+linear (squares of 4), V-cycle, lines of aggregates": ("nodes+linear 4", False, "lines", {}),
+    "nodes+linear (squares of 5), V-cycle, lines of aggregates": ("nodes+linear 5", False, "lines", {}),
+    "nodes+linear, V-cycle, lines of aggregates, tentative prolongator": ("nodes+linear", False, "lines",
+                                                                          {"theta": "tentative"}),
+    "nodes+linear, V-cycle, lines of aggregates, prolongator smoothed by A filtered at 0.1": (
+        "nodes+linear", False, "lines", {"theta": 0.1}),
+    "nodes+linear, V-cycle, lines of aggregates, prolongator smoothed by A filtered at 0.3": (
+        "nodes+linear", False, "lines", {"theta": 0.3}),
 }
 SPACES = {
     "nodes": lambda q, n, f: node_aggregates(q, n, f),
+    "nodes+linear": lambda q, n, f: node_aggregates(q, n, f, linear=True),
+    "nodes+linear 4": lambda q, n, f: node_aggregates(q, n, f, linear=True, side=4),
+    "nodes+linear 5": lambda q, n, f: node_aggregates(q, n, f, linear=True, side=5),
+    "nodes+linear+quad": lambda q, n, f: node_aggregates(q, n, f, linear=True, quadratic=True),
+    "nodes+linear+quad+inplane": lambda q, n, f: node_aggregates(q, n, f, linear=True, quadratic=True,
+                                                                 inplane_quadratic=True),
     "yarns": lambda q, n, f: yarn_aggregates(q, n, f),
     "yarns+quad": lambda q, n, f: yarn_aggregates(q, n, f, quadratic=True),
     "yarns+quad 8/4": lambda q, n, f: yarn_aggregates(q, n, f, run=8, side=4, quadratic=True),
