@@ -47,7 +47,9 @@ lines), or by degree-2 Chebyshev on the aggregates' block Jacobi (degree 4
 where named). Where named, the prolongator is the tentative one unsmoothed,
 or smoothed with a filtered matrix (the couplings of weak block pairs,
 ‖A_ij‖_F < θ √(‖A_ii‖_F ‖A_jj‖_F), dropped and their row sums added to the
-diagonal) instead of A. The coarsest
+diagonal) instead of A; "sparsified": each coarse matrix cut to the pattern
+of Tᵀ|A|T (T the tentative prolongator), each dropped entry's size added to
+its row's diagonal. The coarsest
 level (at most 2,000 DoFs) solved exactly. "Two-level" variants solve the
 first coarse level exactly; the "three levels" variants stop at the third,
 one of them leaving the squares unaggregated there, one the runs (which
@@ -336,7 +338,7 @@ def coarse_classes(aggregates):
 
 
 def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest=2000, levels_at_most=None,
-              run=3, side=3, across=1, point=False, degree=2, theta=None):
+              run=3, side=3, across=1, point=False, degree=2, theta=None, sparsify=False):
     levels = []
     level_matrix = a
     blocks = [node_dofs(np.array([i])) for i in range(a.shape[0] // B)]
@@ -352,7 +354,14 @@ def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest
         else:
             smoother = Chebyshev(level_matrix, blocks, degree)
         levels.append((level_matrix, p, smoother))
+        fine_matrix = level_matrix
         level_matrix = (p.T @ level_matrix @ p).tocsr()
+        if sparsify:  # keep Tᵀ|A|T's pattern; each dropped entry's size added to its row's diagonal (still SPD)
+            pattern = (abs(t).T @ abs(fine_matrix) @ abs(t)).tocsr()
+            pattern.data[:] = 1.0
+            kept = level_matrix.multiply(pattern).tocsr()
+            dropped = (level_matrix - kept).tocsr()
+            level_matrix = (kept + sp.diags(np.asarray(abs(dropped).sum(1)).ravel())).tocsr()
         d = level_matrix.diagonal()
         level_matrix = (level_matrix + sp.diags((d <= 1e-12 * d.max()).astype(float))).tocsr()  # inactive DoFs
         blocks = [np.array([i]) for i in range(level_matrix.shape[0])] if point else [c[2] for c in coarse]
@@ -412,6 +421,8 @@ VARIANTS = {
         "nodes+linear", False, "lines", {"theta": 0.1}),
     "nodes+linear, V-cycle, lines of aggregates, prolongator smoothed by A filtered at 0.3": (
         "nodes+linear", False, "lines", {"theta": 0.3}),
+    "nodes+linear, V-cycle, lines of aggregates, coarse matrices sparsified to the tentative pattern": (
+        "nodes+linear", False, "lines", {"sparsify": True}),
 }
 SPACES = {
     "nodes": lambda q, n, f: node_aggregates(q, n, f),
