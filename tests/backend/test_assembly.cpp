@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 #include <set>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -161,6 +162,58 @@ int check_bitwise_determinism(Random& rng, int nx, int ny)
     return 1;
 }
 
+/// The GPU's gather (one thread per entry, GatherEntry) and the CPU threads'
+/// (one per output block, GatherBlock), run here on CPU threads: the same
+/// bits for the matrix and the vector.
+template <int B>
+int check_entry_and_block_gathers(Random& rng, int nx, int ny)
+{
+    const Index nodes = nx * ny;
+    const BlockContributions<B> contributions = scattered_contributions<B>(rng, nx, ny);
+    const auto vectors = random_vector_contributions<B>(rng, nodes, 5 * nodes);
+    const AssemblyMap<B> map = AssemblyMap<B>::build(nodes, contributions.coords, vectors.first);
+    const auto both = [](Index blocks, const auto& source_ptr, const auto& sources, const std::vector<double>& host,
+                         auto stride) {
+        constexpr int S = decltype(stride)::value;
+        const thrust::device_vector<double> buffer = to_device(host);
+        const std::size_t entries = static_cast<std::size_t>(blocks) * S;
+        thrust::device_vector<double> by_entry(entries), by_block(entries);
+        const Index* ptr = thrust::raw_pointer_cast(source_ptr.data());
+        const Index* src = thrust::raw_pointer_cast(sources.data());
+        const double* values = thrust::raw_pointer_cast(buffer.data());
+        thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                          thrust::counting_iterator<std::size_t>(entries), by_entry.begin(),
+                          weft::assembly_detail::GatherEntry<double, S>{ptr, src, values});
+        thrust::for_each(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(blocks),
+            weft::assembly_detail::GatherBlock<double, S>{ptr, src, values, thrust::raw_pointer_cast(by_block.data())});
+        const std::vector<double> a = weft::to_host(by_entry);
+        const std::vector<double> b = weft::to_host(by_block);
+        REQUIRE(a.size() == entries);
+        REQUIRE(b.size() == entries);
+        CHECK(std::any_of(a.begin(), a.end(), [](double v) { return v != 0.0; }));
+        CHECK(std::memcmp(a.data(), b.data(), entries * sizeof(double)) == 0);
+        return 1;
+    };
+    int ran = both(map.nonzero_blocks(), map.block_source_ptr(), map.block_sources(), contributions.blocks,
+                   std::integral_constant<int, B * B>{});
+    ran += both(map.num_nodes(), map.node_source_ptr(), map.node_sources(), vectors.second,
+                std::integral_constant<int, B>{});
+
+    // And assemble_matrix / assemble_vector give those bits.
+    BsrMatrix<double, B> a;
+    weft::assemble_matrix(map, to_device(contributions.blocks), a);
+    thrust::device_vector<double> expected(a.values().size());
+    thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                      thrust::counting_iterator<std::size_t>(expected.size()), expected.begin(),
+                      weft::assembly_detail::GatherEntry<double, B * B>{
+                          thrust::raw_pointer_cast(map.block_source_ptr().data()),
+                          thrust::raw_pointer_cast(map.block_sources().data()),
+                          thrust::raw_pointer_cast(to_device(contributions.blocks).data())});
+    CHECK(weft::to_host(a.values()) == weft::to_host(expected));
+    return ran;
+}
+
 }  // namespace
 
 TEST_CASE("assembly: assembled matrix and vector equal a triplet assembly of the same contributions (B = 3)",
@@ -190,6 +243,16 @@ TEST_CASE("assembly: results are bit-for-bit identical with 1, 2 and 4 threads",
     ran += check_bitwise_determinism<3>(rng, 20, 15);
     ran += check_bitwise_determinism<5>(rng, 16, 16);
     REQUIRE(ran == 2);
+}
+
+TEST_CASE("assembly: the GPU's gather by entries and the CPU's gather by blocks give the same bits",
+          "[backend][assembly][determinism]")
+{
+    Random rng(17);
+    int ran = 0;
+    ran += check_entry_and_block_gathers<3>(rng, 11, 9);
+    ran += check_entry_and_block_gathers<5>(rng, 9, 8);
+    REQUIRE(ran == 4);
 }
 
 TEST_CASE("assembly: summation follows ascending contribution index within each block",

@@ -6,8 +6,9 @@
 /// (or one B-vector) per contribution, in any order and without atomics. An
 /// AssemblyMap, built on the host from where each contribution goes, gives
 /// every output block the list of its contributions in ascending contribution
-/// index; one thread per output entry sums that list in that order. The sum is
-/// therefore the same, bit for bit, whatever the thread count or device. The
+/// index; each output entry is that list summed in that order (one thread per
+/// entry on a GPU, per output block on CPU threads). The sum is therefore the
+/// same, bit for bit, whatever the thread count or device. The
 /// map depends only on topology: rebuild it when topology or the EIL node
 /// assignment changes, not every step.
 ///
@@ -26,6 +27,7 @@
 
 #include <thrust/device_vector.h>
 #include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/transform.h>
 
@@ -44,26 +46,72 @@ struct BlockCoordinate {
 namespace assembly_detail {
 
 /// One entry e of the output: Σ over the entry's contributions, in the map's
-/// fixed order, of the same entry of each contribution.
-/// `stride` is B·B for matrices and B for vectors.
-template <typename T>
+/// fixed order, of the same entry of each contribution. `Stride` is B·B for
+/// matrices and B for vectors. One thread per entry: the GPU's gather
+/// (neighbouring threads read and write neighbouring entries).
+template <typename T, int Stride>
 struct GatherEntry {
-    const int stride;
     const Index* const source_ptr;  ///< #outputs + 1 offsets into sources
     const Index* const sources;     ///< contribution indices, grouped by output block
-    const T* const buffer;          ///< #contributions · stride
+    const T* const buffer;          ///< #contributions · Stride
 
     WEFT_HD T operator()(std::size_t entry) const
     {
-        const std::size_t block = entry / static_cast<std::size_t>(stride);
-        const std::size_t offset = entry % static_cast<std::size_t>(stride);
+        const std::size_t block = entry / Stride;
+        const std::size_t offset = entry % Stride;
         T sum = T(0);
         for (Index c = source_ptr[block]; c < source_ptr[block + 1]; ++c) {
-            sum += buffer[static_cast<std::size_t>(sources[c]) * static_cast<std::size_t>(stride) + offset];
+            sum += buffer[static_cast<std::size_t>(sources[c]) * Stride + offset];
         }
         return sum;
     }
 };
+
+/// The same sums for all `Stride` entries of one output block, each in the
+/// same order as GatherEntry (so the same bits): one thread per block, which
+/// reads each contribution's indices once and its entries as one run. The
+/// gather on CPU threads (benchmarks/RESULTS.md, "The assembly's gather by
+/// blocks").
+template <typename T, int Stride>
+struct GatherBlock {
+    const Index* const source_ptr;  ///< #outputs + 1 offsets into sources
+    const Index* const sources;     ///< contribution indices, grouped by output block
+    const T* const buffer;          ///< #contributions · Stride
+    T* const output;                ///< #outputs · Stride
+
+    WEFT_HD void operator()(Index block) const
+    {
+        T sum[Stride];
+        for (int o = 0; o < Stride; ++o) sum[o] = T(0);
+        for (Index c = source_ptr[block]; c < source_ptr[block + 1]; ++c) {
+            const T* contribution = buffer + static_cast<std::size_t>(sources[c]) * Stride;
+            for (int o = 0; o < Stride; ++o) sum[o] += contribution[o];
+        }
+        T* out = output + static_cast<std::size_t>(block) * Stride;
+        for (int o = 0; o < Stride; ++o) out[o] = sum[o];
+    }
+};
+
+/// output = the gathered sums of `blocks` output blocks of `Stride` entries:
+/// per entry on a GPU (GatherEntry), per block on CPU threads (GatherBlock);
+/// the same bits either way. `output` must hold blocks · Stride entries.
+template <int Stride, typename T>
+void gather(Index blocks, const thrust::device_vector<Index>& source_ptr, const thrust::device_vector<Index>& sources,
+            const thrust::device_vector<T>& buffer, thrust::device_vector<T>& output)
+{
+    const Index* ptr = thrust::raw_pointer_cast(source_ptr.data());
+    const Index* src = thrust::raw_pointer_cast(sources.data());
+    const T* values = thrust::raw_pointer_cast(buffer.data());
+    if constexpr (backend_is_cuda()) {
+        const std::size_t entries = static_cast<std::size_t>(blocks) * Stride;
+        thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),
+                          thrust::counting_iterator<std::size_t>(entries), output.begin(),
+                          GatherEntry<T, Stride>{ptr, src, values});
+    } else {
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(blocks),
+                         GatherBlock<T, Stride>{ptr, src, values, thrust::raw_pointer_cast(output.data())});
+    }
+}
 
 inline Index checked_count(const char* field, std::size_t count)
 {
@@ -236,12 +284,8 @@ void assemble_matrix(const AssemblyMap<B>& map, const thrust::device_vector<T>& 
                              ("must equal #matrix contributions * B*B = " + std::to_string(expected)).c_str()));
     }
     a.assign_trusted_pattern(map.num_nodes(), map.num_nodes(), map.row_ptr(), map.col_idx());
-    const std::size_t entries = static_cast<std::size_t>(map.nonzero_blocks()) * (B * B);
-    thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),
-                      thrust::counting_iterator<std::size_t>(entries), a.values().begin(),
-                      assembly_detail::GatherEntry<T>{B * B, thrust::raw_pointer_cast(map.block_source_ptr().data()),
-                                                      thrust::raw_pointer_cast(map.block_sources().data()),
-                                                      thrust::raw_pointer_cast(contributions.data())});
+    assembly_detail::gather<B * B>(map.nonzero_blocks(), map.block_source_ptr(), map.block_sources(), contributions,
+                                   a.values());
 }
 
 /// f = Σ contributions, gathered per entry in the map's fixed order.
@@ -261,13 +305,8 @@ void assemble_vector(const AssemblyMap<B>& map, const thrust::device_vector<T>& 
     }
     if (&contributions == &f)
         throw InvalidInput("invalid assemble_vector arguments: f must not be the contribution buffer");
-    const std::size_t entries = static_cast<std::size_t>(map.num_nodes()) * B;
-    f.resize(entries);
-    thrust::transform(thrust::device, thrust::counting_iterator<std::size_t>(0),
-                      thrust::counting_iterator<std::size_t>(entries), f.begin(),
-                      assembly_detail::GatherEntry<T>{B, thrust::raw_pointer_cast(map.node_source_ptr().data()),
-                                                      thrust::raw_pointer_cast(map.node_sources().data()),
-                                                      thrust::raw_pointer_cast(contributions.data())});
+    f.resize(static_cast<std::size_t>(map.num_nodes()) * B);
+    assembly_detail::gather<B>(map.num_nodes(), map.node_source_ptr(), map.node_sources(), contributions, f);
 }
 
 }  // namespace weft
