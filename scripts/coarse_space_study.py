@@ -32,7 +32,12 @@ block-Jacobi step, ω = 4 / (3 · 1.1 λ), λ from 15 power iterations):
               coordinates along the two tangents from the patch's centre, as
               the rotations, so that every level carries the same modes);
               "+quad" adds the normal displacement times u², uv, v², and
-              "+inplane" the tangent displacements times v² and u².
+              "+inplane" the tangent displacements times v² and u²;
+  nodes+arc, nodes+positions, nodes+shear  the sliding modes in part: only
+              s_a times v and s_b times u (K = 10), only the two tangent
+              displacements (K = 10), or only their sum, the in-plane shear
+              (K = 9; with the rotation about the normal it spans both
+              tangent modes where the patch is flat).
 
 Coarser levels (multilevel variants): runs of 3 coarse runs along the same
 yarn (or, in the "joined" variants, 2 runs along × 2 neighbouring yarns, or
@@ -251,28 +256,38 @@ def squares(n, side):
             yield (j0 // side, i0 // side), nodes
 
 
-def node_aggregates(q, n, free, linear=False, quadratic=False, inplane_quadratic=False, side=3):
+def node_aggregates(q, n, free, linear=False, quadratic=False, inplane_quadratic=False, side=3, sliding="both"):
+    """sliding (with linear): "both" modes of each family, or only its "arc" lengths (s_a v, s_b u), or only
+    its "positions" (the tangent displacements times v and u), or their sum alone, the in-plane "shear"
+    (with the rotation about the normal, it spans the two position modes on a flat patch)."""
     center = q[:, :3].mean(0)
     ta, tb, normal = frames(q, n)
     out = []
+    linear_modes = {"both": 4, "arc": 2, "positions": 2, "shear": 1}[sliding] if linear else 0
     for key, nodes in squares(n, side):
         x, y, z = (q[nodes, :3] - center).T
-        m = np.zeros((B * len(nodes), (12 if linear else 8) + 3 * quadratic + 2 * inplane_quadratic))
+        m = np.zeros((B * len(nodes), 8 + linear_modes + 3 * quadratic + 2 * inplane_quadratic))
         if linear:  # each yarn family sliding along itself by an amount linear across its yarns
             d = q[nodes, :3] - center  # global coordinates, as the rotations: the same modes on every level
             u = np.einsum("ij,ij->i", d, ta[nodes])
             v = np.einsum("ij,ij->i", d, tb[nodes])
             for k in range(len(nodes)):
-                m[B * k : B * k + 3, 8] = ta[nodes[k]] * v[k]
-                m[B * k : B * k + 3, 9] = tb[nodes[k]] * u[k]
-                m[B * k + 3, 10] = v[k]
-                m[B * k + 4, 11] = u[k]
+                c = 8
+                if sliding == "shear":
+                    m[B * k : B * k + 3, c] = ta[nodes[k]] * v[k] + tb[nodes[k]] * u[k]
+                elif sliding != "arc":
+                    m[B * k : B * k + 3, c] = ta[nodes[k]] * v[k]
+                    m[B * k : B * k + 3, c + 1] = tb[nodes[k]] * u[k]
+                    c += 2
+                if sliding in ("both", "arc"):
+                    m[B * k + 3, c] = v[k]
+                    m[B * k + 4, c + 1] = u[k]
                 if quadratic:  # bending: the normal displacement's quadratic modes
                     for c, f in enumerate((u[k] * u[k], u[k] * v[k], v[k] * v[k])):
-                        m[B * k : B * k + 3, 12 + c] = normal[nodes[k]] * f
+                        m[B * k : B * k + 3, 8 + linear_modes + c] = normal[nodes[k]] * f
                 if inplane_quadratic:  # in-plane bending of each family across its yarns
-                    m[B * k : B * k + 3, 12 + 3 * quadratic] = ta[nodes[k]] * v[k] * v[k]
-                    m[B * k : B * k + 3, 13 + 3 * quadratic] = tb[nodes[k]] * u[k] * u[k]
+                    m[B * k : B * k + 3, 8 + linear_modes + 3 * quadratic] = ta[nodes[k]] * v[k] * v[k]
+                    m[B * k : B * k + 3, 9 + linear_modes + 3 * quadratic] = tb[nodes[k]] * u[k] * u[k]
         o = B * np.arange(len(nodes))
         for c in range(3):
             m[o + c, c] = 1
@@ -423,10 +438,21 @@ VARIANTS = {
         "nodes+linear", False, "lines", {"theta": 0.3}),
     "nodes+linear, V-cycle, lines of aggregates, coarse matrices sparsified to the tentative pattern": (
         "nodes+linear", False, "lines", {"sparsify": True}),
+    "nodes+arc sliding (K = 10), two-level": ("nodes+arc", True, None, {}),
+    "nodes+position sliding (K = 10), two-level": ("nodes+positions", True, None, {}),
+    "nodes+arc sliding (K = 10), V-cycle, lines of aggregates": ("nodes+arc", False, "lines", {}),
+    "nodes+position sliding (K = 10), V-cycle, lines of aggregates": ("nodes+positions", False, "lines", {}),
+    "nodes+shear (K = 9), two-level": ("nodes+shear", True, None, {}),
+    "nodes+shear (K = 9), V-cycle, lines of aggregates": ("nodes+shear", False, "lines", {}),
+    "nodes+shear (K = 9, squares of 4), V-cycle, lines of aggregates": ("nodes+shear 4", False, "lines", {}),
 }
 SPACES = {
     "nodes": lambda q, n, f: node_aggregates(q, n, f),
     "nodes+linear": lambda q, n, f: node_aggregates(q, n, f, linear=True),
+    "nodes+arc": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="arc"),
+    "nodes+positions": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="positions"),
+    "nodes+shear": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="shear"),
+    "nodes+shear 4": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="shear", side=4),
     "nodes+linear 4": lambda q, n, f: node_aggregates(q, n, f, linear=True, side=4),
     "nodes+linear 5": lambda q, n, f: node_aggregates(q, n, f, linear=True, side=5),
     "nodes+linear+quad": lambda q, n, f: node_aggregates(q, n, f, linear=True, quadratic=True),

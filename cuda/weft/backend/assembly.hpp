@@ -266,7 +266,7 @@ private:
     thrust::device_vector<Index> m_node_sources;
 };
 
-/// A = Σ contributions, gathered per entry in the map's fixed order.
+/// A = Σ contributions, each entry summed in the map's fixed order (assembly_detail::gather).
 /// A takes the map's pattern (copied every call, so a matrix can never be
 /// left with a stale pattern after the map is rebuilt; no reallocation when
 /// the sizes do not grow).
@@ -288,7 +288,7 @@ void assemble_matrix(const AssemblyMap<B>& map, const thrust::device_vector<T>& 
                                    a.values());
 }
 
-/// f = Σ contributions, gathered per entry in the map's fixed order.
+/// f = Σ contributions, each entry summed in the map's fixed order (assembly_detail::gather).
 /// @param[in]  map            assembly map
 /// @param[in]  contributions  #vector contributions · B scalars
 /// @param[out] f              num_nodes · B scalars (resized if needed)
