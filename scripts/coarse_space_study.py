@@ -55,7 +55,11 @@ or smoothed with a filtered matrix (the couplings of weak block pairs,
 diagonal) instead of A; "sparsified": each coarse matrix cut to the pattern
 of Tᵀ|A|T (T the tentative prolongator), each dropped entry's size added to
 its row's diagonal. The coarsest
-level (at most 2,000 DoFs) solved exactly. "Two-level" variants solve the
+level (at most 2,000 DoFs) solved exactly. Where named, the cycle is a
+W-cycle (each coarse level cycled twice per visit of the level above, the
+second time on the residual the first left) or a K-cycle (each coarse level
+above the coarsest solved by two steps of flexible CG preconditioned by its
+own cycle, Notay and Vassilevski; the outer PCG is then flexible too). "Two-level" variants solve the
 first coarse level exactly; the "three levels" variants stop at the third,
 one of them leaving the squares unaggregated there, one the runs (which
 part of the coarsening loses the two-level rate).
@@ -69,8 +73,10 @@ Needs python3-numpy and python3-scipy (apt). Usage:
       --no-eigen --no-cholmod --spmv-repeats 0 --write-system DIR
   scripts/coarse_space_study.py DIR --sizes 50,100,200
 Prints one line per size and variant: PCG iterations (step rhs, random rhs),
-level sizes, and the operator complexity (stored entries of all levels over
-the finest matrix's).
+level sizes, the operator complexity (stored entries of all levels over
+the finest matrix's), the cycle's work (stored entries a cycle visits, each
+level counted as often as the cycle visits it, over the finest matrix's:
+the complexity for a V-cycle) and the seconds taken.
 """
 import argparse
 import time
@@ -93,7 +99,7 @@ def load(directory, n):
     return filtered, free * np.load(pre + "rhs.npy"), free, np.load(pre + "positions.npy")
 
 
-def pcg(a, b, apply, tol=1e-5, limit=1000):
+def pcg(a, b, apply, tol=1e-5, limit=1000, flexible=False):
     x = np.zeros_like(b)
     r = b.copy()
     z = apply(r)
@@ -109,7 +115,9 @@ def pcg(a, b, apply, tol=1e-5, limit=1000):
         r -= step * ap
         z = apply(r)
         rz, previous = r @ z, rz
-        p = z + (rz / previous) * p
+        # flexible (Polak-Ribiere): z_new . (r_new - r_old) / (z_old . r_old), r_old = r + step * ap
+        beta = (rz - (r + step * ap) @ z) / previous if flexible else rz / previous
+        p = z + beta * p
     return limit
 
 
@@ -353,7 +361,11 @@ def coarse_classes(aggregates):
 
 
 def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest=2000, levels_at_most=None,
-              run=3, side=3, across=1, point=False, degree=2, theta=None, sparsify=False):
+              run=3, side=3, across=1, point=False, degree=2, theta=None, sparsify=False, gamma=1, kcycle=False):
+    """gamma: coarse cycles per level (1: V-cycle, 2: W-cycle, each on the residual the last one left);
+    kcycle: each coarse level above the coarsest solved by two steps of flexible CG preconditioned by its
+    own cycle (Notay and Vassilevski's K-cycle; a nonlinear preconditioner, so the outer PCG must be
+    flexible)."""
     levels = []
     level_matrix = a
     blocks = [node_dofs(np.array([i])) for i in range(a.shape[0] // B)]
@@ -386,17 +398,44 @@ def hierarchy(a, fine_smoother, aggregates, two_level, coarse_smoother, coarsest
         aggregates = coarser(coarse, run, side, across)
     lu = spla.splu(level_matrix.tocsc())
 
+    matrices = [lv[0] for lv in levels] + [level_matrix]
+
+    def two_fcg_steps(level, r):
+        """Two steps of flexible CG on level `level` from zero, preconditioned by its cycle."""
+        m = matrices[level]
+        c = cycle(level, r)
+        v = m @ c
+        rho1, alpha1 = c @ v, c @ r
+        r2 = r - alpha1 / rho1 * v
+        if np.linalg.norm(r2) <= 0.25 * np.linalg.norm(r):
+            return alpha1 / rho1 * c
+        d = cycle(level, r2)
+        w = m @ d
+        g, beta, alpha2 = d @ v, d @ w, d @ r2
+        rho2 = beta - g * g / rho1
+        return (alpha1 / rho1 - g * alpha2 / (rho1 * rho2)) * c + alpha2 / rho2 * d
+
     def cycle(level, r):
         if level == len(levels):
             return lu.solve(r)
         m, p, smoother = levels[level]
         x = smoother.pre(np.zeros_like(r), r)
-        x = x + p @ cycle(level + 1, p.T @ (r - m @ x))
+        rc = p.T @ (r - m @ x)
+        if kcycle and level + 1 < len(levels):
+            e = two_fcg_steps(level + 1, rc)
+        else:
+            e = cycle(level + 1, rc)
+            for _ in range(gamma - 1 if level + 1 < len(levels) else 0):
+                e = e + cycle(level + 1, rc - matrices[level + 1] @ e)
+        x = x + p @ e
         return smoother.post(x, r)
 
-    sizes = [lv[0].shape[0] for lv in levels] + [level_matrix.shape[0]]
-    complexity = (sum(lv[0].nnz for lv in levels) + level_matrix.nnz) / a.nnz
-    return (lambda r: cycle(0, r)), sizes, complexity
+    sizes = [mat.shape[0] for mat in matrices]
+    complexity = sum(mat.nnz for mat in matrices) / a.nnz
+    # stored entries a cycle visits, over the finest matrix's (each coarse level γ times per visit of the one above)
+    visits = 2 if kcycle else gamma
+    work = sum(min(visits**k, visits ** (len(levels) - 1)) * mat.nnz for k, mat in enumerate(matrices)) / a.nnz
+    return (lambda r: cycle(0, r)), sizes, complexity, work
 
 
 # name: (coarse space, two-level, coarse smoother, extra hierarchy settings)
@@ -445,6 +484,13 @@ VARIANTS = {
     "nodes+shear (K = 9), two-level": ("nodes+shear", True, None, {}),
     "nodes+shear (K = 9), V-cycle, lines of aggregates": ("nodes+shear", False, "lines", {}),
     "nodes+shear (K = 9, squares of 4), V-cycle, lines of aggregates": ("nodes+shear 4", False, "lines", {}),
+    "nodes+shear (K = 9, squares of 4), W-cycle, lines of aggregates": ("nodes+shear 4", False, "lines",
+                                                                         {"gamma": 2}),
+    "nodes+shear (K = 9, squares of 4), K-cycle, lines of aggregates": ("nodes+shear 4", False, "lines",
+                                                                         {"kcycle": True}),
+    "nodes, W-cycle, Chebyshev": ("nodes", False, "chebyshev", {"gamma": 2}),
+    "nodes+shear (K = 9), W-cycle, lines of aggregates": ("nodes+shear", False, "lines", {"gamma": 2}),
+    "nodes, W-cycle, lines of aggregates": ("nodes", False, "lines", {"gamma": 2}),
 }
 SPACES = {
     "nodes": lambda q, n, f: node_aggregates(q, n, f),
@@ -482,10 +528,12 @@ def main():
         for name in chosen:
             start = time.time()
             space, two_level, coarse_smoother, settings = VARIANTS[name]
-            apply, sizes, complexity = hierarchy(a, fine, SPACES[space](q, n, free), two_level, coarse_smoother,
-                                                 **settings)
-            print(f"{n}² | {name} | {pcg(a, b, apply)} | {pcg(a, random, apply)} | {sizes} | "
-                  f"{complexity:.2f} | {time.time() - start:.0f} s", flush=True)
+            apply, sizes, complexity, work = hierarchy(a, fine, SPACES[space](q, n, free), two_level,
+                                                       coarse_smoother, **settings)
+            flexible = settings.get("kcycle", False)
+            print(f"{n}² | {name} | {pcg(a, b, apply, flexible=flexible)} | "
+                  f"{pcg(a, random, apply, flexible=flexible)} | {sizes} | {complexity:.2f} | {work:.2f} | "
+                  f"{time.time() - start:.0f} s", flush=True)
 
 
 if __name__ == "__main__":
