@@ -9,7 +9,8 @@
 //              [--multilevel-refresh off|on-growth|every-prepare]
 //              [--multilevel-rebuild rent-or-buy|growth]
 //              [--multilevel-smoother chebyshev|yarn-lines]
-//              [--multilevel-coarse-space nodes|yarns] [--no-line-ordered-rows]
+//              [--multilevel-coarse-space nodes|yarns|squares] [--multilevel-cycle v|w]
+//              [--multilevel-square-side N] [--no-line-ordered-rows]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //              [--write-system DIR]
 //
@@ -61,6 +62,8 @@ struct Options {
     std::string multilevel_refresh = "on-growth";
     std::string multilevel_smoother = "chebyshev";
     std::string multilevel_coarse_space = "nodes";
+    std::string multilevel_cycle = "v";
+    int multilevel_square_side = 3;
     std::string multilevel_rebuild = "rent-or-buy";
     std::string multilevel_pattern_change = "rebuild";
     std::string matrix_precision = "double";
@@ -100,10 +103,20 @@ Options parse(int argc, char** argv)
         ->check(CLI::IsMember(weft::solver_words::multilevel_smoother()))
         ->type_name("NAME");
     app.add_option("--multilevel-coarse-space", o.multilevel_coarse_space,
-                   "the multilevel hierarchy's coarse levels: greedy aggregates of nodes, or runs along the yarns "
-                   "and squares of crossings (yarns)")
+                   "the multilevel hierarchy's coarse levels: greedy aggregates of nodes, runs along the yarns "
+                   "and squares of crossings (yarns), or squares of crossings with the rigid-body, arc-length and "
+                   "shear modes smoothed by lines of squares (squares)")
         ->check(CLI::IsMember(weft::solver_words::multilevel_coarse_space()))
         ->type_name("NAME");
+    app.add_option("--multilevel-cycle", o.multilevel_cycle,
+                   "the multilevel cycle: each coarse level visited once (v) or twice (w) per visit of the level "
+                   "above")
+        ->check(CLI::IsMember(weft::solver_words::multilevel_cycle()))
+        ->type_name("NAME");
+    app.add_option("--multilevel-square-side", o.multilevel_square_side,
+                   "crossings per side of the squares of the first coarse level (coarse space squares)")
+        ->check(CLI::Range(3, 1000))
+        ->type_name("N");
     app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
                    "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
                    "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
@@ -183,8 +196,9 @@ int main(int argc, char** argv)
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
              << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_smoother\": \""
              << opt.multilevel_smoother << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
-             << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
-             << "\",\n  \"multilevel_pattern_change\": \"" << opt.multilevel_pattern_change
+             << "\",\n  \"multilevel_cycle\": \"" << opt.multilevel_cycle
+             << "\",\n  \"multilevel_square_side\": " << opt.multilevel_square_side << ",\n  \"multilevel_rebuild\": \""
+             << opt.multilevel_rebuild << "\",\n  \"multilevel_pattern_change\": \"" << opt.multilevel_pattern_change
              << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision
              << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
              << ",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
@@ -215,6 +229,8 @@ int main(int argc, char** argv)
             options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
             options.multilevel.smoother = weft::multilevel_smoother_named(opt.multilevel_smoother);
             options.multilevel.coarse_space = weft::multilevel_coarse_space_named(opt.multilevel_coarse_space);
+            options.multilevel.cycle = weft::multilevel_cycle_named(opt.multilevel_cycle);
+            options.multilevel.square_side = opt.multilevel_square_side;
             options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
             options.multilevel.keep_across_patterns =
                 weft::multilevel_keep_across_patterns_named(opt.multilevel_pattern_change);
@@ -229,7 +245,7 @@ int main(int argc, char** argv)
                     throw std::runtime_error("warm-up step failed at n = " + std::to_string(n) + ": " + r.message);
             }
             double total = 0, assembly = 0, solve = 0, eigen_ms = 0;
-            long pcg_iterations = 0, eigen_iterations = 0, substeps = 0, multilevel_builds = 0;
+            long pcg_iterations = 0, eigen_iterations = 0, substeps = 0, multilevel_builds = 0, newton_iterations = 0;
             double eigen_worst_error = 0;
             weft::bench::CholmodBaseline<5> cholmod(built.model.free_dof);
             std::string first_failure;  ///< why the first halved timed step was halved
@@ -240,6 +256,7 @@ int main(int argc, char** argv)
                 assembly += r.assembly_seconds;
                 solve += r.solve_seconds;
                 pcg_iterations += r.pcg_iterations;
+                newton_iterations += r.newton_iterations;
                 substeps += r.substeps;
                 multilevel_builds += r.multilevel_builds;
                 if (!r.first_failure.empty() && first_failure.empty()) first_failure = r.first_failure;
@@ -262,7 +279,11 @@ int main(int argc, char** argv)
                    << ", \"ms_per_step\": " << 1e3 * total / steps << ", \"assembly_ms\": " << 1e3 * assembly / steps
                    << ", \"pcg_ms\": " << 1e3 * solve / steps
                    << ", \"rest_ms\": " << 1e3 * (total - assembly - solve) / steps
-                   << ", \"pcg_iterations\": " << pcg_iterations / steps << ", \"substeps\": " << substeps / steps
+                   << ", \"pcg_iterations\": " << pcg_iterations / steps
+                   << ", \"newton_iterations\": " << static_cast<double>(newton_iterations) / steps
+                   << ", \"pcg_iterations_per_newton\": "
+                   << (newton_iterations > 0 ? static_cast<double>(pcg_iterations) / newton_iterations : 0.0)
+                   << ", \"substeps\": " << substeps / steps
                    << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n)
                    << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
             if (opt.eigen) {

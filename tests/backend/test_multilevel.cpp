@@ -781,6 +781,14 @@ TEST_CASE("multilevel: bad sizes and options are rejected by name", "[backend][m
     o = {};
     o.coarse_space = weft::MultilevelCoarseSpace::yarns;  // 3-DoF nodes have no yarns to follow
     rejects(o, "needs 5-DoF yarn nodes");
+    o.coarse_space = weft::MultilevelCoarseSpace::squares;
+    rejects(o, "needs 5-DoF yarn nodes");
+    o = {};
+    o.square_side = 2;  // lines of squares of 2 would couple three squares apart
+    rejects(o, "square_side");
+    o = {};
+    o.cycle = static_cast<weft::MultilevelCycle>(7);
+    rejects(o, "cycle");
     // PCG asked for the multilevel preconditioner without one.
     PcgOptions<double> options;
     options.preconditioner = PcgPreconditioner::multilevel;

@@ -375,12 +375,32 @@ TEST_CASE("scene: solver.multilevel_coarse_space is read, \"nodes\" by default, 
     CHECK(weft::parse_scene(j).solver.multilevel_coarse_space == "yarns");
     CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.coarse_space ==
           weft::MultilevelCoarseSpace::yarns);
+    j["solver"]["multilevel_coarse_space"] = "squares";
+    CHECK(weft::parse_scene(j).solver.multilevel_coarse_space == "squares");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.coarse_space ==
+          weft::MultilevelCoarseSpace::squares);
     j["solver"]["multilevel_coarse_space"] = "lines";
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space") &&
                                                 Catch::Contains("\"lines\"") && Catch::Contains("\"nodes\"") &&
-                                                Catch::Contains("\"yarns\""));
+                                                Catch::Contains("\"yarns\"") && Catch::Contains("\"squares\""));
     j["solver"]["multilevel_coarse_space"] = true;
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space"));
+}
+
+TEST_CASE("scene: solver.multilevel_cycle is read, \"v\" by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_cycle == "v");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.cycle == weft::MultilevelCycle::v);
+    j["solver"]["multilevel_cycle"] = "w";
+    CHECK(weft::parse_scene(j).solver.multilevel_cycle == "w");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.cycle == weft::MultilevelCycle::w);
+    j["solver"]["multilevel_cycle"] = "k";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_cycle") && Catch::Contains("\"k\"") &&
+                                                Catch::Contains("\"v\"") && Catch::Contains("\"w\""));
+    j["solver"]["multilevel_cycle"] = 2;
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_cycle"));
 }
 
 TEST_CASE("scene: solver.matrix_precision is read, \"double\" by default, into the PCG and multilevel options",
@@ -1018,9 +1038,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 181 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 184 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 183);
+    REQUIRE(checked == 184);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

@@ -74,6 +74,35 @@
 /// iterations as node aggregates on the sphere drop at a higher cost per
 /// iteration, so nodes stay the default.
 ///
+/// Square coarse space (MultilevelOptions::coarse_space = squares, with the
+/// LineSet given by set_lines(); 5-DoF yarn nodes). The first coarse level
+/// takes squares of `square_side` × `square_side` crossings from the lines
+/// (the node on line a of family 0 and line b of family 1 at (a, b)), with
+/// nine modes each: the six rigid-body modes, the two arc lengths, and the
+/// in-plane shear t_a v + t_b u (square_aggregates). The yarn-line smoother
+/// leaves each yarn family sliding along itself by an amount that varies
+/// smoothly across its yarns; with the rotation about the normal the shear
+/// spans that sliding on a flat patch, which rigid-body aggregates miss.
+/// Coarser levels join 3 × 3 squares (the R factors carry the modes). Every
+/// coarse level but the coarsest is smoothed as the finest is, by block
+/// Gauss–Seidel by lines: exact solves of the rows of squares, then of the
+/// columns, each coloured into classes of uncoupled lines (colored_line_set
+/// on a copy of the level in 9 × 9 blocks; a forward sweep before the coarse
+/// correction, the backward one after it), so the V- and W-cycles stay
+/// symmetric positive definite. A Chebyshev point smoother on the coarse
+/// levels leaves the sliding error between neighbouring rows of squares as
+/// the point smoother does on the finest level. The design and its
+/// measurements outside weft: scripts/coarse_space_study.py and
+/// benchmarks/RESULTS.md ("Which sliding modes the coarse space needs", "W-
+/// cycles and K-cycles with the shear mode"); in weft: "The square coarse
+/// space in the backend".
+///
+/// W-cycle (MultilevelOptions::cycle = w): each coarse level above the
+/// coarsest is cycled twice per visit of the level above, the second time
+/// on the residual the first left, and the two corrections summed. With
+/// symmetric smoothing this is (I − (I − B A)²) A⁻¹ for the level's cycle B,
+/// symmetric and positive definite whenever B is and ‖I − BA‖_A < 1.
+///
 /// Reuse. The finest level always uses the current matrix (its block
 /// inverses are refreshed at each prepare()); the coarse levels are kept while
 /// the sparsity pattern and the filter are unchanged, and rebuilt when the
@@ -153,9 +182,12 @@
 #include <thrust/device_vector.h>
 #include <thrust/equal.h>
 #include <thrust/execution_policy.h>
+#include <thrust/fill.h>
 #include <thrust/for_each.h>
 #include <thrust/functional.h>
 #include <thrust/iterator/counting_iterator.h>
+#include <thrust/scatter.h>
+#include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
 #include <Eigen/Dense>
 #include <Eigen/Sparse>
@@ -193,10 +225,18 @@ enum class MultilevelSmoother { chebyshev, yarn_lines };
 
 /// The aggregates of the coarse levels (MultilevelOptions::coarse_space;
 /// scene key solver.multilevel_coarse_space): greedy aggregates of nodes
-/// with the rigid-body and arc-length modes, or runs along the yarns and
-/// squares of crossings (needs the yarns' LineSet, set_lines(), and 5-DoF
-/// nodes; see "Yarn coarse space" in the file comment).
-enum class MultilevelCoarseSpace { nodes, yarns };
+/// with the rigid-body and arc-length modes; runs along the yarns and
+/// squares of crossings (see "Yarn coarse space" in the file comment); or
+/// squares of crossings with the rigid-body, arc-length and in-plane shear
+/// modes, smoothed on the coarse levels by lines of squares (see "Square
+/// coarse space"). The last two need the yarns' LineSet, set_lines(), and
+/// 5-DoF nodes.
+enum class MultilevelCoarseSpace { nodes, yarns, squares };
+
+/// The cycle (MultilevelOptions::cycle; scene key solver.multilevel_cycle):
+/// a V-cycle visits each coarse level once per visit of the level above, a
+/// W-cycle twice, the second time on the residual the first left.
+enum class MultilevelCycle { v, w };
 
 /// Settings of the smoothed-aggregation hierarchy.
 struct MultilevelOptions {
@@ -208,6 +248,13 @@ struct MultilevelOptions {
     /// of a square, on the first coarse level.
     int yarn_run = 8;
     int yarn_square = 4;
+    /// Square coarse space: crossings per side of a square on the first
+    /// coarse level (coarser levels join 3 × 3 squares). At least 3, so that
+    /// each line of squares couples at most two squares apart (bending
+    /// couples nodes two apart) and its exact solve is block-banded.
+    int square_side = 3;
+    /// V- or W-cycle (see MultilevelCycle).
+    MultilevelCycle cycle = MultilevelCycle::v;
     /// θ of the strength of connection on the finest level; 0 makes every
     /// stored coupling strong. Coarser levels always take θ = 0 (with θ > 0
     /// there, coarsening stalled on the sphere drop: singleton aggregates).
@@ -292,6 +339,15 @@ inline MultilevelCoarseSpace multilevel_coarse_space_named(const std::string& na
         solver_words::index_of(name, solver_words::multilevel_coarse_space(), "multilevel coarse space"));
 }
 
+/// MultilevelOptions::cycle named in the words of the scene key
+/// solver.multilevel_cycle ("v", "w").
+/// @throws InvalidInput naming the word and the accepted ones
+inline MultilevelCycle multilevel_cycle_named(const std::string& name)
+{
+    return static_cast<MultilevelCycle>(
+        solver_words::index_of(name, solver_words::multilevel_cycle(), "multilevel cycle"));
+}
+
 /// MultilevelOptions::timed_rebuild named in the words of the scene key
 /// solver.multilevel_rebuild ("rent-or-buy": true, "growth": false).
 /// @throws InvalidInput naming the word and the accepted ones
@@ -318,6 +374,10 @@ inline void validate(const MultilevelOptions& o)
     if (o.yarn_run < 1) throw InvalidInput(detail::describe("MultilevelOptions yarn_run", o.yarn_run, "must be >= 1"));
     if (o.yarn_square < 1)
         throw InvalidInput(detail::describe("MultilevelOptions yarn_square", o.yarn_square, "must be >= 1"));
+    if (o.square_side < 3)
+        throw InvalidInput(detail::describe("MultilevelOptions square_side", o.square_side, "must be >= 3"));
+    if (o.cycle != MultilevelCycle::v && o.cycle != MultilevelCycle::w)
+        throw InvalidInput(detail::describe("MultilevelOptions cycle", static_cast<int>(o.cycle), "must be v or w"));
     if (o.coarse_dofs < 1)
         throw InvalidInput(detail::describe("MultilevelOptions coarse_dofs", o.coarse_dofs, "must be >= 1"));
     if (o.max_levels < 1)
@@ -672,6 +732,113 @@ struct YarnAggregate {
     Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic> near_null;
 };
 
+/// Where each node lies on the LineSet's first two families, and the yarns'
+/// unit tangents there (5-DoF yarn nodes; `state` holds the nodes' values,
+/// positions first): place[f][node] = (line within family f, position along
+/// it), (−1, −1) off the family; tangent[f][node] the chord between the
+/// node's neighbours on its line of family f (one-sided at the ends),
+/// normalized, zero off the family. square(node, side) is the square of
+/// side × side crossings a node belongs to: the node on line a of family 0
+/// and line b of family 1 lies at (a, b), a node on the line of one family
+/// only at (line, position along it) in that family's order; (−1, −1) for a
+/// node on no line.
+template <typename T>
+struct LinePlaces {
+    using Vector3 = Eigen::Matrix<T, 3, 1>;
+    static constexpr int bs = 5;
+    std::vector<std::vector<std::pair<Index, Index>>> place;
+    std::vector<std::vector<Vector3>> tangent;
+    const std::vector<T>* state = nullptr;
+
+    LinePlaces(const LineSet& lines, const std::vector<T>& values)
+        : place(2, std::vector<std::pair<Index, Index>>(static_cast<std::size_t>(lines.node_count()),
+                                                        {Index(-1), Index(-1)})),
+          tangent(2, std::vector<Vector3>(static_cast<std::size_t>(lines.node_count()), Vector3::Zero())),
+          state(&values)
+    {
+        const std::vector<Index>& line_ptr = lines.host_line_ptr();
+        const std::vector<Index>& line_nodes = lines.host_line_nodes();
+        for (int f = 0; f < families(lines); ++f) {
+            for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
+                const Index first = line_ptr[static_cast<std::size_t>(l)];
+                const Index length = line_ptr[static_cast<std::size_t>(l) + 1] - first;
+                const auto node_at = [&](Index i) { return line_nodes[static_cast<std::size_t>(first + i)]; };
+                for (Index i = 0; i < length; ++i) {
+                    const Index node = node_at(i);
+                    place[f][static_cast<std::size_t>(node)] = {l - lines.family_first_line(f), i};
+                    const Vector3 chord =
+                        position(node_at(std::min(i + 1, length - 1))) - position(node_at(std::max(i - 1, Index(0))));
+                    const T norm = chord.norm();
+                    if (norm > T(0)) tangent[f][static_cast<std::size_t>(node)] = chord / norm;
+                }
+            }
+        }
+    }
+
+    static int families(const LineSet& lines) { return std::min(lines.family_count(), 2); }
+
+    Vector3 position(Index node) const
+    {
+        const std::size_t o = static_cast<std::size_t>(node) * bs;
+        return Vector3((*state)[o], (*state)[o + 1], (*state)[o + 2]);
+    }
+
+    std::pair<Index, Index> square(Index node, int side) const
+    {
+        const auto& p0 = place[0][static_cast<std::size_t>(node)];
+        const auto& p1 = place[1][static_cast<std::size_t>(node)];
+        std::pair<Index, Index> at;
+        if (p0.first >= 0 && p1.first >= 0) {
+            at = {p0.first, p1.first};
+        } else if (p0.first >= 0) {
+            at = p0;
+        } else if (p1.first >= 0) {
+            at = {p1.second, p1.first};
+        } else {
+            return {Index(-1), Index(-1)};
+        }
+        return {at.first / side, at.second / side};
+    }
+};
+
+/// The DoFs of `members`, node after node (bs per node).
+inline std::vector<Index> node_dofs(const std::vector<Index>& members, int bs)
+{
+    std::vector<Index> dofs;
+    dofs.reserve(members.size() * static_cast<std::size_t>(bs));
+    for (const Index node : members) {
+        for (int c = 0; c < bs; ++c) dofs.push_back(node * bs + c);
+    }
+    return dofs;
+}
+
+/// The nodes of each square of side × side crossings (LinePlaces::square),
+/// squares in row-major order of their place: (place, members); the nodes
+/// on no line in `alone`.
+template <typename T>
+std::vector<std::pair<std::pair<Index, Index>, std::vector<Index>>> node_squares(const LinePlaces<T>& places,
+                                                                                 Index nodes, int side,
+                                                                                 std::vector<Index>& alone)
+{
+    std::vector<std::pair<std::pair<Index, Index>, Index>> placed;
+    alone.clear();
+    for (Index node = 0; node < nodes; ++node) {
+        const std::pair<Index, Index> at = places.square(node, side);
+        if (at.first < 0) {
+            alone.push_back(node);
+        } else {
+            placed.push_back({at, node});
+        }
+    }
+    std::sort(placed.begin(), placed.end());
+    std::vector<std::pair<std::pair<Index, Index>, std::vector<Index>>> result;
+    for (const auto& [at, node] : placed) {
+        if (result.empty() || result.back().first != at) result.push_back({at, {}});
+        result.back().second.push_back(node);
+    }
+    return result;
+}
+
 /// The first coarse space that follows the yarns, for 5-DoF yarn nodes
 /// (position, then the arc lengths of the LineSet's families 0 and 1 as
 /// coordinates 3 and 4; `state` holds the nodes' values, positions first):
@@ -697,28 +864,15 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
     using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
     constexpr int bs = 5;
     const Index nodes = lines.node_count();
-    const auto position = [&](Index node) {
-        const std::size_t o = static_cast<std::size_t>(node) * bs;
-        return Vector3(state[o], state[o + 1], state[o + 2]);
-    };
     const auto zero_constrained = [&](YarnAggregate<T>& g) {
         for (std::size_t r = 0; r < g.dofs.size(); ++r) {
             if (!free[static_cast<std::size_t>(g.dofs[r])]) g.near_null.row(static_cast<Index>(r)).setZero();
         }
     };
-    const auto node_dofs = [&](const std::vector<Index>& members) {
-        std::vector<Index> dofs;
-        for (const Index node : members) {
-            for (int c = 0; c < bs; ++c) dofs.push_back(node * bs + c);
-        }
-        return dofs;
-    };
-    const int families = std::min(lines.family_count(), 2);
-    // Per family and node: (line within the family, position along it), −1 off the family; the unit tangent.
-    std::vector<std::vector<std::pair<Index, Index>>> place(
-        2, std::vector<std::pair<Index, Index>>(static_cast<std::size_t>(nodes), {Index(-1), Index(-1)}));
-    std::vector<std::vector<Vector3>> tangent(2,
-                                              std::vector<Vector3>(static_cast<std::size_t>(nodes), Vector3::Zero()));
+    const int families = LinePlaces<T>::families(lines);
+    const LinePlaces<T> places(lines, state);
+    const auto& tangent = places.tangent;
+    const auto position = [&](Index node) { return places.position(node); };
     std::vector<YarnAggregate<T>> result;
     const std::vector<Index>& line_ptr = lines.host_line_ptr();
     const std::vector<Index>& line_nodes = lines.host_line_nodes();
@@ -728,14 +882,6 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
             const Index length = line_ptr[static_cast<std::size_t>(l) + 1] - first;
             const Index local = l - lines.family_first_line(f);
             const auto node_at = [&](Index i) { return line_nodes[static_cast<std::size_t>(first + i)]; };
-            for (Index i = 0; i < length; ++i) {
-                const Index node = node_at(i);
-                place[f][static_cast<std::size_t>(node)] = {local, i};
-                const Vector3 chord =
-                    position(node_at(std::min(i + 1, length - 1))) - position(node_at(std::max(i - 1, Index(0))));
-                const T norm = chord.norm();
-                if (norm > T(0)) tangent[f][static_cast<std::size_t>(node)] = chord / norm;
-            }
             for (Index start = 0; start < length; start += run) {
                 YarnAggregate<T> g;
                 g.family = f;
@@ -743,7 +889,7 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
                 g.key[1] = start / run;
                 std::vector<Index> members;
                 for (Index i = start; i < std::min(length, start + run); ++i) members.push_back(node_at(i));
-                g.dofs = node_dofs(members);
+                g.dofs = node_dofs(members, bs);
                 g.near_null = Dense::Zero(static_cast<Index>(g.dofs.size()), 2);
                 for (std::size_t m = 0; m < members.size(); ++m) {
                     const Index o = static_cast<Index>(m) * bs;
@@ -756,41 +902,23 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
         }
     }
     // Squares, in row-major order of their place; nodes on no line alone.
-    std::vector<std::pair<std::pair<Index, Index>, Index>> placed;
-    for (Index node = 0; node < nodes; ++node) {
-        const auto& p0 = place[0][static_cast<std::size_t>(node)];
-        const auto& p1 = place[1][static_cast<std::size_t>(node)];
-        std::pair<Index, Index> at;
-        if (p0.first >= 0 && p1.first >= 0) {
-            at = {p0.first, p1.first};
-        } else if (p0.first >= 0) {
-            at = p0;
-        } else if (p1.first >= 0) {
-            at = {p1.second, p1.first};
-        } else {
-            YarnAggregate<T> g;
-            g.family = 3;
-            g.key[0] = node;
-            g.dofs = node_dofs({node});
-            g.near_null = Dense::Identity(bs, bs);
-            zero_constrained(g);
-            result.push_back(std::move(g));
-            continue;
-        }
-        placed.push_back({{at.first / side, at.second / side}, node});
+    std::vector<Index> alone;
+    const auto squares = node_squares(places, nodes, side, alone);
+    for (const Index node : alone) {
+        YarnAggregate<T> g;
+        g.family = 3;
+        g.key[0] = node;
+        g.dofs = node_dofs({node}, bs);
+        g.near_null = Dense::Identity(bs, bs);
+        zero_constrained(g);
+        result.push_back(std::move(g));
     }
-    std::sort(placed.begin(), placed.end());
-    for (std::size_t begin = 0; begin < placed.size();) {
-        std::size_t end = begin;
-        std::vector<Index> members;
-        for (; end < placed.size() && placed[end].first == placed[begin].first; ++end)
-            members.push_back(placed[end].second);
+    for (const auto& [at, members] : squares) {
         YarnAggregate<T> g;
         g.family = 2;
-        g.key[0] = placed[begin].first.first;
-        g.key[1] = placed[begin].first.second;
-        g.dofs = node_dofs(members);
-        begin = end;
+        g.key[0] = at.first;
+        g.key[1] = at.second;
+        g.dofs = node_dofs(members, bs);
         // The square's frame: mean tangents, orthonormalized; its normal.
         Vector3 mean[2] = {Vector3::Zero(), Vector3::Zero()};
         Vector3 center = Vector3::Zero();
@@ -838,6 +966,153 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
         result.push_back(std::move(g));
     }
     return result;
+}
+
+/// Coarse DoFs per aggregate of the square coarse space (square_aggregates).
+constexpr int square_modes = 9;
+
+/// The first coarse space of squares (MultilevelCoarseSpace::squares), for
+/// 5-DoF yarn nodes: squares of side × side crossings (LinePlaces::square),
+/// each with nine modes per node x: the three translations, the three
+/// rotations ω × (x − c) about the axes through the nodes' centroid c, the
+/// two arc lengths, and the in-plane shear t_a v + t_b u (t_a, t_b the
+/// node's tangents on families 0 and 1, u = (x − c)·t_a, v = (x − c)·t_b):
+/// the two yarn families sliding past each other by amounts linear across
+/// their yarns. With the rotation about the normal it spans each family
+/// sliding along itself linearly across its yarns on a flat patch: the slow
+/// error that the yarn-line smoother leaves and that rigid-body aggregates
+/// represent badly (benchmarks/RESULTS.md, "Which sliding modes the coarse
+/// space needs"). The coordinates are global, as the rotations', so that
+/// every coarser level carries the same modes through the R factors.
+/// A node on no line is its own aggregate: the unit modes of its five DoFs
+/// and four zero columns (inactive coarse DoFs), so that every aggregate
+/// has square_modes coarse DoFs. Constrained DoFs get zero rows.
+template <typename T>
+std::vector<YarnAggregate<T>> square_aggregates(const LineSet& lines, const std::vector<T>& state,
+                                                const std::vector<std::uint8_t>& free, int side)
+{
+    using Vector3 = Eigen::Matrix<T, 3, 1>;
+    using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+    constexpr int bs = 5;
+    const Index nodes = lines.node_count();
+    const LinePlaces<T> places(lines, state);
+    Vector3 center = Vector3::Zero();
+    for (Index node = 0; node < nodes; ++node) center += places.position(node);
+    if (nodes > 0) center /= T(nodes);
+    std::vector<Index> alone;
+    const auto squares = node_squares(places, nodes, side, alone);
+    std::vector<YarnAggregate<T>> result;
+    result.reserve(squares.size() + alone.size());
+    const auto add = [&](YarnAggregate<T>& g) {
+        for (std::size_t r = 0; r < g.dofs.size(); ++r) {
+            if (!free[static_cast<std::size_t>(g.dofs[r])]) g.near_null.row(static_cast<Index>(r)).setZero();
+        }
+        result.push_back(std::move(g));
+    };
+    for (const auto& [at, members] : squares) {
+        YarnAggregate<T> g;
+        g.family = 2;
+        g.key[0] = at.first;
+        g.key[1] = at.second;
+        g.dofs = node_dofs(members, bs);
+        g.near_null = Dense::Zero(static_cast<Index>(g.dofs.size()), square_modes);
+        for (std::size_t m = 0; m < members.size(); ++m) {
+            const Index node = members[m];
+            const Index o = static_cast<Index>(m) * bs;
+            const Vector3 d = places.position(node) - center;
+            for (int c = 0; c < 3; ++c) g.near_null(o + c, c) = T(1);  // translations
+            g.near_null(o + 1, 3) = -d.z();                            // rotations about e_x, e_y, e_z
+            g.near_null(o + 2, 3) = d.y();
+            g.near_null(o + 0, 4) = d.z();
+            g.near_null(o + 2, 4) = -d.x();
+            g.near_null(o + 0, 5) = -d.y();
+            g.near_null(o + 1, 5) = d.x();
+            g.near_null(o + 3, 6) = T(1);  // arc lengths
+            g.near_null(o + 4, 7) = T(1);
+            const Vector3& ta = places.tangent[0][static_cast<std::size_t>(node)];
+            const Vector3& tb = places.tangent[1][static_cast<std::size_t>(node)];
+            g.near_null.block(o, 8, 3, 1) = ta * d.dot(tb) + tb * d.dot(ta);  // in-plane shear
+        }
+        add(g);
+    }
+    for (const Index node : alone) {
+        YarnAggregate<T> g;
+        g.family = 3;
+        g.key[0] = node;
+        g.dofs = node_dofs({node}, bs);
+        g.near_null = Dense::Zero(bs, square_modes);
+        g.near_null.leftCols(bs).setIdentity();
+        add(g);
+    }
+    return result;
+}
+
+/// The lines of a square coarse level for its smoother: the level's square
+/// aggregates (family 2) as nodes, family 0 the rows of squares (key[0]
+/// fixed, in the order of key[1]), family 1 the columns; the other
+/// aggregates (nodes on no line) left uncovered. Bandwidth 2: a line's
+/// squares couple at most two apart where the squares have at least 3
+/// crossings a side (colored_line_set cuts a line where they do not).
+template <typename T>
+LineSet square_lines(const std::vector<YarnAggregate<T>>& aggregates)
+{
+    std::vector<std::tuple<Index, Index, Index>> rows, columns;  // (line, along, aggregate)
+    for (std::size_t i = 0; i < aggregates.size(); ++i) {
+        const YarnAggregate<T>& g = aggregates[i];
+        if (g.family != 2) continue;
+        rows.emplace_back(g.key[0], g.key[1], static_cast<Index>(i));
+        columns.emplace_back(g.key[1], g.key[0], static_cast<Index>(i));
+    }
+    std::vector<std::vector<std::vector<Index>>> families(2);
+    for (int f = 0; f < 2; ++f) {
+        auto& keyed = f == 0 ? rows : columns;
+        std::sort(keyed.begin(), keyed.end());
+        for (std::size_t k = 0; k < keyed.size(); ++k) {
+            if (k == 0 || std::get<0>(keyed[k]) != std::get<0>(keyed[k - 1])) families[f].emplace_back();
+            families[f].back().push_back(std::get<2>(keyed[k]));
+        }
+    }
+    return LineSet(static_cast<Index>(aggregates.size()), families, 2);
+}
+
+/// The K × K blocks of a scalar CSR matrix whose rows and columns come in
+/// groups of K (a square coarse level's aggregates): the block matrix, and
+/// in `position` the place in its values of each stored scalar entry (in
+/// the compressed order), with which refresh_values scatters new values.
+template <typename T, int K>
+BsrMatrix<T, K> blocked_copy(const HostMatrix<T>& m, std::vector<Index>& position)
+{
+    if (m.rows() % K != 0 || m.cols() % K != 0) {
+        throw InvalidInput(detail::describe("blocked_copy matrix rows", m.rows(),
+                                            ("must be a multiple of the block size " + std::to_string(K)).c_str()));
+    }
+    const Index block_rows = static_cast<Index>(m.rows() / K);
+    std::vector<Index> row_ptr(static_cast<std::size_t>(block_rows) + 1, 0);
+    std::vector<Index> col_idx;
+    for (Index br = 0; br < block_rows; ++br) {
+        const std::size_t first = col_idx.size();
+        for (int r = 0; r < K; ++r) {
+            for (typename HostMatrix<T>::InnerIterator it(m, br * K + r); it; ++it) col_idx.push_back(it.col() / K);
+        }
+        std::sort(col_idx.begin() + static_cast<std::ptrdiff_t>(first), col_idx.end());
+        col_idx.erase(std::unique(col_idx.begin() + static_cast<std::ptrdiff_t>(first), col_idx.end()), col_idx.end());
+        row_ptr[static_cast<std::size_t>(br) + 1] = static_cast<Index>(col_idx.size());
+    }
+    std::vector<T> values(col_idx.size() * K * K, T(0));
+    position.assign(static_cast<std::size_t>(m.nonZeros()), Index(0));
+    for (Index row = 0; row < m.rows(); ++row) {
+        const Index br = row / K;
+        const auto begin = col_idx.begin() + row_ptr[static_cast<std::size_t>(br)];
+        const auto end = col_idx.begin() + row_ptr[static_cast<std::size_t>(br) + 1];
+        for (Index e = m.outerIndexPtr()[row]; e < m.outerIndexPtr()[row + 1]; ++e) {
+            const Index col = m.innerIndexPtr()[e];
+            const Index k = static_cast<Index>(std::lower_bound(begin, end, col / K) - col_idx.begin());
+            const Index at = k * K * K + (row % K) * K + col % K;
+            values[static_cast<std::size_t>(at)] = m.valuePtr()[e];
+            position[static_cast<std::size_t>(e)] = at;
+        }
+    }
+    return BsrMatrix<T, K>(block_rows, static_cast<Index>(m.cols() / K), row_ptr, col_idx, values);
 }
 
 /// The next coarser level's aggregates of the yarn coarse space, from the
@@ -1410,6 +1685,17 @@ struct CoarseLevel {
     BsrMatrix<T, 1> restriction;                    ///< the prolongator's transpose
     BsrMatrix<T, 1> product;                        ///< Â P of the level above: its pattern, scratch of refresh()
     Smoother<T, 1> smoother;
+    /// Square coarse space: the level is smoothed by lines of its square
+    /// aggregates (rows, then columns), from `blocked`, the matrix in blocks
+    /// of square_modes (block_position: each scalar entry's place in it).
+    bool by_lines = false;
+    LineSet square_lines;  ///< the rows and columns of squares (square_lines())
+    LineSet lines;         ///< square_lines coloured for blocked's pattern (colored_line_set)
+    BsrMatrix<T, square_modes> blocked;
+    thrust::device_vector<Index> block_position;
+    LineFactors<T, square_modes> factors;
+    /// W-cycle scratch: the level's right-hand side and its first cycle's result.
+    thrust::device_vector<T> cycle_rhs, cycle_sum;
 };
 
 /// The host copy of a device CSR matrix.
@@ -1475,6 +1761,12 @@ public:
     {
         return B == 5 && m_options.coarse_space == MultilevelCoarseSpace::yarns && m_lines != nullptr;
     }
+    /// Whether the coarse levels are squares of crossings smoothed by lines
+    /// (MultilevelCoarseSpace::squares with lines given and 5-DoF nodes).
+    bool square_coarse_space() const
+    {
+        return B == 5 && m_options.coarse_space == MultilevelCoarseSpace::squares && m_lines != nullptr;
+    }
     /// Whether the finest level smooths by yarn lines.
     bool line_smoothing() const { return m_options.smoother == MultilevelSmoother::yarn_lines && m_lines != nullptr; }
     /// New options: the next prepare() rebuilds, and apply() refuses to run
@@ -1509,9 +1801,11 @@ public:
                                                 ("must equal the matrix size " + std::to_string(dofs)).c_str()));
         }
         validate_options();
-        if (m_options.coarse_space == MultilevelCoarseSpace::yarns && !yarn_coarse_space()) {
+        if ((m_options.coarse_space == MultilevelCoarseSpace::yarns && !yarn_coarse_space()) ||
+            (m_options.coarse_space == MultilevelCoarseSpace::squares && !square_coarse_space())) {
             throw InvalidInput(detail::describe(
-                "MultilevelOptions coarse_space", "yarns",
+                "MultilevelOptions coarse_space",
+                solver_words::multilevel_coarse_space()[static_cast<std::size_t>(m_options.coarse_space)],
                 B == 5 ? "needs the yarns' LineSet (set_lines() before prepare())"
                        : ("needs 5-DoF yarn nodes; this matrix has " + std::to_string(B) + " DoFs per node").c_str()));
         }
@@ -1687,6 +1981,14 @@ public:
     {
         return multilevel_detail::to_host_csr(coarse_level(level).prolongator);
     }
+    /// Whether coarse level `level` (1 is the first coarse level) is smoothed
+    /// by lines of squares (MultilevelCoarseSpace::squares; the coarsest level
+    /// is inverted instead), and its sweep classes (coloured rows and columns).
+    bool level_smoothed_by_lines(std::size_t level) const { return coarse_level(level).by_lines; }
+    int level_line_classes(std::size_t level) const
+    {
+        return coarse_level(level).by_lines ? coarse_level(level).lines.sweep_family_count() : 0;
+    }
     /// Operator complexity: stored scalars of all level matrices over those of the finest.
     double operator_complexity() const
     {
@@ -1776,7 +2078,8 @@ private:
         const std::vector<std::uint8_t> free = to_host(free_dofs);
         HostMatrix<T> level_matrix = filtered_host_matrix(a, free);
         const std::vector<T> host_state = to_host(state);
-        const bool by_yarns = yarn_coarse_space();
+        const bool by_squares = square_coarse_space();
+        const bool by_yarns = yarn_coarse_space() || by_squares;  // aggregates from the lines
         if (by_yarns && m_lines->node_count() != a.block_rows()) {
             throw InvalidInput(detail::describe(
                 "MultilevelPreconditioner yarn coarse space: the matrix's block rows", a.block_rows(),
@@ -1799,10 +2102,12 @@ private:
             if (by_yarns) {
                 // The first coarse level from the lines; coarser ones join 2 runs
                 // of 2 neighbouring yarns and 3 × 3 squares (the study's best design).
+                // Squares: the first level from the lines, coarser ones join 3 × 3 squares.
                 const std::vector<YarnAggregate<T>> aggregates =
-                    m_coarse.empty()
-                        ? yarn_aggregates(*m_lines, host_state, free, m_options.yarn_run, m_options.yarn_square)
-                        : join_yarn_aggregates(yarn_level, 2, 2, 3);
+                    !m_coarse.empty() ? join_yarn_aggregates(yarn_level, 2, 2, 3)
+                    : by_squares
+                        ? square_aggregates(*m_lines, host_state, free, m_options.square_side)
+                        : yarn_aggregates(*m_lines, host_state, free, m_options.yarn_run, m_options.yarn_square);
                 tentative = yarn_tentative_prolongator(aggregates, static_cast<Index>(level_matrix.rows()),
                                                        coarse_yarn_level, coarse_yarn_blocks);
                 if (tentative.cols() == 0 || tentative.cols() >= level_matrix.rows()) break;  // no coarsening
@@ -1835,7 +2140,7 @@ private:
             HostMatrix<T> coarse = sparse_product(restriction, product);
             T largest = T(0);
             for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
-            if (by_yarns) {  // the coarse level's point Jacobi becomes block Jacobi on its aggregates
+            if (by_yarns && !by_squares) {  // the coarse level's point Jacobi becomes block Jacobi on its aggregates
                 const HostMatrix<T> basis =
                     block_energy_basis(coarse, coarse_yarn_blocks, T(1e-12) * largest, coarse_yarn_level);
                 prolongator = sparse_product(prolongator, basis);
@@ -1863,6 +2168,14 @@ private:
             level.prolongator = to_device_csr(prolongator);
             level.restriction = to_device_csr(restriction);
             if (m_options.refresh != MultilevelRefresh::off) level.product = to_device_csr(product);
+            if (by_squares) {
+                coarse.makeCompressed();
+                std::vector<Index> position;
+                level.blocked = blocked_copy<T, square_modes>(coarse, position);
+                level.block_position = to_device(position);
+                level.square_lines = square_lines(coarse_yarn_level);
+                level.by_lines = true;
+            }
             m_coarse.push_back(std::move(level));
             level_matrix = std::move(coarse);
             level_free = std::move(coarse_free);
@@ -1872,10 +2185,20 @@ private:
             bs = near_null_size;
         }
         // Smoothers of the coarse levels but the last; the last is inverted densely.
-        for (std::size_t l = 0; l + 1 < m_coarse.size(); ++l) {
+        for (std::size_t l = 0; l < m_coarse.size(); ++l) {
             CoarseLevel<T>& level = m_coarse[l];
-            if (level.smoother.invert(level.matrix, level.free_dofs) > 0) return false;
-            level.smoother.bound(level.matrix, level.free_dofs);
+            if (l + 1 == m_coarse.size()) {  // the coarsest: no smoother
+                level.by_lines = false;
+                level.blocked = BsrMatrix<T, square_modes>();
+                level.block_position.clear();
+            } else if (level.by_lines) {
+                level.lines = colored_line_set(level.blocked, level.square_lines);
+                level.smoother.resize(static_cast<std::size_t>(level.matrix.rows()));
+                if (factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) > 0) return false;
+            } else {
+                if (level.smoother.invert(level.matrix, level.free_dofs) > 0) return false;
+                level.smoother.bound(level.matrix, level.free_dofs);
+            }
         }
         if (!invert_coarsest(level_matrix, level_free)) return false;
         m_built = true;
@@ -1917,7 +2240,12 @@ private:
                 thrust::counting_iterator<Index>(level.matrix.rows()),
                 AddInactiveUnit<T>{raw_pointer(level.free_dofs), raw_pointer(level.matrix.row_ptr()),
                                    raw_pointer(level.matrix.col_idx()), raw_pointer(level.matrix.values())});
-            if (l + 1 < m_coarse.size()) {
+            if (level.by_lines) {  // the blocked copy's values, and the line factors
+                thrust::fill(thrust::device, level.blocked.values().begin(), level.blocked.values().end(), T(0));
+                thrust::scatter(thrust::device, level.matrix.values().begin(), level.matrix.values().end(),
+                                level.block_position.begin(), level.blocked.values().begin());
+                ok = factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) == 0;
+            } else if (l + 1 < m_coarse.size()) {
                 ok = level.smoother.invert(level.matrix, level.free_dofs) == 0;
                 if (ok) level.smoother.bound(level.matrix, level.free_dofs);
             } else {
@@ -2064,6 +2392,13 @@ private:
                     return;
                 }
             }
+            if constexpr (BB == 1) {
+                if (coarse > 0 && m_coarse[coarse - 1].by_lines) {  // a square level: lines of squares
+                    CoarseLevel<T>& self = m_coarse[coarse - 1];
+                    sweep_lines(self.blocked, free_dofs, self.lines, self.factors, s.r, s.z, zero_start, zero_start);
+                    return;
+                }
+            }
             s.smooth(view, free_dofs, s.r, s.z, zero_start, degree, ratio);
         };
         smooth(true);
@@ -2081,6 +2416,21 @@ private:
                 spmv(m_coarsest_inverse, next_r, next_z);
             } else {
                 cycle<1>(next.matrix, next.free_dofs, next.smoother, coarse + 1);
+                if (m_options.cycle == MultilevelCycle::w) {
+                    // W-cycle: the level again, on the residual its first cycle left; the sum of the two.
+                    next.cycle_rhs.resize(next_r.size());
+                    next.cycle_sum.resize(next_z.size());
+                    thrust::copy(thrust::device, next_r.begin(), next_r.end(), next.cycle_rhs.begin());
+                    thrust::copy(thrust::device, next_z.begin(), next_z.end(), next.cycle_sum.begin());
+                    thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                                     thrust::counting_iterator<Index>(next.matrix.rows()),
+                                     bsr_detail::FilteredResidual<T, 1, T>{
+                                         next.matrix.view(), raw_pointer(next.free_dofs), raw_pointer(next.cycle_rhs),
+                                         raw_pointer(next.cycle_sum), raw_pointer(next_r)});
+                    cycle<1>(next.matrix, next.free_dofs, next.smoother, coarse + 1);
+                    thrust::transform(thrust::device, next_z.begin(), next_z.end(), next.cycle_sum.begin(),
+                                      next_z.begin(), thrust::plus<T>{});
+                }
             }
             // The correction on the free DoFs only: after a filter change the
             // kept prolongator may have rows on DoFs now constrained.

@@ -52,7 +52,14 @@ inline const std::vector<std::string>& multilevel_smoother()
 /// solver.multilevel_coarse_space, in the order of MultilevelCoarseSpace.
 inline const std::vector<std::string>& multilevel_coarse_space()
 {
-    static const std::vector<std::string> words{"nodes", "yarns"};
+    static const std::vector<std::string> words{"nodes", "yarns", "squares"};
+    return words;
+}
+
+/// solver.multilevel_cycle, in the order of MultilevelCycle.
+inline const std::vector<std::string>& multilevel_cycle()
+{
+    static const std::vector<std::string> words{"v", "w"};
     return words;
 }
 

@@ -40,9 +40,15 @@
 ///   multilevel_smoother string "chebyshev" | "yarn-lines"; the multilevel
 ///                              V-cycle's finest smoother: Chebyshev on block
 ///                              Jacobi, or block Gauss-Seidel by yarns (yarns only)
-///   multilevel_coarse_space string "nodes" | "yarns"; the multilevel V-cycle's
-///                              coarse levels: node aggregates, or runs along
-///                              the yarns and squares of crossings (yarns only)
+///   multilevel_coarse_space string "nodes" | "yarns" | "squares"; the multilevel
+///                              V-cycle's coarse levels: node aggregates, runs
+///                              along the yarns and squares of crossings, or
+///                              squares of crossings with the rigid-body, arc-
+///                              length and shear modes, smoothed by lines of
+///                              squares (the last two yarns only)
+///   multilevel_cycle    string "v" | "w"; the multilevel cycle: each coarse
+///                              level visited once or twice per visit of the
+///                              level above
 ///   matrix_precision    string "double" | "single"; "single": PCG's products use
 ///                              a float copy of the matrix (half the bytes per
 ///                              iteration), vectors and sums stay double

@@ -33,7 +33,8 @@ struct SolverDescription {
     double min_time_step = 0;                       ///< s; the parser sets time_step / 1024 when not given
     std::string preconditioner = "block-jacobi";    ///< "block-jacobi" | "yarn-lines" | "multilevel"
     std::string multilevel_smoother = "chebyshev";  ///< "chebyshev" | "yarn-lines" (MultilevelSmoother)
-    std::string multilevel_coarse_space = "nodes";  ///< "nodes" | "yarns" (MultilevelCoarseSpace)
+    std::string multilevel_coarse_space = "nodes";  ///< "nodes" | "yarns" | "squares" (MultilevelCoarseSpace)
+    std::string multilevel_cycle = "v";             ///< "v" | "w" (MultilevelCycle)
     std::string multilevel_refresh = "on-growth";   ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     std::string multilevel_pattern_change =
         "rebuild";                                   ///< "rebuild" | "keep" (MultilevelOptions::keep_across_patterns)

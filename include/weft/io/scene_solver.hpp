@@ -47,6 +47,12 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, solver_words::multilevel_coarse_space(), "multilevel coarse space");
         },
         s.multilevel_coarse_space);
+    s.multilevel_cycle = o.get_or(
+        "multilevel_cycle",
+        [](const json& v, const std::string& p) {
+            return read_choice(v, p, solver_words::multilevel_cycle(), "multilevel cycle");
+        },
+        s.multilevel_cycle);
     s.multilevel_refresh = o.get_or(
         "multilevel_refresh",
         [](const json& v, const std::string& p) {
