@@ -2403,10 +2403,19 @@ private:
         };
         smooth(true);
         if (coarse < m_coarse.size()) {
-            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
-                             thrust::counting_iterator<Index>(a.block_rows()),
-                             bsr_detail::FilteredResidual<T, BB, TA>{view, raw_pointer(free_dofs), raw_pointer(s.r),
-                                                                     raw_pointer(s.z), raw_pointer(s.residual)});
+            bool blocked = false;
+            if constexpr (BB == 1) {
+                if (coarse > 0 && m_coarse[coarse - 1].by_lines) {
+                    coarse_residual(m_coarse[coarse - 1], s.r, s.z, s.residual);
+                    blocked = true;
+                }
+            }
+            if (!blocked) {
+                thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                                 thrust::counting_iterator<Index>(a.block_rows()),
+                                 bsr_detail::FilteredResidual<T, BB, TA>{view, raw_pointer(free_dofs), raw_pointer(s.r),
+                                                                         raw_pointer(s.z), raw_pointer(s.residual)});
+            }
             CoarseLevel<T>& next = m_coarse[coarse];
             const bool last = coarse + 1 == m_coarse.size();
             thrust::device_vector<T>& next_r = last ? m_coarsest_rhs : next.smoother.r;
@@ -2422,11 +2431,7 @@ private:
                     next.cycle_sum.resize(next_z.size());
                     thrust::copy(thrust::device, next_r.begin(), next_r.end(), next.cycle_rhs.begin());
                     thrust::copy(thrust::device, next_z.begin(), next_z.end(), next.cycle_sum.begin());
-                    thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
-                                     thrust::counting_iterator<Index>(next.matrix.rows()),
-                                     bsr_detail::FilteredResidual<T, 1, T>{
-                                         next.matrix.view(), raw_pointer(next.free_dofs), raw_pointer(next.cycle_rhs),
-                                         raw_pointer(next.cycle_sum), raw_pointer(next_r)});
+                    coarse_residual(next, next.cycle_rhs, next.cycle_sum, next_r);
                     cycle<1>(next.matrix, next.free_dofs, next.smoother, coarse + 1);
                     thrust::transform(thrust::device, next_z.begin(), next_z.end(), next.cycle_sum.begin(),
                                       next_z.begin(), thrust::plus<T>{});
@@ -2440,6 +2445,27 @@ private:
                                               coarse == 0 ? raw_pointer(free_dofs) : nullptr});
         }
         smooth(false);
+    }
+
+    /// residual = S (r − A_l z) on a coarse level, from its blocked copy
+    /// where it has one (a square level: K × K blocks, the same sums in the
+    /// same column order as the scalar rows, which it reads in fewer bytes).
+    static void coarse_residual(const multilevel_detail::CoarseLevel<T>& level, const thrust::device_vector<T>& r,
+                                const thrust::device_vector<T>& z, thrust::device_vector<T>& residual)
+    {
+        using multilevel_detail::square_modes;
+        if (level.by_lines) {
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(level.blocked.block_rows()),
+                             bsr_detail::FilteredResidual<T, square_modes, T>{
+                                 level.blocked.view(), raw_pointer(level.free_dofs), raw_pointer(r), raw_pointer(z),
+                                 raw_pointer(residual)});
+            return;
+        }
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                         thrust::counting_iterator<Index>(level.matrix.rows()),
+                         bsr_detail::FilteredResidual<T, 1, T>{level.matrix.view(), raw_pointer(level.free_dofs),
+                                                               raw_pointer(r), raw_pointer(z), raw_pointer(residual)});
     }
 
     void cycle_fine()
