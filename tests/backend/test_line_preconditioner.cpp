@@ -942,14 +942,17 @@ TEST_CASE(
                 thrust::device_vector<double> before, after;
                 m.apply(to_device(x), before);
                 const PcgResult<double> result = solve_to_solution(problem, free_dofs, m, expected);
-                // A refresh of the same matrix: the coarse values recomputed on the device, the
-                // blocked copies scattered again and the lines refactored; the same cycle to rounding.
+                // A refresh of the same matrix: the coarse values recomputed on the device (the
+                // Galerkin product's upper half, mirrored), the blocked copies scattered again and
+                // the lines refactored; the same cycle to rounding, which the squares' line
+                // factors amplify as above (measured: up to 4e-8; a misplaced value gives O(1)).
+                const double same = squares ? 1e-7 : 1e-8;
                 REQUIRE(m.prepare(problem.a, free_dofs, state));
                 CHECK(m.refreshes() == 1);
                 CHECK(m.builds() == 1);
                 m.apply(to_device(x), after);
                 const Eigen::VectorXd b = to_eigen_vector(before), a = to_eigen_vector(after);
-                CHECK((a - b).norm() <= 1e-8 * b.norm());
+                CHECK((a - b).norm() <= same * b.norm());
                 pairs += check_symmetric_positive(m, filter, rng, 1, tolerance);
                 std::cout << "woven patch " << n << " x " << n - 4 << ", tolerance 1e-10, yarn-line smoothing, "
                           << weft::solver_words::multilevel_coarse_space()[static_cast<std::size_t>(space)]

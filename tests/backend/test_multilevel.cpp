@@ -225,8 +225,9 @@ Eigen::MatrixXd galerkin(const Eigen::MatrixXd& a, const Eigen::MatrixXd& p)
 
 /// Each coarse level of `m` against the Galerkin product of the level above
 /// (`above` the finest Â) with `prolongators` (the build's, the first one
-/// with its rows zeroed where `first_rows` is 0), to 1e-12. Returns the
-/// levels checked.
+/// with its rows zeroed where `first_rows` is 0), to 1e-12, and exactly
+/// symmetric (a refresh forms the upper half and copies it to the lower).
+/// Returns the levels checked.
 template <int B>
 int check_galerkin_levels(const MultilevelPreconditioner<double, B>& m, Eigen::MatrixXd above,
                           const std::vector<Eigen::MatrixXd>& prolongators, const std::vector<std::uint8_t>& first_rows)
@@ -243,6 +244,7 @@ int check_galerkin_levels(const MultilevelPreconditioner<double, B>& m, Eigen::M
         const Eigen::MatrixXd refreshed = Eigen::MatrixXd(m.level_matrix(l));
         INFO("level " << l);
         CHECK((refreshed - expected).cwiseAbs().maxCoeff() <= 1e-12 * expected.cwiseAbs().maxCoeff());
+        CHECK(refreshed == refreshed.transpose());
         above = refreshed;
         ++checked;
     }

@@ -812,6 +812,28 @@ inline std::vector<Index> node_dofs(const std::vector<Index>& members, int bs)
     return dofs;
 }
 
+/// An aggregate of `members` (family, key), its DoFs node after node (bs
+/// per node); the caller sets its near-null rows.
+template <typename T>
+YarnAggregate<T> member_aggregate(int family, Index key0, Index key1, const std::vector<Index>& members, int bs)
+{
+    YarnAggregate<T> g;
+    g.family = family;
+    g.key[0] = key0;
+    g.key[1] = key1;
+    g.dofs = node_dofs(members, bs);
+    return g;
+}
+
+/// Zero near-null rows on the constrained DoFs of an aggregate.
+template <typename T>
+void zero_constrained_rows(YarnAggregate<T>& g, const std::vector<std::uint8_t>& free)
+{
+    for (std::size_t r = 0; r < g.dofs.size(); ++r) {
+        if (!free[static_cast<std::size_t>(g.dofs[r])]) g.near_null.row(static_cast<Index>(r)).setZero();
+    }
+}
+
 /// The nodes of each square of side × side crossings (LinePlaces::square),
 /// squares in row-major order of their place: (place, members); the nodes
 /// on no line in `alone`.
@@ -864,11 +886,7 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
     using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
     constexpr int bs = 5;
     const Index nodes = lines.node_count();
-    const auto zero_constrained = [&](YarnAggregate<T>& g) {
-        for (std::size_t r = 0; r < g.dofs.size(); ++r) {
-            if (!free[static_cast<std::size_t>(g.dofs[r])]) g.near_null.row(static_cast<Index>(r)).setZero();
-        }
-    };
+    const auto zero_constrained = [&](YarnAggregate<T>& g) { zero_constrained_rows(g, free); };
     const int families = LinePlaces<T>::families(lines);
     const LinePlaces<T> places(lines, state);
     const auto& tangent = places.tangent;
@@ -883,13 +901,9 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
             const Index local = l - lines.family_first_line(f);
             const auto node_at = [&](Index i) { return line_nodes[static_cast<std::size_t>(first + i)]; };
             for (Index start = 0; start < length; start += run) {
-                YarnAggregate<T> g;
-                g.family = f;
-                g.key[0] = local;
-                g.key[1] = start / run;
                 std::vector<Index> members;
                 for (Index i = start; i < std::min(length, start + run); ++i) members.push_back(node_at(i));
-                g.dofs = node_dofs(members, bs);
+                YarnAggregate<T> g = member_aggregate<T>(f, local, start / run, members, bs);
                 g.near_null = Dense::Zero(static_cast<Index>(g.dofs.size()), 2);
                 for (std::size_t m = 0; m < members.size(); ++m) {
                     const Index o = static_cast<Index>(m) * bs;
@@ -905,20 +919,13 @@ std::vector<YarnAggregate<T>> yarn_aggregates(const LineSet& lines, const std::v
     std::vector<Index> alone;
     const auto squares = node_squares(places, nodes, side, alone);
     for (const Index node : alone) {
-        YarnAggregate<T> g;
-        g.family = 3;
-        g.key[0] = node;
-        g.dofs = node_dofs({node}, bs);
+        YarnAggregate<T> g = member_aggregate<T>(3, node, 0, {node}, bs);
         g.near_null = Dense::Identity(bs, bs);
         zero_constrained(g);
         result.push_back(std::move(g));
     }
     for (const auto& [at, members] : squares) {
-        YarnAggregate<T> g;
-        g.family = 2;
-        g.key[0] = at.first;
-        g.key[1] = at.second;
-        g.dofs = node_dofs(members, bs);
+        YarnAggregate<T> g = member_aggregate<T>(2, at.first, at.second, members, bs);
         // The square's frame: mean tangents, orthonormalized; its normal.
         Vector3 mean[2] = {Vector3::Zero(), Vector3::Zero()};
         Vector3 center = Vector3::Zero();
@@ -1004,17 +1011,11 @@ std::vector<YarnAggregate<T>> square_aggregates(const LineSet& lines, const std:
     std::vector<YarnAggregate<T>> result;
     result.reserve(squares.size() + alone.size());
     const auto add = [&](YarnAggregate<T>& g) {
-        for (std::size_t r = 0; r < g.dofs.size(); ++r) {
-            if (!free[static_cast<std::size_t>(g.dofs[r])]) g.near_null.row(static_cast<Index>(r)).setZero();
-        }
+        zero_constrained_rows(g, free);
         result.push_back(std::move(g));
     };
     for (const auto& [at, members] : squares) {
-        YarnAggregate<T> g;
-        g.family = 2;
-        g.key[0] = at.first;
-        g.key[1] = at.second;
-        g.dofs = node_dofs(members, bs);
+        YarnAggregate<T> g = member_aggregate<T>(2, at.first, at.second, members, bs);
         g.near_null = Dense::Zero(static_cast<Index>(g.dofs.size()), square_modes);
         for (std::size_t m = 0; m < members.size(); ++m) {
             const Index node = members[m];
@@ -1036,10 +1037,7 @@ std::vector<YarnAggregate<T>> square_aggregates(const LineSet& lines, const std:
         add(g);
     }
     for (const Index node : alone) {
-        YarnAggregate<T> g;
-        g.family = 3;
-        g.key[0] = node;
-        g.dofs = node_dofs({node}, bs);
+        YarnAggregate<T> g = member_aggregate<T>(3, node, 0, {node}, bs);
         g.near_null = Dense::Zero(bs, square_modes);
         g.near_null.leftCols(bs).setIdentity();
         add(g);
@@ -1480,12 +1478,27 @@ struct FixedPatternProduct {
     const Index* const c_row_ptr;
     const Index* const c_col_idx;
     T* const c_values;
+    /// Only C's entries on or right of the diagonal (columns ≥ row; `a` is
+    /// scalar here): for a symmetric C, whose other half MirrorLower copies.
+    const bool upper = false;
 
     WEFT_HD int add_row(Index row, Index k, T factor) const
     {
         int misses = 0;
         Index next = c_row_ptr[row + 1];  // the position after the last one found
-        for (Index e = x.row_ptr[k]; e < x.row_ptr[k + 1]; ++e) {
+        Index begin = x.row_ptr[k];
+        if (upper) {  // X's row is sorted: skip its columns left of `row`
+            Index end = x.row_ptr[k + 1];
+            while (begin < end) {
+                const Index middle = begin + (end - begin) / 2;
+                if (x.col_idx[middle] < row) {
+                    begin = middle + 1;
+                } else {
+                    end = middle;
+                }
+            }
+        }
+        for (Index e = begin; e < x.row_ptr[k + 1]; ++e) {
             // X's rows are sorted and run in groups of consecutive columns
             // (the K coarse DoFs of one aggregate), which C's row holds
             // together: try the next position before searching.
@@ -1522,17 +1535,65 @@ struct FixedPatternProduct {
     }
 };
 
+/// C_e = C_mirror[e] for each entry e left of the diagonal: the lower half
+/// of a symmetric C from its upper half (mirror[e]: the position of the
+/// transposed entry; see symmetric_mirror).
+template <typename T>
+struct MirrorLower {
+    const Index* const row_ptr;
+    const Index* const col_idx;
+    const Index* const mirror;
+    T* const values;
+
+    WEFT_HD void operator()(Index row) const
+    {
+        for (Index e = row_ptr[row]; e < row_ptr[row + 1] && col_idx[e] < row; ++e) values[e] = values[mirror[e]];
+    }
+};
+
+/// For a scalar CSR matrix with a symmetric pattern (sorted rows), the
+/// position of each entry's transpose (entries right of the diagonal map
+/// to themselves); empty where the pattern is not symmetric.
+template <typename T>
+std::vector<Index> symmetric_mirror(const HostMatrix<T>& m)
+{
+    std::vector<Index> mirror(static_cast<std::size_t>(m.nonZeros()));
+    const Index* outer = m.outerIndexPtr();
+    const Index* inner = m.innerIndexPtr();
+    for (Index row = 0; row < m.rows(); ++row) {
+        for (Index e = outer[row]; e < outer[row + 1]; ++e) {
+            const Index col = inner[e];
+            mirror[static_cast<std::size_t>(e)] = e;
+            if (col >= row) continue;
+            const Index* found = std::lower_bound(inner + outer[col], inner + outer[col + 1], row);
+            if (found == inner + outer[col + 1] || *found != row) return {};
+            mirror[static_cast<std::size_t>(e)] = static_cast<Index>(found - inner);
+        }
+    }
+    return mirror;
+}
+
 /// C = Â X into C's fixed pattern (FixedPatternProduct); the number of
-/// products that fell outside it.
+/// products that fell outside it. With `mirror` (symmetric_mirror of C's
+/// pattern, for a product known to be symmetric: the Galerkin Pᵀ(Â P)),
+/// only C's upper half is formed and the lower half copied from it.
 template <typename T, int BB>
 int fixed_pattern_product(const BsrMatrix<T, BB>& a, const std::uint8_t* free_dofs, const BsrMatrix<T, 1>& x,
-                          BsrMatrix<T, 1>& c)
+                          BsrMatrix<T, 1>& c, const thrust::device_vector<Index>* mirror = nullptr)
 {
-    return thrust::transform_reduce(thrust::device, thrust::counting_iterator<Index>(0),
-                                    thrust::counting_iterator<Index>(a.rows()),
-                                    FixedPatternProduct<T, BB>{a.view(), free_dofs, x.view(), raw_pointer(c.row_ptr()),
-                                                               raw_pointer(c.col_idx()), raw_pointer(c.values())},
-                                    0, thrust::plus<int>{});
+    const bool upper = BB == 1 && mirror != nullptr && !mirror->empty();
+    const int misses = thrust::transform_reduce(
+        thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(a.rows()),
+        FixedPatternProduct<T, BB>{a.view(), free_dofs, x.view(), raw_pointer(c.row_ptr()), raw_pointer(c.col_idx()),
+                                   raw_pointer(c.values()), upper},
+        0, thrust::plus<int>{});
+    if (upper) {
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                         thrust::counting_iterator<Index>(c.rows()),
+                         MirrorLower<T>{raw_pointer(c.row_ptr()), raw_pointer(c.col_idx()), raw_pointer(*mirror),
+                                        raw_pointer(c.values())});
+    }
+    return misses;
 }
 
 /// C_rr += 1 on the rows that `free_dofs` marks inactive (the identity that
@@ -1684,6 +1745,7 @@ struct CoarseLevel {
     BsrMatrix<T, 1> prolongator;                    ///< rows: DoFs of the level above
     BsrMatrix<T, 1> restriction;                    ///< the prolongator's transpose
     BsrMatrix<T, 1> product;                        ///< Â P of the level above: its pattern, scratch of refresh()
+    thrust::device_vector<Index> mirror;            ///< symmetric_mirror(matrix) for refresh() (empty: none)
     Smoother<T, 1> smoother;
     /// Square coarse space: the level is smoothed by lines of its square
     /// aggregates (rows, then columns), from `blocked`, the matrix in blocks
@@ -2167,7 +2229,11 @@ private:
             level.free_dofs = to_device(coarse_free);
             level.prolongator = to_device_csr(prolongator);
             level.restriction = to_device_csr(restriction);
-            if (m_options.refresh != MultilevelRefresh::off) level.product = to_device_csr(product);
+            if (m_options.refresh != MultilevelRefresh::off) {
+                level.product = to_device_csr(product);
+                coarse.makeCompressed();
+                level.mirror = to_device(symmetric_mirror(coarse));
+            }
             if (by_squares) {
                 coarse.makeCompressed();
                 std::vector<Index> position;
@@ -2207,7 +2273,8 @@ private:
 
     /// The coarse matrices' values for the current fine matrix with the kept
     /// aggregates and prolongators: A_l = R_l (Â_{l−1} P_l) level by level on
-    /// the device (two fixed-pattern products per level, then the identity
+    /// the device (two fixed-pattern products per level, the second, symmetric
+    /// one formed on and right of the diagonal and mirrored; then the identity
     /// on inactive coarse DoFs as in build()), the smoothers' block inverses
     /// and bounds, and the coarsest level's dense inverse (on the host: at
     /// most coarse_dofs DoFs). The near-null space is the build's (positions
@@ -2233,7 +2300,8 @@ private:
             const int misses =
                 l == 0 ? fixed_pattern_product(a, raw_pointer(free_dofs), level.prolongator, level.product)
                        : fixed_pattern_product(m_coarse[l - 1].matrix, nullptr, level.prolongator, level.product);
-            ok = misses == 0 && fixed_pattern_product(level.restriction, nullptr, level.product, level.matrix) == 0;
+            ok = misses == 0 &&
+                 fixed_pattern_product(level.restriction, nullptr, level.product, level.matrix, &level.mirror) == 0;
             if (!ok) break;
             thrust::for_each(
                 thrust::device, thrust::counting_iterator<Index>(0),
