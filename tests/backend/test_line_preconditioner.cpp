@@ -968,6 +968,85 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "multilevel: a refresh of the square coarse space in 9 x 9 blocks gives each coarse level P^T A P of new values "
+    "under a new filter, exactly symmetric, its blocked copy the same matrix, and PCG the LDLT solution",
+    "[backend][multilevel][line_preconditioner][squares][refresh]")
+{
+    Random rng(71);
+    const WovenSystem woven = woven_system(30);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    weft::MultilevelOptions options;
+    options.coarse_dofs = 60;
+    options.smoother = weft::MultilevelSmoother::yarn_lines;
+    options.coarse_space = weft::MultilevelCoarseSpace::squares;
+    options.refresh = weft::MultilevelRefresh::every_prepare;
+    weft::MultilevelPreconditioner<double, 5> m(options);
+    m.set_lines(&lines);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(m.levels() >= 4);  // two lines-smoothed coarse levels, so one refreshed from the other's blocks
+    std::vector<Eigen::MatrixXd> prolongators;
+    for (int l = 1; l < m.levels(); ++l) prolongators.push_back(Eigen::MatrixXd(m.level_prolongator(l)));
+
+    // New values on the same pattern (D A D, D a random positive diagonal) and
+    // a new filter: some free DoFs constrained, some pinned ones freed.
+    YarnProblem now = problem;
+    Eigen::VectorXd scale(now.system.a.rows());
+    for (Eigen::Index i = 0; i < scale.size(); ++i) scale(i) = rng.uniform(0.5, 2.0);
+    now.system.a = scale.asDiagonal() * problem.system.a * scale.asDiagonal();
+    now.a = weft::to_bsr<5>(now.system.a);
+    REQUIRE(weft::to_host(now.a.col_idx()) == weft::to_host(problem.a.col_idx()));
+    int constrained_now = 0, freed_now = 0;
+    for (std::size_t i = 0; i < now.free_dofs.size(); ++i) {
+        if (rng.uniform(0.0, 1.0) >= 0.04) continue;
+        constrained_now += now.free_dofs[i] ? 1 : 0;
+        freed_now += now.free_dofs[i] ? 0 : 1;
+        now.free_dofs[i] = now.free_dofs[i] ? 0 : 1;
+    }
+    REQUIRE(constrained_now > 0);
+    REQUIRE(freed_now > 0);
+    const thrust::device_vector<std::uint8_t> now_free = to_device(now.free_dofs);
+    REQUIRE(m.prepare(now.a, now_free, state));
+    CHECK(m.builds() == 1);
+    CHECK(m.refreshes() == 1);
+
+    // Level by level: Pᵀ Â P with the build's prolongators (the first one's
+    // rows zero where the new filter constrains: P' = S P), the identity on
+    // the coarse DoFs left inactive at the build (a zero diagonal).
+    const Eigen::VectorXd now_filter = filter_vector(now);
+    Eigen::MatrixXd above = now_filter.asDiagonal() * Eigen::MatrixXd(now.system.a) * now_filter.asDiagonal();
+    for (Eigen::Index i = 0; i < above.rows(); ++i) {
+        if (now_filter(i) == 0.0) above(i, i) = 1.0;
+    }
+    int levels = 0, blocked_levels = 0;
+    for (int l = 1; l < m.levels(); ++l) {
+        INFO("level " << l);
+        Eigen::MatrixXd p = prolongators[static_cast<std::size_t>(l - 1)];
+        CHECK(Eigen::MatrixXd(m.level_prolongator(l)) == p);
+        if (l == 1) p = now_filter.asDiagonal() * p;
+        Eigen::MatrixXd expected_level = p.transpose() * above * p;
+        const Eigen::MatrixXd refreshed = Eigen::MatrixXd(m.level_matrix(l));
+        for (Eigen::Index i = 0; i < expected_level.rows(); ++i) {
+            if (expected_level(i, i) == 0.0) expected_level(i, i) = 1.0;
+        }
+        const double largest = expected_level.cwiseAbs().maxCoeff();
+        CHECK((refreshed - expected_level).cwiseAbs().maxCoeff() <= 1e-12 * largest);
+        CHECK(refreshed == refreshed.transpose());
+        if (m.level_smoothed_by_lines(static_cast<std::size_t>(l))) {
+            // Every block of the copy, also those outside the scalar pattern (exact zeros).
+            CHECK(Eigen::MatrixXd(m.level_blocked_matrix(static_cast<std::size_t>(l))) == refreshed);
+            ++blocked_levels;
+        }
+        above = refreshed;
+        ++levels;
+    }
+    CHECK(levels == m.levels() - 1);
+    CHECK(blocked_levels >= 2);
+    const Eigen::VectorXd now_expected = filtered_solution(now, now_filter);
+    solve_to_solution(now, now_free, m, now_expected);
+    CHECK(check_symmetric_positive(m, now_filter, rng, 2, 1e-7) == 2);
+}
+
+TEST_CASE(
     "line preconditioner: the line-ordered copy of the rows of the lines across the node order gives sweep_lines "
     "the same bits, in double and float, forward and backward",
     "[backend][line_preconditioner][ordered]")

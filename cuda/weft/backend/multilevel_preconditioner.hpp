@@ -185,6 +185,7 @@
 #include <thrust/fill.h>
 #include <thrust/for_each.h>
 #include <thrust/functional.h>
+#include <thrust/gather.h>
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/scatter.h>
 #include <thrust/transform.h>
@@ -1073,45 +1074,160 @@ LineSet square_lines(const std::vector<YarnAggregate<T>>& aggregates)
     return LineSet(static_cast<Index>(aggregates.size()), families, 2);
 }
 
-/// The K × K blocks of a scalar CSR matrix whose rows and columns come in
-/// groups of K (a square coarse level's aggregates): the block matrix, and
-/// in `position` the place in its values of each stored scalar entry (in
-/// the compressed order), with which refresh_values scatters new values.
-template <typename T, int K>
-BsrMatrix<T, K> blocked_copy(const HostMatrix<T>& m, std::vector<Index>& position)
-{
-    if (m.rows() % K != 0 || m.cols() % K != 0) {
-        throw InvalidInput(detail::describe("blocked_copy matrix rows", m.rows(),
-                                            ("must be a multiple of the block size " + std::to_string(K)).c_str()));
-    }
-    const Index block_rows = static_cast<Index>(m.rows() / K);
-    std::vector<Index> row_ptr(static_cast<std::size_t>(block_rows) + 1, 0);
+/// The pattern of a block matrix: sorted rows of block columns.
+struct BlockPattern {
+    Index block_rows = 0;
+    Index block_cols = 0;
+    std::vector<Index> row_ptr{0};
     std::vector<Index> col_idx;
-    for (Index br = 0; br < block_rows; ++br) {
-        const std::size_t first = col_idx.size();
-        for (int r = 0; r < K; ++r) {
-            for (typename HostMatrix<T>::InnerIterator it(m, br * K + r); it; ++it) col_idx.push_back(it.col() / K);
-        }
-        std::sort(col_idx.begin() + static_cast<std::ptrdiff_t>(first), col_idx.end());
-        col_idx.erase(std::unique(col_idx.begin() + static_cast<std::ptrdiff_t>(first), col_idx.end()), col_idx.end());
-        row_ptr[static_cast<std::size_t>(br) + 1] = static_cast<Index>(col_idx.size());
+};
+
+/// The pattern of a device BSR matrix, on the host.
+template <typename T, int K>
+BlockPattern pattern_of(const BsrMatrix<T, K>& m)
+{
+    BlockPattern p;
+    p.block_rows = m.block_rows();
+    p.block_cols = m.block_cols();
+    p.row_ptr = to_host(m.row_ptr());
+    p.col_idx = to_host(m.col_idx());
+    return p;
+}
+
+/// The blocks of `rows` × `cols` scalars that hold a stored entry of a scalar
+/// CSR matrix whose rows come in groups of `rows` and columns in groups of
+/// `cols` (the DoFs of a level's nodes or aggregates).
+template <typename T>
+BlockPattern scalar_block_pattern(const HostMatrix<T>& m, int rows, int cols)
+{
+    if (m.rows() % rows != 0) {
+        throw InvalidInput(detail::describe("scalar_block_pattern matrix rows", m.rows(),
+                                            ("must be a multiple of the block rows " + std::to_string(rows)).c_str()));
     }
-    std::vector<T> values(col_idx.size() * K * K, T(0));
-    position.assign(static_cast<std::size_t>(m.nonZeros()), Index(0));
+    if (m.cols() % cols != 0) {
+        throw InvalidInput(
+            detail::describe("scalar_block_pattern matrix columns", m.cols(),
+                             ("must be a multiple of the block columns " + std::to_string(cols)).c_str()));
+    }
+    BlockPattern p;
+    p.block_rows = static_cast<Index>(m.rows() / rows);
+    p.block_cols = static_cast<Index>(m.cols() / cols);
+    p.row_ptr.assign(static_cast<std::size_t>(p.block_rows) + 1, 0);
+    for (Index br = 0; br < p.block_rows; ++br) {
+        const std::size_t first = p.col_idx.size();
+        for (int r = 0; r < rows; ++r) {
+            for (typename HostMatrix<T>::InnerIterator it(m, br * rows + r); it; ++it) {
+                p.col_idx.push_back(static_cast<Index>(it.col() / cols));
+            }
+        }
+        const auto begin = p.col_idx.begin() + static_cast<std::ptrdiff_t>(first);
+        std::sort(begin, p.col_idx.end());
+        p.col_idx.erase(std::unique(begin, p.col_idx.end()), p.col_idx.end());
+        p.row_ptr[static_cast<std::size_t>(br) + 1] = static_cast<Index>(p.col_idx.size());
+    }
+    return p;
+}
+
+/// The structural product of two block patterns: block (i, h) wherever a
+/// block (i, j) of `a` meets a block (j, h) of `b`. The pattern of a block
+/// product computed in full blocks (BlockFixedPatternProduct), a superset of
+/// the blocks that the scalar product's entries fall in.
+inline BlockPattern block_pattern_product(const BlockPattern& a, const BlockPattern& b)
+{
+    if (a.block_cols != b.block_rows) {
+        throw InvalidInput(
+            detail::describe("block_pattern_product: block rows of the right factor", b.block_rows,
+                             ("must equal the left factor's block columns, " + std::to_string(a.block_cols)).c_str()));
+    }
+    BlockPattern c;
+    c.block_rows = a.block_rows;
+    c.block_cols = b.block_cols;
+    c.row_ptr.assign(static_cast<std::size_t>(c.block_rows) + 1, 0);
+    std::vector<Index> seen(static_cast<std::size_t>(b.block_cols), Index(-1));
+    for (Index i = 0; i < a.block_rows; ++i) {
+        const std::size_t first = c.col_idx.size();
+        for (Index k = a.row_ptr[static_cast<std::size_t>(i)]; k < a.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
+            const std::size_t j = static_cast<std::size_t>(a.col_idx[static_cast<std::size_t>(k)]);
+            for (Index e = b.row_ptr[j]; e < b.row_ptr[j + 1]; ++e) {
+                const Index h = b.col_idx[static_cast<std::size_t>(e)];
+                if (seen[static_cast<std::size_t>(h)] == i) continue;
+                seen[static_cast<std::size_t>(h)] = i;
+                c.col_idx.push_back(h);
+            }
+        }
+        std::sort(c.col_idx.begin() + static_cast<std::ptrdiff_t>(first), c.col_idx.end());
+        c.row_ptr[static_cast<std::size_t>(i) + 1] = static_cast<Index>(c.col_idx.size());
+    }
+    return c;
+}
+
+/// A scalar CSR matrix's entries in the `rows` × `cols` blocks of `pattern`
+/// (row-major blocks, zero where no entry is stored); `position` (where
+/// given) receives the place in them of each stored entry, in the compressed
+/// order. Throws where the pattern misses an entry.
+template <typename T>
+std::vector<T> values_on_pattern(const HostMatrix<T>& m, const BlockPattern& pattern, int rows, int cols,
+                                 std::vector<Index>* position)
+{
+    std::vector<T> values(pattern.col_idx.size() * static_cast<std::size_t>(rows * cols), T(0));
+    if (position != nullptr) position->assign(static_cast<std::size_t>(m.nonZeros()), Index(0));
     for (Index row = 0; row < m.rows(); ++row) {
-        const Index br = row / K;
-        const auto begin = col_idx.begin() + row_ptr[static_cast<std::size_t>(br)];
-        const auto end = col_idx.begin() + row_ptr[static_cast<std::size_t>(br) + 1];
+        const std::size_t br = static_cast<std::size_t>(row / rows);
+        const auto begin = pattern.col_idx.begin() + pattern.row_ptr[br];
+        const auto end = pattern.col_idx.begin() + pattern.row_ptr[br + 1];
         for (Index e = m.outerIndexPtr()[row]; e < m.outerIndexPtr()[row + 1]; ++e) {
             const Index col = m.innerIndexPtr()[e];
-            const Index k = static_cast<Index>(std::lower_bound(begin, end, col / K) - col_idx.begin());
-            const Index at = k * K * K + (row % K) * K + col % K;
+            const auto found = std::lower_bound(begin, end, col / cols);
+            if (found == end || *found != col / cols) {
+                throw InvalidInput(detail::describe("values_on_pattern: the block pattern misses the entry in row", row,
+                                                    ("column " + std::to_string(col)).c_str()));
+            }
+            const Index at =
+                static_cast<Index>(found - pattern.col_idx.begin()) * rows * cols + (row % rows) * cols + col % cols;
             values[static_cast<std::size_t>(at)] = m.valuePtr()[e];
-            position[static_cast<std::size_t>(e)] = at;
+            if (position != nullptr) (*position)[static_cast<std::size_t>(e)] = at;
         }
     }
-    return BsrMatrix<T, K>(block_rows, static_cast<Index>(m.cols() / K), row_ptr, col_idx, values);
+    return values;
 }
+
+/// The K × K blocks of a scalar CSR matrix whose rows and columns come in
+/// groups of K (a square coarse level's aggregates), on `pattern` (nullptr:
+/// the blocks holding its entries): the block matrix, and in `position` the
+/// place in its values of each stored scalar entry (in the compressed order).
+template <typename T, int K>
+BsrMatrix<T, K> blocked_copy(const HostMatrix<T>& m, std::vector<Index>& position,
+                             const BlockPattern* pattern = nullptr)
+{
+    const BlockPattern own = pattern == nullptr ? scalar_block_pattern(m, K, K) : BlockPattern{};
+    const BlockPattern& p = pattern == nullptr ? own : *pattern;
+    const std::vector<T> values = values_on_pattern(m, p, K, K, &position);
+    return BsrMatrix<T, K>(p.block_rows, p.block_cols, p.row_ptr, p.col_idx, values);
+}
+
+/// A block CSR matrix of rectangular blocks (row-major) on the device: a
+/// prolongator, restriction or product of a square level in blocks, for the
+/// refresh's block products. The block sizes are the user's to know.
+template <typename T>
+struct BlockCsr {
+    thrust::device_vector<Index> row_ptr;
+    thrust::device_vector<Index> col_idx;
+    thrust::device_vector<T> values;
+
+    BlockCsr() = default;
+    /// `pattern`, with `m`'s entries in its `rows` × `cols` blocks (zero
+    /// where `m` is null).
+    BlockCsr(const BlockPattern& pattern, int rows, int cols, const HostMatrix<T>* m = nullptr)
+        : row_ptr(pattern.row_ptr),
+          col_idx(pattern.col_idx),
+          values(m != nullptr
+                     ? thrust::device_vector<T>(values_on_pattern(*m, pattern, rows, cols, nullptr))
+                     : thrust::device_vector<T>(pattern.col_idx.size() * static_cast<std::size_t>(rows * cols), T(0)))
+    {
+    }
+    bool empty() const { return row_ptr.size() < 2; }
+    Index block_rows() const { return static_cast<Index>(row_ptr.size()) - 1; }
+};
 
 /// The next coarser level's aggregates of the yarn coarse space, from the
 /// coarse aggregates of the last level (DoFs and near-null rows the R
@@ -1596,6 +1712,169 @@ int fixed_pattern_product(const BsrMatrix<T, BB>& a, const std::uint8_t* free_do
     return misses;
 }
 
+/// The raw arrays of a block CSR matrix (BsrMatrix or BlockCsr) for kernels.
+template <typename T>
+struct BlockArrays {
+    const Index* row_ptr;
+    const Index* col_idx;
+    const T* values;
+};
+
+template <typename T, int K>
+BlockArrays<T> arrays_of(const BsrMatrix<T, K>& m)
+{
+    return {raw_pointer(m.row_ptr()), raw_pointer(m.col_idx()), raw_pointer(m.values())};
+}
+
+template <typename T>
+BlockArrays<T> arrays_of(const BlockCsr<T>& m)
+{
+    return {raw_pointer(m.row_ptr), raw_pointer(m.col_idx), raw_pointer(m.values)};
+}
+
+/// One block row of C = A X in full blocks, C's block pattern fixed (the
+/// structural block product of the build, block_pattern_product): A of R × K
+/// blocks, X of K × N, C of R × N, all row-major. For each block A_ij the
+/// row of X_j is merged into C's row i (both sorted), so the positions are
+/// found by a forward scan, and each block product runs as dense R · K · N
+/// multiply-adds. One thread per block row, the sums in a fixed order.
+/// The block form of FixedPatternProduct for the square coarse space, whose
+/// levels come in 9 × 9 blocks: one search per block, not per scalar.
+///
+/// `free_dofs` (where given; then R == K): the filter S of A's rows and
+/// columns, C = S A S X (FixedPatternProduct's finest level, with X the
+/// prolongator). `upper`: only C's blocks on or right of the diagonal (for a
+/// symmetric C, whose other half CompleteBlockGalerkin copies). Returns the
+/// products that fell outside C's pattern.
+template <typename T, int R, int K, int N>
+struct BlockFixedPatternProduct {
+    const BlockArrays<T> a;
+    const BlockArrays<T> x;
+    const Index* const c_row_ptr;
+    const Index* const c_col_idx;
+    T* const c_values;
+    const std::uint8_t* const free_dofs;
+    const bool upper;
+
+    WEFT_HD int operator()(Index row) const
+    {
+        const Index c_end = c_row_ptr[row + 1];
+        for (std::size_t v = static_cast<std::size_t>(c_row_ptr[row]) * (R * N);
+             v < static_cast<std::size_t>(c_end) * (R * N); ++v) {
+            c_values[v] = T(0);
+        }
+        int misses = 0;
+        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+            const Index j = a.col_idx[k];
+            T block[R * K];
+            bool any = false;
+            for (int r = 0; r < R; ++r) {
+                for (int m = 0; m < K; ++m) {
+                    T value = a.values[static_cast<std::size_t>(k) * (R * K) + r * K + m];
+                    if (free_dofs != nullptr && (!free_dofs[static_cast<std::size_t>(row) * R + r] ||
+                                                 !free_dofs[static_cast<std::size_t>(j) * K + m])) {
+                        value = T(0);
+                    }
+                    block[r * K + m] = value;
+                    any = any || value != T(0);
+                }
+            }
+            if (!any) continue;
+            Index begin = x.row_ptr[j];
+            const Index end = x.row_ptr[j + 1];
+            if (upper) {
+                while (begin < end && x.col_idx[begin] < row) ++begin;
+            }
+            Index position = c_row_ptr[row];
+            for (Index e = begin; e < end; ++e) {
+                const Index column = x.col_idx[e];
+                while (position < c_end && c_col_idx[position] < column) ++position;
+                if (position == c_end || c_col_idx[position] != column) {
+                    misses += 1;
+                    continue;
+                }
+                T* out = c_values + static_cast<std::size_t>(position) * (R * N);
+                const T* in = x.values + static_cast<std::size_t>(e) * (K * N);
+                for (int r = 0; r < R; ++r) {
+                    for (int m = 0; m < K; ++m) {
+                        const T factor = block[r * K + m];
+                        for (int c = 0; c < N; ++c) out[r * N + c] += factor * in[m * N + c];
+                    }
+                }
+            }
+        }
+        return misses;
+    }
+};
+
+/// The rest of a symmetric N × N block C of which BlockFixedPatternProduct
+/// formed the blocks on and right of the diagonal: each block left of it the
+/// transpose of its mirror (block_symmetric_mirror), each diagonal block's
+/// lower triangle its upper one's transpose (so C is exactly symmetric), and
+/// 1 added on the diagonal of the DoFs that `free_dofs` marks inactive
+/// (AddInactiveUnit).
+template <typename T, int N>
+struct CompleteBlockGalerkin {
+    const Index* const row_ptr;
+    const Index* const col_idx;
+    const Index* const mirror;
+    const std::uint8_t* const free_dofs;
+    T* const values;
+
+    WEFT_HD void operator()(Index row) const
+    {
+        for (Index e = row_ptr[row]; e < row_ptr[row + 1]; ++e) {
+            T* block = values + static_cast<std::size_t>(e) * (N * N);
+            if (col_idx[e] < row) {
+                const T* from = values + static_cast<std::size_t>(mirror[e]) * (N * N);
+                for (int r = 0; r < N; ++r) {
+                    for (int c = 0; c < N; ++c) block[r * N + c] = from[c * N + r];
+                }
+            } else if (col_idx[e] == row) {
+                for (int r = 0; r < N; ++r) {
+                    for (int c = 0; c < r; ++c) block[r * N + c] = block[c * N + r];
+                    if (!free_dofs[static_cast<std::size_t>(row) * N + r]) block[r * N + r] += T(1);
+                }
+            }
+        }
+    }
+};
+
+/// For a block pattern that is symmetric (sorted rows), the position of
+/// each block's transpose (blocks on and right of the diagonal map to
+/// themselves); empty where the pattern is not symmetric.
+inline std::vector<Index> block_symmetric_mirror(const BlockPattern& p)
+{
+    std::vector<Index> mirror(p.col_idx.size());
+    for (Index row = 0; row < p.block_rows; ++row) {
+        for (Index e = p.row_ptr[static_cast<std::size_t>(row)]; e < p.row_ptr[static_cast<std::size_t>(row) + 1];
+             ++e) {
+            const Index col = p.col_idx[static_cast<std::size_t>(e)];
+            mirror[static_cast<std::size_t>(e)] = e;
+            if (col >= row) continue;
+            const auto begin = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(col)];
+            const auto end = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(col) + 1];
+            const auto found = std::lower_bound(begin, end, row);
+            if (found == end || *found != row) return {};
+            mirror[static_cast<std::size_t>(e)] = static_cast<Index>(found - p.col_idx.begin());
+        }
+    }
+    return mirror;
+}
+
+/// C = A X in blocks into C's fixed pattern (BlockFixedPatternProduct over
+/// `rows` block rows); the number of products that fell outside it.
+template <typename T, int R, int K, int N>
+int block_fixed_pattern_product(Index rows, const BlockArrays<T>& a, const std::uint8_t* free_dofs,
+                                const BlockArrays<T>& x, const Index* c_row_ptr, const Index* c_col_idx, T* c_values,
+                                bool upper)
+{
+    return thrust::transform_reduce(
+        thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
+        BlockFixedPatternProduct<T, R, K, N>{a, x, c_row_ptr, c_col_idx, c_values, free_dofs, upper}, 0,
+        thrust::plus<int>{});
+}
+
 /// C_rr += 1 on the rows that `free_dofs` marks inactive (the identity that
 /// the build adds for coarse DoFs left inactive by a dependent near-null column).
 template <typename T>
@@ -1756,6 +2035,14 @@ struct CoarseLevel {
     BsrMatrix<T, square_modes> blocked;
     thrust::device_vector<Index> block_position;
     LineFactors<T, square_modes> factors;
+    /// The refresh of a lines-smoothed level in blocks (where refreshes are
+    /// on; then `product` and `mirror` stay empty): the prolongator in blocks
+    /// of (the level above's block size) × square_modes, its transpose, the
+    /// product Â P of the level above in the same blocks, and
+    /// block_symmetric_mirror of `blocked`, whose pattern is the structural
+    /// block product Pᵀ Â P.
+    BlockCsr<T> block_prolongator, block_restriction, block_product;
+    thrust::device_vector<Index> block_mirror;
     /// W-cycle scratch: the level's right-hand side and its first cycle's result.
     thrust::device_vector<T> cycle_rhs, cycle_sum;
 };
@@ -2043,6 +2330,30 @@ public:
     {
         return multilevel_detail::to_host_csr(coarse_level(level).prolongator);
     }
+    /// Coarse level `level`'s copy in blocks of square_modes (every block of
+    /// its pattern, as scalars), which its line smoother and residual read;
+    /// empty where the level keeps none.
+    multilevel_detail::HostMatrix<T> level_blocked_matrix(std::size_t level) const
+    {
+        const auto& blocked = coarse_level(level).blocked;
+        constexpr int K = multilevel_detail::square_modes;
+        const std::vector<Index> row_ptr = to_host(blocked.row_ptr());
+        const std::vector<Index> col_idx = to_host(blocked.col_idx());
+        const std::vector<T> values = to_host(blocked.values());
+        std::vector<Eigen::Triplet<T, Index>> triplets;
+        triplets.reserve(values.size());
+        for (Index br = 0; br < blocked.block_rows(); ++br) {
+            for (Index k = row_ptr[static_cast<std::size_t>(br)]; k < row_ptr[static_cast<std::size_t>(br) + 1]; ++k) {
+                for (int e = 0; e < K * K; ++e) {
+                    triplets.emplace_back(br * K + e / K, col_idx[static_cast<std::size_t>(k)] * K + e % K,
+                                          values[static_cast<std::size_t>(k) * K * K + static_cast<std::size_t>(e)]);
+                }
+            }
+        }
+        multilevel_detail::HostMatrix<T> result(blocked.block_rows() * K, blocked.block_cols() * K);
+        result.setFromTriplets(triplets.begin(), triplets.end());
+        return result;
+    }
     /// Whether coarse level `level` (1 is the first coarse level) is smoothed
     /// by lines of squares (MultilevelCoarseSpace::squares; the coarsest level
     /// is inverted instead), and its sweep classes (coloured rows and columns).
@@ -2155,6 +2466,7 @@ private:
         // blocks (one per aggregate) for the prolongator's Jacobi smoothing.
         std::vector<YarnAggregate<T>> yarn_level;
         std::vector<Index> yarn_blocks;
+        HostMatrix<T> last_product;  // Â P of the last level (its refresh's pattern, where it is the coarsest)
         while (static_cast<int>(m_coarse.size()) + 1 < m_options.max_levels &&
                level_matrix.rows() > m_options.coarse_dofs) {
             HostMatrix<T> tentative;
@@ -2229,20 +2541,35 @@ private:
             level.free_dofs = to_device(coarse_free);
             level.prolongator = to_device_csr(prolongator);
             level.restriction = to_device_csr(restriction);
-            if (m_options.refresh != MultilevelRefresh::off) {
-                level.product = to_device_csr(product);
-                coarse.makeCompressed();
-                level.mirror = to_device(symmetric_mirror(coarse));
-            }
-            if (by_squares) {
-                coarse.makeCompressed();
+            const bool refreshes = m_options.refresh != MultilevelRefresh::off;
+            coarse.makeCompressed();
+            if (by_squares) {  // blocks of square_modes; with refreshes, on the structural pattern of Pᵀ Â P
                 std::vector<Index> position;
-                level.blocked = blocked_copy<T, square_modes>(coarse, position);
+                if (refreshes) {
+                    const int above = m_coarse.empty() ? B : square_modes;
+                    const BlockPattern above_pattern =
+                        m_coarse.empty() ? pattern_of(a) : pattern_of(m_coarse.back().blocked);
+                    const BlockPattern p_pattern = scalar_block_pattern(prolongator, above, square_modes);
+                    const BlockPattern r_pattern = scalar_block_pattern(restriction, square_modes, above);
+                    const BlockPattern c_pattern = block_pattern_product(above_pattern, p_pattern);
+                    const BlockPattern pattern = block_pattern_product(r_pattern, c_pattern);
+                    level.block_prolongator = BlockCsr<T>(p_pattern, above, square_modes, &prolongator);
+                    level.block_restriction = BlockCsr<T>(r_pattern, square_modes, above, &restriction);
+                    level.block_product = BlockCsr<T>(c_pattern, above, square_modes);
+                    level.block_mirror = to_device(block_symmetric_mirror(pattern));
+                    level.blocked = blocked_copy<T, square_modes>(coarse, position, &pattern);
+                } else {
+                    level.blocked = blocked_copy<T, square_modes>(coarse, position);
+                }
                 level.block_position = to_device(position);
                 level.square_lines = square_lines(coarse_yarn_level);
                 level.by_lines = true;
+            } else if (refreshes) {
+                level.product = to_device_csr(product);
+                level.mirror = to_device(symmetric_mirror(coarse));
             }
             m_coarse.push_back(std::move(level));
+            last_product = std::move(product);
             level_matrix = std::move(coarse);
             level_free = std::move(coarse_free);
             near_null = std::move(coarse_near_null);
@@ -2253,10 +2580,18 @@ private:
         // Smoothers of the coarse levels but the last; the last is inverted densely.
         for (std::size_t l = 0; l < m_coarse.size(); ++l) {
             CoarseLevel<T>& level = m_coarse[l];
-            if (l + 1 == m_coarse.size()) {  // the coarsest: no smoother
+            if (l + 1 == m_coarse.size()) {  // the coarsest: no smoother, refreshed in scalars
+                if (level.by_lines && m_options.refresh != MultilevelRefresh::off) {
+                    level.product = to_device_csr(last_product);
+                    level.mirror = to_device(symmetric_mirror(level_matrix));
+                }
                 level.by_lines = false;
                 level.blocked = BsrMatrix<T, square_modes>();
                 level.block_position.clear();
+                level.block_prolongator = BlockCsr<T>();
+                level.block_restriction = BlockCsr<T>();
+                level.block_product = BlockCsr<T>();
+                level.block_mirror.clear();
             } else if (level.by_lines) {
                 level.lines = colored_line_set(level.blocked, level.square_lines);
                 level.smoother.resize(static_cast<std::size_t>(level.matrix.rows()));
@@ -2296,6 +2631,11 @@ private:
         }
         for (std::size_t l = 0; ok && l < m_coarse.size(); ++l) {
             CoarseLevel<T>& level = m_coarse[l];
+            if (!level.block_product.empty()) {  // a square level: its Galerkin product in blocks, its line factors
+                ok = refresh_in_blocks(l, a, free_dofs) == 0 &&
+                     factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) == 0;
+                continue;
+            }
             if (level.product.rows() != level.prolongator.rows()) return false;  // built without refresh
             const int misses =
                 l == 0 ? fixed_pattern_product(a, raw_pointer(free_dofs), level.prolongator, level.product)
@@ -2327,6 +2667,41 @@ private:
         m_stale_seconds = 0.0;
         m_checking_refresh = asked;
         return true;
+    }
+
+    /// Level l's coarse matrix Pᵀ Â P for the current values in blocks (a
+    /// square level: BlockFixedPatternProduct, with Â the finest matrix under
+    /// the filter `free_dofs` or the level above's blocked copy), completed
+    /// by CompleteBlockGalerkin, and its scalar copy gathered from the
+    /// blocks. Returns the products that fell outside the kept patterns.
+    int refresh_in_blocks(std::size_t l, const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        using namespace multilevel_detail;
+        constexpr int N = square_modes;
+        CoarseLevel<T>& level = m_coarse[l];
+        BlockCsr<T>& c = level.block_product;
+        BsrMatrix<T, N>& galerkin = level.blocked;
+        const auto product = [&](auto above, const BlockArrays<T>& matrix, const std::uint8_t* filter) {
+            constexpr int K = decltype(above)::value;
+            int misses = block_fixed_pattern_product<T, K, K, N>(
+                c.block_rows(), matrix, filter, arrays_of(level.block_prolongator), raw_pointer(c.row_ptr),
+                raw_pointer(c.col_idx), raw_pointer(c.values), false);
+            misses += block_fixed_pattern_product<T, N, K, N>(
+                galerkin.block_rows(), arrays_of(level.block_restriction), nullptr, arrays_of(c),
+                raw_pointer(galerkin.row_ptr()), raw_pointer(galerkin.col_idx()), raw_pointer(galerkin.values()), true);
+            return misses;
+        };
+        const int misses = l == 0
+                               ? product(std::integral_constant<int, B>{}, arrays_of(a), raw_pointer(free_dofs))
+                               : product(std::integral_constant<int, N>{}, arrays_of(m_coarse[l - 1].blocked), nullptr);
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                         thrust::counting_iterator<Index>(galerkin.block_rows()),
+                         CompleteBlockGalerkin<T, N>{raw_pointer(galerkin.row_ptr()), raw_pointer(galerkin.col_idx()),
+                                                     raw_pointer(level.block_mirror), raw_pointer(level.free_dofs),
+                                                     raw_pointer(galerkin.values())});
+        thrust::gather(thrust::device, level.block_position.begin(), level.block_position.end(),
+                       galerkin.values().begin(), level.matrix.values().begin());
+        return misses;
     }
 
     /// The finest level's smoother for the current matrix: its block
