@@ -552,6 +552,78 @@ TEST_CASE(
     CHECK(checks >= 2 * (2 + 3 + 1));
 }
 
+TEST_CASE(
+    "multilevel: with timed solves, iterations that drift above the last renewal's buy a refresh once they have "
+    "cost one, below the growth limit too",
+    "[backend][multilevel][refresh]")
+{
+    Random rng(79);
+    RuleProblem rule(rng, 16);
+    MultilevelPreconditioner<double, 5> m(small_coarse());  // refresh on_growth, timed rebuilds: the defaults
+    REQUIRE(m.options().refresh == weft::MultilevelRefresh::on_growth);
+    REQUIRE(m.options().timed_rebuild);
+    REQUIRE(rule.prepare(m));
+    const double build = m.last_build_seconds();
+    REQUIRE(build > 0.0);
+    // Reference 10 (growth limit 15); then solves of 12, each 2 extra
+    // iterations at build/80 apiece: build/40. No refresh yet, so its price is
+    // the build's.
+    m.record_solve(true, 10, 10 * build / 80);
+    CHECK(m.fresh_stale_seconds() == 0.0);
+    for (int solve = 0; solve < 20; ++solve) m.record_solve(true, 12, 12 * build / 80);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == 0);
+    CHECK(m.fresh_stale_seconds() == Approx(build / 2));
+    for (int solve = 0; solve < 21; ++solve) m.record_solve(true, 12, 12 * build / 80);
+    REQUIRE(rule.prepare(m));  // the drift has cost a build: refreshed, not rebuilt
+    CHECK(m.builds() == 1);
+    CHECK(m.refreshes() == 1);
+    CHECK(m.growth_refreshes() == 1);
+    CHECK(m.fresh_stale_seconds() == 0.0);
+    CHECK(m.stale_seconds() == 0.0);
+    // The first solve after the refresh is the new reference; solves at it cost nothing.
+    const double refresh = m.last_refresh_seconds();
+    REQUIRE(refresh > 0.0);
+    m.record_solve(true, 12, 12 * refresh);
+    m.record_solve(true, 12, 12 * refresh);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == 1);
+    CHECK(m.fresh_stale_seconds() == 0.0);
+    // Now the price is the refresh's: 3 extra iterations at refresh/2 apiece buy the next one.
+    m.record_solve(true, 15, 15 * refresh / 2);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == 2);
+    CHECK(m.builds() == 1);
+    // Stiffened past the build's limit: 20 iterations ask for a refresh, after
+    // which 17 (above the limit, below 20) count as help: the next drift
+    // refreshes again, it does not rebuild.
+    m.record_solve(true, 12, 12 * refresh);
+    m.record_solve(true, 20, 20 * refresh);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == 3);
+    m.record_solve(true, 17, 17 * refresh);
+    m.record_solve(true, 19, 19 * refresh);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == 4);
+    CHECK(m.builds() == 1);
+    // A refresh after which the solve is no faster did not help: the next slow solve rebuilds.
+    m.record_solve(true, 19, 19 * refresh);
+    m.record_solve(true, 30, 30 * build);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == 4);
+    CHECK(m.builds() == 2);
+    // With no refresh yet its price is unknown: the first solve over the
+    // growth limit buys one at once, however little the stale time.
+    MultilevelPreconditioner<double, 5> first(small_coarse());
+    REQUIRE(rule.prepare(first));
+    first.record_solve(true, 10, 1e-9);
+    first.record_solve(true, 16, 1e-9);
+    REQUIRE(rule.prepare(first));
+    CHECK(first.builds() == 1);
+    CHECK(first.refreshes() == 1);
+    CHECK(first.growth_refreshes() == 1);
+}
+
 TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds where a refresh did not help",
           "[backend][multilevel][refresh]")
 {

@@ -187,7 +187,6 @@
 #include <thrust/functional.h>
 #include <thrust/gather.h>
 #include <thrust/iterator/counting_iterator.h>
-#include <thrust/scatter.h>
 #include <thrust/transform.h>
 #include <thrust/transform_reduce.h>
 #include <Eigen/Dense>
@@ -2229,8 +2228,11 @@ public:
         if (m_checking_refresh) {
             // The first solve after a growth refresh: did the refresh bring the
             // iterations back within the limit? If not, the next slow solve rebuilds.
+            // Fewer iterations than the solve that asked for it count as help
+            // too: the cloth may have stiffened past the build's limit, where
+            // a build would start from the same values.
             m_checking_refresh = false;
-            m_refresh_helps = converged && iterations <= limit;
+            m_refresh_helps = converged && (iterations <= limit || iterations < m_iterations_before_refresh);
         }
         if (m_rebuild_requested) return;
         if (!converged) {
@@ -2242,7 +2244,13 @@ public:
         if (m_refresh_requested) return;
         const bool timed = m_options.timed_rebuild && seconds >= 0.0 && iterations > 0;
         if (timed) {
-            m_stale_seconds += std::max(0, iterations - m_first_iterations) * (seconds / iterations);
+            const double per_iteration = seconds / iterations;
+            m_stale_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
+            if (m_fresh_iterations < 0) {
+                m_fresh_iterations = iterations;
+            } else {
+                m_fresh_stale_seconds += std::max(0, iterations - m_fresh_iterations) * per_iteration;
+            }
         }
         // The cheaper renewal where it is known to help, at its own price: a
         // refresh (its last time, or a build's before the first one), else a build.
@@ -2251,10 +2259,19 @@ public:
         const bool by_refresh = m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps && !m_kept_pattern;
         const double price =
             by_refresh && m_last_refresh_seconds >= 0.0 ? m_last_refresh_seconds : m_last_build_seconds;
-        if (iterations > limit && (!timed || m_stale_seconds >= price)) {
+        // Timed, a refresh is also bought once the iterations above the first
+        // solve's since the last renewal (build or refresh) have cost as much
+        // as a refresh: the coarse values drift as the matrix does (contacts
+        // stiffening the cloth), which a build's reference alone misses.
+        const bool drifted = by_refresh && timed && m_fresh_stale_seconds >= price;
+        // A refresh whose price is not known yet (none so far) is bought at the
+        // first slow solve: it costs a fraction of a build, and then its price is known.
+        const bool first_refresh = by_refresh && m_last_refresh_seconds < 0.0;
+        if (drifted || (iterations > limit && (!timed || first_refresh || m_stale_seconds >= price))) {
             if (by_refresh) {
                 m_growth_refreshes += 1;
                 m_refresh_requested = true;
+                m_iterations_before_refresh = iterations;
             } else {
                 m_growth_builds += 1;
                 m_rebuild_requested = true;
@@ -2265,6 +2282,9 @@ public:
     /// Seconds the extra iterations of the solves since the last build cost
     /// (the rent side of the rebuild rule), and the last build's seconds.
     double stale_seconds() const { return m_stale_seconds; }
+    /// Seconds the iterations above the first solve's since the last build
+    /// or refresh cost (the rent side of the refresh rule).
+    double fresh_stale_seconds() const { return m_fresh_stale_seconds; }
     double last_build_seconds() const { return m_last_build_seconds; }
 
     /// z = M⁻¹ r, one symmetric V-cycle (r and z have #DoFs entries).
@@ -2301,6 +2321,8 @@ public:
     /// (MultilevelOptions::keep_across_patterns) instead of a build.
     int pattern_keeps() const { return m_pattern_keeps; }
     double refresh_seconds() const { return m_refresh_seconds; }
+    /// The last refresh's seconds (< 0 before the first).
+    double last_refresh_seconds() const { return m_last_refresh_seconds; }
     /// Seconds spent in builds so far (host setup and uploads).
     double build_seconds() const { return m_build_seconds; }
     /// Builds so far caused by a changed pattern or filter (the first included),
@@ -2436,6 +2458,8 @@ private:
         m_builds += 1;
         m_first_iterations = -1;
         m_stale_seconds = 0.0;
+        m_fresh_iterations = -1;
+        m_fresh_stale_seconds = 0.0;
         m_rebuild_requested = false;
         m_refresh_requested = false;
         m_checking_refresh = false;
@@ -2648,12 +2672,7 @@ private:
                 thrust::counting_iterator<Index>(level.matrix.rows()),
                 AddInactiveUnit<T>{raw_pointer(level.free_dofs), raw_pointer(level.matrix.row_ptr()),
                                    raw_pointer(level.matrix.col_idx()), raw_pointer(level.matrix.values())});
-            if (level.by_lines) {  // the blocked copy's values, and the line factors
-                thrust::fill(thrust::device, level.blocked.values().begin(), level.blocked.values().end(), T(0));
-                thrust::scatter(thrust::device, level.matrix.values().begin(), level.matrix.values().end(),
-                                level.block_position.begin(), level.blocked.values().begin());
-                ok = factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) == 0;
-            } else if (l + 1 < m_coarse.size()) {
+            if (l + 1 < m_coarse.size()) {
                 ok = level.smoother.invert(level.matrix, level.free_dofs) == 0;
                 if (ok) level.smoother.bound(level.matrix, level.free_dofs);
             } else {
@@ -2665,6 +2684,8 @@ private:
         if (!ok) return false;
         m_refreshes += 1;
         m_stale_seconds = 0.0;
+        m_fresh_iterations = -1;
+        m_fresh_stale_seconds = 0.0;
         m_checking_refresh = asked;
         return true;
     }
@@ -2958,6 +2979,9 @@ private:
     double m_last_build_seconds = 0.0;
     double m_stale_seconds = 0.0;
     int m_first_iterations = -1;
+    double m_fresh_stale_seconds = 0.0;   ///< the refresh rule's rent since the last build or refresh
+    int m_iterations_before_refresh = 0;  ///< the solve that asked for the last growth refresh
+    int m_fresh_iterations = -1;          ///< the first solve's iterations after the last build or refresh
 };
 
 }  // namespace weft
