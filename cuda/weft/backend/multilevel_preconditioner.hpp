@@ -149,7 +149,7 @@
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
-/// of the block product (BlockFixedPatternProduct), 4–5× faster on CPU
+/// of the block product (BlockFixedPatternProduct): a refresh 3.5–4.9× faster on CPU
 /// threads than the scalar products.
 ///
 /// A new filter on the same pattern (EIL tags set or cleared, a pin) is
