@@ -832,12 +832,6 @@ TEST_CASE("yarn stepper: the multilevel preconditioner gives the block-Jacobi st
             for (int k = 0; k < 2; ++k) {
                 YarnStepperOptions<double> options =
                     weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
-                // The same systems under both preconditioners: with exact Hessians
-                // first, whether an iteration is redone projected depends on PCG's
-                // iterations (a retry past twice the step's last converged solve),
-                // so the two runs may take different Newton paths through this
-                // nonconvex third step and stop at different solutions.
-                options.exact_hessians = false;
                 if (k == 1) {
                     options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
                     options.multilevel.coarse_dofs = 40;  // a small patch, still more than one level
