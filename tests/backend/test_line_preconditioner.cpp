@@ -1017,7 +1017,7 @@ TEST_CASE(
     for (Eigen::Index i = 0; i < above.rows(); ++i) {
         if (now_filter(i) == 0.0) above(i, i) = 1.0;
     }
-    int levels = 0, blocked_levels = 0;
+    int levels = 0, blocked_levels = 0, scalar_copies = 0;
     for (int l = 1; l < m.levels(); ++l) {
         INFO("level " << l);
         Eigen::MatrixXd p = prolongators[static_cast<std::size_t>(l - 1)];
@@ -1032,8 +1032,11 @@ TEST_CASE(
         CHECK((refreshed - expected_level).cwiseAbs().maxCoeff() <= 1e-12 * largest);
         CHECK(refreshed == refreshed.transpose());
         if (m.level_smoothed_by_lines(static_cast<std::size_t>(l))) {
-            // Every block of the copy, also those outside the scalar pattern (exact zeros).
-            CHECK(Eigen::MatrixXd(m.level_blocked_matrix(static_cast<std::size_t>(l))) == refreshed);
+            if (m.level_keeps_scalar_matrix(static_cast<std::size_t>(l))) {
+                // Every block of the copy, also those outside the scalar pattern (exact zeros).
+                CHECK(Eigen::MatrixXd(m.level_blocked_matrix(static_cast<std::size_t>(l))) == refreshed);
+                ++scalar_copies;
+            }  // else level_matrix is the blocked copy, checked above
             ++blocked_levels;
         }
         above = refreshed;
@@ -1041,6 +1044,12 @@ TEST_CASE(
     }
     CHECK(levels == m.levels() - 1);
     CHECK(blocked_levels >= 2);
+    // Only the square level above the coarsest keeps a scalar copy (for the
+    // coarsest's refresh); the levels above it read their blocks alone.
+    CHECK(scalar_copies == 1);
+    for (int l = 1; l < m.levels(); ++l)
+        CHECK(m.level_keeps_scalar_matrix(static_cast<std::size_t>(l)) ==
+              (!m.level_smoothed_by_lines(static_cast<std::size_t>(l)) || l == m.levels() - 2));
     const Eigen::VectorXd now_expected = filtered_solution(now, now_filter);
     solve_to_solution(now, now_free, m, now_expected);
     CHECK(check_symmetric_positive(m, now_filter, rng, 2, 1e-7) == 2);

@@ -2084,7 +2084,13 @@ struct Smoother {
 /// prolongator from it to the level above with its transpose.
 template <typename T>
 struct CoarseLevel {
+    /// The level's matrix as scalars. A square level (`by_lines`) reads its
+    /// blocked copy instead and keeps this one only where the level below is
+    /// the coarsest, whose refresh multiplies it by the scalar prolongator;
+    /// the others drop it once a level two below them exists.
     BsrMatrix<T, 1> matrix;
+    Index dofs = 0;               ///< the level's DoFs (rows)
+    double scalar_entries = 0.0;  ///< the scalar matrix's stored entries at the build (operator complexity)
     thrust::device_vector<std::uint8_t> free_dofs;  ///< DoFs with a positive diagonal
     BsrMatrix<T, 1> prolongator;                    ///< rows: DoFs of the level above
     BsrMatrix<T, 1> restriction;                    ///< the prolongator's transpose
@@ -2404,23 +2410,37 @@ public:
         std::vector<Index> result;
         if (!m_ready) return result;
         result.push_back(m_matrix->rows());
-        for (const auto& level : m_coarse) result.push_back(level.matrix.rows());
+        for (const auto& level : m_coarse) result.push_back(level.dofs);
         return result;
     }
     /// Host copies of coarse level `level`'s matrix (level 1 is the first
     /// coarse level, as in level_dofs()) and of its prolongator from the level
-    /// above, for inspection and tests.
+    /// above, for inspection and tests. A square level that keeps no scalar
+    /// copy (level_keeps_scalar_matrix) gives its blocked copy without its
+    /// exact zeros.
     multilevel_detail::HostMatrix<T> level_matrix(std::size_t level) const
     {
+        if (!level_keeps_scalar_matrix(level)) {
+            multilevel_detail::HostMatrix<T> m = level_blocked_matrix(level);
+            m.prune([](Index, Index, const T& value) { return value != T(0); });
+            return m;
+        }
         return multilevel_detail::to_host_csr(coarse_level(level).matrix);
+    }
+    /// Whether coarse level `level` keeps its matrix as scalars beside its
+    /// blocks: every level but the square levels more than one above the
+    /// coarsest (CoarseLevel::matrix).
+    bool level_keeps_scalar_matrix(std::size_t level) const
+    {
+        const auto& l = coarse_level(level);
+        return l.matrix.rows() == l.dofs;
     }
     multilevel_detail::HostMatrix<T> level_prolongator(std::size_t level) const
     {
         const auto& l = coarse_level(level);
         if (l.block_prolongator.empty()) return multilevel_detail::to_host_csr(l.prolongator);
         const int above = level == 1 ? B : multilevel_detail::square_modes;
-        return multilevel_detail::expand_blocks(l.block_prolongator, above, multilevel_detail::square_modes,
-                                                l.matrix.rows());
+        return multilevel_detail::expand_blocks(l.block_prolongator, above, multilevel_detail::square_modes, l.dofs);
     }
     /// Coarse level `level`'s copy in blocks of square_modes (every block of
     /// its pattern, as scalars), which its line smoother and residual read;
@@ -2449,7 +2469,7 @@ public:
         if (!m_ready) return 0.0;
         const double fine = static_cast<double>(m_matrix->nonzero_blocks()) * B * B;
         double total = fine;
-        for (const auto& level : m_coarse) total += static_cast<double>(level.matrix.nonzero_blocks());
+        for (const auto& level : m_coarse) total += level.scalar_entries;
         return total / fine;
     }
 
@@ -2622,6 +2642,8 @@ private:
             }
             CoarseLevel<T> level;
             level.matrix = to_device_csr(coarse);
+            level.dofs = static_cast<Index>(coarse.rows());
+            level.scalar_entries = static_cast<double>(level.matrix.nonzero_blocks());
             level.free_dofs = to_device(coarse_free);
             const bool refreshes = m_options.refresh != MultilevelRefresh::off;
             coarse.makeCompressed();
@@ -2658,6 +2680,13 @@ private:
                 }
             }
             m_coarse.push_back(std::move(level));
+            if (m_coarse.size() >= 3 && m_coarse[m_coarse.size() - 3].by_lines) {
+                // Two levels below it exist, so it is not the coarsest's
+                // neighbour: its scalar copy is not read again.
+                CoarseLevel<T>& above_two = m_coarse[m_coarse.size() - 3];
+                above_two.matrix = BsrMatrix<T, 1>();
+                above_two.block_position = thrust::device_vector<Index>();
+            }
             last_product = std::move(product);
             last_prolongator = std::move(prolongator);
             level_matrix = std::move(coarse);
@@ -2688,7 +2717,7 @@ private:
                 level.block_mirror.clear();
             } else if (level.by_lines) {
                 level.lines = colored_line_set(level.blocked, level.square_lines);
-                level.smoother.resize(static_cast<std::size_t>(level.matrix.rows()));
+                level.smoother.resize(static_cast<std::size_t>(level.dofs));
                 if (factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) > 0) return false;
             } else {
                 if (level.smoother.invert(level.matrix, level.free_dofs) > 0) return false;
@@ -2765,8 +2794,9 @@ private:
     /// Level l's coarse matrix Pᵀ Â P for the current values in blocks (a
     /// square level: BlockFixedPatternProduct, with Â the finest matrix under
     /// the filter `free_dofs` or the level above's blocked copy), completed
-    /// by CompleteBlockGalerkin, and its scalar copy gathered from the
-    /// blocks. Returns the products that fell outside the kept patterns.
+    /// by CompleteBlockGalerkin, and its scalar copy (where it keeps one)
+    /// gathered from the blocks. Returns the products that fell outside the
+    /// kept patterns.
     int refresh_in_blocks(std::size_t l, const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
     {
         using namespace multilevel_detail;
@@ -2792,8 +2822,10 @@ private:
                          CompleteBlockGalerkin<T, N>{raw_pointer(galerkin.row_ptr()), raw_pointer(galerkin.col_idx()),
                                                      raw_pointer(level.block_mirror), raw_pointer(level.free_dofs),
                                                      raw_pointer(galerkin.values())});
-        thrust::gather(thrust::device, level.block_position.begin(), level.block_position.end(),
-                       galerkin.values().begin(), level.matrix.values().begin());
+        if (!level.block_position.empty()) {  // the scalar copy, where the level keeps one
+            thrust::gather(thrust::device, level.block_position.begin(), level.block_position.end(),
+                           galerkin.values().begin(), level.matrix.values().begin());
+        }
         return misses;
     }
 
@@ -2990,7 +3022,7 @@ private:
             spmv(level.restriction, r, r_coarse);
             return;
         }
-        r_coarse.resize(static_cast<std::size_t>(level.matrix.rows()));
+        r_coarse.resize(static_cast<std::size_t>(level.dofs));
         for_each_block_row(coarse, level.block_restriction, [&](auto above) {
             return BlockRowApply<T, square_modes, decltype(above)::value>{
                 arrays_of(level.block_restriction), raw_pointer(r), raw_pointer(r_coarse), nullptr, false};
