@@ -49,14 +49,7 @@ YarnModel<double> busy_patch(weft::DampingModel damping, std::vector<Collider<do
     weft::pin_nodes(model, {0, 6});
     for (std::size_t i = 0; i < model.v.size(); ++i)
         if (!model.free_dof[i]) model.v[i] = 0;  // pins and yarn-end arc lengths at rest
-    Collider<double> sphere;
-    sphere.shape = weft::ColliderShape::sphere;
-    sphere.center = Vec3(3e-3, 2.5e-3, -1.9e-3);
-    sphere.normal = Vec3(0, 0, 1);
-    sphere.radius = 2e-3;
-    sphere.stiffness = 1e4;
-    sphere.friction = 0.3;
-    colliders = {sphere};
+    colliders = {weft_test::pressing_sphere(Vec3(3e-3, 2.5e-3, -1.9e-3))};
     return model;
 }
 
@@ -941,14 +934,7 @@ YarnModel<double> eil_crossing(std::vector<Collider<double>>& colliders, double&
     weft_test::Random rng(5);
     for (std::size_t i = 2; i < model.v.size(); i += 5)
         if (model.free_dof[i]) model.v[i] += rng.uniform(-0.01, 0.01);
-    Collider<double> sphere;
-    sphere.shape = weft::ColliderShape::sphere;
-    sphere.center = Vec3(0, 2e-3, -2.2e-3);
-    sphere.normal = Vec3(0, 0, 1);
-    sphere.radius = 2e-3;
-    sphere.stiffness = 1e4;
-    sphere.friction = 0.3;
-    colliders = {sphere};
+    colliders = {weft_test::pressing_sphere(Vec3(0, 2e-3, -2.2e-3))};
     return model;
 }
 

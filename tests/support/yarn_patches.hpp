@@ -1,6 +1,7 @@
 #pragma once
 // Small woven patches with the parameters of the 2017 example scene, shared by
 // the yarn-model tests of the Eigen path and of the backend.
+#include <weft/element/collider.hpp>
 #include <weft/model/woven.hpp>
 
 #include "support/random.hpp"
@@ -51,6 +52,20 @@ inline void perturb(weft::YarnModel<double>& model, Random& rng, double dx, doub
         for (int k = 3; k < 5; ++k)
             if (model.free_dof[5 * n + k]) model.q[5 * n + k] += rng.uniform(-ds, ds);
     }
+}
+
+/// The sphere that presses on the stepper tests' patches: radius 2 mm,
+/// penalty stiffness 10⁴, friction 0.3, centred at `center`.
+inline weft::Collider<double> pressing_sphere(const weft::Vec3<double>& center)
+{
+    weft::Collider<double> sphere;
+    sphere.shape = weft::ColliderShape::sphere;
+    sphere.center = center;
+    sphere.normal = weft::Vec3<double>(0, 0, 1);
+    sphere.radius = 2e-3;
+    sphere.stiffness = 1e4;
+    sphere.friction = 0.3;
+    return sphere;
 }
 
 }  // namespace weft_test
