@@ -319,7 +319,8 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
 /// the other preconditioners): builds during the timed steps, the mean time
 /// of a build (the whole run), builds by cause (the whole run: pattern or
 /// filter changed, failed solve, slow solve), refreshes of the coarse values
-/// and their mean time (the whole run), levels, DoFs per level, operator
+/// (of them those made ahead of the solves, refreshes_ahead()) and their mean
+/// time (the whole run), levels, DoFs per level, operator
 /// complexity.
 template <class Stepper>
 std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner preconditioner, long builds)
@@ -331,7 +332,7 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
         << ", \"build_ms\": " << (m.builds() > 0 ? 1e3 * m.build_seconds() / m.builds() : 0.0)
         << ", \"builds_by_cause\": {\"pattern\": " << m.pattern_builds() << ", \"failure\": " << m.failure_builds()
         << ", \"growth\": " << m.growth_builds() << "}, \"pattern_keeps\": " << m.pattern_keeps()
-        << ", \"refreshes\": " << m.refreshes()
+        << ", \"refreshes\": " << m.refreshes() << ", \"refreshes_ahead\": " << m.refreshes_ahead()
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
         << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();

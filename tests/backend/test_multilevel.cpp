@@ -595,17 +595,24 @@ TEST_CASE(
     CHECK(m.refreshes() == 2);
     CHECK(m.builds() == 1);
     // Stiffened past the build's limit: 20 iterations ask for a refresh, after
-    // which 17 (above the limit, below 20) count as help: the next drift
-    // refreshes again, it does not rebuild.
-    m.record_solve(true, 12, 12 * refresh);
-    m.record_solve(true, 20, 20 * refresh);
+    // which 17 (above the limit, below 20) count as help: the next slow solve
+    // refreshes again, it does not rebuild. The first stale solve after each
+    // renewal drifts by less than a refresh costs, so none is made ahead.
+    double price = m.last_refresh_seconds();
+    m.record_solve(true, 12, 12 * price);
+    m.record_solve(true, 13, 13 * price / 4);  // 1 extra iteration at price/4
+    CHECK_FALSE(m.refreshing_ahead());
+    m.record_solve(true, 20, 20 * price);
     REQUIRE(rule.prepare(m));
     CHECK(m.refreshes() == 3);
-    m.record_solve(true, 17, 17 * refresh);
-    m.record_solve(true, 19, 19 * refresh);
+    price = m.last_refresh_seconds();
+    m.record_solve(true, 17, 17 * price);
+    m.record_solve(true, 19, 19 * price / 8);  // 2 extra iterations at price/8
+    CHECK_FALSE(m.refreshing_ahead());
     REQUIRE(rule.prepare(m));
     CHECK(m.refreshes() == 4);
     CHECK(m.builds() == 1);
+    CHECK(m.refreshes_ahead() == 0);
     // A refresh after which the solve is no faster did not help: the next slow solve rebuilds.
     m.record_solve(true, 19, 19 * refresh);
     m.record_solve(true, 30, 30 * build);
@@ -622,6 +629,110 @@ TEST_CASE(
     CHECK(first.builds() == 1);
     CHECK(first.refreshes() == 1);
     CHECK(first.growth_refreshes() == 1);
+}
+
+TEST_CASE(
+    "multilevel: where one prepare's drift costs more than a refresh, the values are refreshed ahead of every solve, "
+    "with probes that measure the drift again",
+    "[backend][multilevel][refresh]")
+{
+    Random rng(89);
+    RuleProblem rule(rng, 16);
+    MultilevelPreconditioner<double, 5> m(small_coarse());  // refresh on_growth, timed rebuilds: the defaults
+    REQUIRE(rule.prepare(m));
+    const double build = m.last_build_seconds();
+    REQUIRE(build > 0.0);
+    // The first refresh (its price unknown) is bought by the first slow solve.
+    m.record_solve(true, 10, 10 * build / 80);
+    m.record_solve(true, 16, 16 * build / 80);
+    REQUIRE(rule.prepare(m));
+    REQUIRE(m.refreshes() == 1);
+    CHECK_FALSE(m.refreshing_ahead());
+    // The fresh solve, then the first stale one: 3 extra iterations at half
+    // a refresh apiece cost 1.5 refreshes. From now on each prepare refreshes.
+    double price = m.last_refresh_seconds();
+    REQUIRE(price > 0.0);
+    m.record_solve(true, 10, 10 * price / 2);
+    m.record_solve(true, 13, 13 * price / 2);
+    CHECK(m.refreshing_ahead());
+    CHECK(m.probe_interval() == 4);
+    int refreshes = m.refreshes();
+    int probes = 0;
+    // Refreshed ahead before each of 4 fresh solves; then one prepare keeps
+    // the values and the stale solve after it measures the drift again.
+    auto run_until_probe = [&](int interval) {
+        for (int solve = 0; solve < interval; ++solve) {
+            REQUIRE(rule.prepare(m));
+            CHECK(m.refreshes() == ++refreshes);
+            m.record_solve(true, 10, 10 * m.last_refresh_seconds() / 2);
+        }
+        REQUIRE(rule.prepare(m));  // the probe
+        CHECK(m.refreshes() == refreshes);
+        ++probes;
+    };
+    run_until_probe(4);
+    CHECK(m.refreshes_ahead() == 4);
+    price = m.last_refresh_seconds();
+    m.record_solve(true, 13, 13 * price / 2);  // the drift still costs 1.5 refreshes: confirmed
+    CHECK(m.refreshing_ahead());
+    CHECK(m.probe_interval() == 8);  // each confirmation doubles the interval
+    run_until_probe(8);
+    CHECK(m.refreshes_ahead() == 12);
+    m.record_solve(true, 13, 13 * m.last_refresh_seconds() / 2);
+    CHECK(m.probe_interval() == 16);
+    run_until_probe(16);
+    m.record_solve(true, 13, 13 * m.last_refresh_seconds() / 2);
+    CHECK(m.probe_interval() == 32);
+    run_until_probe(32);
+    m.record_solve(true, 13, 13 * m.last_refresh_seconds() / 2);
+    CHECK(m.probe_interval() == 32);  // at most 32
+    CHECK(m.refreshes_ahead() == 4 + 8 + 16 + 32);
+    CHECK(m.growth_refreshes() == 1);
+    CHECK(m.builds() == 1);
+    // A probe whose drift costs a hundredth of a refresh ends it: back to the
+    // rent-or-buy rule, whose stale solves then buy the next refresh.
+    run_until_probe(32);
+    m.record_solve(true, 11, 11 * m.last_refresh_seconds() / 100);
+    CHECK_FALSE(m.refreshing_ahead());
+    CHECK(m.probe_interval() == 4);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == refreshes);
+    CHECK(probes == 5);
+
+    m.record_solve(true, 14, 14 * m.last_refresh_seconds() / 2);  // 4 extra at half a refresh apiece
+    CHECK_FALSE(m.refreshing_ahead());
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == ++refreshes);
+    CHECK(m.growth_refreshes() == 2);
+
+    // Refreshing ahead, a slow solve has fresh values: only a build helps it,
+    // at the build's price (as with every_prepare). Reference 10, limit 15.
+    m.record_solve(true, 10, 10 * m.last_refresh_seconds() / 2);
+    m.record_solve(true, 13, 13 * m.last_refresh_seconds() / 2);
+    REQUIRE(m.refreshing_ahead());
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == ++refreshes);
+    m.record_solve(true, 30, 30 * build);  // fresh, above the growth limit, 20 extra iterations at a build apiece
+    REQUIRE(rule.prepare(m));
+    CHECK(m.builds() == 2);
+    CHECK(m.growth_builds() == 1);
+    CHECK(m.refreshes() == refreshes);
+
+    // Without timed solves (runs that repeat bit for bit), nothing is refreshed ahead.
+    MultilevelOptions untimed = small_coarse();
+    untimed.timed_rebuild = false;
+    MultilevelPreconditioner<double, 5> plain(untimed);
+    REQUIRE(rule.prepare(plain));
+    plain.record_solve(true, 10, 10.0);
+    plain.record_solve(true, 16, 16.0);
+    REQUIRE(rule.prepare(plain));
+    REQUIRE(plain.refreshes() == 1);
+    plain.record_solve(true, 10, 10.0);
+    plain.record_solve(true, 13, 1e3);
+    CHECK_FALSE(plain.refreshing_ahead());
+    REQUIRE(rule.prepare(plain));
+    CHECK(plain.refreshes() == 1);
+    CHECK(plain.refreshes_ahead() == 0);
 }
 
 TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds where a refresh did not help",

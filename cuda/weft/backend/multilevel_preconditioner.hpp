@@ -146,6 +146,23 @@
 /// first solve after a refresh is still slow and no faster than the one that
 /// asked for it (the aggregates or the near-null space no longer fit, e.g. a
 /// sheet that rotated), the next slow solve rebuilds. refreshes() counts them.
+/// A refresh's price is what it adds to a prepare(): the coarse levels'
+/// products and inverses, not the finest level's renewal every prepare() makes.
+///
+/// Refreshing ahead. Rent or buy spends at most twice the least time where
+/// the drift builds up over several solves; where one prepare's drift already
+/// costs more than a refresh, it pays a stale solve for every refresh it buys.
+/// So the first stale solve after each renewal (the second solve; the first
+/// is fresh) is weighed on its own: where its iterations above the fresh
+/// solve's cost at least the last refresh, every later prepare() refreshes
+/// (refreshing_ahead(), refreshes_ahead()), as every_prepare does, and a slow
+/// solve, which then has fresh values, rebuilds at the build's price. After
+/// 4 fresh solves one prepare() keeps the values, and the stale solve after
+/// it measures the drift again: it stays, and the interval doubles (at most
+/// 32), or it ends, back to rent or buy. On the 400² sphere drop the first
+/// stale solve after a refresh took 8–11 iterations more than the fresh one,
+/// 1.6–2.2 s against a 0.8 s refresh; at 200², 1 iteration (45 ms) against
+/// 0.2 s (benchmarks/RESULTS.md, "Refreshing ahead").
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
@@ -2257,14 +2274,19 @@ public:
         // with the coarse values of the new filter, where refreshes are on.
         const bool new_filter = same_structure && !same_filter && m_options.refresh != MultilevelRefresh::off;
         const bool reuse = (same_pattern || new_filter) && m_options.reuse;
+        // Refreshing ahead (see refreshes_ahead()): every prepare but a probe's.
+        const bool ahead = refreshing_ahead() && !m_probe_next;
+        m_probe_next = false;
         const bool refresh =
             reuse && !m_rebuild_requested && !m_kept_pattern &&
-            (new_filter || m_refresh_requested || m_options.refresh == MultilevelRefresh::every_prepare);
+            (new_filter || m_refresh_requested || ahead || m_options.refresh == MultilevelRefresh::every_prepare);
+        const bool asked = new_filter || m_refresh_requested;
         if (refresh && refresh_values(a, free_dofs)) {
             if (new_filter) {
                 thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
                 m_filter_refreshes += 1;
             }
+            if (ahead && !asked) m_ahead_refreshes += 1;
             m_ready = true;
             return true;
         }
@@ -2305,6 +2327,7 @@ public:
             // a build would start from the same values.
             m_checking_refresh = false;
             m_refresh_helps = converged && (iterations <= limit || iterations < m_iterations_before_refresh);
+            if (!m_refresh_helps) m_ahead = false;
         }
         if (m_rebuild_requested) return;
         if (!converged) {
@@ -2315,20 +2338,44 @@ public:
         }
         if (m_refresh_requested) return;
         const bool timed = m_options.timed_rebuild && seconds >= 0.0 && iterations > 0;
+        const bool refreshes_help =
+            m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps && !m_kept_pattern;
         if (timed) {
             const double per_iteration = seconds / iterations;
             m_stale_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
             if (m_fresh_iterations < 0) {
                 m_fresh_iterations = iterations;
+                // Refreshing ahead: after this many fresh solves, the next
+                // prepare keeps the values, so that one stale solve measures
+                // the drift again.
+                if (refreshing_ahead() && ++m_ahead_solves >= m_probe_interval) {
+                    m_ahead_solves = 0;
+                    m_probe_next = true;
+                }
             } else {
-                m_fresh_stale_seconds += std::max(0, iterations - m_fresh_iterations) * per_iteration;
+                const double extra = std::max(0, iterations - m_fresh_iterations) * per_iteration;
+                m_fresh_stale_seconds += extra;
+                if (m_solves_since_renewal == 1 && refreshes_help && m_last_refresh_seconds >= 0.0) {
+                    // The first stale solve after a renewal measures one
+                    // prepare's drift: where it costs as much as a refresh,
+                    // refreshing before every solve costs less than the
+                    // stale solves the rent-or-buy rule would pay for.
+                    const bool confirmed = m_ahead && extra >= m_last_refresh_seconds;
+                    m_ahead = extra >= m_last_refresh_seconds;
+                    m_probe_interval =
+                        confirmed ? std::min(2 * m_probe_interval, max_probe_interval) : min_probe_interval;
+                    m_ahead_solves = 0;
+                }
             }
+            m_solves_since_renewal += 1;
         }
         // The cheaper renewal where it is known to help, at its own price: a
         // refresh (its last time, or a build's before the first one), else a build.
         // A hierarchy kept across a pattern change (keep_across_patterns) has
         // the coarse patterns of the old one, which a refresh cannot fill.
-        const bool by_refresh = m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps && !m_kept_pattern;
+        // Refreshing ahead, a slow solve is one with fresh values: only a
+        // build can help it, as with MultilevelRefresh::every_prepare.
+        const bool by_refresh = refreshes_help && !refreshing_ahead();
         const double price =
             by_refresh && m_last_refresh_seconds >= 0.0 ? m_last_refresh_seconds : m_last_build_seconds;
         // Timed, a refresh is also bought once the iterations above the first
@@ -2358,6 +2405,20 @@ public:
     /// or refresh cost (the rent side of the refresh rule).
     double fresh_stale_seconds() const { return m_fresh_stale_seconds; }
     double last_build_seconds() const { return m_last_build_seconds; }
+
+    /// Whether the default refresh rule (MultilevelRefresh::on_growth, timed
+    /// solves) now refreshes ahead: at every prepare() but a probe's, because
+    /// the last stale solve measured after a renewal cost more than a refresh.
+    bool refreshing_ahead() const
+    {
+        return m_ahead && m_options.refresh == MultilevelRefresh::on_growth && m_options.timed_rebuild &&
+               m_refresh_helps && !m_kept_pattern;
+    }
+    /// Refreshes made ahead (refreshing_ahead()) so far, and the fresh solves
+    /// between two probes now (4, doubled by each probe that confirms the
+    /// drift, at most 32).
+    int refreshes_ahead() const { return m_ahead_refreshes; }
+    int probe_interval() const { return m_probe_interval; }
 
     /// z = M⁻¹ r, one symmetric V-cycle (r and z have #DoFs entries).
     void apply(const thrust::device_vector<T>& r, thrust::device_vector<T>& z) override
@@ -2539,6 +2600,8 @@ private:
         m_stale_seconds = 0.0;
         m_fresh_iterations = -1;
         m_fresh_stale_seconds = 0.0;
+        m_solves_since_renewal = 0;
+        m_probe_next = false;
         m_rebuild_requested = false;
         m_refresh_requested = false;
         m_checking_refresh = false;
@@ -2743,11 +2806,13 @@ private:
     bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
     {
         using namespace multilevel_detail;
-        const auto start = std::chrono::steady_clock::now();
         const bool asked = m_refresh_requested;
         m_refresh_requested = false;
         m_ready = false;
         bool ok = prepare_fine(a, free_dofs);
+        // The refresh's price: what it adds to a prepare (which always
+        // renews the finest level), the coarse levels' products and inverses.
+        const auto start = std::chrono::steady_clock::now();
         if (ok && m_coarse.empty()) {  // one level: the coarsest inverse is the finest matrix's
             const std::vector<std::uint8_t> free = to_host(free_dofs);
             ok = invert_coarsest(filtered_host_matrix(a, free), free);
@@ -2787,6 +2852,7 @@ private:
         m_stale_seconds = 0.0;
         m_fresh_iterations = -1;
         m_fresh_stale_seconds = 0.0;
+        m_solves_since_renewal = 0;
         m_checking_refresh = asked;
         return true;
     }
@@ -3139,6 +3205,14 @@ private:
     double m_fresh_stale_seconds = 0.0;   ///< the refresh rule's rent since the last build or refresh
     int m_iterations_before_refresh = 0;  ///< the solve that asked for the last growth refresh
     int m_fresh_iterations = -1;          ///< the first solve's iterations after the last build or refresh
+    int m_solves_since_renewal = 0;       ///< timed solves since the last build or refresh
+    static constexpr int min_probe_interval = 4;
+    static constexpr int max_probe_interval = 32;
+    bool m_ahead = false;       ///< the last drift measured cost more than a refresh (refreshing_ahead())
+    bool m_probe_next = false;  ///< the next prepare() keeps the values, to measure the drift
+    int m_ahead_solves = 0;     ///< fresh solves since refreshing ahead began or the last probe
+    int m_probe_interval = min_probe_interval;
+    int m_ahead_refreshes = 0;
 };
 
 }  // namespace weft
