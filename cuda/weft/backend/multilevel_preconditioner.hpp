@@ -159,10 +159,11 @@
 /// solve, which then has fresh values, rebuilds at the build's price. After
 /// 4 fresh solves one prepare() keeps the values, and the stale solve after
 /// it measures the drift again: it stays, and the interval doubles (at most
-/// 32), or it ends, back to rent or buy. On the 400² sphere drop the first
-/// stale solve after a refresh took 8–11 iterations more than the fresh one,
-/// 1.6–2.2 s against a 0.8 s refresh; at 200², 1 iteration (45 ms) against
-/// 0.2 s (benchmarks/RESULTS.md, "Refreshing ahead").
+/// 32), or it ends, back to rent or buy. On the 400² sphere drop, once the
+/// sphere presses, the first stale solve after a refresh took 9–11
+/// iterations more than the fresh one, 1.8–2.0 s against a 0.8–0.9 s
+/// refresh; at 200², 1–2 iterations (45–110 ms) against 0.18–0.22 s
+/// (benchmarks/RESULTS.md, "Refreshing ahead").
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
