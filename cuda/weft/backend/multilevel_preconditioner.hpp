@@ -2339,8 +2339,7 @@ public:
         }
         if (m_refresh_requested) return;
         const bool timed = m_options.timed_rebuild && seconds >= 0.0 && iterations > 0;
-        const bool refreshes_help =
-            m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps && !m_kept_pattern;
+        const bool refreshes_help = refreshes_known_to_help();
         if (timed) {
             const double per_iteration = seconds / iterations;
             m_stale_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
@@ -2410,11 +2409,7 @@ public:
     /// Whether the default refresh rule (MultilevelRefresh::on_growth, timed
     /// solves) now refreshes ahead: at every prepare() but a probe's, because
     /// the last stale solve measured after a renewal cost more than a refresh.
-    bool refreshing_ahead() const
-    {
-        return m_ahead && m_options.refresh == MultilevelRefresh::on_growth && m_options.timed_rebuild &&
-               m_refresh_helps && !m_kept_pattern;
-    }
+    bool refreshing_ahead() const { return m_ahead && m_options.timed_rebuild && refreshes_known_to_help(); }
     /// Refreshes made ahead (refreshing_ahead()) so far, and the fresh solves
     /// between two probes now (4, doubled by each probe that confirms the
     /// drift, at most 32).
@@ -2989,6 +2984,14 @@ private:
         m_coarsest_rhs.resize(static_cast<std::size_t>(a.rows()));
         m_coarsest_solution.resize(static_cast<std::size_t>(a.rows()));
         return true;
+    }
+
+    /// Whether a slow solve renews by a refresh (MultilevelRefresh::on_growth):
+    /// no refresh since the last build failed to help, and the coarse levels
+    /// are not kept from another pattern, whose patterns a refresh cannot fill.
+    bool refreshes_known_to_help() const
+    {
+        return m_options.refresh == MultilevelRefresh::on_growth && m_refresh_helps && !m_kept_pattern;
     }
 
     /// Whether the finest level's products use the float copy of its values.
