@@ -128,8 +128,9 @@ Options parse(int argc, char** argv)
         ->check(CLI::IsMember(weft::solver_words::multilevel_pattern_change()))
         ->type_name("WORD");
     app.add_flag("--no-line-ordered-rows{false}", o.line_ordered_rows,
-                 "with the yarn-line smoother on CPU threads, sweep the rows in place instead of a line-ordered "
-                 "copy of the rows of the yarns across the node order (MultilevelOptions::line_ordered_rows)");
+                 "with the yarn-line smoother or the square coarse space on CPU threads, sweep the rows in place "
+                 "instead of a line-ordered copy of the rows of the yarns (and of the columns of squares) across "
+                 "the node order (MultilevelOptions::line_ordered_rows)");
     weft::bench::add_matrix_precision_option(app, o.matrix_precision);
     app.add_option("--pcg-max-iterations", o.pcg_max_iterations, "PCG iteration limit")
         ->check(CLI::Range(1, 1 << 30))

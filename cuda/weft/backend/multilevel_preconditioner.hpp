@@ -52,7 +52,8 @@
 /// that run across the node order (the weft, when nodes are numbered warp
 /// yarn by warp yarn) in line order (order_line_rows), so that each sweep
 /// thread streams its yarn's rows instead of missing the cache on every row
-/// (benchmarks/RESULTS.md "Line-ordered rows").
+/// (benchmarks/RESULTS.md "Line-ordered rows"); the square levels below
+/// copy the rows of their columns of squares in the same way.
 ///
 /// Yarn coarse space (MultilevelOptions::coarse_space = yarns, with the
 /// LineSet given by set_lines(); 5-DoF yarn nodes). The error that survives
@@ -335,8 +336,10 @@ struct MultilevelOptions {
     /// that run across the node order in line order at each prepare()
     /// (order_line_rows), trading that copy's memory (a second copy of the
     /// matrix values on a woven cloth, whose every node lies on such a yarn;
-    /// float with single_precision_matrix) for faster sweeps. No effect on a
-    /// GPU.
+    /// float with single_precision_matrix) for faster sweeps. With the
+    /// square coarse space the same holds on each square level smoothed by
+    /// lines: its columns of squares are copied at each build and refresh.
+    /// No effect on a GPU.
     bool line_ordered_rows = true;
 };
 
@@ -2520,6 +2523,18 @@ public:
     {
         return coarse_level(level).by_lines ? coarse_level(level).lines.sweep_family_count() : 0;
     }
+    /// The 9 × 9 blocks of coarse level `level`'s rows that its sweeps read
+    /// from a line-ordered copy (order_square_rows: the rows of the lines of
+    /// squares across the level's node order), 0 where they read the rows in
+    /// place (on a GPU, without line_ordered_rows, or a level not smoothed by
+    /// lines).
+    Index level_line_ordered_blocks(std::size_t level) const
+    {
+        const auto& factors = coarse_level(level).factors;
+        using Ordered = typename LineFactors<T, multilevel_detail::square_modes>::OrderedRows;
+        if (factors.ordered_rows != Ordered::double_rows || factors.ordered_row_ptr.empty()) return 0;
+        return factors.ordered_row_ptr.back();
+    }
     /// Operator complexity: stored scalars of all level matrices over those of the finest.
     double operator_complexity() const
     {
@@ -2778,6 +2793,7 @@ private:
                 level.lines = colored_line_set(level.blocked, level.square_lines);
                 level.smoother.resize(static_cast<std::size_t>(level.dofs));
                 if (factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) > 0) return false;
+                order_square_rows(level, false);
             } else {
                 if (level.smoother.invert(level.matrix, level.free_dofs) > 0) return false;
                 level.smoother.bound(level.matrix, level.free_dofs);
@@ -2818,6 +2834,7 @@ private:
             if (!level.block_product.empty()) {  // a square level: its Galerkin product in blocks, its line factors
                 ok = refresh_in_blocks(l, a, free_dofs) == 0 &&
                      factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) == 0;
+                if (ok) order_square_rows(level, true);
                 continue;
             }
             if (level.product.rows() == 0 || level.product.rows() != level.prolongator.rows()) {
@@ -2930,6 +2947,21 @@ private:
             }
         }
         return true;
+    }
+
+    /// A square level's rows of the lines of squares that run across its
+    /// node order (the columns of squares), copied in line order after each
+    /// factor_lines, on CPU threads where line_ordered_rows is set: the
+    /// finest level's reason (each sweep thread streams its line's rows)
+    /// holds here too (benchmarks/RESULTS.md "Line-ordered rows on the
+    /// square levels"). `pattern_kept`: a refresh, whose blocked pattern is
+    /// the build's, rewrites the values only. No effect on a GPU.
+    void order_square_rows(multilevel_detail::CoarseLevel<T>& level, bool pattern_kept)
+    {
+        if constexpr (!backend_is_cuda()) {
+            if (m_options.line_ordered_rows)
+                order_line_rows(level.blocked, level.lines, level.factors, nullptr, pattern_kept);
+        }
     }
 
     /// The finest level's line smoother: before the coarse correction
