@@ -9,6 +9,9 @@
 #include <string>
 
 #include <thrust/device_vector.h>
+#include <thrust/execution_policy.h>
+#include <thrust/for_each.h>
+#include <thrust/iterator/counting_iterator.h>
 
 #if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
 #include <cuda_runtime.h>
@@ -23,6 +26,28 @@ constexpr bool backend_is_cuda()
     return true;
 #else
     return false;
+#endif
+}
+
+/// op(i) for every i in [first, last), in no particular order. On a GPU one
+/// thread each (thrust::for_each). On CPU threads in runs of consecutive
+/// indices that shrink as the work runs out, each taken by whichever thread
+/// is free (OpenMP's guided schedule), instead of Thrust's equal shares
+/// fixed in advance: where items cost unevenly or threads run at uneven
+/// speed (a virtual machine's cores under load, the fast and slow cores of
+/// a hybrid CPU), equal shares leave the other threads waiting for the
+/// slowest. Runs, not single items, so that neighbouring items (lines of a
+/// sweep whose nodes interleave in memory) stay on one thread. Meant for up
+/// to a few hundred items of real work each, such as whole lines of a line
+/// sweep (benchmarks/RESULTS.md "Line sweeps shared by a guided schedule").
+template <typename I, typename Op>
+void for_each_balanced(I first, I last, const Op& op)
+{
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+    thrust::for_each(thrust::device, thrust::counting_iterator<I>(first), thrust::counting_iterator<I>(last), op);
+#else
+#pragma omp parallel for schedule(guided)
+    for (I i = first; i < last; ++i) op(i);
 #endif
 }
 

@@ -723,9 +723,8 @@ template <typename T, int B>
 void solve_family(const LineSet& lines, LineFactors<T, B>& factors, int family, const thrust::device_vector<T>& input,
                   T weight, thrust::device_vector<T>& output)
 {
-    thrust::for_each(
-        thrust::device, thrust::counting_iterator<Index>(lines.family_first_line(family)),
-        thrust::counting_iterator<Index>(lines.family_first_line(family + 1)),
+    for_each_balanced(
+        lines.family_first_line(family), lines.family_first_line(family + 1),
         line_solve(lines, thrust::raw_pointer_cast(factors.inverse_pivots.data()),
                    thrust::raw_pointer_cast(factors.couplings.data()), factors, thrust::raw_pointer_cast(input.data()),
                    weight, thrust::raw_pointer_cast(output.data())));
@@ -744,23 +743,24 @@ void sweep_line_families(const BsrConstView<TA, B>& a, const std::uint8_t* free_
     const int m = lines.sweep_family_count();
     for (int s = 0; s < m; ++s) {
         const int family = forward ? s : m - 1 - s;
-        const auto first = thrust::counting_iterator<Index>(lines.family_first_line(family));
-        const auto last = thrust::counting_iterator<Index>(lines.family_first_line(family + 1));
+        // Lines handed out one at a time on CPU threads (for_each_balanced).
+        const Index first = lines.family_first_line(family);
+        const Index last = lines.family_first_line(family + 1);
         if (zero_start && s == 0) {  // from z = 0 the first family takes r itself
-            thrust::for_each(thrust::device, first, last,
-                             line_solve(lines, inverse_pivots, couplings, factors, thrust::raw_pointer_cast(r.data()),
-                                        T(1), thrust::raw_pointer_cast(z.data())));
+            for_each_balanced(first, last,
+                              line_solve(lines, inverse_pivots, couplings, factors, thrust::raw_pointer_cast(r.data()),
+                                         T(1), thrust::raw_pointer_cast(z.data())));
             continue;
         }
         const bool ordered = ordered_values != nullptr && lines.family_across_memory(family);
-        thrust::for_each(thrust::device, first, last,
-                         ResidualThenSolveLine<T, B, TA, TF>{
-                             {a, free_dofs, thrust::raw_pointer_cast(r.data()), thrust::raw_pointer_cast(z.data()), w},
-                             line_solve(lines, inverse_pivots, couplings, factors, static_cast<const T*>(w), T(1),
-                                        thrust::raw_pointer_cast(z.data())),
-                             ordered ? thrust::raw_pointer_cast(factors.ordered_row_ptr.data()) : nullptr,
-                             ordered ? thrust::raw_pointer_cast(factors.ordered_col_idx.data()) : nullptr,
-                             ordered ? ordered_values : nullptr});
+        for_each_balanced(first, last,
+                          ResidualThenSolveLine<T, B, TA, TF>{
+                              {a, free_dofs, thrust::raw_pointer_cast(r.data()), thrust::raw_pointer_cast(z.data()), w},
+                              line_solve(lines, inverse_pivots, couplings, factors, static_cast<const T*>(w), T(1),
+                                         thrust::raw_pointer_cast(z.data())),
+                              ordered ? thrust::raw_pointer_cast(factors.ordered_row_ptr.data()) : nullptr,
+                              ordered ? thrust::raw_pointer_cast(factors.ordered_col_idx.data()) : nullptr,
+                              ordered ? ordered_values : nullptr});
     }
 }
 
