@@ -188,6 +188,31 @@ WovenSystem woven_system(int n)
     return w;
 }
 
+/// The same system with new values on the same pattern: D A D, D a random
+/// positive diagonal (entries in [0.5, 2]).
+YarnProblem rescaled(const YarnProblem& problem, Random& rng)
+{
+    YarnProblem now = problem;
+    Eigen::VectorXd scale(now.system.a.rows());
+    for (Eigen::Index i = 0; i < scale.size(); ++i) scale(i) = rng.uniform(0.5, 2.0);
+    now.system.a = scale.asDiagonal() * problem.system.a * scale.asDiagonal();
+    now.a = weft::to_bsr<5>(now.system.a);
+    return now;
+}
+
+/// Multilevel options of the square coarse space on the woven patches:
+/// yarn-line smoothing, coarse values renewed at every prepare.
+weft::MultilevelOptions square_options(weft::MultilevelCycle cycle = weft::MultilevelCycle::v)
+{
+    weft::MultilevelOptions options;
+    options.coarse_dofs = 60;
+    options.smoother = weft::MultilevelSmoother::yarn_lines;
+    options.coarse_space = weft::MultilevelCoarseSpace::squares;
+    options.cycle = cycle;
+    options.refresh = weft::MultilevelRefresh::every_prepare;
+    return options;
+}
+
 /// The preconditioner M applied as a matrix on `trials` pairs of random
 /// filtered vectors: xᵀ M y = yᵀ M x (to `tolerance` relative to
 /// √(xᵀMx · yᵀMy)), xᵀ M x > 0, and M x zero where S is.
@@ -975,12 +1000,7 @@ TEST_CASE(
     Random rng(71);
     const WovenSystem woven = woven_system(30);
     const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
-    weft::MultilevelOptions options;
-    options.coarse_dofs = 60;
-    options.smoother = weft::MultilevelSmoother::yarn_lines;
-    options.coarse_space = weft::MultilevelCoarseSpace::squares;
-    options.refresh = weft::MultilevelRefresh::every_prepare;
-    weft::MultilevelPreconditioner<double, 5> m(options);
+    weft::MultilevelPreconditioner<double, 5> m(square_options());
     m.set_lines(&lines);
     REQUIRE(m.prepare(problem.a, free_dofs, state));
     REQUIRE(m.levels() >= 4);  // two lines-smoothed coarse levels, so one refreshed from the other's blocks
@@ -989,11 +1009,7 @@ TEST_CASE(
 
     // New values on the same pattern (D A D, D a random positive diagonal) and
     // a new filter: some free DoFs constrained, some pinned ones freed.
-    YarnProblem now = problem;
-    Eigen::VectorXd scale(now.system.a.rows());
-    for (Eigen::Index i = 0; i < scale.size(); ++i) scale(i) = rng.uniform(0.5, 2.0);
-    now.system.a = scale.asDiagonal() * problem.system.a * scale.asDiagonal();
-    now.a = weft::to_bsr<5>(now.system.a);
+    YarnProblem now = rescaled(problem, rng);
     REQUIRE(weft::to_host(now.a.col_idx()) == weft::to_host(problem.a.col_idx()));
     int constrained_now = 0, freed_now = 0;
     for (std::size_t i = 0; i < now.free_dofs.size(); ++i) {
@@ -1069,21 +1085,12 @@ TEST_CASE(
     Random rng(73);
     const WovenSystem woven = woven_system(40);
     const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
-    YarnProblem now = problem;  // new values on the same pattern: D A D
-    Eigen::VectorXd scale(now.system.a.rows());
-    for (Eigen::Index i = 0; i < scale.size(); ++i) scale(i) = rng.uniform(0.5, 2.0);
-    now.system.a = scale.asDiagonal() * problem.system.a * scale.asDiagonal();
-    now.a = weft::to_bsr<5>(now.system.a);
+    const YarnProblem now = rescaled(problem, rng);  // new values on the same pattern
     int compared = 0;
     for (const auto cycle : {weft::MultilevelCycle::v, weft::MultilevelCycle::w}) {
         std::vector<weft::MultilevelPreconditioner<double, 5>> both;
         for (const bool ordered : {true, false}) {
-            weft::MultilevelOptions options;
-            options.coarse_dofs = 60;
-            options.smoother = weft::MultilevelSmoother::yarn_lines;
-            options.coarse_space = weft::MultilevelCoarseSpace::squares;
-            options.cycle = cycle;
-            options.refresh = weft::MultilevelRefresh::every_prepare;
+            weft::MultilevelOptions options = square_options(cycle);
             options.line_ordered_rows = ordered;
             both.emplace_back(options);
         }
