@@ -743,7 +743,7 @@ void sweep_line_families(const BsrConstView<TA, B>& a, const std::uint8_t* free_
     const int m = lines.sweep_family_count();
     for (int s = 0; s < m; ++s) {
         const int family = forward ? s : m - 1 - s;
-        // Lines handed out one at a time on CPU threads (for_each_balanced).
+        // On CPU threads the lines are shared by a guided schedule (for_each_balanced).
         const Index first = lines.family_first_line(family);
         const Index last = lines.family_first_line(family + 1);
         if (zero_start && s == 0) {  // from z = 0 the first family takes r itself
