@@ -1079,7 +1079,7 @@ TEST_CASE(
     // The squares of a coarse level are numbered row of squares by row of
     // squares, so its columns of squares run across the node order: their
     // rows (every row of the level) are copied in line order at the build
-    // and at every refresh (order_square_rows), and the sweeps read the copy
+    // and at every refresh (order_rows), and the sweeps read the copy
     // (the finest level's test below checks that a sweep reads it). Sums in
     // the same order, so the same bits as the rows read in place.
     Random rng(73);

@@ -2524,7 +2524,7 @@ public:
         return coarse_level(level).by_lines ? coarse_level(level).lines.sweep_family_count() : 0;
     }
     /// The 9 × 9 blocks of coarse level `level`'s rows that its sweeps read
-    /// from a line-ordered copy (order_square_rows: the rows of the lines of
+    /// from a line-ordered copy (order_rows: the rows of the lines of
     /// squares across the level's node order), 0 where they read the rows in
     /// place (on a GPU, without line_ordered_rows, or a level not smoothed by
     /// lines).
@@ -2793,7 +2793,7 @@ private:
                 level.lines = colored_line_set(level.blocked, level.square_lines);
                 level.smoother.resize(static_cast<std::size_t>(level.dofs));
                 if (factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) > 0) return false;
-                order_square_rows(level, false);
+                order_rows(level.blocked, level.lines, level.factors, nullptr, false);
             } else {
                 if (level.smoother.invert(level.matrix, level.free_dofs) > 0) return false;
                 level.smoother.bound(level.matrix, level.free_dofs);
@@ -2834,7 +2834,7 @@ private:
             if (!level.block_product.empty()) {  // a square level: its Galerkin product in blocks, its line factors
                 ok = refresh_in_blocks(l, a, free_dofs) == 0 &&
                      factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) == 0;
-                if (ok) order_square_rows(level, true);
+                if (ok) order_rows(level.blocked, level.lines, level.factors, nullptr, true);
                 continue;
             }
             if (level.product.rows() == 0 || level.product.rows() != level.prolongator.rows()) {
@@ -2934,34 +2934,35 @@ private:
         }
         if (factor_lines(a, free_dofs, m_colored_lines, m_line_factors) > 0) return false;
         if (single_precision()) m_line_factors.round_to_float();
-        // On CPU threads the sweeps read the rows of the lines across the node
-        // order from a line-ordered copy (benchmarks/RESULTS.md "Line-ordered
-        // rows"). Not on a GPU: there neighbouring threads sweep neighbouring
-        // yarns, whose rows at one entry are neighbours in A and coalesce;
-        // in the copy they would lie a yarn's rows apart.
-        if constexpr (!backend_is_cuda()) {
-            if (m_options.line_ordered_rows) {
-                order_line_rows(a, m_colored_lines, m_line_factors, single_precision() ? &m_values_single : nullptr,
-                                m_ordered_pattern);
-                m_ordered_pattern = true;
-            }
-        }
+        if (order_rows(a, m_colored_lines, m_line_factors, single_precision() ? &m_values_single : nullptr,
+                       m_ordered_pattern))
+            m_ordered_pattern = true;
         return true;
     }
 
-    /// A square level's rows of the lines of squares that run across its
-    /// node order (the columns of squares), copied in line order after each
-    /// factor_lines, on CPU threads where line_ordered_rows is set: the
-    /// finest level's reason (each sweep thread streams its line's rows)
-    /// holds here too (benchmarks/RESULTS.md "Line-ordered rows on the
-    /// square levels"). `pattern_kept`: a refresh, whose blocked pattern is
-    /// the build's, rewrites the values only. No effect on a GPU.
-    void order_square_rows(multilevel_detail::CoarseLevel<T>& level, bool pattern_kept)
+    /// After a level's factor_lines (the finest level's at each prepare, a
+    /// square level's at its build and each refresh): on CPU threads where
+    /// line_ordered_rows is set, the rows of its lines across the node order
+    /// (the weft yarns; the columns of squares) copied in line order
+    /// (order_line_rows), which its sweeps then read, so that each sweep
+    /// thread streams its line's rows (benchmarks/RESULTS.md "Line-ordered
+    /// rows", "Line-ordered rows on the square levels"). Not on a GPU: there
+    /// neighbouring threads sweep neighbouring lines, whose rows at one
+    /// entry are neighbours in A and coalesce; in the copy they would lie a
+    /// line's rows apart. `pattern_kept`: the copy's pattern is the level's
+    /// current one, so only the values are rewritten.
+    /// @return whether the copy was made
+    template <int K>
+    bool order_rows(const BsrMatrix<T, K>& a, const LineSet& lines, LineFactors<T, K>& factors,
+                    const thrust::device_vector<float>* single_values, bool pattern_kept) const
     {
         if constexpr (!backend_is_cuda()) {
-            if (m_options.line_ordered_rows)
-                order_line_rows(level.blocked, level.lines, level.factors, nullptr, pattern_kept);
+            if (m_options.line_ordered_rows) {
+                order_line_rows(a, lines, factors, single_values, pattern_kept);
+                return true;
+            }
         }
+        return false;
     }
 
     /// The finest level's line smoother: before the coarse correction
