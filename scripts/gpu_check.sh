@@ -2,12 +2,24 @@
 # The GPU checks of weft on a machine with a CUDA device, from a build made
 # with -DWEFT_ENABLE_CUDA=ON (CMAKE_CUDA_ARCHITECTURES for that device):
 #
-#   scripts/gpu_check.sh [--build DIR] [--out DIR] [PART...]
+#   scripts/gpu_check.sh [--build DIR] [--out DIR] [--jobs N] [--case-timeout S]
+#                        [--deadline S] [PART...]
+#
+#   --jobs N          tests: run each Catch2 test case as its own process, N at
+#                     a time (default 1: each test program whole, one after
+#                     another); the device harnesses run whole in the same pool
+#   --case-timeout S  tests with --jobs: stop a case (or harness) after S
+#                     seconds and report it as timed out (default 0: no limit)
+#   --deadline S      tests with --jobs: start no case later than S seconds
+#                     after the part began; the cases left are listed as not
+#                     run (default 0: no deadline)
 #
 # PART (default: tests compare bench):
 #   tests    every CUDA test (DIR/tests/test_*_cuda): the device harnesses, each
 #            against its host reference, and the backend tests built from
-#            their own sources for the GPU (WEFT_CUDA_BACKEND_TESTS)
+#            their own sources for the GPU (WEFT_CUDA_BACKEND_TESTS); with
+#            --jobs, the programs named in WEFT_GPU_TEST_ORDER (space-separated
+#            names, e.g. "test_backend_multilevel_cuda") go first
 #   compare  weft-run and weft-run-cuda on every shipped scene for 100 steps
 #            (scripts/compare_backends.sh): energies, PCG iterations, ms/step
 #   bench    bench_yarn_cuda at 200², 400², 700², 1000² crossings and
@@ -37,12 +49,18 @@
 set -u
 build=build
 out=gpu_check_out
+jobs=1
+case_timeout=0
+deadline=0
 parts=()
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
-    -h|--help) sed -n '2,35p' "$0"; exit 0 ;;
+    --jobs) jobs=$2; shift 2 ;;
+    --case-timeout) case_timeout=$2; shift 2 ;;
+    --deadline) deadline=$2; shift 2 ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
     *) parts+=("$1"); shift ;;
   esac
 done
@@ -56,9 +74,84 @@ status=0
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
 echo "commit $(git -C "$here" rev-parse --short HEAD 2>/dev/null || echo unknown)" | tee -a "$out/device.txt"
 
+# One test case (or a whole harness, with an empty name) of the tests part
+# with --jobs: "PROGRAM<TAB>INDEX<TAB>NAME" on stdin's line; prints one line,
+# PASS, FAIL, TIMEOUT or NOT RUN, with the seconds it took and Catch2's last
+# line.
+run_one() {
+  local t=${1%%$'\t'*} rest=${1#*$'\t'}
+  local index=${rest%%$'\t'*} name=${rest#*$'\t'}
+  local prog log spec=() start rc
+  prog=$(basename "$t")
+  log="$out/cases/$prog.$index.log"
+  if [ "$deadline" -gt 0 ] && [ "$(date +%s)" -ge "$deadline_at" ]; then
+    echo "NOT RUN $prog #$index ($name): past --deadline"; return 0
+  fi
+  # Catch2 test specs treat , [ ] \ * ~ and " as syntax: escape them so that
+  # the spec matches this one name.
+  [ -n "$name" ] && spec=("$(printf '%s' "$name" | sed 's/[],[\\*~"]/\\&/g')")
+  start=$(date +%s%N)
+  if [ "$case_timeout" -gt 0 ]; then
+    timeout "$case_timeout" "$t" "${spec[@]}" > "$log" 2>&1; rc=$?
+  else
+    "$t" "${spec[@]}" > "$log" 2>&1; rc=$?
+  fi
+  local tenths secs
+  tenths=$((($(date +%s%N) - start) / 100000000))
+  secs="$((tenths / 10)).$((tenths % 10))"
+  if [ $rc -eq 0 ]; then
+    echo "PASS $prog #$index ($name) ${secs} s: $(grep . "$log" | tail -1)"
+  elif [ $rc -eq 124 ]; then
+    echo "TIMEOUT $prog #$index ($name) after ${secs} s: see $log"
+  else
+    echo "FAIL $prog #$index ($name) exit $rc, ${secs} s: see $log"
+  fi
+}
+
+# The tests part with --jobs: every Catch2 test case of every CUDA test
+# program as its own process, $jobs at a time, the programs of
+# WEFT_GPU_TEST_ORDER first; a summary line per outcome in tests.md.
+run_cases() {
+  mkdir -p "$out/cases"
+  local list="$out/cases/list.txt" t first=() rest=() p
+  : > "$list"
+  for p in ${WEFT_GPU_TEST_ORDER:-}; do [ -x "$build/tests/$p" ] && first+=("$build/tests/$p"); done
+  for t in "$build"/tests/test_*_cuda; do
+    case " ${WEFT_GPU_TEST_ORDER:-} " in *" $(basename "$t") "*) ;; *) rest+=("$t") ;; esac
+  done
+  for t in "${first[@]}" "${rest[@]}"; do
+    local names index=0
+    # A program without Catch2's options is a harness (tests/device): it runs
+    # whole. (Catch2 2.x exits with the number of names it listed.)
+    if grep -q -a -- '--list-test-names-only' "$t"; then
+      names=$("$t" --list-test-names-only 2> /dev/null)
+      while IFS= read -r name; do
+        [ -n "$name" ] || continue
+        index=$((index + 1)); printf '%s\t%s\t%s\n' "$t" "$index" "$name" >> "$list"
+      done <<< "$names"
+    else
+      printf '%s\t0\t\n' "$t" >> "$list"
+    fi
+  done
+  deadline_at=$(($(date +%s) + deadline))
+  export out case_timeout deadline deadline_at
+  export -f run_one
+  echo "tests: $(wc -l < "$list") cases and harnesses, $jobs at a time"
+  xargs -d '\n' -P "$jobs" -I{} bash -c 'run_one "$1"' _ {} < "$list" | tee "$out/tests.md"
+  local pass fail
+  pass=$(grep -c '^PASS' "$out/tests.md")
+  fail=$(grep -c -v '^PASS' "$out/tests.md")
+  echo "tests: $pass passed, $fail failed, timed out or not run" | tee -a "$out/tests.md"
+  [ "$fail" -eq 0 ]
+}
+
 for part in "${parts[@]}"; do
   case "$part" in
     tests)
+      if [ "$jobs" -gt 1 ]; then
+        run_cases || status=1
+        continue
+      fi
       for t in "$build"/tests/test_*_cuda; do
         name=$(basename "$t")
         if "$t" > "$out/$name.log" 2>&1; then
