@@ -30,7 +30,8 @@
 #            same yarn sizes with block Jacobi and with the multilevel coarse
 #            values never refreshed (--multilevel-refresh off) and refreshed
 #            for every solve (every-prepare), and with the yarn-line smoother
-#            (--multilevel-smoother yarn-lines)
+#            (--multilevel-smoother yarn-lines); the square coarse space
+#            (--multilevel-coarse-space squares) at 200² with either smoother
 #   collision  the collision scenes with weft-run-cuda, fold and drop_on_cloth
 #            to their end, sheet_fold for 0.2 s, and at twice their size (fold
 #            80 x 40 with a 50 mm bar for 0.12 s, drop_on_cloth 60² + 40²,
@@ -69,6 +70,8 @@ done
 # CHOLMOD for the CPU weft-run on a machine without weft's dependencies.
 [ -d "$build/lib" ] && export LD_LIBRARY_PATH="$(cd "$build/lib" && pwd)${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 here=$(cd "$(dirname "$0")/.." && pwd)
+# bench_yarn's default scene is a path on the machine that built it.
+yarn_scene=(--scene "$here/examples/scenes/sphere_drop.json")
 mkdir -p "$out"
 status=0
 command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader | tee "$out/device.txt"
@@ -166,15 +169,15 @@ for part in "${parts[@]}"; do
         "$here"/examples/scenes/*.json | tee "$out/compare.md" || status=1 ;;
     bench)
       # The scene's PCG limit (2,000) is reached from 700² on; a step would be halved.
-      "$build/benchmarks/bench_yarn_cuda" --sizes 200,400,700,1000 --no-eigen --steps 3 --warmup 2 \
+      "$build/benchmarks/bench_yarn_cuda" "${yarn_scene[@]}" --sizes 200,400,700,1000 --no-eigen --steps 3 --warmup 2 \
         --pcg-max-iterations 20000 > "$out/bench_yarn_cuda.json" || status=1
       # The yarn-line preconditioner solves one yarn per thread: small sizes only.
-      "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --steps 3 --warmup 2 \
+      "$build/benchmarks/bench_yarn_cuda" "${yarn_scene[@]}" --sizes 200,400 --no-eigen --steps 3 --warmup 2 \
         --preconditioner yarn-lines > "$out/bench_yarn_cuda_lines.json" || status=1
       "$build/benchmarks/bench_triangle_cuda" --sizes 100,300,600 --steps 3 --warmup 2 \
         > "$out/bench_triangle_cuda.json" || status=1 ;;
     bench-cpu)
-      "$build/benchmarks/bench_yarn" --sizes 200,400 --no-eigen --steps 3 --warmup 2 --pcg-max-iterations 20000 \
+      "$build/benchmarks/bench_yarn" "${yarn_scene[@]}" --sizes 200,400 --no-eigen --steps 3 --warmup 2 --pcg-max-iterations 20000 \
         > "$out/bench_yarn_cpu.json" || status=1
       "$build/benchmarks/bench_triangle" --sizes 100,300 --steps 3 --warmup 2 \
         > "$out/bench_triangle_cpu.json" || status=1 ;;
@@ -182,17 +185,25 @@ for part in "${parts[@]}"; do
       "$build/benchmarks/bench_triangle_cuda" --sizes 100,300,600 --steps 3 --warmup 2 --no-cholmod \
         --preconditioner multilevel > "$out/bench_triangle_cuda_ml.json" || status=1
       for p in block-jacobi multilevel; do
-        "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
+        "$build/benchmarks/bench_yarn_cuda" "${yarn_scene[@]}" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
           --spmv-repeats 0 --preconditioner $p > "$out/bench_yarn_cuda_$p.json" || status=1
       done
       for r in off every-prepare; do
-        "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
+        "$build/benchmarks/bench_yarn_cuda" "${yarn_scene[@]}" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
           --spmv-repeats 0 --preconditioner multilevel --multilevel-refresh $r \
           > "$out/bench_yarn_cuda_multilevel_$r.json" || status=1
       done
-      "$build/benchmarks/bench_yarn_cuda" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
+      "$build/benchmarks/bench_yarn_cuda" "${yarn_scene[@]}" --sizes 200,400 --no-eigen --no-cholmod --steps 10 --warmup 3 \
         --spmv-repeats 0 --preconditioner multilevel --multilevel-smoother yarn-lines \
-        > "$out/bench_yarn_cuda_multilevel_yarn_lines.json" || status=1 ;;
+        > "$out/bench_yarn_cuda_multilevel_yarn_lines.json" || status=1
+      # The square coarse space, with each finest-level smoother: 200² only,
+      # its line solves take 140-510 ms per V-cycle on a GPU (RESULTS.md,
+      # "The GPU at commit f5d31d2").
+      for smoother in yarn-lines chebyshev; do
+        "$build/benchmarks/bench_yarn_cuda" "${yarn_scene[@]}" --sizes 200 --no-eigen --no-cholmod --steps 10 \
+          --warmup 3 --spmv-repeats 0 --preconditioner multilevel --multilevel-coarse-space squares \
+          --multilevel-smoother $smoother > "$out/bench_yarn_cuda_multilevel_squares_$smoother.json" || status=1
+      done ;;
     collision)
       mkdir -p "$out/collision"
       python3 - "$here/examples/scenes" "$out/collision" <<'PY' || status=1
