@@ -858,64 +858,67 @@ TEST_CASE("multilevel: the square coarse space's aggregates carry the rigid-body
     REQUIRE(lines.family_count() == 2);
     REQUIRE(lines.uncovered_node_count() == 0);
     const std::vector<double> state(problem.model.q.begin(), problem.model.q.end());
-    const int side = 3;
-    const auto aggregates = weft::multilevel_detail::square_aggregates(lines, state, problem.free_dofs, side);
-    CHECK(aggregates.size() == static_cast<std::size_t>(7 * 8));  // ⌈20 / 3⌉ × ⌈24 / 3⌉
-    const auto position = [&](Index node) {
-        return Eigen::Vector3d(state[5 * node], state[5 * node + 1], state[5 * node + 2]);
-    };
-    // The patch is flat and its yarns straight: each family's direction from a yarn's two ends.
-    Eigen::Vector3d direction[2];
-    for (int f = 0; f < 2; ++f) {
-        const Index line = lines.family_first_line(f);
-        const Index first = lines.host_line_nodes()[lines.host_line_ptr()[line]];
-        const Index last = lines.host_line_nodes()[lines.host_line_ptr()[line + 1] - 1];
-        direction[f] = (position(last) - position(first)).normalized();
-    }
-    Eigen::Vector3d center = Eigen::Vector3d::Zero();
-    for (Index node = 0; node < lines.node_count(); ++node) center += position(node);
-    center /= static_cast<double>(lines.node_count());
-    std::vector<int> in_square(static_cast<std::size_t>(lines.node_count()), 0);
-    int checked = 0, constrained = 0;
-    for (const auto& g : aggregates) {
-        CHECK(g.family == 2);
-        REQUIRE(g.near_null.cols() == weft::multilevel_detail::square_modes);
-        REQUIRE(g.dofs.size() % 5 == 0);
-        CHECK(g.dofs.size() <= static_cast<std::size_t>(5 * side * side));
-        for (std::size_t k = 0; k < g.dofs.size(); k += 5) {
-            const Index node = g.dofs[k] / 5;
-            in_square[static_cast<std::size_t>(node)] += 1;
-            CHECK(node / 24 / side == g.key[0]);  // node j·24 + i: u-yarn j, v-yarn i
-            CHECK(node % 24 / side == g.key[1]);
-            const Eigen::Vector3d d = position(node) - center;
-            Eigen::Matrix<double, 5, 9> expected = Eigen::Matrix<double, 5, 9>::Zero();
-            expected.block<3, 3>(0, 0).setIdentity();
-            for (int axis = 0; axis < 3; ++axis) {
-                expected.block<3, 1>(0, 3 + axis) = Eigen::Vector3d::Unit(axis).cross(d);
-            }
-            expected(3, 6) = expected(4, 7) = 1.0;
-            expected.block<3, 1>(0, 8) = direction[0] * d.dot(direction[1]) + direction[1] * d.dot(direction[0]);
-            for (int r = 0; r < 5; ++r) {
-                if (!problem.free_dofs[static_cast<std::size_t>(g.dofs[k] + r)]) {
-                    expected.row(r).setZero();
-                    constrained += 1;
-                }
-            }
-            const Eigen::MatrixXd rows = g.near_null.block(static_cast<Index>(k), 0, 5, 9);
-            CHECK((rows - expected).lpNorm<Eigen::Infinity>() <= 1e-9 * (1.0 + d.norm()));
-            ++checked;
+    for (const int side : {3, 4}) {  // the default, and squares that couple only to their neighbours
+        const auto aggregates = weft::multilevel_detail::square_aggregates(lines, state, problem.free_dofs, side);
+        // Squares across the 20 u-yarns and along the 24 v-yarns: ⌈20 / side⌉ × ⌈24 / side⌉.
+        const Index rows = (20 + side - 1) / side, columns = (24 + side - 1) / side;
+        CHECK(aggregates.size() == static_cast<std::size_t>(rows * columns));
+        const auto position = [&](Index node) {
+            return Eigen::Vector3d(state[5 * node], state[5 * node + 1], state[5 * node + 2]);
+        };
+        // The patch is flat and its yarns straight: each family's direction from a yarn's two ends.
+        Eigen::Vector3d direction[2];
+        for (int f = 0; f < 2; ++f) {
+            const Index line = lines.family_first_line(f);
+            const Index first = lines.host_line_nodes()[lines.host_line_ptr()[line]];
+            const Index last = lines.host_line_nodes()[lines.host_line_ptr()[line + 1] - 1];
+            direction[f] = (position(last) - position(first)).normalized();
         }
+        Eigen::Vector3d center = Eigen::Vector3d::Zero();
+        for (Index node = 0; node < lines.node_count(); ++node) center += position(node);
+        center /= static_cast<double>(lines.node_count());
+        std::vector<int> in_square(static_cast<std::size_t>(lines.node_count()), 0);
+        int checked = 0, constrained = 0;
+        for (const auto& g : aggregates) {
+            CHECK(g.family == 2);
+            REQUIRE(g.near_null.cols() == weft::multilevel_detail::square_modes);
+            REQUIRE(g.dofs.size() % 5 == 0);
+            CHECK(g.dofs.size() <= static_cast<std::size_t>(5 * side * side));
+            for (std::size_t k = 0; k < g.dofs.size(); k += 5) {
+                const Index node = g.dofs[k] / 5;
+                in_square[static_cast<std::size_t>(node)] += 1;
+                CHECK(node / 24 / side == g.key[0]);  // node j·24 + i: u-yarn j, v-yarn i
+                CHECK(node % 24 / side == g.key[1]);
+                const Eigen::Vector3d d = position(node) - center;
+                Eigen::Matrix<double, 5, 9> expected = Eigen::Matrix<double, 5, 9>::Zero();
+                expected.block<3, 3>(0, 0).setIdentity();
+                for (int axis = 0; axis < 3; ++axis) {
+                    expected.block<3, 1>(0, 3 + axis) = Eigen::Vector3d::Unit(axis).cross(d);
+                }
+                expected(3, 6) = expected(4, 7) = 1.0;
+                expected.block<3, 1>(0, 8) = direction[0] * d.dot(direction[1]) + direction[1] * d.dot(direction[0]);
+                for (int r = 0; r < 5; ++r) {
+                    if (!problem.free_dofs[static_cast<std::size_t>(g.dofs[k] + r)]) {
+                        expected.row(r).setZero();
+                        constrained += 1;
+                    }
+                }
+                const Eigen::MatrixXd rows = g.near_null.block(static_cast<Index>(k), 0, 5, 9);
+                CHECK((rows - expected).lpNorm<Eigen::Infinity>() <= 1e-9 * (1.0 + d.norm()));
+                ++checked;
+            }
+        }
+        CHECK(checked == 24 * 20);
+        CHECK(constrained > 0);  // the pinned nodes' rows are zero
+        for (const int count : in_square) CHECK(count == 1);
+        // The lines of the squares: `rows` rows of `columns` squares, `columns` columns of `rows`.
+        const LineSet square_lines = weft::multilevel_detail::square_lines(aggregates);
+        REQUIRE(square_lines.family_count() == 2);
+        CHECK(square_lines.uncovered_node_count() == 0);
+        CHECK(square_lines.family_first_line(1) == rows);
+        CHECK(square_lines.family_first_line(2) == rows + columns);
+        CHECK(square_lines.entry_count() == 2 * rows * columns);
     }
-    CHECK(checked == 24 * 20);
-    CHECK(constrained > 0);  // the pinned nodes' rows are zero
-    for (const int count : in_square) CHECK(count == 1);
-    // The lines of the squares: 7 rows of 8 squares, 8 columns of 7.
-    const LineSet square_lines = weft::multilevel_detail::square_lines(aggregates);
-    REQUIRE(square_lines.family_count() == 2);
-    CHECK(square_lines.uncovered_node_count() == 0);
-    CHECK(square_lines.family_first_line(1) == 7);
-    CHECK(square_lines.family_first_line(2) == 7 + 8);
-    CHECK(square_lines.entry_count() == 2 * 56);
 }
 
 TEST_CASE(
@@ -990,6 +993,65 @@ TEST_CASE(
     }
     CHECK(pairs == 2 * 2 * 2 * 4);
     CHECK(levels_checked >= 2 * 2 * 2);  // at least two coarse levels per square hierarchy
+}
+
+TEST_CASE(
+    "multilevel: squares of 4 x 4 crossings make a leaner first coarse level than 3 x 3, and their V-cycle is "
+    "symmetric positive definite with PCG reaching the LDLT solution",
+    "[backend][multilevel][line_preconditioner][squares]")
+{
+    // A square's smoothed prolongator reaches two crossings beyond it (Â's
+    // bending stencil) and Â two more, so a coarse row couples squares up to
+    // two apart at a side of 3 and of 4 (MultilevelOptions::square_side,
+    // solver.multilevel_square_side), within the lines of squares' band; at
+    // 4 there are 16 crossings a square instead of 9 and fewer blocks a row.
+    Random rng(83);
+    const int n = 40;
+    const WovenSystem woven = woven_system(n);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    std::size_t widest[2] = {0, 0};  // the most nonzero 9 x 9 blocks in a first-coarse-level row, side 3 and 4
+    double mean[2] = {0, 0};         // their mean over the rows
+    int pairs = 0;
+    for (const int side : {3, 4}) {
+        weft::MultilevelOptions options;
+        options.coarse_dofs = 60;
+        options.smoother = weft::MultilevelSmoother::yarn_lines;
+        options.coarse_space = weft::MultilevelCoarseSpace::squares;
+        options.square_side = side;
+        weft::MultilevelPreconditioner<double, 5> m(options);
+        m.set_lines(&lines);
+        REQUIRE(m.prepare(problem.a, free_dofs, state));
+        REQUIRE(m.levels() >= 3);
+        const Index across = (n + side - 1) / side, along = (n - 4 + side - 1) / side;
+        CHECK(m.level_dofs()[1] == 9 * across * along);
+        CHECK(m.level_smoothed_by_lines(1));
+        const auto blocked = m.level_blocked_matrix(1);
+        REQUIRE(blocked.rows() == m.level_dofs()[1]);
+        const Index block_rows = blocked.rows() / 9;
+        std::size_t total = 0;
+        for (Index block_row = 0; block_row < block_rows; ++block_row) {
+            std::set<Index> blocks;
+            for (Index r = 9 * block_row; r < 9 * block_row + 9; ++r) {
+                for (typename std::decay_t<decltype(blocked)>::InnerIterator it(blocked, r); it; ++it) {
+                    if (it.value() != 0.0) blocks.insert(it.col() / 9);
+                }
+            }
+            widest[side - 3] = std::max(widest[side - 3], blocks.size());
+            total += blocks.size();
+        }
+        mean[side - 3] = static_cast<double>(total) / static_cast<double>(block_rows);
+        pairs += check_symmetric_positive(m, filter, rng, 3, 1e-7);  // the squares' tolerance, as above
+        const PcgResult<double> result = solve_to_solution(problem, free_dofs, m, expected);
+        std::cout << "woven patch " << n << " x " << n - 4 << ", tolerance 1e-10, yarn-line smoothing, squares of "
+                  << side << " x " << side << ": " << result.iterations << " iterations, levels " << m.levels()
+                  << ", operator complexity " << m.operator_complexity() << ", " << mean[side - 3] << " (up to "
+                  << widest[side - 3] << ") blocks a first-coarse-level row\n";
+    }
+    CHECK(widest[0] <= 25);  // 5 x 5 squares at most, both sides
+    CHECK(widest[1] <= 25);
+    CHECK(widest[0] > 9);  // squares two apart do couple
+    CHECK(mean[1] < mean[0]);
+    CHECK(pairs == 2 * 3);
 }
 
 TEST_CASE(

@@ -387,6 +387,26 @@ TEST_CASE("scene: solver.multilevel_coarse_space is read, \"nodes\" by default, 
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space"));
 }
 
+TEST_CASE("scene: solver.multilevel_square_side is read, 3 by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_square_side == 3);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.square_side == 3);
+    j["solver"]["multilevel_coarse_space"] = "squares";
+    j["solver"]["multilevel_square_side"] = 4;
+    CHECK(weft::parse_scene(j).solver.multilevel_square_side == 4);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.square_side == 4);
+    j["solver"]["multilevel_square_side"] = 2;  // lines of squares of 2 would couple squares three apart
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_square_side") &&
+                                                Catch::Contains(">= 3") && Catch::Contains("got 2"));
+    j["solver"]["multilevel_square_side"] = 3.5;
+    CHECK_THROWS_WITH(weft::parse_scene(j),
+                      Catch::Contains("solver.multilevel_square_side") && Catch::Contains("expected an integer"));
+    j["solver"]["multilevel_square_side"] = "4";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_square_side"));
+}
+
 TEST_CASE("scene: solver.multilevel_cycle is read, \"v\" by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {
@@ -1038,9 +1058,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 184 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 185 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 184);
+    REQUIRE(checked == 185);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

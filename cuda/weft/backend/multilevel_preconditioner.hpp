@@ -280,7 +280,8 @@ struct MultilevelOptions {
     /// Square coarse space: crossings per side of a square on the first
     /// coarse level (coarser levels join 3 × 3 squares). At least 3, so that
     /// each line of squares couples at most two squares apart (bending
-    /// couples nodes two apart) and its exact solve is block-banded.
+    /// couples nodes two apart) and its exact solve is block-banded. Scene
+    /// key solver.multilevel_square_side.
     int square_side = 3;
     /// V- or W-cycle (see MultilevelCycle).
     MultilevelCycle cycle = MultilevelCycle::v;

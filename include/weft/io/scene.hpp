@@ -46,6 +46,8 @@
 ///                              squares of crossings with the rigid-body, arc-
 ///                              length and shear modes, smoothed by lines of
 ///                              squares (the last two yarns only)
+///   multilevel_square_side int 3  >= 3; crossings a side of the first coarse
+///                              level's squares ("squares" only)
 ///   multilevel_cycle    string "v" | "w"; the multilevel cycle: each coarse
 ///                              level visited once or twice per visit of the
 ///                              level above

@@ -34,6 +34,7 @@ struct SolverDescription {
     std::string preconditioner = "block-jacobi";    ///< "block-jacobi" | "yarn-lines" | "multilevel"
     std::string multilevel_smoother = "chebyshev";  ///< "chebyshev" | "yarn-lines" (MultilevelSmoother)
     std::string multilevel_coarse_space = "nodes";  ///< "nodes" | "yarns" | "squares" (MultilevelCoarseSpace)
+    int multilevel_square_side = 3;                 ///< crossings a side (MultilevelOptions::square_side)
     std::string multilevel_cycle = "v";             ///< "v" | "w" (MultilevelCycle)
     std::string multilevel_refresh = "on-growth";   ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     std::string multilevel_pattern_change =

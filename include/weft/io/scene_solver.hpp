@@ -47,6 +47,11 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, solver_words::multilevel_coarse_space(), "multilevel coarse space");
         },
         s.multilevel_coarse_space);
+    // At least 3 (MultilevelOptions::square_side): lines of narrower squares
+    // would couple squares three apart.
+    s.multilevel_square_side = o.get_or(
+        "multilevel_square_side", [](const json& v, const std::string& p) { return read_integer(v, p, 3); },
+        s.multilevel_square_side);
     s.multilevel_cycle = o.get_or(
         "multilevel_cycle",
         [](const json& v, const std::string& p) {
