@@ -1313,13 +1313,8 @@ TEST_CASE("yarn stepper: full Newton converges while a patch lands on a sphere w
     // lands, drapes and sticks within 60 ms.
     YarnModel<double> model = weft_test::make_patch(12, 12, weft::DampingModel::strain_rate);
     weft_test::enable_friction(model);
-    Collider<double> sphere;
-    sphere.shape = weft::ColliderShape::sphere;
-    sphere.center = Vec3(0, 0, -4e-3 - model.radius - 1e-3);  // the patch is centred at the origin
-    sphere.normal = Vec3(0, 0, 1);
-    sphere.radius = 4e-3;
-    sphere.stiffness = 1e3;
-    sphere.friction = 0.3;
+    // The patch is centred at the origin.
+    const Collider<double> sphere = weft::sphere_collider(Vec3(0, 0, -4e-3 - model.radius - 1e-3), 4e-3, 1e3, 0.3);
     YarnStepper<double> stepper(model, {sphere}, Vec3(0, 0, -9.81), full_newton(10, 1e-4));
     NewtonRun run;
     for (int s = 0; s < 60; ++s) {
@@ -1526,13 +1521,7 @@ TEST_CASE("yarn stepper: full Newton's predictor keeps a resting or sliding node
     // depth change extrapolates to, no deeper than d0: d0 − max(d_prev − d0, 0),
     // d_prev the depth at x0 − h v. 3 is there already; 2 and 4 stay.
     const double h = 1e-3, offset = 0.25e-3, d0 = 1e-6;
-    Collider<double> sphere;
-    sphere.shape = weft::ColliderShape::sphere;
-    sphere.center = Vec3(0, 0, 0);
-    sphere.normal = Vec3(0, 0, 1);
-    sphere.radius = 2e-3;
-    sphere.stiffness = 1e3;
-    sphere.friction = 0.3;
+    const Collider<double> sphere = weft::sphere_collider(Vec3(0, 0, 0), 2e-3, 1e3, 0.3);
     const auto depth = [&](const Vec3& x) { return sphere.radius + offset - x.norm(); };
     const double rest = sphere.radius + offset - d0;  // distance from the centre at depth d0
     const double angle = 1e-4 / rest;                 // node 5 slid 0.1 mm in its last step

@@ -59,14 +59,7 @@ weft::YarnModel<double> patch(std::vector<weft::Collider<double>>& colliders)
     weft::pin_nodes(m, weft::woven_node_set(p, 0, "top-edge"));
     for (std::size_t i = 0; i < m.v.size(); ++i)
         if (!m.free_dof[i]) m.v[i] = 0;
-    weft::Collider<double> sphere;
-    sphere.shape = weft::ColliderShape::sphere;
-    sphere.center = weft::Vec3<double>(4e-3, 3e-3, -1.95e-3);
-    sphere.normal = weft::Vec3<double>(0, 0, 1);
-    sphere.radius = 2e-3;
-    sphere.stiffness = 1e4;
-    sphere.friction = 0.3;
-    colliders = {sphere};
+    colliders = {weft::sphere_collider(weft::Vec3<double>(4e-3, 3e-3, -1.95e-3), 2e-3, 1e4, 0.3)};
     return m;
 }
 

@@ -58,14 +58,7 @@ inline void perturb(weft::YarnModel<double>& model, Random& rng, double dx, doub
 /// penalty stiffness 10⁴, friction 0.3, centred at `center`.
 inline weft::Collider<double> pressing_sphere(const weft::Vec3<double>& center)
 {
-    weft::Collider<double> sphere;
-    sphere.shape = weft::ColliderShape::sphere;
-    sphere.center = center;
-    sphere.normal = weft::Vec3<double>(0, 0, 1);
-    sphere.radius = 2e-3;
-    sphere.stiffness = 1e4;
-    sphere.friction = 0.3;
-    return sphere;
+    return weft::sphere_collider(center, 2e-3, 1e4, 0.3);
 }
 
 }  // namespace weft_test
