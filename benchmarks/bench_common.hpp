@@ -277,6 +277,43 @@ inline void add_matrix_precision_option(CLI::App& app, std::string& precision)
         ->type_name("WORD");
 }
 
+/// The words of the multilevel hierarchy's renewal rules that both
+/// benchmarks take (scene keys solver.multilevel_refresh,
+/// solver.multilevel_rebuild, solver.multilevel_pattern_change).
+struct MultilevelRenewal {
+    std::string refresh = "on-growth";
+    std::string rebuild = "rent-or-buy";
+    std::string pattern_change = "rebuild";
+
+    /// --multilevel-refresh, --multilevel-rebuild, --multilevel-pattern-change.
+    void add_options(CLI::App& app)
+    {
+        app.add_option("--multilevel-refresh", refresh,
+                       "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), "
+                       "nothing but rebuilds (off), or the coarse values at every solve (every-prepare)")
+            ->check(CLI::IsMember(solver_words::multilevel_refresh()))
+            ->type_name("WHEN");
+        app.add_option("--multilevel-rebuild", rebuild,
+                       "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a "
+                       "build's wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
+            ->check(CLI::IsMember(solver_words::multilevel_rebuild()))
+            ->type_name("RULE");
+        app.add_option("--multilevel-pattern-change", pattern_change,
+                       "what a new sparsity pattern or filter does to the multilevel hierarchy: a build (rebuild), "
+                       "or nothing but a new finest-level smoother until the iterations grow (keep)")
+            ->check(CLI::IsMember(solver_words::multilevel_pattern_change()))
+            ->type_name("WORD");
+    }
+
+    /// The three rules set in `options`.
+    void apply(MultilevelOptions& options) const
+    {
+        options.refresh = multilevel_refresh_named(refresh);
+        options.timed_rebuild = multilevel_timed_rebuild_named(rebuild);
+        options.keep_across_patterns = multilevel_keep_across_patterns_named(pattern_change);
+    }
+};
+
 /// --help and --version (cli_common.hpp): prints and returns true.
 inline bool print_help_or_version(examples::CommandLine command, const std::string& help)
 {

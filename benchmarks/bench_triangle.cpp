@@ -59,9 +59,7 @@ struct Options {
     int spmv_repeats = 20;
     bool cholmod = weft::cholmod_available();
     std::string preconditioner = "block-jacobi";
-    std::string multilevel_refresh = "on-growth";
-    std::string multilevel_rebuild = "rent-or-buy";
-    std::string multilevel_pattern_change = "rebuild";
+    weft::bench::MultilevelRenewal renewal;
     std::string matrix_precision = "double";
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
@@ -90,21 +88,7 @@ Options parse(int argc, char** argv)
     app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
         ->check(CLI::IsMember({"block-jacobi", "multilevel"}))
         ->type_name("NAME");
-    app.add_option("--multilevel-refresh", o.multilevel_refresh,
-                   "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), nothing "
-                   "but rebuilds (off), or the coarse values at every solve (every-prepare)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_refresh()))
-        ->type_name("WHEN");
-    app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
-                   "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
-                   "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
-        ->type_name("RULE");
-    app.add_option("--multilevel-pattern-change", o.multilevel_pattern_change,
-                   "what a new sparsity pattern or filter does to the multilevel hierarchy: a build (rebuild), or "
-                   "nothing but a new finest-level smoother until the iterations grow (keep)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_pattern_change()))
-        ->type_name("WORD");
+    o.renewal.add_options(app);
     weft::bench::add_matrix_precision_option(app, o.matrix_precision);
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
@@ -175,10 +159,7 @@ SizeResult run_size(int n, const Options& opt)
     options.pcg.tolerance = 1e-5;
     options.pcg.max_iterations = 20000;
     options.pcg.preconditioner = weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "multilevel"});
-    options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
-    options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
-    options.multilevel.keep_across_patterns =
-        weft::multilevel_keep_across_patterns_named(opt.multilevel_pattern_change);
+    opt.renewal.apply(options.multilevel);
     options.pcg.single_precision_matrix = opt.matrix_precision == "single";
     options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
@@ -250,8 +231,8 @@ int main(int argc, char** argv)
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
                 << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"multilevel_refresh\": \""
-                << opt.multilevel_refresh << "\",\n  \"multilevel_rebuild\": \"" << opt.multilevel_rebuild
-                << "\",\n  \"multilevel_pattern_change\": \"" << opt.multilevel_pattern_change
+                << opt.renewal.refresh << "\",\n  \"multilevel_rebuild\": \"" << opt.renewal.rebuild
+                << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
                 << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision << "\",\n  \"bending\": \"" << opt.bending
                 << "\",\n  \"damping\": \"" << opt.damping << "\",\n  \"dt\": " << opt.dt
                 << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";

@@ -59,13 +59,11 @@ struct Options {
     bool cholmod = weft::cholmod_available();
     std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
     std::string preconditioner = "block-jacobi";
-    std::string multilevel_refresh = "on-growth";
+    weft::bench::MultilevelRenewal renewal;
     std::string multilevel_smoother = "chebyshev";
     std::string multilevel_coarse_space = "nodes";
     std::string multilevel_cycle = "v";
     int multilevel_square_side = 3;
-    std::string multilevel_rebuild = "rent-or-buy";
-    std::string multilevel_pattern_change = "rebuild";
     std::string matrix_precision = "double";
     bool line_ordered_rows = true;
     int spmv_repeats = 20;
@@ -92,11 +90,7 @@ Options parse(int argc, char** argv)
     app.add_option("--preconditioner", o.preconditioner, "PCG preconditioner")
         ->check(CLI::IsMember(weft::solver_words::preconditioner()))
         ->type_name("NAME");
-    app.add_option("--multilevel-refresh", o.multilevel_refresh,
-                   "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), nothing "
-                   "but rebuilds (off), or the coarse values at every solve (every-prepare)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_refresh()))
-        ->type_name("WHEN");
+    o.renewal.add_options(app);
     app.add_option("--multilevel-smoother", o.multilevel_smoother,
                    "the multilevel hierarchy's finest-level smoother: Chebyshev on block Jacobi, or exact solves "
                    "along the yarns (yarn-lines)")
@@ -117,16 +111,6 @@ Options parse(int argc, char** argv)
                    "crossings per side of the squares of the first coarse level (coarse space squares)")
         ->check(CLI::Range(3, 1000))
         ->type_name("N");
-    app.add_option("--multilevel-rebuild", o.multilevel_rebuild,
-                   "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a build's "
-                   "wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_rebuild()))
-        ->type_name("RULE");
-    app.add_option("--multilevel-pattern-change", o.multilevel_pattern_change,
-                   "what a new sparsity pattern or filter does to the multilevel hierarchy: a build (rebuild), or "
-                   "nothing but a new finest-level smoother until the iterations grow (keep)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_pattern_change()))
-        ->type_name("WORD");
     app.add_flag("--no-line-ordered-rows{false}", o.line_ordered_rows,
                  "with the yarn-line smoother or the square coarse space on CPU threads, sweep the rows in place "
                  "instead of a line-ordered copy of the rows of the yarns (and of the columns of squares) across "
@@ -195,11 +179,11 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"multilevel_refresh\": \"" << opt.multilevel_refresh << "\",\n  \"multilevel_smoother\": \""
+             << "\",\n  \"multilevel_refresh\": \"" << opt.renewal.refresh << "\",\n  \"multilevel_smoother\": \""
              << opt.multilevel_smoother << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
              << "\",\n  \"multilevel_cycle\": \"" << opt.multilevel_cycle
              << "\",\n  \"multilevel_square_side\": " << opt.multilevel_square_side << ",\n  \"multilevel_rebuild\": \""
-             << opt.multilevel_rebuild << "\",\n  \"multilevel_pattern_change\": \"" << opt.multilevel_pattern_change
+             << opt.renewal.rebuild << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
              << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision
              << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
              << ",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
@@ -227,14 +211,11 @@ int main(int argc, char** argv)
                 opt.pcg_max_iterations > 0 ? opt.pcg_max_iterations : scene.solver.pcg_max_iterations;
             options.pcg.preconditioner =
                 weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "yarn-lines", "multilevel"});
-            options.multilevel.refresh = weft::multilevel_refresh_named(opt.multilevel_refresh);
+            opt.renewal.apply(options.multilevel);
             options.multilevel.smoother = weft::multilevel_smoother_named(opt.multilevel_smoother);
             options.multilevel.coarse_space = weft::multilevel_coarse_space_named(opt.multilevel_coarse_space);
             options.multilevel.cycle = weft::multilevel_cycle_named(opt.multilevel_cycle);
             options.multilevel.square_side = opt.multilevel_square_side;
-            options.multilevel.timed_rebuild = weft::multilevel_timed_rebuild_named(opt.multilevel_rebuild);
-            options.multilevel.keep_across_patterns =
-                weft::multilevel_keep_across_patterns_named(opt.multilevel_pattern_change);
             options.pcg.single_precision_matrix = opt.matrix_precision == "single";
             options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
             options.multilevel.line_ordered_rows = opt.line_ordered_rows;
