@@ -1882,11 +1882,17 @@ struct BlockFixedPatternProduct {
                 }
                 T* out = c_values + static_cast<std::size_t>(position) * (R * N);
                 const T* in = x.values + static_cast<std::size_t>(e) * (K * N);
+                // Each row of the product summed in a local copy (registers,
+                // not a store and a reload per term: `out` may alias `in` as far
+                // as the compiler knows), in the same order: the same bits.
                 for (int r = 0; r < R; ++r) {
+                    T sum[N];
+                    for (int c = 0; c < N; ++c) sum[c] = out[r * N + c];
                     for (int m = 0; m < K; ++m) {
                         const T factor = block[r * K + m];
-                        for (int c = 0; c < N; ++c) out[r * N + c] += factor * in[m * N + c];
+                        for (int c = 0; c < N; ++c) sum[c] += factor * in[m * N + c];
                     }
+                    for (int c = 0; c < N; ++c) out[r * N + c] = sum[c];
                 }
             }
         }
