@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <limits>
 #include <vector>
 
 #include <weft/backend/multilevel_preconditioner.hpp>
@@ -1118,4 +1120,123 @@ TEST_CASE("multilevel setup algebra: the filtered host matrix and its device cop
         }
     }
     CHECK(compared == 3 * 100 * 100);
+}
+
+TEST_CASE("multilevel setup algebra: the smoothed prolongator's difference and a matrix written into blocks",
+          "[backend][multilevel][setup]")
+{
+    // sparse_difference_without_zeros(A, ω, B) must give Eigen's
+    // (A − ω B).prune(0, ε) to the bit and entry; values_on_pattern (through
+    // blocked_copy) each stored entry at its place in the blocks.
+    using weft::multilevel_detail::HostMatrix;
+    Random rng(177);
+    int checks = 0;
+    const Index rows = 31, cols = 19;
+    for (const double omega : {0.75, -1.5, 1.0}) {
+        std::vector<Eigen::Triplet<double, Index>> ta, tb;
+        for (Index r = 0; r < rows; ++r) {
+            if (r % 9 == 4) continue;  // empty rows in both
+            for (Index c = 0; c < cols; ++c) {
+                const double u = rng.uniform(0, 1);
+                const double value = rng.uniform(-2, 2);
+                if (u < 0.2) ta.emplace_back(r, c, value);
+                if (u > 0.1 && u < 0.4) tb.emplace_back(r, c, rng.uniform(-2, 2));
+                if (u > 0.95) {  // entries that cancel exactly: a = ω b
+                    ta.emplace_back(r, c, omega * 0.5);
+                    tb.emplace_back(r, c, 0.5);
+                }
+                if (u > 0.92 && u <= 0.95) ta.emplace_back(r, c, 0.0);  // a stored zero, dropped
+            }
+        }
+        HostMatrix<double> a(rows, cols), b(rows, cols);
+        a.setFromTriplets(ta.begin(), ta.end());
+        b.setFromTriplets(tb.begin(), tb.end());
+        HostMatrix<double> expected = a - omega * b;
+        expected.prune(0.0, std::numeric_limits<double>::epsilon());
+        expected.makeCompressed();
+        const HostMatrix<double> c = weft::multilevel_detail::sparse_difference_without_zeros(a, omega, b);
+        REQUIRE(c.isCompressed());
+        REQUIRE(c.nonZeros() == expected.nonZeros());
+        REQUIRE(c.nonZeros() < a.nonZeros() + b.nonZeros());  // some entries cancelled
+        CHECK(std::equal(c.outerIndexPtr(), c.outerIndexPtr() + rows + 1, expected.outerIndexPtr()));
+        CHECK(std::equal(c.innerIndexPtr(), c.innerIndexPtr() + c.nonZeros(), expected.innerIndexPtr()));
+        CHECK(std::memcmp(c.valuePtr(), expected.valuePtr(), sizeof(double) * c.nonZeros()) == 0);
+        checks += 3;
+    }
+    const HostMatrix<double> wide(rows, cols + 1);
+    CHECK_THROWS_WITH(
+        weft::multilevel_detail::sparse_difference_without_zeros(HostMatrix<double>(rows, cols), 1.0, wide),
+        Catch::Contains("sparse_difference_without_zeros") && Catch::Contains("columns"));
+
+    // A 4 × 3 blocked scalar matrix of 3 × 3 blocks, on its own pattern and on a wider one.
+    constexpr int K = 3;
+    const Index block_rows = 4, block_cols = 3;
+    std::vector<Eigen::Triplet<double, Index>> tm;
+    for (Index r = 0; r < block_rows * K; ++r) {
+        for (Index c = 0; c < block_cols * K; ++c) {
+            if (r / K != 2 && rng.uniform(0, 1) < 0.3) tm.emplace_back(r, c, rng.uniform(-2, 2));  // block row 2 empty
+        }
+    }
+    HostMatrix<double> m(block_rows * K, block_cols * K);
+    m.setFromTriplets(tm.begin(), tm.end());
+    m.makeCompressed();
+    weft::multilevel_detail::BlockPattern full;
+    full.block_rows = block_rows;
+    full.block_cols = block_cols;
+    for (Index br = 0; br < block_rows; ++br) {
+        for (Index bc = 0; bc < block_cols; ++bc) full.col_idx.push_back(bc);
+        full.row_ptr.push_back((br + 1) * block_cols);
+    }
+    for (const bool own : {true, false}) {
+        std::vector<Index> position;
+        const weft::BsrMatrix<double, K> blocked =
+            weft::multilevel_detail::blocked_copy<double, K>(m, position, own ? nullptr : &full);
+        const std::vector<Index> row_ptr = weft::to_host(blocked.row_ptr());
+        const std::vector<Index> col_idx = weft::to_host(blocked.col_idx());
+        const std::vector<double> values = weft::to_host(blocked.values());
+        REQUIRE(position.size() == static_cast<std::size_t>(m.nonZeros()));
+        if (!own) CHECK(blocked.nonzero_blocks() == block_rows * block_cols);
+        int compared = 0;
+        for (Index br = 0; br < block_rows; ++br) {
+            for (Index k = row_ptr[br]; k < row_ptr[br + 1]; ++k) {
+                for (int r = 0; r < K; ++r) {
+                    for (int c = 0; c < K; ++c) {
+                        CHECK(values[static_cast<std::size_t>(k) * K * K + r * K + c] ==
+                              m.coeff(br * K + r, col_idx[k] * K + c));
+                        ++compared;
+                    }
+                }
+            }
+        }
+        CHECK(compared == static_cast<int>(blocked.nonzero_blocks()) * K * K);
+        for (Index row = 0; row < m.rows(); ++row) {
+            for (Index e = m.outerIndexPtr()[row]; e < m.outerIndexPtr()[row + 1]; ++e)
+                CHECK(values[static_cast<std::size_t>(position[e])] == m.valuePtr()[e]);
+        }
+        checks += 1;
+    }
+    // A pattern without block (3, 1): the entry there is named by its row and column.
+    weft::multilevel_detail::BlockPattern missing = full;
+    missing.col_idx.erase(missing.col_idx.begin() + 3 * block_cols + 1);
+    missing.row_ptr.back() -= 1;
+    HostMatrix<double> with_entry = m;
+    with_entry.coeffRef(3 * K + 1, 1 * K + 2) = 1.0;
+    with_entry.makeCompressed();
+    // The first such entry in storage order is the one reported.
+    Index missed_row = -1, missed_col = -1;
+    for (Index row = 3 * K; row < 4 * K && missed_row < 0; ++row) {
+        for (HostMatrix<double>::InnerIterator it(with_entry, row); it; ++it) {
+            if (it.col() / K == 1) {
+                missed_row = row;
+                missed_col = static_cast<Index>(it.col());
+                break;
+            }
+        }
+    }
+    REQUIRE(missed_row >= 0);
+    std::vector<Index> position;
+    CHECK_THROWS_WITH((weft::multilevel_detail::blocked_copy<double, K>(with_entry, position, &missing)),
+                      Catch::Contains("misses the entry in row = " + std::to_string(missed_row)) &&
+                          Catch::Contains("column " + std::to_string(missed_col)));
+    REQUIRE(checks == 11);
 }

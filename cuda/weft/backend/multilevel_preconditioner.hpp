@@ -1192,34 +1192,75 @@ inline BlockPattern block_pattern_product(const BlockPattern& a, const BlockPatt
     return c;
 }
 
-/// A scalar CSR matrix's entries in the `rows` × `cols` blocks of `pattern`
-/// (row-major blocks, zero where no entry is stored); `position` (where
-/// given) receives the place in them of each stored entry, in the compressed
-/// order. Throws where the pattern misses an entry.
+/// A scalar CSR matrix's entries written into the `rows` × `cols` blocks of
+/// `pattern` (row-major blocks) at `values`, which holds the pattern's blocks
+/// and is zero where no entry is stored; `position` (where given) receives
+/// the place in them of each stored entry, in the compressed order. Block
+/// rows on the CPU threads. Throws where the pattern misses an entry.
 template <typename T>
-std::vector<T> values_on_pattern(const HostMatrix<T>& m, const BlockPattern& pattern, int rows, int cols,
-                                 std::vector<Index>* position)
+void values_on_pattern(const HostMatrix<T>& m, const BlockPattern& pattern, int rows, int cols, T* values,
+                       std::vector<Index>* position)
 {
-    std::vector<T> values(pattern.col_idx.size() * static_cast<std::size_t>(rows * cols), T(0));
+    if (m.rows() != static_cast<Eigen::Index>(pattern.block_rows) * rows) {
+        throw InvalidInput(detail::describe("values_on_pattern matrix rows", m.rows(),
+                                            ("must equal the pattern's block rows times " + std::to_string(rows) +
+                                             ", " + std::to_string(static_cast<long long>(pattern.block_rows) * rows))
+                                                .c_str()));
+    }
     if (position != nullptr) position->assign(static_cast<std::size_t>(m.nonZeros()), Index(0));
-    for (Index row = 0; row < m.rows(); ++row) {
-        const std::size_t br = static_cast<std::size_t>(row / rows);
-        const auto begin = pattern.col_idx.begin() + pattern.row_ptr[br];
-        const auto end = pattern.col_idx.begin() + pattern.row_ptr[br + 1];
-        for (Index e = m.outerIndexPtr()[row]; e < m.outerIndexPtr()[row + 1]; ++e) {
+    // Block rows on the CPU threads (each writes its own blocks); the first
+    // scalar entry that the pattern misses is reported after the loop.
+    const Index block_rows = pattern.block_rows;
+    std::vector<Index> missed(static_cast<std::size_t>(block_rows), Index(-1));  // the entry, or −1
+    for_each_on_host(block_rows, [&](Index br) {
+        const auto begin = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(br)];
+        const auto end = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(br) + 1];
+        for (Index e = m.outerIndexPtr()[br * rows]; e < m.outerIndexPtr()[(br + 1) * rows]; ++e) {
             const Index col = m.innerIndexPtr()[e];
             const auto found = std::lower_bound(begin, end, col / cols);
             if (found == end || *found != col / cols) {
-                throw InvalidInput(detail::describe("values_on_pattern: the block pattern misses the entry in row", row,
-                                                    ("column " + std::to_string(col)).c_str()));
+                missed[static_cast<std::size_t>(br)] = e;
+                return;
             }
-            const Index at =
-                static_cast<Index>(found - pattern.col_idx.begin()) * rows * cols + (row % rows) * cols + col % cols;
-            values[static_cast<std::size_t>(at)] = m.valuePtr()[e];
-            if (position != nullptr) (*position)[static_cast<std::size_t>(e)] = at;
         }
+        for (Index row = br * rows; row < (br + 1) * rows; ++row) {
+            for (Index e = m.outerIndexPtr()[row]; e < m.outerIndexPtr()[row + 1]; ++e) {
+                const Index col = m.innerIndexPtr()[e];
+                const Index at =
+                    static_cast<Index>(std::lower_bound(begin, end, col / cols) - pattern.col_idx.begin()) * rows *
+                        cols +
+                    (row % rows) * cols + col % cols;
+                values[static_cast<std::size_t>(at)] = m.valuePtr()[e];
+                if (position != nullptr) (*position)[static_cast<std::size_t>(e)] = at;
+            }
+        }
+    });
+    for (Index br = 0; br < block_rows; ++br) {
+        const Index e = missed[static_cast<std::size_t>(br)];
+        if (e < 0) continue;
+        const Index row = static_cast<Index>(std::upper_bound(m.outerIndexPtr(), m.outerIndexPtr() + m.rows() + 1, e) -
+                                             m.outerIndexPtr()) -
+                          1;
+        throw InvalidInput(detail::describe("values_on_pattern: the block pattern misses the entry in row", row,
+                                            ("column " + std::to_string(m.innerIndexPtr()[e])).c_str()));
     }
-    return values;
+}
+
+/// f(p) on a device vector's storage p from the host, the vector's contents
+/// kept: in place on CPU threads (the host is the device), through a host
+/// copy where the device is a GPU. For arrays that the host setup fills,
+/// without a second host array and a copy on CPU threads.
+template <typename T, typename F>
+void write_on_host(thrust::device_vector<T>& v, F f)
+{
+#if THRUST_DEVICE_SYSTEM == THRUST_DEVICE_SYSTEM_CUDA
+    std::vector<T> host(v.size());
+    thrust::copy(v.begin(), v.end(), host.begin());
+    f(host.data());
+    thrust::copy(host.begin(), host.end(), v.begin());
+#else
+    f(thrust::raw_pointer_cast(v.data()));
+#endif
 }
 
 /// The K × K blocks of a scalar CSR matrix whose rows and columns come in
@@ -1232,8 +1273,14 @@ BsrMatrix<T, K> blocked_copy(const HostMatrix<T>& m, std::vector<Index>& positio
 {
     const BlockPattern own = pattern == nullptr ? scalar_block_pattern(m, K, K) : BlockPattern{};
     const BlockPattern& p = pattern == nullptr ? own : *pattern;
-    const std::vector<T> values = values_on_pattern(m, p, K, K, &position);
-    return BsrMatrix<T, K>(p.block_rows, p.block_cols, p.row_ptr, p.col_idx, values);
+    // A block pattern's rows are sorted and in range (scalar_block_pattern,
+    // block_pattern_product): not validated again; the values start at zero.
+    BsrMatrix<T, K> copy;
+    copy.assign_trusted_pattern(p.block_rows, p.block_cols,
+                                thrust::device_vector<Index>(p.row_ptr.begin(), p.row_ptr.end()),
+                                thrust::device_vector<Index>(p.col_idx.begin(), p.col_idx.end()));
+    write_on_host(copy.values(), [&](T* values) { values_on_pattern(m, p, K, K, values, &position); });
+    return copy;
 }
 
 /// A block CSR matrix of rectangular blocks (row-major) on the device: a
@@ -1251,10 +1298,9 @@ struct BlockCsr {
     BlockCsr(const BlockPattern& pattern, int rows, int cols, const HostMatrix<T>* m = nullptr)
         : row_ptr(pattern.row_ptr),
           col_idx(pattern.col_idx),
-          values(m != nullptr
-                     ? thrust::device_vector<T>(values_on_pattern(*m, pattern, rows, cols, nullptr))
-                     : thrust::device_vector<T>(pattern.col_idx.size() * static_cast<std::size_t>(rows * cols), T(0)))
+          values(pattern.col_idx.size() * static_cast<std::size_t>(rows * cols), T(0))
     {
+        if (m != nullptr) write_on_host(values, [&](T* v) { values_on_pattern(*m, pattern, rows, cols, v, nullptr); });
     }
     bool empty() const { return row_ptr.size() < 2; }
     Index block_rows() const { return static_cast<Index>(row_ptr.size()) - 1; }
@@ -1476,6 +1522,65 @@ HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
             }
             std::sort(cols, cols + count);
             for (Index e = 0; e < count; ++e) values[row_ptr[r] + e] = accumulator[static_cast<std::size_t>(cols[e])];
+        }
+    });
+    return c;
+}
+
+/// C = A − ω B of two row-major host matrices of one size, without the
+/// entries that come out exactly zero: entry by entry a − (ω b), with a or b
+/// zero where not stored, as Eigen's `(a - omega * b).prune(0, eps)` gives
+/// them (the same bits, the same entries), in two passes over the rows on the
+/// CPU threads (for_each_on_host) like sparse_product; Eigen's expression
+/// ran on one thread and took 0.7–0.8 s for the smoothed prolongator at 200²
+/// crossings.
+template <typename T>
+HostMatrix<T> sparse_difference_without_zeros(const HostMatrix<T>& a, T omega, const HostMatrix<T>& b)
+{
+    if (a.rows() != b.rows() || a.cols() != b.cols()) {
+        throw InvalidInput(detail::describe(
+            "sparse_difference_without_zeros: rows of the subtrahend", b.rows(),
+            ("must equal the minuend's " + std::to_string(a.rows()) + " (and columns " + std::to_string(a.cols()) + ")")
+                .c_str()));
+    }
+    const Index rows = static_cast<Index>(a.rows());
+    const Index chunks = std::min<Index>(rows, 8);
+    const auto first_row = [&](Index k) { return static_cast<Index>(static_cast<long long>(rows) * k / chunks); };
+    // Row r merged in column order; emit(column, value) for each nonzero result.
+    const auto merge_row = [&](Index r, auto emit) {
+        typename HostMatrix<T>::InnerIterator ia(a, r), ib(b, r);
+        while (ia || ib) {
+            const bool take_a = ia && (!ib || ia.col() <= ib.col());
+            const bool take_b = ib && (!ia || ib.col() <= ia.col());
+            const Index col = take_a ? static_cast<Index>(ia.col()) : static_cast<Index>(ib.col());
+            const T value = (take_a ? ia.value() : T(0)) - (take_b ? omega * ib.value() : T(0));
+            if (value != T(0)) emit(col, value);
+            if (take_a) ++ia;
+            if (take_b) ++ib;
+        }
+    };
+    HostMatrix<T> c(a.rows(), a.cols());
+    Index* row_ptr = c.outerIndexPtr();
+    row_ptr[0] = 0;
+    for_each_on_host(chunks, [&](Index k) {
+        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
+            Index count = 0;
+            merge_row(r, [&](Index, T) { ++count; });
+            row_ptr[r + 1] = count;
+        }
+    });
+    for (Index r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
+    c.resizeNonZeros(row_ptr[rows]);
+    Index* const col_idx = c.innerIndexPtr();
+    T* const values = c.valuePtr();
+    for_each_on_host(chunks, [&](Index k) {
+        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
+            Index at = row_ptr[r];
+            merge_row(r, [&](Index col, T value) {
+                col_idx[at] = col;
+                values[at] = value;
+                ++at;
+            });
         }
     });
     return c;
@@ -2691,9 +2796,8 @@ private:
             const T omega = T(4) / (T(3) * lambda);
             // P = (I − ω D⁻¹Â) T, formed as T − ω D⁻¹ (Â T): D⁻¹Â would be a
             // matrix as large as Â, Â T has the few columns of T.
-            HostMatrix<T> prolongator =
-                tentative - omega * sparse_product(inverse_diagonal, sparse_product(level_matrix, tentative));
-            prolongator.prune(T(0), std::numeric_limits<T>::epsilon());
+            HostMatrix<T> prolongator = sparse_difference_without_zeros(
+                tentative, omega, sparse_product(inverse_diagonal, sparse_product(level_matrix, tentative)));
             HostMatrix<T> restriction = prolongator.transpose();
             HostMatrix<T> product = sparse_product(level_matrix, prolongator);
             HostMatrix<T> coarse = sparse_product(restriction, product);
@@ -2768,9 +2872,11 @@ private:
                 above_two.matrix = BsrMatrix<T, 1>();
                 above_two.block_position = thrust::device_vector<Index>();
             }
-            last_product = std::move(product);
-            last_prolongator = std::move(prolongator);
-            level_matrix = std::move(coarse);
+            // Eigen 3.4's SparseMatrix has no move assignment: std::move would
+            // copy these (a quarter of a second for Â P at 200² crossings).
+            last_product.swap(product);
+            last_prolongator.swap(prolongator);
+            level_matrix.swap(coarse);
             level_free = std::move(coarse_free);
             near_null = std::move(coarse_near_null);
             yarn_level = std::move(coarse_yarn_level);
