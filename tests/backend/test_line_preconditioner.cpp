@@ -1055,6 +1055,59 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "multilevel: the square coarse space is built in 9 x 9 blocks: each coarse level P^T A P of the build's values, "
+    "exactly symmetric, the identity on inactive DoFs, a scalar copy only above the coarsest",
+    "[backend][multilevel][line_preconditioner][squares][build]")
+{
+    // build() forms a square level's Galerkin matrix by the refresh's block
+    // products (refreshes on, the default), not by scalar products on the host.
+    Random rng(73);
+    int levels = 0, blocked_levels = 0, scalar_copies = 0;
+    for (const int n : {24, 30}) {
+        const WovenSystem woven = woven_system(n);
+        const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+        weft::MultilevelPreconditioner<double, 5> m(square_options());
+        REQUIRE(m.options().refresh != weft::MultilevelRefresh::off);
+        m.set_lines(&lines);
+        REQUIRE(m.prepare(problem.a, free_dofs, state));
+        REQUIRE(m.builds() == 1);
+        REQUIRE(m.levels() >= 4);
+        Eigen::MatrixXd above = filter.asDiagonal() * Eigen::MatrixXd(problem.system.a) * filter.asDiagonal();
+        for (Eigen::Index i = 0; i < above.rows(); ++i) {
+            if (filter(i) == 0.0) above(i, i) = 1.0;
+        }
+        for (int l = 1; l < m.levels(); ++l) {
+            INFO("n " << n << ", level " << l);
+            const Eigen::MatrixXd p = Eigen::MatrixXd(m.level_prolongator(l));
+            Eigen::MatrixXd expected_level = p.transpose() * above * p;
+            const double largest = expected_level.diagonal().cwiseAbs().maxCoeff();
+            for (Eigen::Index i = 0; i < expected_level.rows(); ++i) {  // inactive: the identity added
+                if (expected_level(i, i) <= 1e-12 * largest) expected_level(i, i) += 1.0;
+            }
+            const Eigen::MatrixXd built = Eigen::MatrixXd(m.level_matrix(static_cast<std::size_t>(l)));
+            CHECK((built - expected_level).cwiseAbs().maxCoeff() <= 1e-12 * expected_level.cwiseAbs().maxCoeff());
+            CHECK(built == built.transpose());
+            if (m.level_smoothed_by_lines(static_cast<std::size_t>(l))) {
+                if (m.level_keeps_scalar_matrix(static_cast<std::size_t>(l))) {
+                    CHECK(Eigen::MatrixXd(m.level_blocked_matrix(static_cast<std::size_t>(l))) == built);
+                    ++scalar_copies;
+                }
+                ++blocked_levels;
+            }
+            CHECK(m.level_keeps_scalar_matrix(static_cast<std::size_t>(l)) ==
+                  (!m.level_smoothed_by_lines(static_cast<std::size_t>(l)) || l == m.levels() - 2));
+            above = built;
+            ++levels;
+        }
+        solve_to_solution(problem, free_dofs, m, expected);
+        CHECK(check_symmetric_positive(m, filter, rng, 2, 1e-7) == 2);
+    }
+    CHECK(levels >= 6);
+    CHECK(blocked_levels >= 4);
+    CHECK(scalar_copies == 2);  // one per system: the square level above the coarsest
+}
+
+TEST_CASE(
     "multilevel: a refresh of the square coarse space in 9 x 9 blocks gives each coarse level P^T A P of new values "
     "under a new filter, exactly symmetric, its blocked copy the same matrix, and PCG the LDLT solution",
     "[backend][multilevel][line_preconditioner][squares][refresh]")

@@ -1192,6 +1192,28 @@ inline BlockPattern block_pattern_product(const BlockPattern& a, const BlockPatt
     return c;
 }
 
+/// Adds to a square block pattern the diagonal blocks it lacks (rows kept sorted).
+inline void with_diagonal_blocks(BlockPattern& p)
+{
+    BlockPattern out;
+    out.block_rows = p.block_rows;
+    out.block_cols = p.block_cols;
+    out.row_ptr.assign(static_cast<std::size_t>(p.block_rows) + 1, 0);
+    out.col_idx.reserve(p.col_idx.size());
+    bool added = false;
+    for (Index i = 0; i < p.block_rows; ++i) {
+        const auto begin = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(i)];
+        const auto end = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(i) + 1];
+        const auto at = std::lower_bound(begin, end, i);
+        out.col_idx.insert(out.col_idx.end(), begin, at);
+        if (at == end || *at != i) added = true;
+        out.col_idx.push_back(i);
+        out.col_idx.insert(out.col_idx.end(), at == end || *at != i ? at : at + 1, end);
+        out.row_ptr[static_cast<std::size_t>(i) + 1] = static_cast<Index>(out.col_idx.size());
+    }
+    if (added) p = std::move(out);
+}
+
 /// A scalar CSR matrix's entries written into the `rows` × `cols` blocks of
 /// `pattern` (row-major blocks) at `values`, which holds the pattern's blocks
 /// and is zero where no entry is stored; `position` (where given) receives
@@ -1281,6 +1303,69 @@ BsrMatrix<T, K> blocked_copy(const HostMatrix<T>& m, std::vector<Index>& positio
                                 thrust::device_vector<Index>(p.col_idx.begin(), p.col_idx.end()));
     write_on_host(copy.values(), [&](T* values) { values_on_pattern(m, p, K, K, values, &position); });
     return copy;
+}
+
+/// The scalar CSR copy on the host of a K × K block matrix on `pattern`
+/// with row-major block values `values`: every entry of every block, zeros
+/// included, so that the copy's pattern holds any value the blocks take later
+/// (full_block_positions gives each entry's place in the blocks). `nonzeros`
+/// receives the number of entries that are not zero. Rows on the CPU threads.
+template <typename T, int K>
+HostMatrix<T> scalar_copy_of_blocks(const BlockPattern& pattern, const T* values, Index& nonzeros)
+{
+    const Index rows = pattern.block_rows * K;
+    HostMatrix<T> m(rows, pattern.block_cols * K);
+    Index* const row_ptr = m.outerIndexPtr();
+    for (Index br = 0; br < pattern.block_rows; ++br) {
+        const Index width =
+            (pattern.row_ptr[static_cast<std::size_t>(br) + 1] - pattern.row_ptr[static_cast<std::size_t>(br)]) * K;
+        for (int i = 0; i < K; ++i) row_ptr[br * K + i + 1] = width;
+    }
+    row_ptr[0] = 0;
+    for (Index r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
+    m.resizeNonZeros(row_ptr[rows]);
+    Index* const col_idx = m.innerIndexPtr();
+    T* const out = m.valuePtr();
+    std::vector<Index> counts(static_cast<std::size_t>(pattern.block_rows), Index(0));
+    for_each_on_host(pattern.block_rows, [&](Index br) {
+        Index count = 0;
+        for (int i = 0; i < K; ++i) {
+            Index at = row_ptr[br * K + i];
+            for (Index e = pattern.row_ptr[static_cast<std::size_t>(br)];
+                 e < pattern.row_ptr[static_cast<std::size_t>(br) + 1]; ++e) {
+                for (int c = 0; c < K; ++c) {
+                    const Index from = e * (K * K) + i * K + c;
+                    col_idx[at] = pattern.col_idx[static_cast<std::size_t>(e)] * K + c;
+                    out[at] = values[from];
+                    count += values[from] != T(0) ? 1 : 0;
+                    ++at;
+                }
+            }
+        }
+        counts[static_cast<std::size_t>(br)] = count;
+    });
+    nonzeros = 0;
+    for (const Index count : counts) nonzeros += count;
+    return m;
+}
+
+/// For the scalar copy of a K × K block matrix on `pattern` with every entry
+/// of every block (scalar_copy_of_blocks), each entry's place in the block
+/// values, in the copy's compressed order.
+template <int K>
+std::vector<Index> full_block_positions(const BlockPattern& pattern)
+{
+    std::vector<Index> position;
+    position.reserve(pattern.col_idx.size() * (K * K));
+    for (Index br = 0; br < pattern.block_rows; ++br) {
+        for (int i = 0; i < K; ++i) {
+            for (Index e = pattern.row_ptr[static_cast<std::size_t>(br)];
+                 e < pattern.row_ptr[static_cast<std::size_t>(br) + 1]; ++e) {
+                for (int c = 0; c < K; ++c) position.push_back(e * (K * K) + i * K + c);
+            }
+        }
+    }
+    return position;
 }
 
 /// A block CSR matrix of rectangular blocks (row-major) on the device: a
@@ -2222,8 +2307,10 @@ struct CoarseLevel {
     /// the coarsest, whose refresh multiplies it by the scalar prolongator;
     /// the others drop it once a level two below them exists.
     BsrMatrix<T, 1> matrix;
-    Index dofs = 0;               ///< the level's DoFs (rows)
-    double scalar_entries = 0.0;  ///< the scalar matrix's stored entries at the build (operator complexity)
+    Index dofs = 0;  ///< the level's DoFs (rows)
+    /// The matrix's entries at the build (operator complexity): a scalar level's stored
+    /// entries; a square level built in blocks, the entries of its blocks that are not zero.
+    double scalar_entries = 0.0;
     thrust::device_vector<std::uint8_t> free_dofs;  ///< DoFs with a positive diagonal
     BsrMatrix<T, 1> prolongator;                    ///< rows: DoFs of the level above
     BsrMatrix<T, 1> restriction;                    ///< the prolongator's transpose
@@ -2757,6 +2844,7 @@ private:
         std::vector<Index> yarn_blocks;
         // Â P and P of the last level (the coarsest keeps them as scalars: its refresh's pattern, its cycle)
         HostMatrix<T> last_product, last_prolongator;
+        HostMatrix<T> above_matrix;  // the last level's Â (the level above it), for its scalar Â P
         while (static_cast<int>(m_coarse.size()) + 1 < m_options.max_levels &&
                level_matrix.rows() > m_options.coarse_dofs) {
             HostMatrix<T> tentative;
@@ -2799,72 +2887,80 @@ private:
             HostMatrix<T> prolongator = sparse_difference_without_zeros(
                 tentative, omega, sparse_product(inverse_diagonal, sparse_product(level_matrix, tentative)));
             HostMatrix<T> restriction = prolongator.transpose();
-            HostMatrix<T> product = sparse_product(level_matrix, prolongator);
-            HostMatrix<T> coarse = sparse_product(restriction, product);
-            T largest = T(0);
-            for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
-            if (by_yarns && !by_squares) {  // the coarse level's point Jacobi becomes block Jacobi on its aggregates
-                const HostMatrix<T> basis =
-                    block_energy_basis(coarse, coarse_yarn_blocks, T(1e-12) * largest, coarse_yarn_level);
-                prolongator = sparse_product(prolongator, basis);
-                restriction = prolongator.transpose();
-                product = sparse_product(product, basis);
-                coarse = sparse_product(restriction, product);
-                largest = T(0);
-                for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
-            }
-            // Coarse DoFs left inactive by a dependent near-null column: identity, filtered out.
-            std::vector<std::uint8_t> coarse_free(static_cast<std::size_t>(coarse.rows()), 0);
-            std::vector<Eigen::Triplet<T, Index>> identity;
-            for (Index r = 0; r < coarse.rows(); ++r) {
-                coarse_free[static_cast<std::size_t>(r)] = coarse.coeff(r, r) > T(1e-12) * largest ? 1 : 0;
-                if (!coarse_free[static_cast<std::size_t>(r)]) identity.emplace_back(r, r, T(1));
-            }
-            if (!identity.empty()) {
-                HostMatrix<T> unit(coarse.rows(), coarse.cols());
-                unit.setFromTriplets(identity.begin(), identity.end());
-                coarse = coarse + unit;
-            }
-            CoarseLevel<T> level;
-            level.matrix = to_device_csr(coarse);
-            level.dofs = static_cast<Index>(coarse.rows());
-            level.scalar_entries = static_cast<double>(level.matrix.nonzero_blocks());
-            level.free_dofs = to_device(coarse_free);
             const bool refreshes = m_options.refresh != MultilevelRefresh::off;
-            coarse.makeCompressed();
-            if (by_squares) {
-                // Blocks of square_modes: the prolongator and restriction (the
-                // scalar copies only for the coarsest level, below), the matrix;
-                // with refreshes on the structural pattern of Pᵀ Â P.
-                const int above = m_coarse.empty() ? B : square_modes;
-                const BlockPattern p_pattern = scalar_block_pattern(prolongator, above, square_modes);
-                const BlockPattern r_pattern = scalar_block_pattern(restriction, square_modes, above);
-                level.block_prolongator = BlockCsr<T>(p_pattern, above, square_modes, &prolongator);
-                level.block_restriction = BlockCsr<T>(r_pattern, square_modes, above, &restriction);
-                std::vector<Index> position;
-                if (refreshes) {
-                    const BlockPattern above_pattern =
-                        m_coarse.empty() ? pattern_of(a) : pattern_of(m_coarse.back().blocked);
-                    const BlockPattern c_pattern = block_pattern_product(above_pattern, p_pattern);
-                    const BlockPattern pattern = block_pattern_product(r_pattern, c_pattern);
-                    level.block_product = BlockCsr<T>(c_pattern, above, square_modes);
-                    level.block_mirror = to_device(block_symmetric_mirror(pattern));
-                    level.blocked = blocked_copy<T, square_modes>(coarse, position, &pattern);
-                } else {
-                    level.blocked = blocked_copy<T, square_modes>(coarse, position);
-                }
-                level.block_position = to_device(position);
-                level.square_lines = square_lines(coarse_yarn_level);
-                level.by_lines = true;
+            HostMatrix<T> product, coarse;  // Â P (not formed in blocks) and Pᵀ Â P as scalars
+            std::vector<std::uint8_t> coarse_free;
+            if (by_squares && refreshes) {
+                build_square_level_in_blocks(a, free_dofs, prolongator, restriction, coarse_yarn_level, coarse,
+                                             coarse_free);
             } else {
-                level.prolongator = to_device_csr(prolongator);
-                level.restriction = to_device_csr(restriction);
-                if (refreshes) {
-                    level.product = to_device_csr(product);
-                    level.mirror = to_device(symmetric_mirror(coarse));
+                CoarseLevel<T> level;
+                product = sparse_product(level_matrix, prolongator);
+                coarse = sparse_product(restriction, product);
+                T largest = T(0);
+                for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
+                if (by_yarns &&
+                    !by_squares) {  // the coarse level's point Jacobi becomes block Jacobi on its aggregates
+                    const HostMatrix<T> basis =
+                        block_energy_basis(coarse, coarse_yarn_blocks, T(1e-12) * largest, coarse_yarn_level);
+                    prolongator = sparse_product(prolongator, basis);
+                    restriction = prolongator.transpose();
+                    product = sparse_product(product, basis);
+                    coarse = sparse_product(restriction, product);
+                    largest = T(0);
+                    for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
                 }
+                // Coarse DoFs left inactive by a dependent near-null column: identity, filtered out.
+                coarse_free.assign(static_cast<std::size_t>(coarse.rows()), 0);
+                std::vector<Eigen::Triplet<T, Index>> identity;
+                for (Index r = 0; r < coarse.rows(); ++r) {
+                    coarse_free[static_cast<std::size_t>(r)] = coarse.coeff(r, r) > T(1e-12) * largest ? 1 : 0;
+                    if (!coarse_free[static_cast<std::size_t>(r)]) identity.emplace_back(r, r, T(1));
+                }
+                if (!identity.empty()) {
+                    HostMatrix<T> unit(coarse.rows(), coarse.cols());
+                    unit.setFromTriplets(identity.begin(), identity.end());
+                    coarse = coarse + unit;
+                }
+                level.matrix = to_device_csr(coarse);
+                level.dofs = static_cast<Index>(coarse.rows());
+                level.scalar_entries = static_cast<double>(level.matrix.nonzero_blocks());
+                level.free_dofs = to_device(coarse_free);
+                coarse.makeCompressed();
+                if (by_squares) {
+                    // Blocks of square_modes: the prolongator and restriction (the
+                    // scalar copies only for the coarsest level, below), the matrix;
+                    // with refreshes on the structural pattern of Pᵀ Â P.
+                    const int above = m_coarse.empty() ? B : square_modes;
+                    const BlockPattern p_pattern = scalar_block_pattern(prolongator, above, square_modes);
+                    const BlockPattern r_pattern = scalar_block_pattern(restriction, square_modes, above);
+                    level.block_prolongator = BlockCsr<T>(p_pattern, above, square_modes, &prolongator);
+                    level.block_restriction = BlockCsr<T>(r_pattern, square_modes, above, &restriction);
+                    std::vector<Index> position;
+                    if (refreshes) {
+                        const BlockPattern above_pattern =
+                            m_coarse.empty() ? pattern_of(a) : pattern_of(m_coarse.back().blocked);
+                        const BlockPattern c_pattern = block_pattern_product(above_pattern, p_pattern);
+                        const BlockPattern pattern = block_pattern_product(r_pattern, c_pattern);
+                        level.block_product = BlockCsr<T>(c_pattern, above, square_modes);
+                        level.block_mirror = to_device(block_symmetric_mirror(pattern));
+                        level.blocked = blocked_copy<T, square_modes>(coarse, position, &pattern);
+                    } else {
+                        level.blocked = blocked_copy<T, square_modes>(coarse, position);
+                    }
+                    level.block_position = to_device(position);
+                    level.square_lines = square_lines(coarse_yarn_level);
+                    level.by_lines = true;
+                } else {
+                    level.prolongator = to_device_csr(prolongator);
+                    level.restriction = to_device_csr(restriction);
+                    if (refreshes) {
+                        level.product = to_device_csr(product);
+                        level.mirror = to_device(symmetric_mirror(coarse));
+                    }
+                }
+                m_coarse.push_back(std::move(level));
             }
-            m_coarse.push_back(std::move(level));
             if (m_coarse.size() >= 3 && m_coarse[m_coarse.size() - 3].by_lines) {
                 // Two levels below it exist, so it is not the coarsest's
                 // neighbour: its scalar copy is not read again.
@@ -2876,6 +2972,7 @@ private:
             // copy these (a quarter of a second for Â P at 200² crossings).
             last_product.swap(product);
             last_prolongator.swap(prolongator);
+            above_matrix.swap(level_matrix);
             level_matrix.swap(coarse);
             level_free = std::move(coarse_free);
             near_null = std::move(coarse_near_null);
@@ -2887,10 +2984,16 @@ private:
         for (std::size_t l = 0; l < m_coarse.size(); ++l) {
             CoarseLevel<T>& level = m_coarse[l];
             if (l + 1 == m_coarse.size()) {  // the coarsest: no smoother, scalar products
+                if (level.matrix.rows() != level.dofs) level.matrix = to_device_csr(level_matrix);  // built in blocks
                 if (level.by_lines) {
                     level.prolongator = to_device_csr(last_prolongator);
                     level.restriction = to_device_csr(HostMatrix<T>(last_prolongator.transpose()));
                     if (m_options.refresh != MultilevelRefresh::off) {
+                        // A level built in blocks has no scalar Â P: formed here, for the coarsest only.
+                        if (last_product.rows() == 0) {
+                            HostMatrix<T> formed = sparse_product(above_matrix, last_prolongator);
+                            last_product.swap(formed);
+                        }
                         level.product = to_device_csr(last_product);
                         level.mirror = to_device(symmetric_mirror(level_matrix));
                     }
@@ -2903,6 +3006,12 @@ private:
                 level.block_product = BlockCsr<T>();
                 level.block_mirror.clear();
             } else if (level.by_lines) {
+                if (l + 2 == m_coarse.size() && level.matrix.rows() != level.dofs) {
+                    // Built in blocks, the coarsest's neighbour: its scalar copy (above_matrix,
+                    // every entry of its blocks), which the coarsest level's refresh reads.
+                    level.matrix = to_device_csr(above_matrix);
+                    level.block_position = to_device(full_block_positions<square_modes>(pattern_of(level.blocked)));
+                }
                 level.lines = colored_line_set(level.blocked, level.square_lines);
                 level.smoother.resize(static_cast<std::size_t>(level.dofs));
                 if (factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) > 0) return false;
@@ -2983,6 +3092,75 @@ private:
         return true;
     }
 
+    /// A square level built as a refresh renews it (refreshes on): the
+    /// prolongator P and restriction R in blocks, the structural block
+    /// patterns of Â P and Pᵀ Â P, and Pᵀ Â P formed by the refresh's block
+    /// products (galerkin_in_blocks) instead of two scalar products on the
+    /// host; its inactive DoFs (a diagonal at most 1e-12 of the largest) get
+    /// the identity (complete_in_blocks). Pushes the level; `coarse` receives
+    /// its scalar copy on the host (every entry of every block: the next
+    /// level's Â), `coarse_free` its active DoFs. The scalar copy on the
+    /// device is made by build() only for the coarsest level's neighbour,
+    /// the one level that reads it.
+    void build_square_level_in_blocks(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+                                      const multilevel_detail::HostMatrix<T>& prolongator,
+                                      const multilevel_detail::HostMatrix<T>& restriction,
+                                      const std::vector<multilevel_detail::YarnAggregate<T>>& coarse_yarn_level,
+                                      multilevel_detail::HostMatrix<T>& coarse, std::vector<std::uint8_t>& coarse_free)
+    {
+        using namespace multilevel_detail;
+        constexpr int N = square_modes;
+        const int above = m_coarse.empty() ? B : N;
+        CoarseLevel<T> level;
+        const BlockPattern p_pattern = scalar_block_pattern(prolongator, above, N);
+        const BlockPattern r_pattern = scalar_block_pattern(restriction, N, above);
+        level.block_prolongator = BlockCsr<T>(p_pattern, above, N, &prolongator);
+        level.block_restriction = BlockCsr<T>(r_pattern, N, above, &restriction);
+        const BlockPattern c_pattern =
+            block_pattern_product(m_coarse.empty() ? pattern_of(a) : pattern_of(m_coarse.back().blocked), p_pattern);
+        BlockPattern pattern = block_pattern_product(r_pattern, c_pattern);
+        with_diagonal_blocks(pattern);  // where the identity of an inactive aggregate goes
+        level.block_product = BlockCsr<T>(c_pattern, above, N);
+        level.block_mirror = to_device(block_symmetric_mirror(pattern));
+        level.blocked.assign_trusted_pattern(pattern.block_rows, pattern.block_cols, to_device(pattern.row_ptr),
+                                             to_device(pattern.col_idx));
+        level.dofs = pattern.block_rows * N;
+        m_coarse.push_back(std::move(level));
+        multilevel_detail::CoarseLevel<T>& built = m_coarse.back();
+        if (galerkin_in_blocks(m_coarse.size() - 1, a, free_dofs) > 0) {
+            throw std::logic_error(
+                "MultilevelPreconditioner::build: a Galerkin block product fell outside its "
+                "structural pattern");
+        }
+        // The diagonal as the products left it: the active DoFs, as the scalar build chose them.
+        std::vector<Index> diagonal_at(static_cast<std::size_t>(built.dofs));
+        for (Index br = 0; br < pattern.block_rows; ++br) {
+            const auto begin = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(br)];
+            const auto end = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(br) + 1];
+            const Index e = static_cast<Index>(std::lower_bound(begin, end, br) - pattern.col_idx.begin());
+            for (int i = 0; i < N; ++i) diagonal_at[static_cast<std::size_t>(br * N + i)] = e * (N * N) + i * (N + 1);
+        }
+        const thrust::device_vector<Index> diagonal_positions = to_device(diagonal_at);
+        thrust::device_vector<T> diagonal_values(diagonal_positions.size());
+        thrust::gather(thrust::device, diagonal_positions.begin(), diagonal_positions.end(),
+                       built.blocked.values().begin(), diagonal_values.begin());
+        const std::vector<T> diagonal = to_host(diagonal_values);
+        T largest = T(0);
+        for (const T d : diagonal) largest = std::max(largest, std::abs(d));
+        coarse_free.assign(diagonal.size(), 0);
+        for (std::size_t r = 0; r < diagonal.size(); ++r) coarse_free[r] = diagonal[r] > T(1e-12) * largest ? 1 : 0;
+        built.free_dofs = to_device(coarse_free);
+        complete_in_blocks(built);  // no scalar copy on the device: build() makes the one that is read
+        Index nonzeros = 0;
+        {
+            const HostView<T> values(built.blocked.values());
+            coarse = scalar_copy_of_blocks<T, N>(pattern, values.data(), nonzeros);
+        }
+        built.scalar_entries = static_cast<double>(nonzeros);
+        built.square_lines = square_lines(coarse_yarn_level);
+        built.by_lines = true;
+    }
+
     /// Level l's coarse matrix Pᵀ Â P for the current values in blocks (a
     /// square level: BlockFixedPatternProduct, with Â the finest matrix under
     /// the filter `free_dofs` or the level above's blocked copy), completed
@@ -2990,6 +3168,18 @@ private:
     /// gathered from the blocks. Returns the products that fell outside the
     /// kept patterns.
     int refresh_in_blocks(std::size_t l, const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        const int misses = galerkin_in_blocks(l, a, free_dofs);
+        complete_in_blocks(m_coarse[l]);
+        return misses;
+    }
+
+    /// Level l's Â P and the blocks of Pᵀ (Â P) on and right of the
+    /// diagonal (BlockFixedPatternProduct into the kept patterns), with Â the
+    /// finest matrix under the filter `free_dofs` or the level above's
+    /// blocked copy. Returns the products that fell outside the patterns.
+    int galerkin_in_blocks(std::size_t l, const BsrMatrix<T, B>& a,
+                           const thrust::device_vector<std::uint8_t>& free_dofs)
     {
         using namespace multilevel_detail;
         constexpr int N = square_modes;
@@ -3006,9 +3196,18 @@ private:
                 raw_pointer(galerkin.row_ptr()), raw_pointer(galerkin.col_idx()), raw_pointer(galerkin.values()), true);
             return misses;
         };
-        const int misses = l == 0
-                               ? product(std::integral_constant<int, B>{}, arrays_of(a), raw_pointer(free_dofs))
-                               : product(std::integral_constant<int, N>{}, arrays_of(m_coarse[l - 1].blocked), nullptr);
+        return l == 0 ? product(std::integral_constant<int, B>{}, arrays_of(a), raw_pointer(free_dofs))
+                      : product(std::integral_constant<int, N>{}, arrays_of(m_coarse[l - 1].blocked), nullptr);
+    }
+
+    /// A square level's Galerkin blocks completed (CompleteBlockGalerkin: the
+    /// blocks left of the diagonal mirrored, the identity on inactive DoFs),
+    /// and its scalar copy (where it keeps one) gathered from them.
+    void complete_in_blocks(multilevel_detail::CoarseLevel<T>& level)
+    {
+        using namespace multilevel_detail;
+        constexpr int N = square_modes;
+        BsrMatrix<T, N>& galerkin = level.blocked;
         thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                          thrust::counting_iterator<Index>(galerkin.block_rows()),
                          CompleteBlockGalerkin<T, N>{raw_pointer(galerkin.row_ptr()), raw_pointer(galerkin.col_idx()),
@@ -3018,7 +3217,6 @@ private:
             thrust::gather(thrust::device, level.block_position.begin(), level.block_position.end(),
                            galerkin.values().begin(), level.matrix.values().begin());
         }
-        return misses;
     }
 
     /// The finest level's smoother for the current matrix: its block
