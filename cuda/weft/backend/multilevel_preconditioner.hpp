@@ -1551,25 +1551,40 @@ HostMatrix<T> block_energy_basis(const HostMatrix<T>& coarse, const std::vector<
     return basis;
 }
 
+/// A rows × cols host matrix written in two passes, each over a few
+/// contiguous chunks of rows in parallel on CPU threads (for_each_on_host):
+/// count_rows(first, last, sizes) sets sizes[r] to row r's entries for r in
+/// [first, last); then fill_rows(first, last, row_ptr, col_idx, values)
+/// writes those rows into their places in the compressed arrays. Each chunk
+/// may keep scratch of its own; each row is written on its own, so the same
+/// bits on any thread count.
+template <typename T, typename CountRows, typename FillRows>
+HostMatrix<T> compressed_in_two_passes(Index rows, Index cols, CountRows count_rows, FillRows fill_rows)
+{
+    const Index chunks = std::min<Index>(rows, 8);
+    const auto first_row = [&](Index k) { return static_cast<Index>(static_cast<long long>(rows) * k / chunks); };
+    HostMatrix<T> c(rows, cols);
+    Index* const row_ptr = c.outerIndexPtr();
+    row_ptr[0] = 0;
+    for_each_on_host(chunks, [&](Index k) { count_rows(first_row(k), first_row(k + 1), row_ptr + 1); });
+    for (Index r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
+    c.resizeNonZeros(row_ptr[rows]);
+    Index* const col_idx = c.innerIndexPtr();
+    T* const values = c.valuePtr();
+    for_each_on_host(chunks, [&](Index k) { fill_rows(first_row(k), first_row(k + 1), row_ptr, col_idx, values); });
+    return c;
+}
+
 /// C = A B of two row-major host matrices: row by row with a dense
 /// accumulator (Gustavson), each row's columns sorted; entries that cancel
 /// stay stored, as in Eigen's product (see spd_inverse for why not Eigen's).
-/// Two passes, each over a few contiguous chunks of rows in parallel on CPU
-/// threads (for_each_on_host): the rows' sizes, then each row computed into
-/// its place in C's compressed arrays; each row on its own, so the same bits
-/// on any thread count.
+/// The rows' sizes, then the rows (compressed_in_two_passes).
 template <typename T>
 HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
 {
-    const Index rows = a.rows();
-    const Index chunks = std::min<Index>(rows, 8);
-    const auto first_row = [&](Index k) { return static_cast<Index>(static_cast<long long>(rows) * k / chunks); };
-    HostMatrix<T> c(a.rows(), b.cols());
-    Index* row_ptr = c.outerIndexPtr();
-    row_ptr[0] = 0;
-    for_each_on_host(chunks, [&](Index k) {
+    const auto count_rows = [&](Index first, Index last, Index* sizes) {
         std::vector<Index> marker(static_cast<std::size_t>(b.cols()), Index(-1));
-        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
+        for (Index r = first; r < last; ++r) {
             Index count = 0;
             for (typename HostMatrix<T>::InnerIterator ia(a, r); ia; ++ia) {
                 for (typename HostMatrix<T>::InnerIterator ib(b, ia.col()); ib; ++ib) {
@@ -1580,17 +1595,13 @@ HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
                     }
                 }
             }
-            row_ptr[r + 1] = count;
+            sizes[r] = count;
         }
-    });
-    for (Index r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
-    c.resizeNonZeros(row_ptr[rows]);
-    Index* const col_idx = c.innerIndexPtr();
-    T* const values = c.valuePtr();
-    for_each_on_host(chunks, [&](Index k) {
+    };
+    const auto fill_rows = [&](Index first, Index last, const Index* row_ptr, Index* col_idx, T* values) {
         std::vector<T> accumulator(static_cast<std::size_t>(b.cols()), T(0));
         std::vector<Index> marker(static_cast<std::size_t>(b.cols()), Index(-1));
-        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
+        for (Index r = first; r < last; ++r) {
             Index* const cols = col_idx + row_ptr[r];
             Index count = 0;
             for (typename HostMatrix<T>::InnerIterator ia(a, r); ia; ++ia) {
@@ -1608,8 +1619,9 @@ HostMatrix<T> sparse_product(const HostMatrix<T>& a, const HostMatrix<T>& b)
             std::sort(cols, cols + count);
             for (Index e = 0; e < count; ++e) values[row_ptr[r] + e] = accumulator[static_cast<std::size_t>(cols[e])];
         }
-    });
-    return c;
+    };
+    return compressed_in_two_passes<T>(static_cast<Index>(a.rows()), static_cast<Index>(b.cols()), count_rows,
+                                       fill_rows);
 }
 
 /// C = A − ω B of two row-major host matrices of one size, without the
@@ -1628,9 +1640,6 @@ HostMatrix<T> sparse_difference_without_zeros(const HostMatrix<T>& a, T omega, c
             ("must equal the minuend's " + std::to_string(a.rows()) + " (and columns " + std::to_string(a.cols()) + ")")
                 .c_str()));
     }
-    const Index rows = static_cast<Index>(a.rows());
-    const Index chunks = std::min<Index>(rows, 8);
-    const auto first_row = [&](Index k) { return static_cast<Index>(static_cast<long long>(rows) * k / chunks); };
     // Row r merged in column order; emit(column, value) for each nonzero result.
     const auto merge_row = [&](Index r, auto emit) {
         typename HostMatrix<T>::InnerIterator ia(a, r), ib(b, r);
@@ -1644,31 +1653,25 @@ HostMatrix<T> sparse_difference_without_zeros(const HostMatrix<T>& a, T omega, c
             if (take_b) ++ib;
         }
     };
-    HostMatrix<T> c(a.rows(), a.cols());
-    Index* row_ptr = c.outerIndexPtr();
-    row_ptr[0] = 0;
-    for_each_on_host(chunks, [&](Index k) {
-        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
-            Index count = 0;
-            merge_row(r, [&](Index, T) { ++count; });
-            row_ptr[r + 1] = count;
-        }
-    });
-    for (Index r = 0; r < rows; ++r) row_ptr[r + 1] += row_ptr[r];
-    c.resizeNonZeros(row_ptr[rows]);
-    Index* const col_idx = c.innerIndexPtr();
-    T* const values = c.valuePtr();
-    for_each_on_host(chunks, [&](Index k) {
-        for (Index r = first_row(k); r < first_row(k + 1); ++r) {
-            Index at = row_ptr[r];
-            merge_row(r, [&](Index col, T value) {
-                col_idx[at] = col;
-                values[at] = value;
-                ++at;
-            });
-        }
-    });
-    return c;
+    return compressed_in_two_passes<T>(
+        static_cast<Index>(a.rows()), static_cast<Index>(a.cols()),
+        [&](Index first, Index last, Index* sizes) {
+            for (Index r = first; r < last; ++r) {
+                Index count = 0;
+                merge_row(r, [&](Index, T) { ++count; });
+                sizes[r] = count;
+            }
+        },
+        [&](Index first, Index last, const Index* row_ptr, Index* col_idx, T* values) {
+            for (Index r = first; r < last; ++r) {
+                Index at = row_ptr[r];
+                merge_row(r, [&](Index col, T value) {
+                    col_idx[at] = col;
+                    values[at] = value;
+                    ++at;
+                });
+            }
+        });
 }
 
 /// The block-diagonal inverse of Â, blocks [starts[i], starts[i + 1]) (of
