@@ -1551,6 +1551,15 @@ HostMatrix<T> block_energy_basis(const HostMatrix<T>& coarse, const std::vector<
     return basis;
 }
 
+/// to = from without a copy: Eigen 3.4's SparseMatrix has no move
+/// assignment, so `to = f()` copies what f returns (a quarter of a second for
+/// Â P at 200² crossings); `from` is built in place from a temporary and swapped.
+template <typename T>
+void assign_by_swap(HostMatrix<T>& to, HostMatrix<T> from)
+{
+    to.swap(from);
+}
+
 /// A rows × cols host matrix written in two passes, each over a few
 /// contiguous chunks of rows in parallel on CPU threads (for_each_on_host):
 /// count_rows(first, last, sizes) sets sizes[r] to row r's entries for r in
@@ -2898,18 +2907,18 @@ private:
                                              coarse_free);
             } else {
                 CoarseLevel<T> level;
-                product = sparse_product(level_matrix, prolongator);
-                coarse = sparse_product(restriction, product);
+                assign_by_swap(product, sparse_product(level_matrix, prolongator));
+                assign_by_swap(coarse, sparse_product(restriction, product));
                 T largest = T(0);
                 for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
                 if (by_yarns &&
                     !by_squares) {  // the coarse level's point Jacobi becomes block Jacobi on its aggregates
                     const HostMatrix<T> basis =
                         block_energy_basis(coarse, coarse_yarn_blocks, T(1e-12) * largest, coarse_yarn_level);
-                    prolongator = sparse_product(prolongator, basis);
+                    assign_by_swap(prolongator, sparse_product(prolongator, basis));
                     restriction = prolongator.transpose();
-                    product = sparse_product(product, basis);
-                    coarse = sparse_product(restriction, product);
+                    assign_by_swap(product, sparse_product(product, basis));
+                    assign_by_swap(coarse, sparse_product(restriction, product));
                     largest = T(0);
                     for (Index r = 0; r < coarse.rows(); ++r) largest = std::max(largest, std::abs(coarse.coeff(r, r)));
                 }
@@ -2993,10 +3002,8 @@ private:
                     level.restriction = to_device_csr(HostMatrix<T>(last_prolongator.transpose()));
                     if (m_options.refresh != MultilevelRefresh::off) {
                         // A level built in blocks has no scalar Â P: formed here, for the coarsest only.
-                        if (last_product.rows() == 0) {
-                            HostMatrix<T> formed = sparse_product(above_matrix, last_prolongator);
-                            last_product.swap(formed);
-                        }
+                        if (last_product.rows() == 0)
+                            assign_by_swap(last_product, sparse_product(above_matrix, last_prolongator));
                         level.product = to_device_csr(last_product);
                         level.mirror = to_device(symmetric_mirror(level_matrix));
                     }
@@ -3157,7 +3164,7 @@ private:
         Index nonzeros = 0;
         {
             const HostView<T> values(built.blocked.values());
-            coarse = scalar_copy_of_blocks<T, N>(pattern, values.data(), nonzeros);
+            assign_by_swap(coarse, scalar_copy_of_blocks<T, N>(pattern, values.data(), nonzeros));
         }
         built.scalar_entries = static_cast<double>(nonzeros);
         built.square_lines = square_lines(coarse_yarn_level);
