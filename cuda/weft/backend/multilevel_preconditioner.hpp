@@ -2940,26 +2940,17 @@ private:
                 level.free_dofs = to_device(coarse_free);
                 coarse.makeCompressed();
                 if (by_squares) {
-                    // Blocks of square_modes: the prolongator and restriction (the
-                    // scalar copies only for the coarsest level, below), the matrix;
-                    // with refreshes on the structural pattern of Pᵀ Â P.
+                    // Refreshes off (with them on, build_square_level_in_blocks
+                    // forms the level): blocks of square_modes for the prolongator
+                    // and restriction (the scalar copies only for the coarsest
+                    // level, below) and for the matrix, on its own pattern.
                     const int above = m_coarse.empty() ? B : square_modes;
                     const BlockPattern p_pattern = scalar_block_pattern(prolongator, above, square_modes);
                     const BlockPattern r_pattern = scalar_block_pattern(restriction, square_modes, above);
                     level.block_prolongator = BlockCsr<T>(p_pattern, above, square_modes, &prolongator);
                     level.block_restriction = BlockCsr<T>(r_pattern, square_modes, above, &restriction);
                     std::vector<Index> position;
-                    if (refreshes) {
-                        const BlockPattern above_pattern =
-                            m_coarse.empty() ? pattern_of(a) : pattern_of(m_coarse.back().blocked);
-                        const BlockPattern c_pattern = block_pattern_product(above_pattern, p_pattern);
-                        const BlockPattern pattern = block_pattern_product(r_pattern, c_pattern);
-                        level.block_product = BlockCsr<T>(c_pattern, above, square_modes);
-                        level.block_mirror = to_device(block_symmetric_mirror(pattern));
-                        level.blocked = blocked_copy<T, square_modes>(coarse, position, &pattern);
-                    } else {
-                        level.blocked = blocked_copy<T, square_modes>(coarse, position);
-                    }
+                    level.blocked = blocked_copy<T, square_modes>(coarse, position);
                     level.block_position = to_device(position);
                     level.square_lines = square_lines(coarse_yarn_level);
                     level.by_lines = true;
