@@ -279,13 +279,16 @@ inline void add_matrix_precision_option(CLI::App& app, std::string& precision)
 
 /// The words of the multilevel hierarchy's renewal rules that both
 /// benchmarks take (scene keys solver.multilevel_refresh,
-/// solver.multilevel_rebuild, solver.multilevel_pattern_change).
+/// solver.multilevel_refresh_tolerance, solver.multilevel_rebuild,
+/// solver.multilevel_pattern_change).
 struct MultilevelRenewal {
     std::string refresh = "on-growth";
+    double refresh_tolerance = MultilevelOptions{}.refresh_tolerance;
     std::string rebuild = "rent-or-buy";
     std::string pattern_change = "rebuild";
 
-    /// --multilevel-refresh, --multilevel-rebuild, --multilevel-pattern-change.
+    /// --multilevel-refresh, --multilevel-refresh-tolerance, --multilevel-rebuild,
+    /// --multilevel-pattern-change.
     void add_options(CLI::App& app)
     {
         app.add_option("--multilevel-refresh", refresh,
@@ -293,6 +296,12 @@ struct MultilevelRenewal {
                        "nothing but rebuilds (off), or the coarse values at every solve (every-prepare)")
             ->check(CLI::IsMember(solver_words::multilevel_refresh()))
             ->type_name("WHEN");
+        app.add_option("--multilevel-refresh-tolerance", refresh_tolerance,
+                       "which rows a refresh of the square coarse levels recomputes: those in which an entry moved "
+                       "by more than this times its diagonal's scale (0: every row that changed; negative: every "
+                       "row)")
+            ->check(CLI::Number)
+            ->type_name("TAU");
         app.add_option("--multilevel-rebuild", rebuild,
                        "when a slow solve renews the multilevel hierarchy: once its extra iterations have cost a "
                        "build's wall time (rent-or-buy), or at once, so that runs repeat bit for bit (growth)")
@@ -309,6 +318,7 @@ struct MultilevelRenewal {
     void apply(MultilevelOptions& options) const
     {
         options.refresh = multilevel_refresh_named(refresh);
+        options.refresh_tolerance = refresh_tolerance;
         options.timed_rebuild = multilevel_timed_rebuild_named(rebuild);
         options.keep_across_patterns = multilevel_keep_across_patterns_named(pattern_change);
     }
@@ -357,8 +367,9 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
 /// of a build (the whole run), builds by cause (the whole run: pattern or
 /// filter changed, failed solve, slow solve), refreshes of the coarse values
 /// (of them those made ahead of the solves, refreshes_ahead()) and their mean
-/// time (the whole run), levels, DoFs per level, operator
-/// complexity.
+/// time (the whole run), the share of the first coarse level's rows the
+/// refreshes by rows recomputed (refreshed_row_share(), −1: none), levels,
+/// DoFs per level, operator complexity.
 template <class Stepper>
 std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner preconditioner, long builds)
 {
@@ -371,7 +382,8 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
         << ", \"growth\": " << m.growth_builds() << "}, \"pattern_keeps\": " << m.pattern_keeps()
         << ", \"refreshes\": " << m.refreshes() << ", \"refreshes_ahead\": " << m.refreshes_ahead()
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
-        << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";
+        << ", \"refreshed_row_share\": " << m.refreshed_row_share() << ", \"levels\": " << stepper.multilevel().levels()
+        << ", \"level_dofs\": [";
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();
     for (std::size_t l = 0; l < dofs.size(); ++l) out << (l ? ", " : "") << dofs[l];
     out << "], \"operator_complexity\": " << stepper.multilevel().operator_complexity();

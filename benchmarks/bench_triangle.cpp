@@ -14,6 +14,7 @@
 //                  [--damping strain-rate|rayleigh|none] [--table] [--spmv-repeats R]
 //                  [--no-cholmod] [--preconditioner block-jacobi|multilevel]
 //                  [--multilevel-refresh off|on-growth|every-prepare]
+//                  [--multilevel-refresh-tolerance TAU]
 //                  [--multilevel-rebuild rent-or-buy|growth]
 //                  [--bending dihedral|plate]
 //
@@ -231,7 +232,8 @@ int main(int argc, char** argv)
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
                 << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
                 << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"multilevel_refresh\": \""
-                << opt.renewal.refresh << "\",\n  \"multilevel_rebuild\": \"" << opt.renewal.rebuild
+                << opt.renewal.refresh << "\",\n  \"multilevel_refresh_tolerance\": " << opt.renewal.refresh_tolerance
+                << ",\n  \"multilevel_rebuild\": \"" << opt.renewal.rebuild
                 << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
                 << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision << "\",\n  \"bending\": \"" << opt.bending
                 << "\",\n  \"damping\": \"" << opt.damping << "\",\n  \"dt\": " << opt.dt

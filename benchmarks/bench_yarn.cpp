@@ -7,6 +7,7 @@
 //   bench_yarn [--sizes 50,100,200] [--steps N] [--warmup W] [--no-eigen]
 //              [--scene FILE] [--preconditioner block-jacobi|yarn-lines|multilevel]
 //              [--multilevel-refresh off|on-growth|every-prepare]
+//              [--multilevel-refresh-tolerance TAU]
 //              [--multilevel-rebuild rent-or-buy|growth]
 //              [--multilevel-smoother chebyshev|yarn-lines]
 //              [--multilevel-coarse-space nodes|yarns|squares] [--multilevel-cycle v|w]
@@ -179,8 +180,10 @@ int main(int argc, char** argv)
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"multilevel_refresh\": \"" << opt.renewal.refresh << "\",\n  \"multilevel_smoother\": \""
-             << opt.multilevel_smoother << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
+             << "\",\n  \"multilevel_refresh\": \"" << opt.renewal.refresh
+             << "\",\n  \"multilevel_refresh_tolerance\": " << opt.renewal.refresh_tolerance
+             << ",\n  \"multilevel_smoother\": \"" << opt.multilevel_smoother
+             << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
              << "\",\n  \"multilevel_cycle\": \"" << opt.multilevel_cycle
              << "\",\n  \"multilevel_square_side\": " << opt.multilevel_square_side << ",\n  \"multilevel_rebuild\": \""
              << opt.renewal.rebuild << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change

@@ -1217,6 +1217,178 @@ TEST_CASE(
     CHECK(check_symmetric_positive(m, now_filter, rng, 2, 1e-7) == 2);
 }
 
+/// The system with new values on the rows and columns of `nodes` only:
+/// D A D with D = 1 elsewhere and in [0.5, 2] on their DoFs, times 1 + ε
+/// with |ε| ≤ `drift` on every DoF.
+YarnProblem rescaled_on(const YarnProblem& problem, const std::vector<Index>& nodes, double drift, Random& rng)
+{
+    YarnProblem now = problem;
+    Eigen::VectorXd scale(now.system.a.rows());
+    for (Eigen::Index i = 0; i < scale.size(); ++i) scale(i) = 1.0 + rng.uniform(-drift, drift);
+    for (const Index node : nodes) {
+        for (int k = 0; k < 5; ++k) scale(5 * node + k) *= rng.uniform(0.5, 2.0);
+    }
+    now.system.a = scale.asDiagonal() * problem.system.a * scale.asDiagonal();
+    now.a = weft::to_bsr<5>(now.system.a);
+    return now;
+}
+
+/// The nodes of a woven patch's yarns [y0, y0 + yarns), entries [n0, n0 + count) of each.
+std::vector<Index> patch_nodes(const YarnProblem& problem, std::size_t y0, std::size_t yarns, std::size_t n0,
+                               std::size_t count)
+{
+    std::vector<Index> nodes;
+    for (std::size_t y = y0; y < y0 + yarns; ++y) {
+        const auto& yarn = problem.model.yarns[y];
+        for (std::size_t k = n0; k < n0 + count && k < yarn.size(); ++k) nodes.push_back(yarn[k]);
+    }
+    return nodes;
+}
+
+TEST_CASE(
+    "multilevel: a refresh by rows recomputes only the coarse rows that moved rows reach: with tolerance 0 the same "
+    "bits as every row recomputed, twice in a row; with 1e-2 near P^T A P, SPD and the LDLT solution",
+    "[backend][multilevel][line_preconditioner][squares][refresh]")
+{
+    Random rng(79);
+    const WovenSystem woven = woven_system(40);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    weft::MultilevelOptions every_row = square_options(), exact = square_options();
+    every_row.refresh_tolerance = -1.0;
+    exact.refresh_tolerance = 0.0;
+    weft::MultilevelPreconditioner<double, 5> all(every_row), by_rows(exact);
+    for (auto* m : {&all, &by_rows}) {
+        m->set_lines(&lines);
+        REQUIRE(m->prepare(problem.a, free_dofs, state));
+        REQUIRE(m->levels() >= 4);  // two square levels, the second refreshed from the first's blocks
+    }
+    CHECK(by_rows.refreshed_row_share() == -1.0);  // no refresh yet
+    YarnProblem current = problem;
+    int compared = 0;
+    // Two refreshes, of two patches: the second compares with the values the
+    // first took (its rows) and the build's (the others).
+    const std::size_t first_weft = problem.model.yarns.size() / 2;
+    const std::vector<std::vector<Index>> patches = {patch_nodes(problem, 2, 3, 4, 5),
+                                                     patch_nodes(problem, first_weft + 20, 3, 25, 4)};
+    for (std::size_t round = 0; round < patches.size(); ++round) {
+        INFO("round " << round);
+        REQUIRE(!patches[round].empty());
+        current = rescaled_on(current, patches[round], 0.0, rng);
+        for (auto* m : {&all, &by_rows}) {
+            REQUIRE(m->prepare(current.a, free_dofs, state));
+            CHECK(m->builds() == 1);
+            CHECK(m->refreshes() == static_cast<int>(round) + 1);
+        }
+        CHECK(all.refreshed_row_share() == -1.0);
+        const double share = by_rows.refreshed_row_share();
+        CHECK(share > 0.0);
+        CHECK(share < 0.5);
+        for (int l = 1; l < all.levels(); ++l) {
+            INFO("level " << l);
+            CHECK(Eigen::MatrixXd(by_rows.level_matrix(static_cast<std::size_t>(l))) ==
+                  Eigen::MatrixXd(all.level_matrix(static_cast<std::size_t>(l))));
+        }
+        for (int trial = 0; trial < 3; ++trial) {
+            const Eigen::VectorXd x = filter.cwiseProduct(random_vector(rng, filter.size()));
+            thrust::device_vector<double> z_rows, z_all;
+            by_rows.apply(to_device(x), z_rows);
+            all.apply(to_device(x), z_all);
+            REQUIRE(to_eigen_vector(z_all).norm() > 0.0);
+            CHECK(to_eigen_vector(z_rows) == to_eigen_vector(z_all));
+            ++compared;
+        }
+    }
+    CHECK(compared == 6);
+
+    // Tolerance 1e-2: every entry drifts by up to 2e-4 of itself (below the
+    // tolerance: those rows are kept), one patch moves by factors of 0.5–2.
+    weft::MultilevelOptions loose_options = square_options();
+    REQUIRE(loose_options.refresh_tolerance == 1e-2);  // the default
+    weft::MultilevelPreconditioner<double, 5> loose(loose_options);
+    loose.set_lines(&lines);
+    REQUIRE(loose.prepare(problem.a, free_dofs, state));
+    std::vector<Eigen::MatrixXd> prolongators;
+    for (int l = 1; l < loose.levels(); ++l)
+        prolongators.push_back(Eigen::MatrixXd(loose.level_prolongator(static_cast<std::size_t>(l))));
+    const YarnProblem now = rescaled_on(problem, patches[0], 1e-4, rng);
+    REQUIRE(loose.prepare(now.a, free_dofs, state));
+    CHECK(loose.refreshes() == 1);
+    CHECK(loose.refreshed_row_share() > 0.0);
+    CHECK(loose.refreshed_row_share() < 0.5);  // the drift elsewhere is kept
+    // Each coarse level within the tolerance of Pᵀ Â P of the new values
+    // (the filter's identity on inactive DoFs as in the refresh test above).
+    Eigen::MatrixXd above = filter.asDiagonal() * Eigen::MatrixXd(now.system.a) * filter.asDiagonal();
+    for (Eigen::Index i = 0; i < above.rows(); ++i) {
+        if (filter(i) == 0.0) above(i, i) = 1.0;
+    }
+    for (int l = 1; l < loose.levels(); ++l) {
+        INFO("level " << l);
+        const Eigen::MatrixXd& p = prolongators[static_cast<std::size_t>(l - 1)];
+        Eigen::MatrixXd exact_level = p.transpose() * above * p;
+        for (Eigen::Index i = 0; i < exact_level.rows(); ++i) {
+            if (exact_level(i, i) == 0.0) exact_level(i, i) = 1.0;
+        }
+        const Eigen::MatrixXd refreshed = Eigen::MatrixXd(loose.level_matrix(static_cast<std::size_t>(l)));
+        const double difference = (refreshed - exact_level).cwiseAbs().maxCoeff();
+        if (l == 1) CHECK(difference > 0.0);  // the kept rows' drift is there
+        CHECK(difference <= 1e-2 * exact_level.cwiseAbs().maxCoeff());
+        CHECK(refreshed == refreshed.transpose());
+        above = refreshed;
+    }
+    CHECK(check_symmetric_positive(loose, filter, rng, 2, 1e-7) == 2);
+    solve_to_solution(now, free_dofs, loose, filtered_solution(now, filter));
+}
+
+TEST_CASE(
+    "multilevel: with on-growth, the first refresh by rows comes at the first solve slower than the first, and a "
+    "refresh cheaper than one iteration is then made before every solve",
+    "[backend][multilevel][line_preconditioner][squares][refresh]")
+{
+    Random rng(89);
+    const WovenSystem woven = woven_system(30);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    const YarnProblem now = rescaled_on(problem, patch_nodes(problem, 2, 3, 4, 5), 0.0, rng);
+    int checked = 0;
+    for (const double tolerance : {1e-2, -1.0}) {
+        INFO("refresh_tolerance " << tolerance);
+        weft::MultilevelOptions options = square_options();
+        options.refresh = weft::MultilevelRefresh::on_growth;
+        options.refresh_tolerance = tolerance;
+        weft::MultilevelPreconditioner<double, 5> m(options);
+        m.set_lines(&lines);
+        REQUIRE(m.prepare(problem.a, free_dofs, state));
+        // Solves of a microsecond, so that their extra iterations cost far
+        // less than the build (the rent-or-buy rule buys nothing).
+        m.record_solve(true, 5, 5e-6);  // the first solve after the build: 5 iterations
+        REQUIRE(m.prepare(problem.a, free_dofs, state));
+        CHECK(m.refreshes() == 0);
+        m.record_solve(true, 6, 6e-6);  // one iteration more, far below the growth limit
+        REQUIRE(m.prepare(now.a, free_dofs, state));
+        if (tolerance < 0.0) {  // every row: a refresh is bought at the limit only
+            CHECK(m.refreshes() == 0);
+            CHECK(!m.refreshing_ahead());
+            ++checked;
+            continue;
+        }
+        CHECK(m.refreshes() == 1);
+        REQUIRE(m.last_refresh_seconds() >= 0.0);
+        // An iteration costs 200 s here: the refresh is far cheaper.
+        m.record_solve(true, 5, 1e3);
+        CHECK(m.refreshing_ahead());
+        for (int k = 0; k < 6; ++k) {  // no probes: every prepare refreshes
+            REQUIRE(m.prepare(now.a, free_dofs, state));
+            CHECK(m.refreshes() == 2 + k);
+            m.record_solve(true, 5, 1e3);
+        }
+        // A refresh dearer than an iteration ends it.
+        m.record_solve(true, 5, 1e-9);
+        CHECK(!m.refreshing_ahead());
+        CHECK(m.builds() == 1);
+        ++checked;
+    }
+    CHECK(checked == 2);
+}
+
 TEST_CASE(
     "multilevel: the square levels' line-ordered rows give the V- and W-cycles the same bits as rows in place, after "
     "the build and after a refresh of new values",

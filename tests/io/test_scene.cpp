@@ -407,6 +407,23 @@ TEST_CASE("scene: solver.multilevel_square_side is read, 3 by default, into the 
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_square_side"));
 }
 
+TEST_CASE("scene: solver.multilevel_refresh_tolerance is read, 0.01 by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_refresh_tolerance == 0.01);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.refresh_tolerance == 0.01);
+    CHECK(weft::MultilevelOptions{}.refresh_tolerance == 0.01);
+    for (const double tau : {0.0, 0.1, -1.0}) {  // 0: every row that changed; negative: every row
+        j["solver"]["multilevel_refresh_tolerance"] = tau;
+        CHECK(weft::parse_scene(j).solver.multilevel_refresh_tolerance == tau);
+        CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.refresh_tolerance == tau);
+    }
+    j["solver"]["multilevel_refresh_tolerance"] = "0.01";
+    CHECK_THROWS_WITH(weft::parse_scene(j),
+                      Catch::Contains("solver.multilevel_refresh_tolerance") && Catch::Contains("expected a number"));
+}
+
 TEST_CASE("scene: solver.multilevel_cycle is read, \"v\" by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {
@@ -1058,9 +1075,9 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 185 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 186 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 185);
+    REQUIRE(checked == 186);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

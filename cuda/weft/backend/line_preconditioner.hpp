@@ -473,6 +473,9 @@ struct FactorLine {
     const int bandwidth;                  ///< 1 or 2
     T* const inverse_pivots;              ///< #entries · B·B
     T* const couplings;                   ///< #entries · 2 · B·B
+    /// #nodes, or nullptr: a line none of whose nodes is marked keeps its
+    /// factors (they must be those of the same values on its rows).
+    const std::uint8_t* const changed_nodes = nullptr;
 
     /// out = filtered A(row_node, col_node), zero when not stored.
     WEFT_HD void load_coupling(Index row_node, Index col_node, T (&out)[B][B]) const
@@ -492,6 +495,11 @@ struct FactorLine {
     {
         const Index first = line_ptr[line];
         const Index last = line_ptr[line + 1];
+        if (changed_nodes != nullptr) {
+            bool changed = false;
+            for (Index e = first; e < last && !changed; ++e) changed = changed_nodes[line_nodes[e]] != 0;
+            if (!changed) return 0;
+        }
         // upper[j][d − 1] = Ū_{i−j, i−j+d} for the two previous entries (j = 1, 2).
         T upper[3][max_line_bandwidth][B][B] = {};
         for (Index e = first; e < last; ++e) {
@@ -665,9 +673,11 @@ struct CopyOrderedRow {
     const Index* const ordered_row_ptr;
     Index* const ordered_col_idx;  ///< nullptr: the columns are kept
     TA* const ordered_values;
+    const std::uint8_t* const changed_nodes = nullptr;  ///< #nodes, or nullptr: the rows of unmarked nodes are kept
 
     WEFT_HD void operator()(Index e) const
     {
+        if (changed_nodes != nullptr && !changed_nodes[line_nodes[e]]) return;
         const Index begin = ordered_row_ptr[e];
         const Index length = ordered_row_ptr[e + 1] - begin;
         const Index source = row_ptr[line_nodes[e]];
@@ -772,12 +782,18 @@ void sweep_line_families(const BsrConstView<TA, B>& a, const std::uint8_t* free_
 /// @param[in]  free_dofs  #DoFs filter S: nonzero = free, 0 = constrained
 /// @param[in]  lines      node chains
 /// @param[out] factors    resized and filled
+/// @param[in]  changed_nodes  nullptr, or #nodes flags: only the lines with
+///             a flagged node are factored again; the others keep their
+///             factors, which must be those of `a`'s current values on
+///             their rows (the same lines and filter, values changed only
+///             in flagged rows); the line-ordered copy of the rows is kept
+///             for order_line_rows to renew where flagged
 /// @return number of lines with a pivot block that is not positive definite
 ///         (0 on success; otherwise the factors must not be applied)
-/// @throws InvalidInput on size mismatches
+/// @throws InvalidInput on size mismatches, or flags for factors of another size
 template <typename T, int B>
 Index factor_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, const LineSet& lines,
-                   LineFactors<T, B>& factors)
+                   LineFactors<T, B>& factors, const thrust::device_vector<std::uint8_t>* changed_nodes = nullptr)
 {
     if (a.block_rows() != a.block_cols() || a.block_rows() != lines.node_count()) {
         throw InvalidInput(detail::describe(
@@ -788,15 +804,28 @@ Index factor_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::ui
         throw InvalidInput(detail::describe("factor_lines free_dofs.size()", free_dofs.size(),
                                             ("must equal the matrix size " + std::to_string(a.rows())).c_str()));
     }
-    factors.resize(lines);
-    factors.ordered_rows = LineFactors<T, B>::OrderedRows::none;
+    if (changed_nodes != nullptr) {
+        if (changed_nodes->size() != static_cast<std::size_t>(lines.node_count())) {
+            throw InvalidInput(
+                detail::describe("factor_lines changed_nodes.size()", changed_nodes->size(),
+                                 ("must equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
+        }
+        if (factors.inverse_pivots.size() != static_cast<std::size_t>(lines.entry_count()) * (B * B)) {
+            throw InvalidInput(detail::describe("factor_lines factors.inverse_pivots.size()",
+                                                factors.inverse_pivots.size(),
+                                                "with changed_nodes the factors must be those of these lines"));
+        }
+    } else {
+        factors.resize(lines);
+        factors.ordered_rows = LineFactors<T, B>::OrderedRows::none;
+    }
     return thrust::transform_reduce(
         thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(lines.line_count()),
-        line_detail::FactorLine<T, B>{a.view(), thrust::raw_pointer_cast(free_dofs.data()),
-                                      thrust::raw_pointer_cast(lines.line_ptr().data()),
-                                      thrust::raw_pointer_cast(lines.line_nodes().data()), lines.bandwidth(),
-                                      thrust::raw_pointer_cast(factors.inverse_pivots.data()),
-                                      thrust::raw_pointer_cast(factors.couplings.data())},
+        line_detail::FactorLine<T, B>{
+            a.view(), thrust::raw_pointer_cast(free_dofs.data()), thrust::raw_pointer_cast(lines.line_ptr().data()),
+            thrust::raw_pointer_cast(lines.line_nodes().data()), lines.bandwidth(),
+            thrust::raw_pointer_cast(factors.inverse_pivots.data()), thrust::raw_pointer_cast(factors.couplings.data()),
+            changed_nodes != nullptr ? thrust::raw_pointer_cast(changed_nodes->data()) : nullptr},
         Index(0), thrust::plus<Index>{});
 }
 
@@ -879,10 +908,15 @@ void apply_lines_symmetric(const BsrMatrix<T, B>& a, const thrust::device_vector
 ///                call on these factors: the copy's row pointers and columns
 ///                are kept and only the values are copied (they are formed
 ///                again where the factors hold none of the right size)
+/// @param[in]     changed_nodes  nullptr, or #nodes flags: with the pattern
+///                kept and a copy of the same precision in place, only the
+///                flagged nodes' rows are copied again (the others' values
+///                must not have changed since the last copy)
 /// @throws InvalidInput on size mismatches
 template <typename T, int B>
 void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors<T, B>& factors,
-                     const thrust::device_vector<float>* single_values = nullptr, bool pattern_kept = false)
+                     const thrust::device_vector<float>* single_values = nullptr, bool pattern_kept = false,
+                     const thrust::device_vector<std::uint8_t>* changed_nodes = nullptr)
 {
     if (a.block_rows() != lines.node_count()) {
         throw InvalidInput(
@@ -913,19 +947,28 @@ void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors
         factors.ordered_col_idx.resize(static_cast<std::size_t>(row_ptr.back()));
         pattern_kept = false;
     }
+    if (changed_nodes != nullptr && changed_nodes->size() != static_cast<std::size_t>(lines.node_count())) {
+        throw InvalidInput(
+            detail::describe("order_line_rows changed_nodes.size()", changed_nodes->size(),
+                             ("must equal LineSet node_count() = " + std::to_string(lines.node_count())).c_str()));
+    }
     const Index blocks = row_ptr.back();
     // The columns are written with the values unless the pattern is kept.
     const auto copy = [&](const auto* values, auto& ordered, auto& other) {
         using TA = std::remove_const_t<std::remove_pointer_t<decltype(values)>>;
         other.clear();
         other.shrink_to_fit();
+        // Only flagged rows where a whole copy of this precision is in place.
+        const bool partial =
+            changed_nodes != nullptr && pattern_kept && ordered.size() == static_cast<std::size_t>(blocks) * (B * B);
         ordered.resize(static_cast<std::size_t>(blocks) * (B * B));
         thrust::for_each(
             thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(entries),
             line_detail::CopyOrderedRow<B, TA>{
                 a.view().row_ptr, a.view().col_idx, values, nodes, thrust::raw_pointer_cast(row_ptr.data()),
                 pattern_kept ? nullptr : thrust::raw_pointer_cast(factors.ordered_col_idx.data()),
-                thrust::raw_pointer_cast(ordered.data())});
+                thrust::raw_pointer_cast(ordered.data()),
+                partial ? thrust::raw_pointer_cast(changed_nodes->data()) : nullptr});
     };
     if (single_values != nullptr) {
         copy(a.view_with(*single_values).values, factors.ordered_values_single, factors.ordered_values);

@@ -164,12 +164,41 @@
 /// sphere presses, the first stale solve after a refresh took 9–11
 /// iterations more than the fresh one, 1.8–2.0 s against a 0.8–0.9 s
 /// refresh; at 200², 1–2 iterations (45–110 ms) against 0.18–0.22 s
-/// (benchmarks/RESULTS.md, "Refreshing ahead").
+/// (benchmarks/RESULTS.md, "Refreshing ahead"). A refresh by rows (below)
+/// that cost less than one iteration of the last timed solve (few rows
+/// moved) is bought at every prepare() too, without probes:
+/// it costs less than the least drift a stale solve can show, and where
+/// nothing moved, at most that one iteration per solve. The first refresh
+/// by rows, whose price is not known yet, is bought at the first solve
+/// slower than the first after the build.
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
 /// of the block product (BlockFixedPatternProduct): a refresh 3.5–4.9× faster on CPU
 /// threads than the scalar products.
+///
+/// Refresh by rows (MultilevelOptions::refresh_tolerance, default 1e-2). Most
+/// of a cloth's matrix does not change from one step to the next beyond
+/// round-off: on the sphere drop the entries that move by more than 1 % of
+/// their diagonal's scale per step lie in the contact region, a few percent
+/// of the rows. A square level keeps the values of Â (the finest matrix, or
+/// the level above's blocked copy) as each row was last taken; a refresh
+/// takes again only the rows in which some entry moved by more than
+/// τ sqrt(|Â_rr| |Â_cc|), recomputes their rows of Â P, and the rows of
+/// Pᵀ (Â P) that sum one of them (the restriction's row reaches it), then
+/// completes those rows, mirrors their blocks into the rows left of them,
+/// and factors again only the coarse lines whose values that changed. The
+/// coarse matrix is then Pᵀ Ã P (mirrored from its upper blocks) for an Ã
+/// each of whose rows is within τ of Â's on the diagonal's scale: symmetric
+/// by construction, and positive definite while those differences stay
+/// small against Â's smallest eigenvalue, which the mass term bounds from
+/// below; a level that fails to factor rebuilds the hierarchy as a failed
+/// refresh always has. τ = 0 recomputes exactly the rows that changed, with
+/// the same bits as recomputing every row. A new filter recomputes every
+/// row. The copy costs one more copy of Â's values per square level (a
+/// seventh more memory on the 400² sphere drop). refreshed_row_share()
+/// counts the rows recomputed; benchmarks/RESULTS.md "Refresh by rows" has
+/// the measurements.
 ///
 /// A new filter on the same pattern (EIL tags set or cleared, a pin) is
 /// taken by a refresh too, where refreshes are on: the V-cycle adds the
@@ -326,6 +355,16 @@ struct MultilevelOptions {
     /// What a slow solve renews while the pattern and filter stay (see Reuse
     /// in the file comment).
     MultilevelRefresh refresh = MultilevelRefresh::on_growth;
+    /// Which rows a refresh of the square levels recomputes (scene key
+    /// solver.multilevel_refresh_tolerance): a row of Â (the finest matrix,
+    /// or the level above's) is taken again when one of its entries has moved
+    /// by more than refresh_tolerance · sqrt(|Â_rr| |Â_cc|) (its diagonal's
+    /// scale) since the refresh that last took it, and only the coarse rows
+    /// such rows reach are recomputed (see "Refresh by rows" in the file
+    /// comment). 0: every row that changed at all (the same bits as
+    /// recomputing every row); negative: every row at every refresh, without
+    /// the copy of each square level's Â that the comparison keeps.
+    double refresh_tolerance = 1e-2;
     /// The finest level's products in the V-cycle (the smoother's residuals
     /// and the residual restricted to the coarse level) with a float copy of
     /// the matrix's values, and the yarn-line smoother's solves with float
@@ -427,6 +466,10 @@ inline void validate(const MultilevelOptions& o)
     }
     if (!(o.rebuild_growth >= 1.0)) {
         throw InvalidInput(detail::describe("MultilevelOptions rebuild_growth", o.rebuild_growth, "must be >= 1"));
+    }
+    if (!std::isfinite(o.refresh_tolerance)) {
+        throw InvalidInput(
+            detail::describe("MultilevelOptions refresh_tolerance", o.refresh_tolerance, "must be finite"));
     }
 }
 
@@ -2044,9 +2087,11 @@ struct BlockFixedPatternProduct {
     T* const c_values;
     const std::uint8_t* const free_dofs;
     const bool upper;
+    const std::uint8_t* const rows_taken;  ///< nullptr, or per row: 0 leaves the row's values as they are
 
     WEFT_HD int operator()(Index row) const
     {
+        if (rows_taken != nullptr && !rows_taken[row]) return 0;
         const Index c_end = c_row_ptr[row + 1];
         for (std::size_t v = static_cast<std::size_t>(c_row_ptr[row]) * (R * N);
              v < static_cast<std::size_t>(c_end) * (R * N); ++v) {
@@ -2115,11 +2160,17 @@ struct CompleteBlockGalerkin {
     const Index* const mirror;
     const std::uint8_t* const free_dofs;
     T* const values;
+    /// nullptr, or per row: whether the products recomputed it. A row they
+    /// left keeps its diagonal block (completed before) and takes only the
+    /// mirrors of blocks in recomputed rows.
+    const std::uint8_t* const reached = nullptr;
 
     WEFT_HD void operator()(Index row) const
     {
+        const bool whole = reached == nullptr || reached[row] != 0;
         for (Index e = row_ptr[row]; e < row_ptr[row + 1]; ++e) {
             T* block = values + static_cast<std::size_t>(e) * (N * N);
+            if (!whole && (col_idx[e] >= row || !reached[col_idx[e]])) continue;
             if (col_idx[e] < row) {
                 const T* from = values + static_cast<std::size_t>(mirror[e]) * (N * N);
                 for (int r = 0; r < N; ++r) {
@@ -2158,17 +2209,109 @@ inline std::vector<Index> block_symmetric_mirror(const BlockPattern& p)
 }
 
 /// C = A X in blocks into C's fixed pattern (BlockFixedPatternProduct over
-/// `rows` block rows); the number of products that fell outside it.
+/// `rows` block rows; with `rows_taken`, only the rows it marks); the
+/// number of products that fell outside it.
 template <typename T, int R, int K, int N>
 int block_fixed_pattern_product(Index rows, const BlockArrays<T>& a, const std::uint8_t* free_dofs,
                                 const BlockArrays<T>& x, const Index* c_row_ptr, const Index* c_col_idx, T* c_values,
-                                bool upper)
+                                bool upper, const std::uint8_t* rows_taken = nullptr)
 {
     return thrust::transform_reduce(
         thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
-        BlockFixedPatternProduct<T, R, K, N>{a, x, c_row_ptr, c_col_idx, c_values, free_dofs, upper}, 0,
+        BlockFixedPatternProduct<T, R, K, N>{a, x, c_row_ptr, c_col_idx, c_values, free_dofs, upper, rows_taken}, 0,
         thrust::plus<int>{});
 }
+
+/// |A_rr| of each DoF of a K × K block matrix whose rows all hold their
+/// diagonal block (the scale of a refresh by rows).
+template <typename T, int K>
+struct DiagonalScale {
+    const BlockArrays<T> a;
+    T* const scale;  ///< #rows · K
+
+    WEFT_HD void operator()(Index row) const
+    {
+        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+            if (a.col_idx[k] != row) continue;
+            for (int r = 0; r < K; ++r) {
+                const T d = a.values[static_cast<std::size_t>(k) * (K * K) + r * (K + 1)];
+                scale[static_cast<std::size_t>(row) * K + r] = d < T(0) ? -d : d;
+            }
+        }
+    }
+};
+
+/// A refresh by rows (MultilevelOptions::refresh_tolerance): marks the row
+/// when one of its entries has moved by more than τ sqrt(|A_rr| |A_cc|)
+/// from its copy in `taken` (τ = 0: when one moved at all), and then copies
+/// the row's values into `taken`. Returns the mark.
+template <typename T, int K>
+struct TakeMovedRow {
+    const BlockArrays<T> a;
+    T* const taken;        ///< the values as the rows were last taken
+    const T* const scale;  ///< DiagonalScale
+    const T tolerance;
+    std::uint8_t* const moved;  ///< #rows
+
+    WEFT_HD int operator()(Index row) const
+    {
+        const std::size_t begin = static_cast<std::size_t>(a.row_ptr[row]) * (K * K);
+        const std::size_t end = static_cast<std::size_t>(a.row_ptr[row + 1]) * (K * K);
+        bool move = false;
+        for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1] && !move; ++k) {
+            const T* column_scale = scale + static_cast<std::size_t>(a.col_idx[k]) * K;
+            const std::size_t at = static_cast<std::size_t>(k) * (K * K);
+            for (int r = 0; r < K; ++r) {
+                const T row_scale = tolerance * tolerance * scale[static_cast<std::size_t>(row) * K + r];
+                for (int c = 0; c < K; ++c) {
+                    const T d = a.values[at + r * K + c] - taken[at + r * K + c];
+                    move = move || (d != T(0) && !(d * d < row_scale * column_scale[c]));  // NaN moves
+                }
+            }
+        }
+        moved[row] = move ? 1 : 0;
+        if (move) {
+            for (std::size_t v = begin; v < end; ++v) taken[v] = a.values[v];
+        }
+        return move ? 1 : 0;
+    }
+};
+
+/// Row I of Pᵀ Â P is recomputed where a row of Â P it sums is: where the
+/// restriction's row I has a block in a moved row. Returns the mark.
+struct RowsReached {
+    const Index* const row_ptr;  ///< the restriction's
+    const Index* const col_idx;
+    const std::uint8_t* const moved;  ///< the rows of Â (and Â P) taken again
+    std::uint8_t* const reached;
+
+    WEFT_HD int operator()(Index row) const
+    {
+        bool any = false;
+        for (Index k = row_ptr[row]; k < row_ptr[row + 1] && !any; ++k) any = moved[col_idx[k]] != 0;
+        reached[row] = any ? 1 : 0;
+        return any ? 1 : 0;
+    }
+};
+
+/// The rows of a symmetric block matrix whose values a refresh by rows
+/// changes: the rows it recomputed on and right of the diagonal
+/// (`reached`), and the rows holding a mirror of one of their blocks (a
+/// block left of the diagonal in a reached column).
+struct RowsChanged {
+    const Index* const row_ptr;
+    const Index* const col_idx;
+    const std::uint8_t* const reached;
+    std::uint8_t* const changed;
+
+    WEFT_HD void operator()(Index row) const
+    {
+        bool any = reached[row] != 0;
+        for (Index k = row_ptr[row]; k < row_ptr[row + 1] && !any && col_idx[k] < row; ++k)
+            any = reached[col_idx[k]] != 0;
+        changed[row] = any ? 1 : 0;
+    }
+};
 
 /// C_rr += 1 on the rows that `free_dofs` marks inactive (the identity that
 /// the build adds for coarse DoFs left inactive by a dependent near-null column).
@@ -2346,6 +2489,12 @@ struct CoarseLevel {
     /// block product Pᵀ Â P.
     BlockCsr<T> block_prolongator, block_restriction, block_product;
     thrust::device_vector<Index> block_mirror;
+    /// A refresh by rows (MultilevelOptions::refresh_tolerance >= 0): the
+    /// values of Â (the level above's) as each row was last taken, their
+    /// diagonal's scale, the rows of Â taken by the last refresh, and this
+    /// level's rows it recomputed (`reached`) or changed by a mirror too.
+    thrust::device_vector<T> taken, scale;
+    thrust::device_vector<std::uint8_t> moved, reached, changed;
     /// W-cycle scratch: the level's right-hand side and its first cycle's result.
     thrust::device_vector<T> cycle_rhs, cycle_sum;
 };
@@ -2496,7 +2645,7 @@ public:
             reuse && !m_rebuild_requested && !m_kept_pattern &&
             (new_filter || m_refresh_requested || ahead || m_options.refresh == MultilevelRefresh::every_prepare);
         const bool asked = new_filter || m_refresh_requested;
-        if (refresh && refresh_values(a, free_dofs)) {
+        if (refresh && refresh_values(a, free_dofs, new_filter)) {
             if (new_filter) {
                 thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
                 m_filter_refreshes += 1;
@@ -2556,13 +2705,18 @@ public:
         const bool refreshes_help = refreshes_known_to_help();
         if (timed) {
             const double per_iteration = seconds / iterations;
+            // A refresh by rows cheaper than one iteration (few rows moved)
+            // is bought at every prepare: it costs less than the least drift
+            // a stale solve can show.
+            m_cheap_refresh = refreshes_help && refreshes_by_rows() && m_last_refresh_seconds >= 0.0 &&
+                              m_last_refresh_seconds < per_iteration;
             m_stale_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
             if (m_fresh_iterations < 0) {
                 m_fresh_iterations = iterations;
                 // Refreshing ahead: after this many fresh solves, the next
                 // prepare keeps the values, so that one stale solve measures
                 // the drift again.
-                if (refreshing_ahead() && ++m_ahead_solves >= m_probe_interval) {
+                if (refreshing_ahead() && !m_cheap_refresh && ++m_ahead_solves >= m_probe_interval) {
                     m_ahead_solves = 0;
                     m_probe_next = true;
                 }
@@ -2600,7 +2754,10 @@ public:
         // A refresh whose price is not known yet (none so far) is bought at the
         // first slow solve: it costs a fraction of a build, and then its price is known.
         const bool first_refresh = by_refresh && m_last_refresh_seconds < 0.0;
-        if (drifted || (iterations > limit && (!timed || first_refresh || m_stale_seconds >= price))) {
+        // A refresh by rows costs about what moved: the first one is bought
+        // at the first solve slower than the first after the build.
+        const bool first_by_rows = first_refresh && timed && refreshes_by_rows() && iterations > m_first_iterations;
+        if (drifted || first_by_rows || (iterations > limit && (!timed || first_refresh || m_stale_seconds >= price))) {
             if (by_refresh) {
                 m_growth_refreshes += 1;
                 m_refresh_requested = true;
@@ -2623,7 +2780,23 @@ public:
     /// Whether the default refresh rule (MultilevelRefresh::on_growth, timed
     /// solves) now refreshes ahead: at every prepare() but a probe's, because
     /// the last stale solve measured after a renewal cost more than a refresh.
-    bool refreshing_ahead() const { return m_ahead && m_options.timed_rebuild && refreshes_known_to_help(); }
+    /// Whether a refresh goes by rows (MultilevelOptions::refresh_tolerance):
+    /// refreshes are on and some coarse level is a square level that keeps
+    /// the values its rows were taken from.
+    bool refreshes_by_rows() const
+    {
+        if (m_options.refresh == MultilevelRefresh::off || m_options.refresh_tolerance < 0.0) return false;
+        for (const auto& level : m_coarse) {
+            if (!level.block_product.empty() && !level.taken.empty()) return true;
+        }
+        return false;
+    }
+    /// Also while the last refresh, by rows, cost less than one iteration of
+    /// the last timed solve (then without probes).
+    bool refreshing_ahead() const
+    {
+        return (m_ahead || m_cheap_refresh) && m_options.timed_rebuild && refreshes_known_to_help();
+    }
     /// Refreshes made ahead (refreshing_ahead()) so far, and the fresh solves
     /// between two probes now (4, doubled by each probe that confirms the
     /// drift, at most 32).
@@ -2664,6 +2837,10 @@ public:
     /// (MultilevelOptions::keep_across_patterns) instead of a build.
     int pattern_keeps() const { return m_pattern_keeps; }
     double refresh_seconds() const { return m_refresh_seconds; }
+    /// Over the refreshes by rows so far (MultilevelOptions::refresh_tolerance),
+    /// the share of the first coarse level's rows they recomputed; −1 before
+    /// the first.
+    double refreshed_row_share() const { return m_rows_refreshable > 0.0 ? m_rows_reached / m_rows_refreshable : -1.0; }
     /// The last refresh's seconds (< 0 before the first).
     double last_refresh_seconds() const { return m_last_refresh_seconds; }
     /// Seconds spent in builds so far (host setup and uploads).
@@ -2824,6 +3001,7 @@ private:
         m_fresh_stale_seconds = 0.0;
         m_solves_since_renewal = 0;
         m_probe_next = false;
+        m_cheap_refresh = false;
         m_rebuild_requested = false;
         m_refresh_requested = false;
         m_checking_refresh = false;
@@ -3023,6 +3201,9 @@ private:
             }
         }
         if (!invert_coarsest(level_matrix, level_free)) return false;
+        for (std::size_t l = 0; l < m_coarse.size(); ++l) {
+            if (!m_coarse[l].block_product.empty()) take_every_row(l, a);
+        }
         m_built = true;
         return true;
     }
@@ -3038,7 +3219,9 @@ private:
     /// the reference iterations stay the build's.
     /// @return false when a product leaves the kept pattern or a level is not
     ///         positive definite (then the caller rebuilds)
-    bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    /// `every_row`: the square levels recompute every row whatever
+    /// refresh_tolerance says (a new filter changes Â where no value moved).
+    bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, bool every_row)
     {
         using namespace multilevel_detail;
         const bool asked = m_refresh_requested;
@@ -3055,9 +3238,16 @@ private:
         for (std::size_t l = 0; ok && l < m_coarse.size(); ++l) {
             CoarseLevel<T>& level = m_coarse[l];
             if (!level.block_product.empty()) {  // a square level: its Galerkin product in blocks, its line factors
-                ok = refresh_in_blocks(l, a, free_dofs) == 0 &&
-                     factor_lines(level.blocked, level.free_dofs, level.lines, level.factors) == 0;
-                if (ok) order_rows(level.blocked, level.lines, level.factors, nullptr, true);
+                // By rows where the level keeps the values its rows were taken from.
+                const bool by_rows =
+                    !every_row && m_options.refresh_tolerance >= 0.0 &&
+                    level.taken.size() == (l == 0 ? a.values() : m_coarse[l - 1].blocked.values()).size();
+                const int misses = by_rows ? refresh_by_rows(l, a, free_dofs) : refresh_in_blocks(l, a, free_dofs);
+                if (!by_rows) take_every_row(l, a);
+                const thrust::device_vector<std::uint8_t>* changed = by_rows ? &level.changed : nullptr;
+                ok = misses == 0 &&
+                     factor_lines(level.blocked, level.free_dofs, level.lines, level.factors, changed) == 0;
+                if (ok) order_rows(level.blocked, level.lines, level.factors, nullptr, true, changed);
                 continue;
             }
             if (level.product.rows() == 0 || level.product.rows() != level.prolongator.rows()) {
@@ -3175,12 +3365,80 @@ private:
         return misses;
     }
 
+    /// Square level l's refresh by rows (MultilevelOptions::refresh_tolerance;
+    /// "Refresh by rows" in the file comment): the rows of Â that moved
+    /// beyond the tolerance since they were last taken (TakeMovedRow, which
+    /// takes them), their rows of Â P, the rows of Pᵀ Â P that sum those
+    /// (RowsReached), their completion and mirrors, and the rows whose values
+    /// that changes (RowsChanged: level.changed, for the line factors and the
+    /// line-ordered copy). Returns the products that fell outside the kept
+    /// patterns.
+    int refresh_by_rows(std::size_t l, const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        using namespace multilevel_detail;
+        CoarseLevel<T>& level = m_coarse[l];
+        const auto take = [&](const auto& above) {
+            constexpr int K = std::decay_t<decltype(above)>::block_size;
+            const Index rows = above.block_rows();
+            level.scale.resize(static_cast<std::size_t>(rows) * K);
+            level.moved.resize(static_cast<std::size_t>(rows));
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(rows),
+                             DiagonalScale<T, K>{arrays_of(above), raw_pointer(level.scale)});
+            thrust::transform_reduce(
+                thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
+                TakeMovedRow<T, K>{arrays_of(above), raw_pointer(level.taken), raw_pointer(level.scale),
+                                   static_cast<T>(m_options.refresh_tolerance), raw_pointer(level.moved)},
+                0, thrust::plus<int>{});
+        };
+        if (l == 0) {
+            take(a);
+        } else {
+            take(m_coarse[l - 1].blocked);
+        }
+        const Index rows = level.blocked.block_rows();
+        level.reached.resize(static_cast<std::size_t>(rows));
+        level.changed.resize(static_cast<std::size_t>(rows));
+        const Index reached = thrust::transform_reduce(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
+            RowsReached{raw_pointer(level.block_restriction.row_ptr), raw_pointer(level.block_restriction.col_idx),
+                        raw_pointer(level.moved), raw_pointer(level.reached)},
+            Index(0), thrust::plus<Index>{});
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
+                         RowsChanged{raw_pointer(level.blocked.row_ptr()), raw_pointer(level.blocked.col_idx()),
+                                     raw_pointer(level.reached), raw_pointer(level.changed)});
+        const int misses = galerkin_in_blocks(l, a, free_dofs, raw_pointer(level.moved), raw_pointer(level.reached));
+        complete_in_blocks(level, raw_pointer(level.reached));
+        if (l == 0) {
+            m_rows_reached += static_cast<double>(reached);
+            m_rows_refreshable += static_cast<double>(rows);
+        }
+        return misses;
+    }
+
+    /// Square level l keeps Â's current values as the ones its rows were
+    /// taken from (a refresh by rows compares with them), or none where
+    /// refresh_tolerance is negative or refreshes are off.
+    void take_every_row(std::size_t l, const BsrMatrix<T, B>& a)
+    {
+        multilevel_detail::CoarseLevel<T>& level = m_coarse[l];
+        if (m_options.refresh_tolerance < 0.0 || m_options.refresh == MultilevelRefresh::off) {
+            level.taken.clear();
+            level.taken.shrink_to_fit();
+            return;
+        }
+        level.taken = l == 0 ? a.values() : m_coarse[l - 1].blocked.values();
+    }
+
     /// Level l's Â P and the blocks of Pᵀ (Â P) on and right of the
     /// diagonal (BlockFixedPatternProduct into the kept patterns), with Â the
     /// finest matrix under the filter `free_dofs` or the level above's
     /// blocked copy. Returns the products that fell outside the patterns.
+    /// With `rows_taken` (per row of Â) and `rows_reached` (per row of the
+    /// level), only those rows of Â P and of Pᵀ Â P (refresh_by_rows).
     int galerkin_in_blocks(std::size_t l, const BsrMatrix<T, B>& a,
-                           const thrust::device_vector<std::uint8_t>& free_dofs)
+                           const thrust::device_vector<std::uint8_t>& free_dofs,
+                           const std::uint8_t* rows_taken = nullptr, const std::uint8_t* rows_reached = nullptr)
     {
         using namespace multilevel_detail;
         constexpr int N = square_modes;
@@ -3191,10 +3449,11 @@ private:
             constexpr int K = decltype(above)::value;
             int misses = block_fixed_pattern_product<T, K, K, N>(
                 c.block_rows(), matrix, filter, arrays_of(level.block_prolongator), raw_pointer(c.row_ptr),
-                raw_pointer(c.col_idx), raw_pointer(c.values), false);
-            misses += block_fixed_pattern_product<T, N, K, N>(
-                galerkin.block_rows(), arrays_of(level.block_restriction), nullptr, arrays_of(c),
-                raw_pointer(galerkin.row_ptr()), raw_pointer(galerkin.col_idx()), raw_pointer(galerkin.values()), true);
+                raw_pointer(c.col_idx), raw_pointer(c.values), false, rows_taken);
+            misses += block_fixed_pattern_product<T, N, K, N>(galerkin.block_rows(), arrays_of(level.block_restriction),
+                                                              nullptr, arrays_of(c), raw_pointer(galerkin.row_ptr()),
+                                                              raw_pointer(galerkin.col_idx()),
+                                                              raw_pointer(galerkin.values()), true, rows_reached);
             return misses;
         };
         return l == 0 ? product(std::integral_constant<int, B>{}, arrays_of(a), raw_pointer(free_dofs))
@@ -3204,7 +3463,7 @@ private:
     /// A square level's Galerkin blocks completed (CompleteBlockGalerkin: the
     /// blocks left of the diagonal mirrored, the identity on inactive DoFs),
     /// and its scalar copy (where it keeps one) gathered from them.
-    void complete_in_blocks(multilevel_detail::CoarseLevel<T>& level)
+    void complete_in_blocks(multilevel_detail::CoarseLevel<T>& level, const std::uint8_t* reached = nullptr)
     {
         using namespace multilevel_detail;
         constexpr int N = square_modes;
@@ -3213,7 +3472,7 @@ private:
                          thrust::counting_iterator<Index>(galerkin.block_rows()),
                          CompleteBlockGalerkin<T, N>{raw_pointer(galerkin.row_ptr()), raw_pointer(galerkin.col_idx()),
                                                      raw_pointer(level.block_mirror), raw_pointer(level.free_dofs),
-                                                     raw_pointer(galerkin.values())});
+                                                     raw_pointer(galerkin.values()), reached});
         if (!level.block_position.empty()) {  // the scalar copy, where the level keeps one
             thrust::gather(thrust::device, level.block_position.begin(), level.block_position.end(),
                            galerkin.values().begin(), level.matrix.values().begin());
@@ -3266,11 +3525,12 @@ private:
     /// @return whether the copy was made
     template <int K>
     bool order_rows(const BsrMatrix<T, K>& a, const LineSet& lines, LineFactors<T, K>& factors,
-                    const thrust::device_vector<float>* single_values, bool pattern_kept) const
+                    const thrust::device_vector<float>* single_values, bool pattern_kept,
+                    const thrust::device_vector<std::uint8_t>* changed_nodes = nullptr) const
     {
         if constexpr (!backend_is_cuda()) {
             if (m_options.line_ordered_rows) {
-                order_line_rows(a, lines, factors, single_values, pattern_kept);
+                order_line_rows(a, lines, factors, single_values, pattern_kept, changed_nodes);
                 return true;
             }
         }
@@ -3543,6 +3803,8 @@ private:
     bool m_kept_pattern = false;  ///< the coarse levels were kept across a pattern or filter change
     double m_refresh_seconds = 0.0;
     double m_last_refresh_seconds = -1.0;
+    double m_rows_reached = 0.0;      ///< refreshed_row_share(): rows the refreshes by rows recomputed
+    double m_rows_refreshable = 0.0;  ///< and the rows of the first coarse level at each of them
     int m_builds = 0;
     int m_pattern_builds = 0;
     int m_failure_builds = 0;
@@ -3557,9 +3819,10 @@ private:
     int m_solves_since_renewal = 0;       ///< timed solves since the last build or refresh
     static constexpr int min_probe_interval = 4;
     static constexpr int max_probe_interval = 32;
-    bool m_ahead = false;       ///< the last drift measured cost more than a refresh (refreshing_ahead())
-    bool m_probe_next = false;  ///< the next prepare() keeps the values, to measure the drift
-    int m_ahead_solves = 0;     ///< fresh solves since refreshing ahead began or the last probe
+    bool m_ahead = false;          ///< the last drift measured cost more than a refresh (refreshing_ahead())
+    bool m_probe_next = false;     ///< the next prepare() keeps the values, to measure the drift
+    bool m_cheap_refresh = false;  ///< the last refresh cost less than one iteration of the last timed solve
+    int m_ahead_solves = 0;        ///< fresh solves since refreshing ahead began or the last probe
     int m_probe_interval = min_probe_interval;
     int m_ahead_refreshes = 0;
 };

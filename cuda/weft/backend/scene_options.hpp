@@ -47,6 +47,7 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
         solver_words::index_of(s.matrix_precision, solver_words::matrix_precision(), "matrix precision") == 1;
     options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
     options.multilevel.refresh = multilevel_refresh_named(s.multilevel_refresh);
+    options.multilevel.refresh_tolerance = s.multilevel_refresh_tolerance;
     options.multilevel.smoother = multilevel_smoother_named(s.multilevel_smoother);
     options.multilevel.coarse_space = multilevel_coarse_space_named(s.multilevel_coarse_space);
     options.multilevel.square_side = s.multilevel_square_side;

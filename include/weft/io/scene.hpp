@@ -51,6 +51,10 @@
 ///   multilevel_cycle    string "v" | "w"; the multilevel cycle: each coarse
 ///                              level visited once or twice per visit of the
 ///                              level above
+///   multilevel_refresh_tolerance number 0.01; a refresh of the square levels
+///                              recomputes the rows in which an entry moved by
+///                              more than this times its diagonal's scale
+///                              (0: every row that changed; negative: every row)
 ///   matrix_precision    string "double" | "single"; "single": PCG's products use
 ///                              a float copy of the matrix (half the bytes per
 ///                              iteration), vectors and sums stay double

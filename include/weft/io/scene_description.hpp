@@ -37,6 +37,7 @@ struct SolverDescription {
     int multilevel_square_side = 3;                 ///< crossings a side (MultilevelOptions::square_side)
     std::string multilevel_cycle = "v";             ///< "v" | "w" (MultilevelCycle)
     std::string multilevel_refresh = "on-growth";   ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
+    double multilevel_refresh_tolerance = 1e-2;  ///< rows a refresh takes again (MultilevelOptions::refresh_tolerance)
     std::string multilevel_pattern_change =
         "rebuild";                                   ///< "rebuild" | "keep" (MultilevelOptions::keep_across_patterns)
     std::string multilevel_rebuild = "rent-or-buy";  ///< "rent-or-buy" | "growth" (MultilevelOptions::timed_rebuild)

@@ -64,6 +64,10 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
             return read_choice(v, p, solver_words::multilevel_refresh(), "multilevel refresh");
         },
         s.multilevel_refresh);
+    // Any finite number (MultilevelOptions::refresh_tolerance): negative
+    // recomputes every row at every refresh.
+    s.multilevel_refresh_tolerance =
+        o.get_or("multilevel_refresh_tolerance", read_number, s.multilevel_refresh_tolerance);
     s.multilevel_rebuild = o.get_or(
         "multilevel_rebuild",
         [](const json& v, const std::string& p) {
