@@ -195,8 +195,9 @@
 /// below; a level that fails to factor rebuilds the hierarchy as a failed
 /// refresh always has. τ = 0 recomputes exactly the rows that changed, with
 /// the same bits as recomputing every row. A new filter recomputes every
-/// row. The copy costs one more copy of Â's values per square level (a
-/// seventh more memory on the 400² sphere drop). refreshed_row_share()
+/// row. The comparison keeps one more copy of Â's values per square level
+/// (about 0.6 GB on the 400² sphere drop, made after the host build, whose
+/// peak memory it does not raise). refreshed_row_share()
 /// counts the rows recomputed; benchmarks/RESULTS.md "Refresh by rows" has
 /// the measurements.
 ///
@@ -2244,7 +2245,7 @@ struct DiagonalScale {
 /// A refresh by rows (MultilevelOptions::refresh_tolerance): marks the row
 /// when one of its entries has moved by more than τ sqrt(|A_rr| |A_cc|)
 /// from its copy in `taken` (τ = 0: when one moved at all), and then copies
-/// the row's values into `taken`. Returns the mark.
+/// the row's values into `taken`.
 template <typename T, int K>
 struct TakeMovedRow {
     const BlockArrays<T> a;
@@ -2253,7 +2254,7 @@ struct TakeMovedRow {
     const T tolerance;
     std::uint8_t* const moved;  ///< #rows
 
-    WEFT_HD int operator()(Index row) const
+    WEFT_HD void operator()(Index row) const
     {
         const std::size_t begin = static_cast<std::size_t>(a.row_ptr[row]) * (K * K);
         const std::size_t end = static_cast<std::size_t>(a.row_ptr[row + 1]) * (K * K);
@@ -2273,7 +2274,6 @@ struct TakeMovedRow {
         if (move) {
             for (std::size_t v = begin; v < end; ++v) taken[v] = a.values[v];
         }
-        return move ? 1 : 0;
     }
 };
 
@@ -3385,11 +3385,10 @@ private:
             thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                              thrust::counting_iterator<Index>(rows),
                              DiagonalScale<T, K>{arrays_of(above), raw_pointer(level.scale)});
-            thrust::transform_reduce(
-                thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
-                TakeMovedRow<T, K>{arrays_of(above), raw_pointer(level.taken), raw_pointer(level.scale),
-                                   static_cast<T>(m_options.refresh_tolerance), raw_pointer(level.moved)},
-                0, thrust::plus<int>{});
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(rows),
+                             TakeMovedRow<T, K>{arrays_of(above), raw_pointer(level.taken), raw_pointer(level.scale),
+                                                static_cast<T>(m_options.refresh_tolerance), raw_pointer(level.moved)});
         };
         if (l == 0) {
             take(a);
