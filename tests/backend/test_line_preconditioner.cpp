@@ -1822,7 +1822,17 @@ TEST_CASE("line preconditioner: invalid line sets and options are rejected with 
     REQUIRE(weft::factor_lines(a, all_free, colored, colored_factors) == 0);
     expect(invalid_input_message([&] { weft::sweep_lines(a, all_free, colored, colored_factors, b, b, true, true); }),
            {"sweep_lines", "different vectors"});
-    REQUIRE(rejected == 15);
+    // The flags of a refresh by rows: one per node, for factors made for these lines.
+    const thrust::device_vector<std::uint8_t> three_flags(3, 1), four_flags(4, 1);
+    expect(invalid_input_message([&] { weft::factor_lines(a, all_free, colored, colored_factors, &three_flags); }),
+           {"invalid factor_lines changed_nodes.size() = 3", "node_count() = 4"});
+    LineFactors<double, 5> never_factored;
+    expect(invalid_input_message([&] { weft::factor_lines(a, all_free, colored, never_factored, &four_flags); }),
+           {"invalid factor_lines factors.inverse_pivots.size() = 0", "these lines"});
+    expect(
+        invalid_input_message([&] { weft::order_line_rows(a, colored, colored_factors, nullptr, true, &three_flags); }),
+        {"invalid order_line_rows changed_nodes.size() = 3", "node_count() = 4"});
+    REQUIRE(rejected == 18);
 
     options.line_relaxation = 1.0;
     const PcgResult<double> result = weft::solve_filtered_pcg(a, b, x, workspace, options);
