@@ -1,4 +1,5 @@
 #include <cmath>
+#include <vector>
 
 #include <Eigen/Core>
 #include <weft/element/bending_element.hpp>
@@ -505,4 +506,69 @@ TEST_CASE("bending element: the Gauss-Newton variant keeps the forces and gives 
     CHECK((gn.elastic_force_jacobian - exact.elastic_force_jacobian).norm() <=
           1e-10 * exact.elastic_force_jacobian.norm());
     REQUIRE(checks == 49);
+}
+
+TEST_CASE("bending element: the forms without Hessians keep every other bit, and Gauss-Newton reads none",
+          "[element][bending][gauss-newton][gradients]")
+{
+    // bending_forms with StrainDerivatives::gradients, which the Gauss-Newton
+    // element uses, must leave every Hessian zero and change no other bit:
+    // below, inside and above the blend band, obtuse, straight, with a
+    // collapsed arc length and with a zero-length segment.
+    Random rng(72);
+    const Densities d = weft::quadratic_bending_densities<double>(2.0, 0.3);
+    std::vector<Vec12> stencils{straight_stencil()};
+    for (double degrees : {1.0, 4.4, 4.8, 5.0, 5.3, 5.6, 30.0, 95.0, 120.0})
+        stencils.push_back(stencil(random_frame(rng), deg(degrees)));
+    Vec12 collapsed_size = stencil(random_frame(rng), deg(3.0));
+    collapsed_size(11) = collapsed_size(3);  // Ω = 0: below the floor
+    stencils.push_back(collapsed_size);
+    Vec12 zero_segment = stencil(random_frame(rng), deg(2.0));
+    zero_segment.segment<3>(8) = zero_segment.segment<3>(4);  // b = 0
+    stencils.push_back(zero_segment);
+    const auto same_form = [](const auto& lean, const auto& full) {
+        CHECK(lean.status == full.status);
+        CHECK(lean.strain == full.strain);
+        CHECK(lean.gradient == full.gradient);
+        CHECK(lean.rate == full.rate);
+        CHECK(lean.size == full.size);
+        CHECK(lean.size_gradient == full.size_gradient);
+        for (const auto& h : lean.hessian) CHECK(h.isZero(0));
+        CHECK(lean.size_hessian.isZero(0));
+    };
+    int in_band = 0, compared = 0;
+    for (const Vec12& q : stencils) {
+        const Vec12 v = rng.vector<12>(-1, 1);
+        const auto full = weft::bending_forms(q, v);
+        const auto lean = weft::bending_forms(q, v, weft::BendingBlend<double>{}, weft::StrainDerivatives::gradients);
+        REQUIRE(lean.angle_active == full.angle_active);
+        REQUIRE(lean.vector_active == full.vector_active);
+        CHECK(lean.status == full.status);
+        CHECK(lean.angle == full.angle);
+        same_form(lean.angle_form, full.angle_form);
+        same_form(lean.vector_form, full.vector_form);
+        if (full.angle_active && full.vector_active) ++in_band;
+
+        // The Gauss-Newton element against its sums over the forms with Hessians.
+        weft::BendingElementEval<double> reference = weft::detail::empty_bending_eval(full);
+        if (full.vector_active)
+            weft::detail::accumulate_bending_form(reference, full.vector_form, d.vector_elastic, d.vector_dissipative,
+                                                  weft::StressClamp::off, true);
+        if (full.angle_active)
+            weft::detail::accumulate_bending_form(reference, full.angle_form, d.angle_elastic, d.angle_dissipative,
+                                                  weft::StressClamp::off, true);
+        const auto gn = weft::evaluate_bending_gauss_newton(q, v, d);
+        CHECK(gn.energy == reference.energy);
+        CHECK(gn.dissipation_potential == reference.dissipation_potential);
+        CHECK(gn.elastic_force == reference.elastic_force);
+        CHECK(gn.dissipative_force == reference.dissipative_force);
+        CHECK(gn.elastic_force_jacobian == reference.elastic_force_jacobian);
+        CHECK(gn.dissipative_force_jacobian_velocities == reference.dissipative_force_jacobian_velocities);
+        CHECK(gn.dissipative_force_jacobian_positions == reference.dissipative_force_jacobian_positions);
+        CHECK(gn.status == reference.status);
+        ++compared;
+    }
+    // The band's weighted sizes have Hessians that the lean forms leave out.
+    REQUIRE(in_band >= 2);
+    REQUIRE(compared == 12);
 }

@@ -1,4 +1,5 @@
 #include <cmath>
+#include <vector>
 
 #include <weft/potential/quadratic.hpp>
 #include <weft/strain/shear.hpp>
@@ -275,4 +276,48 @@ TEMPLATE_TEST_CASE("shear: float and double agree", "[strain][shear][float]", fl
         ++ran;
     }
     REQUIRE(ran == 3);
+}
+
+TEST_CASE("shear: without Hessians every other output keeps its bits", "[strain][shear][gradients]")
+{
+    // StrainDerivatives::gradients (the Gauss-Newton element's evaluation)
+    // must change nothing but the Hessians, which it leaves zero: on random
+    // crossings, near the folds, exactly folded and with a zero segment.
+    Random rng(36);
+    std::vector<Vec12> crossings;
+    for (double phi : {deg(90), deg(60), deg(125), 1e-9, pi - 1e-9})
+        crossings.push_back(crossing(random_crossing(rng), phi));
+    Vec12 folded;  // a × b exactly zero
+    folded << 0.1, 0.2, 0.3, 0, 1.1, 0.2, 0.3, 1, -0.6, 0.2, 0.3, 2;
+    crossings.push_back(folded);
+    Vec12 collapsed = crossing(random_crossing(rng), deg(80));
+    collapsed.segment<3>(4) = collapsed.segment<3>(0);
+    crossings.push_back(collapsed);
+    int compared = 0;
+    for (const Vec12& q : crossings) {
+        const Vec12 v = rng.vector<12>(-1, 1);
+        const auto full = weft::shear_strain(q, v, 0.7);
+        const auto lean = weft::shear_strain(q, v, 0.7, weft::StrainDerivatives::gradients);
+        CHECK(lean.status == full.status);
+        CHECK(lean.strain == full.strain);
+        CHECK(lean.gradient == full.gradient);
+        CHECK(lean.rate == full.rate);
+        CHECK(lean.size == full.size);
+        CHECK(lean.size_gradient == full.size_gradient);
+        CHECK(lean.hessian[0].isZero(0));
+        CHECK(lean.size_hessian.isZero(0));
+        const auto angle =
+            weft::angle_derivatives(Vec3(q.segment<3>(4) - q.segment<3>(0)), Vec3(q.segment<3>(8) - q.segment<3>(0)));
+        const auto angle_lean =
+            weft::angle_derivatives(Vec3(q.segment<3>(4) - q.segment<3>(0)), Vec3(q.segment<3>(8) - q.segment<3>(0)),
+                                    weft::StrainDerivatives::gradients);
+        CHECK(angle_lean.angle == angle.angle);
+        CHECK(angle_lean.normal == angle.normal);
+        CHECK(angle_lean.gradient == angle.gradient);
+        CHECK(angle_lean.hessian.isZero(0));
+        ++compared;
+    }
+    // The regular crossings do have Hessians to leave out.
+    CHECK(weft::shear_strain(crossings[1], Vec12(Vec12::Zero()), 0.7).hessian[0].norm() > 0);
+    REQUIRE(compared == 7);
 }

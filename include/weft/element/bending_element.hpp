@@ -111,9 +111,13 @@ WEFT_HD inline void set_zero(StrainEval<T, N, M>& e)
 /// Evaluates the forms the blend needs at (q, v), with weighted sizes.
 /// @param[in] q  12 stacked DoFs [x_prev, s_prev, x₀, s₀, x_next, s_next]
 /// @param[in] v  12 stacked generalized velocities
+/// @param[in] which  StrainDerivatives::gradients leaves every Hessian of
+///            both forms zero (hessian and size_hessian); the rest has the
+///            same bits as with `hessians`
 template <typename T>
 WEFT_HD inline BendingForms<T> bending_forms(const Vec<T, 12>& q, const Vec<T, 12>& v,
-                                             const BendingBlend<T>& blend = {})
+                                             const BendingBlend<T>& blend = {},
+                                             StrainDerivatives which = StrainDerivatives::hessians)
 {
     BendingForms<T> f;
     const detail::BendingStencil<T> s = detail::bending_stencil(q, v, blend.min_arc_length);
@@ -122,24 +126,26 @@ WEFT_HD inline BendingForms<T> bending_forms(const Vec<T, 12>& q, const Vec<T, 1
     f.angle_active = f.weight.value > T(0);
     f.vector_active = f.weight.value < T(1);
     f.status = s.status;
-    detail::set_zero(f.angle_form);
-    detail::set_zero(f.vector_form);
 
     if (f.vector_active) {
-        f.vector_form = detail::bending_small_angle_strain_from(small_angle_vector_derivatives(s.a, s.b), s);
+        f.vector_form =
+            detail::bending_small_angle_strain_from(small_angle_vector_derivatives(s.a, s.b, which), s, which);
         if (f.status == StrainStatus::ok) f.status = f.vector_form.status;
+    } else {
+        detail::set_zero(f.vector_form);
     }
-    if (!f.angle_active) return f;
-    const AngleDerivatives<T> theta = angle_derivatives(s.a, s.b);
-    f.angle_form = detail::bending_angle_strain_from(theta, s);
+    if (!f.angle_active) {
+        detail::set_zero(f.angle_form);
+        return f;
+    }
+    const AngleDerivatives<T> theta = angle_derivatives(s.a, s.b, which);
+    f.angle_form = detail::bending_angle_strain_from(theta, s, which);
     if (f.status == StrainStatus::ok) f.status = f.angle_form.status;
     if (f.vector_active) {
         // Inside the band: θ's own gradient and Hessian in q (the Ω row of P is not needed).
         constexpr detail::DifferenceMap map = detail::bending_differences();
         Vec<T, 12> grad_theta = Vec<T, 12>::Zero();
         detail::add_difference_gradient<T>(theta.gradient, map, grad_theta);
-        Mat<T, 12, 12> hess_theta = Mat<T, 12, 12>::Zero();
-        detail::add_difference_hessian<T>(theta.hessian, map, hess_theta);
         const T size = s.size;
         const Vec<T, 12> grad_size = f.angle_form.size_gradient;  // ∇Ω; HΩ = 0
         const T w = f.weight.value;
@@ -147,17 +153,21 @@ WEFT_HD inline BendingForms<T> bending_forms(const Vec<T, 12>& q, const Vec<T, 1
         const T w2 = f.weight.second;
         // ∇(wΩ) = w'Ω∇θ + w∇Ω
         const Vec<T, 12> grad_weight_size = w1 * size * grad_theta;
-        // ∇²(wΩ) = w''Ω∇θ∇θᵀ + w'ΩHθ + w'(∇θ∇Ωᵀ + ∇Ω∇θᵀ)
-        const Mat<T, 12, 12> mixed = grad_theta * grad_size.transpose();
-        const Mat<T, 12, 12> hess_weight_size = w2 * size * (grad_theta * grad_theta.transpose()) +
-                                                w1 * size * hess_theta + w1 * (mixed + mixed.transpose());
         f.angle_form.size = w * size;
         f.angle_form.size_gradient = grad_weight_size + w * grad_size;
-        f.angle_form.size_hessian = hess_weight_size;
         // (1 − w)Ω = Ω − wΩ
         f.vector_form.size = size - w * size;
         f.vector_form.size_gradient = grad_size - f.angle_form.size_gradient;
-        f.vector_form.size_hessian = -hess_weight_size;
+        if (which == StrainDerivatives::hessians) {
+            Mat<T, 12, 12> hess_theta = Mat<T, 12, 12>::Zero();
+            detail::add_difference_hessian<T>(theta.hessian, map, hess_theta);
+            // ∇²(wΩ) = w''Ω∇θ∇θᵀ + w'ΩHθ + w'(∇θ∇Ωᵀ + ∇Ω∇θᵀ)
+            const Mat<T, 12, 12> mixed = grad_theta * grad_size.transpose();
+            const Mat<T, 12, 12> hess_weight_size = w2 * size * (grad_theta * grad_theta.transpose()) +
+                                                    w1 * size * hess_theta + w1 * (mixed + mixed.transpose());
+            f.angle_form.size_hessian = hess_weight_size;
+            f.vector_form.size_hessian = -hess_weight_size;
+        }
     }
     return f;
 }
@@ -258,13 +268,14 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending(const Vec<T, 12>& q, const
 /// (PSD for a convex density, exact at the straight rest state where ε = 0
 /// and Ψ_e = 0), and ∂f_d/∂q omitted (its clamped form, 2018 Sec. 3.4, needs a
 /// 12×12 eigen-decomposition for the vector strain). Energy, forces and
-/// ∂f_d/∂v are exactly those of evaluate_bending.
+/// ∂f_d/∂v are exactly those of evaluate_bending. No strain Hessian is read,
+/// so none is computed (StrainDerivatives::gradients).
 template <typename T, class Densities>
 WEFT_HD inline BendingElementEval<T> evaluate_bending_gauss_newton(const Vec<T, 12>& q, const Vec<T, 12>& v,
                                                                    const Densities& densities,
                                                                    const BendingBlend<T>& blend = {})
 {
-    const BendingForms<T> f = bending_forms(q, v, blend);
+    const BendingForms<T> f = bending_forms(q, v, blend, StrainDerivatives::gradients);
     BendingElementEval<T> out = detail::empty_bending_eval(f);
     if (f.vector_active) {
         detail::accumulate_bending_form(out, f.vector_form, densities.vector_elastic, densities.vector_dissipative,

@@ -249,15 +249,18 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const int nodes[3] = {shear.node, shear.along_u, shear.along_v};
     const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, -1);
     const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, -1);
-    auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing));
-    if (newton.rate_start)
-        set_incremental_rate(
-            e, shear_strain<T>(gather_xs<T, 3>(newton.rate_start, nodes, -1), vl, T(shear.rest_spacing)), h);
-    const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
-    Vec<T, 12> force = elastic_force(e, elastic);
-    // Gauss–Newton: Ω ∇ε k ∇εᵀ, and ∂f_d/∂q omitted as for bending.
+    // Gauss–Newton: Ω ∇ε k ∇εᵀ, and ∂f_d/∂q omitted as for bending; no strain Hessian is read.
     // Projected: the exact elastic and clamped dissipative stiffness, projected together.
     const bool gauss_newton = gauss_newton_stiffness(mat, newton);
+    auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing),
+                             gauss_newton ? StrainDerivatives::gradients : StrainDerivatives::hessians);
+    if (newton.rate_start)
+        set_incremental_rate(e,
+                             shear_strain<T>(gather_xs<T, 3>(newton.rate_start, nodes, -1), vl, T(shear.rest_spacing),
+                                             StrainDerivatives::gradients),
+                             h);
+    const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
+    Vec<T, 12> force = elastic_force(e, elastic);
     Mat<T, 12, 12> hessian =
         gauss_newton ? Mat<T, 12, 12>(
                            e.size * sandwich<T, 12, 1, 12>(e.gradient, elastic.stress_derivative(e.strain), e.gradient))

@@ -115,8 +115,10 @@ struct AngleDerivatives {
 ///  - |a||b| = 0: θ = 0 and all derivatives zero, status `degenerate_segment`.
 /// @param[in] a  first segment vector (3)
 /// @param[in] b  second segment vector (3)
+/// @param[in] which  StrainDerivatives::gradients leaves `hessian` zero
 template <typename T>
-WEFT_HD inline AngleDerivatives<T> angle_derivatives(const Vec3<T>& a, const Vec3<T>& b)
+WEFT_HD inline AngleDerivatives<T> angle_derivatives(const Vec3<T>& a, const Vec3<T>& b,
+                                                     StrainDerivatives which = StrainDerivatives::hessians)
 {
     using std::atan2;
     using std::sqrt;
@@ -154,13 +156,17 @@ WEFT_HD inline AngleDerivatives<T> angle_derivatives(const Vec3<T>& a, const Vec
     // θ_c = d/ρ, θ_d = −c/ρ, θ_cc = −2cd/ρ², θ_dd = 2cd/ρ², θ_cd = (c² − d²)/ρ²
     const T theta_c = d / rho;
     const T theta_d = -c / rho;
+
+    // ∇θ = θ_c ∇c + θ_d ∇d
+    out.gradient = theta_c * grad_c + theta_d * grad_d;
+    if (which == StrainDerivatives::gradients) {
+        out.hessian.setZero();
+        return out;
+    }
     const T rho2 = rho * rho;
     const T theta_cc = T(-2) * c * d / rho2;
     const T theta_dd = T(2) * c * d / rho2;
     const T theta_cd = (c * c - d * d) / rho2;
-
-    // ∇θ = θ_c ∇c + θ_d ∇d
-    out.gradient = theta_c * grad_c + theta_d * grad_d;
 
     // Hc = Jᵀ(I − r̂r̂ᵀ)J / c + Σ_i r̂_i Hr_i, J = [−[b]×, [a]×], Σ_i r̂_i ∂²r_i/∂a∂b = −[r̂]× (∂²r_i/∂a_j∂b_k = ε_ijk)
     Mat<T, 6, 6> hess_c = Mat<T, 6, 6>::Zero();
@@ -220,8 +226,10 @@ struct SmallAngleVectorDerivatives {
 ///    derivatives are those of (a×b)/D with D held constant. Status
 ///    `obtuse_small_angle`; callers switch to the angle form long before.
 ///  - |a||b| = 0: k = 0, all derivatives zero, status `degenerate_segment`.
+/// StrainDerivatives::gradients leaves `hessian` zero.
 template <typename T>
-WEFT_HD inline SmallAngleVectorDerivatives<T> small_angle_vector_derivatives(const Vec3<T>& a, const Vec3<T>& b)
+WEFT_HD inline SmallAngleVectorDerivatives<T> small_angle_vector_derivatives(
+    const Vec3<T>& a, const Vec3<T>& b, StrainDerivatives which = StrainDerivatives::hessians)
 {
     SmallAngleVectorDerivatives<T> out;
     out.status = StrainStatus::ok;
@@ -253,6 +261,10 @@ WEFT_HD inline SmallAngleVectorDerivatives<T> small_angle_vector_derivatives(con
         // k_i d = r_i ⇒ ∇k_i = (∇r_i − k_i ∇d)/d
         const Vec<T, 6> grad_k = (jac_r.row(i).transpose() - out.value(i) * grad_d) / d;
         out.gradient.col(i) = grad_k;
+        if (which == StrainDerivatives::gradients) {
+            out.hessian[i].setZero();
+            continue;
+        }
         // Hr_i: ∂²r_i/∂a_j∂b_k = ε_ijk, i.e. the (a, b) block is −[e_i]× and the (b, a) block [e_i]×
         const Vec3<T> unit = Vec3<T>::Unit(i);
         Mat<T, 6, 6> hess_r = Mat<T, 6, 6>::Zero();
@@ -313,9 +325,11 @@ WEFT_HD inline void set_bending_size(StrainEval<T, 12, M>& e, const BendingStenc
 
 /// ε = f/Ω for a function f(a, b) with local gradient g and Hessian h, mapped to q:
 // ∇_y ε = (g/Ω, −f/Ω²),  H_y ε = [[h/Ω, −g/Ω²], [−gᵀ/Ω², 2f/Ω³]],  ∇_q = Pᵀ∇_y,  H_q = Pᵀ H_y P
+/// (StrainDerivatives::gradients: the gradient only, hessian_q zero.)
 template <typename T>
 WEFT_HD inline void divided_by_size_to_q(T f, const Vec<T, 6>& g, const Mat<T, 6, 6>& h, T size, Vec<T, 12>& gradient_q,
-                                         Mat<T, 12, 12>& hessian_q)
+                                         Mat<T, 12, 12>& hessian_q,
+                                         StrainDerivatives which = StrainDerivatives::hessians)
 {
     // P = ∂(a, b, Ω)/∂q: (a, b) by add_difference_*, Ω = s_next − s_prev (q₁₁ − q₃) by hand.
     const T inv = T(1) / size;
@@ -326,6 +340,7 @@ WEFT_HD inline void divided_by_size_to_q(T f, const Vec<T, 6>& g, const Mat<T, 6
     gradient_q(3) = f * inv2;  // −(−f/Ω²)
     gradient_q(11) = -f * inv2;
     hessian_q.setZero();
+    if (which == StrainDerivatives::gradients) return;
     add_difference_hessian<T>(h * inv, map, hessian_q);
     // The (a, b)–Ω blocks −g/Ω²: column Pᵀ(−g/Ω²) at s_next, its negative at s_prev (and rows).
     Vec<T, 12> mixed = Vec<T, 12>::Zero();
@@ -344,14 +359,15 @@ WEFT_HD inline void divided_by_size_to_q(T f, const Vec<T, 6>& g, const Mat<T, 6
 /// Angle form from precomputed θ(a, b) derivatives (shared with the blended element).
 template <typename T>
 WEFT_HD inline BendingAngleEval<T> bending_angle_strain_from(const AngleDerivatives<T>& angle,
-                                                             const BendingStencil<T>& s)
+                                                             const BendingStencil<T>& s,
+                                                             StrainDerivatives which = StrainDerivatives::hessians)
 {
     BendingAngleEval<T> e;
     e.status = s.status != StrainStatus::ok ? s.status : angle.status;
     const T theta = angle.angle;
     e.strain(0) = theta / s.size;  // 2017 Eq. (15), 2018 Eq. (20)
     Vec<T, 12> gradient;
-    divided_by_size_to_q<T>(theta, angle.gradient, angle.hessian, s.size, gradient, e.hessian[0]);
+    divided_by_size_to_q<T>(theta, angle.gradient, angle.hessian, s.size, gradient, e.hessian[0], which);
     e.gradient.col(0) = gradient;
     set_bending_size(e, s);
     // 2017 Eq. (17): ε̇ = (θ̇ − ε Ω̇)/Ω, θ̇ by Eq. (18) (angle_rate)
@@ -362,15 +378,17 @@ WEFT_HD inline BendingAngleEval<T> bending_angle_strain_from(const AngleDerivati
 
 /// Vector form from precomputed k(a, b) derivatives.
 template <typename T>
-WEFT_HD inline BendingVectorEval<T> bending_small_angle_strain_from(const SmallAngleVectorDerivatives<T>& k,
-                                                                    const BendingStencil<T>& s)
+WEFT_HD inline BendingVectorEval<T> bending_small_angle_strain_from(
+    const SmallAngleVectorDerivatives<T>& k, const BendingStencil<T>& s,
+    StrainDerivatives which = StrainDerivatives::hessians)
 {
     BendingVectorEval<T> e;
     e.status = s.status != StrainStatus::ok ? s.status : k.status;
     e.strain = k.value / s.size;  // 2018 Eq. (22)
     for (int i = 0; i < 3; ++i) {
         Vec<T, 12> gradient;
-        divided_by_size_to_q<T>(k.value(i), Vec<T, 6>(k.gradient.col(i)), k.hessian[i], s.size, gradient, e.hessian[i]);
+        divided_by_size_to_q<T>(k.value(i), Vec<T, 6>(k.gradient.col(i)), k.hessian[i], s.size, gradient, e.hessian[i],
+                                which);
         e.gradient.col(i) = gradient;
     }
     set_bending_size(e, s);

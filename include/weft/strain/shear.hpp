@@ -34,8 +34,10 @@ using ShearEval = StrainEval<T, 12, 1>;
 /// @param[in] q  12 stacked DoFs [x₀, s₀, x₁, s₁, x₂, s₂]
 /// @param[in] v  12 stacked generalized velocities
 /// @param[in] rest_spacing  L > 0, the rest distance between adjacent yarns
+/// @param[in] which  StrainDerivatives::gradients leaves the Hessians zero
 template <typename T>
-WEFT_HD inline ShearEval<T> shear_strain(const Vec<T, 12>& q, const Vec<T, 12>& v, T rest_spacing)
+WEFT_HD inline ShearEval<T> shear_strain(const Vec<T, 12>& q, const Vec<T, 12>& v, T rest_spacing,
+                                         StrainDerivatives which = StrainDerivatives::hessians)
 {
     using std::atan2;
     ShearEval<T> e;
@@ -45,7 +47,7 @@ WEFT_HD inline ShearEval<T> shear_strain(const Vec<T, 12>& q, const Vec<T, 12>& 
     const Vec3<T> b_dot = v.template segment<3>(8) - v.template segment<3>(0);
 
     // φ − π/2 differs from φ = θ(a, b) by a constant: same derivatives.
-    const AngleDerivatives<T> phi = angle_derivatives(a, b);
+    const AngleDerivatives<T> phi = angle_derivatives(a, b, which);
     e.status = phi.status;
     e.strain(0) = phi.status == StrainStatus::degenerate_segment ? T(0) : atan2(-phi.dot, phi.cross_norm);
 
@@ -55,7 +57,7 @@ WEFT_HD inline ShearEval<T> shear_strain(const Vec<T, 12>& q, const Vec<T, 12>& 
     detail::add_difference_gradient<T>(phi.gradient, map, gradient);
     e.gradient.col(0) = gradient;
     e.hessian[0].setZero();
-    detail::add_difference_hessian<T>(phi.hessian, map, e.hessian[0]);
+    if (which == StrainDerivatives::hessians) detail::add_difference_hessian<T>(phi.hessian, map, e.hessian[0]);
 
     e.size = rest_spacing;
     e.size_gradient.setZero();

@@ -37,6 +37,19 @@ inline const char* to_string(StrainStatus s)
     return "unknown";
 }
 
+/// Which derivatives a strain evaluation fills. `gradients` leaves every
+/// Hessian (StrainEval::hessian and size_hessian, AngleDerivatives::hessian,
+/// …) zero and computes the rest with the same operations, so values,
+/// gradients and rates have the same bits as with `hessians`. For callers
+/// that read no second derivative: the Gauss–Newton stiffness (Ω ∇ε ∂S/∂ε
+/// ∇εᵀ), forces and energies. The yarn bending and shear elements of the
+/// one-step scheme spent about half their time on Hessians they never read
+/// (benchmarks/RESULTS.md, "Strain Hessians only where they are read").
+enum class StrainDerivatives : int {
+    hessians = 0,   ///< values, gradients, rates and Hessians
+    gradients = 1,  ///< values, gradients and rates; Hessians zero
+};
+
 /// Strain ε ∈ R^M of one element with N stacked DoFs, its derivatives, its
 /// rate, and the element size Ω(q) with its derivatives (Eulerian case).
 ///
