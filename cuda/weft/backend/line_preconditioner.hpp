@@ -424,10 +424,13 @@ struct LineFactors {
 namespace line_detail {
 
 /// out = L⁻ᵀ L⁻¹ for the SPD matrix whose lower triangle is `l` (overwritten
-/// by its Cholesky factor). Returns false, writing nothing, when a pivot is
-/// not positive and finite.
-template <typename T, int B>
-WEFT_HD inline bool invert_spd_lower(T (&l)[B][B], T* out)
+/// by its Cholesky factor), computed in T and stored as TO. Returns false,
+/// writing nothing, when a pivot is not positive and finite. The line
+/// factors' pivots and block Jacobi's diagonal blocks
+/// (pcg_detail::InvertFilteredDiagonal) both invert through it, so a line
+/// preconditioner of one-node lines is block Jacobi bit for bit.
+template <typename T, int B, typename TO = T>
+WEFT_HD inline bool invert_spd_lower(T (&l)[B][B], TO* out)
 {
     using std::sqrt;
     for (int j = 0; j < B; ++j) {
@@ -453,7 +456,7 @@ WEFT_HD inline bool invert_spd_lower(T (&l)[B][B], T* out)
             for (int p = i + 1; p < B; ++p) sum -= l[p][i] * y[p];
             y[i] = sum / l[i][i];
         }
-        for (int r = 0; r < B; ++r) out[r * B + c] = y[r];
+        for (int r = 0; r < B; ++r) out[r * B + c] = static_cast<TO>(y[r]);
     }
     return true;
 }

@@ -244,9 +244,9 @@ struct FilteredDifference {
 
 /// M⁻¹ block of one node: the inverse of its diagonal block restricted to
 /// its free DoFs (identity on constrained DoFs), through a Cholesky factor of
-/// the lower triangle. Returns 1 (and writes the identity) when that
-/// restricted block is not positive definite, else 0. Computed in T, stored
-/// as TI (float for PcgOptions::single_precision_matrix).
+/// the lower triangle (line_detail::invert_spd_lower). Returns 1 (and writes
+/// the identity) when that restricted block is not positive definite, else 0.
+/// Computed in T, stored as TI (float for PcgOptions::single_precision_matrix).
 template <typename T, int B, typename TI = T>
 struct InvertFilteredDiagonal {
     const BsrConstView<T, B> a;
@@ -266,45 +266,11 @@ struct InvertFilteredDiagonal {
                 l[r][c] = kept ? stored : (r == c ? T(1) : T(0));
             }
         }
-        // D = L Lᵀ, column by column.
-        bool positive = true;
-        for (int j = 0; j < B && positive; ++j) {
-            T pivot = l[j][j];
-            for (int p = 0; p < j; ++p) pivot -= l[j][p] * l[j][p];
-            if (!is_positive_finite(pivot)) {
-                positive = false;
-                break;
-            }
-            using std::sqrt;
-            l[j][j] = sqrt(pivot);
-            for (int i = j + 1; i < B; ++i) {
-                T sum = l[i][j];
-                for (int p = 0; p < j; ++p) sum -= l[i][p] * l[j][p];
-                l[i][j] = sum / l[j][j];
-            }
+        if (line_detail::invert_spd_lower<T, B, TI>(l, out)) return 0;
+        for (int r = 0; r < B; ++r) {
+            for (int c = 0; c < B; ++c) out[r * B + c] = r == c ? TI(1) : TI(0);
         }
-        if (!positive) {
-            for (int r = 0; r < B; ++r) {
-                for (int c = 0; c < B; ++c) out[r * B + c] = r == c ? TI(1) : TI(0);
-            }
-            return 1;
-        }
-        // Column c of D⁻¹ = L⁻ᵀ L⁻¹ e_c.
-        for (int c = 0; c < B; ++c) {
-            T y[B];
-            for (int i = 0; i < B; ++i) {
-                T sum = i == c ? T(1) : T(0);
-                for (int p = 0; p < i; ++p) sum -= l[i][p] * y[p];
-                y[i] = sum / l[i][i];
-            }
-            for (int i = B - 1; i >= 0; --i) {
-                T sum = y[i];
-                for (int p = i + 1; p < B; ++p) sum -= l[p][i] * y[p];
-                y[i] = sum / l[i][i];
-            }
-            for (int r = 0; r < B; ++r) out[r * B + c] = static_cast<TI>(y[r]);
-        }
-        return 0;
+        return 1;
     }
 };
 
