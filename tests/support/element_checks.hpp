@@ -109,4 +109,20 @@ int check_metric_and_densities(FdChecker& checker, const Metric& metric, const E
     return checker.checks - before;
 }
 
+/// A strain evaluation made with StrainDerivatives::gradients against the
+/// same one with Hessians: every output but the Hessians has the same bits,
+/// and the Hessians (each hessian[k] and size_hessian) are zero.
+template <class Eval>
+void check_same_without_hessians(const Eval& lean, const Eval& full)
+{
+    CHECK(lean.status == full.status);
+    CHECK(lean.strain == full.strain);
+    CHECK(lean.gradient == full.gradient);
+    CHECK(lean.rate == full.rate);
+    CHECK(lean.size == full.size);
+    CHECK(lean.size_gradient == full.size_gradient);
+    for (const auto& h : lean.hessian) CHECK(h.isZero(0));
+    CHECK(lean.size_hessian.isZero(0));
+}
+
 }  // namespace weft_test
