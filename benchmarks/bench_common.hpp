@@ -390,4 +390,47 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
     return out.str();
 }
 
+/// --estimate-spectrum: PCG estimates the extreme eigenvalues of the
+/// preconditioned operator from its coefficients at every solve
+/// (PcgOptions::estimate_spectrum).
+inline void add_spectrum_option(CLI::App& app, bool& estimate)
+{
+    app.add_flag("--estimate-spectrum", estimate,
+                 "estimate the preconditioned operator's extreme eigenvalues from each PCG solve's coefficients "
+                 "(Lanczos Ritz values): adds pcg_ritz_min, pcg_ritz_max and pcg_condition_estimate");
+}
+
+/// The timed steps' spectrum estimates (BackendStepReport::pcg_ritz_min,
+/// pcg_ritz_max): the smallest and largest Ritz values over the steps and
+/// the mean over the steps of each step's ratio, the condition number PCG
+/// saw in that step.
+struct SpectrumEstimate {
+    int steps = 0;
+    double ritz_min = 0;
+    double ritz_max = 0;
+    double condition_sum = 0;
+
+    template <class Report>
+    void add(const Report& r)
+    {
+        if (r.pcg_spectrum_solves == 0) return;
+        ritz_min = steps == 0 ? r.pcg_ritz_min : std::min(ritz_min, r.pcg_ritz_min);
+        ritz_max = steps == 0 ? r.pcg_ritz_max : std::max(ritz_max, r.pcg_ritz_max);
+        condition_sum += r.pcg_ritz_max / r.pcg_ritz_min;
+        ++steps;
+    }
+
+    /// The JSON fields (none when the option is off): pcg_ritz_min,
+    /// pcg_ritz_max, pcg_condition_estimate and the steps estimated.
+    std::string fields(bool estimated) const
+    {
+        if (!estimated) return "";
+        std::ostringstream out;
+        out << ", \"pcg_ritz_min\": " << ritz_min << ", \"pcg_ritz_max\": " << ritz_max
+            << ", \"pcg_condition_estimate\": " << (steps > 0 ? condition_sum / steps : 0.0)
+            << ", \"spectrum_steps\": " << steps;
+        return out.str();
+    }
+};
+
 }  // namespace weft::bench

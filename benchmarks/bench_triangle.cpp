@@ -16,7 +16,7 @@
 //                  [--multilevel-refresh off|on-growth|every-prepare]
 //                  [--multilevel-refresh-tolerance TAU]
 //                  [--multilevel-rebuild rent-or-buy|growth]
-//                  [--bending dihedral|plate]
+//                  [--bending dihedral|plate] [--estimate-spectrum]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
 // with --table one Markdown row per size (the columns of benchmarks/RESULTS.md).
@@ -62,6 +62,7 @@ struct Options {
     std::string preconditioner = "block-jacobi";
     weft::bench::MultilevelRenewal renewal;
     std::string matrix_precision = "double";
+    bool estimate_spectrum = false;
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
 };
@@ -91,6 +92,7 @@ Options parse(int argc, char** argv)
         ->type_name("NAME");
     o.renewal.add_options(app);
     weft::bench::add_matrix_precision_option(app, o.matrix_precision);
+    weft::bench::add_spectrum_option(app, o.estimate_spectrum);
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
     o.command = weft::examples::parse_command_line(app, argc, argv);
@@ -138,6 +140,7 @@ struct SizeResult {
     weft::bench::SpmvTiming spmv;
     std::string cholmod_fields;     ///< the CHOLMOD baseline's JSON fields, or empty
     std::string multilevel_fields;  ///< the multilevel hierarchy's JSON fields, or empty
+    std::string spectrum_fields;    ///< the spectrum estimate's JSON fields, or empty
     double device_memory_mb = -1;
 };
 
@@ -162,6 +165,7 @@ SizeResult run_size(int n, const Options& opt)
     options.pcg.preconditioner = weft::bench::parse_preconditioner(opt.preconditioner, {"block-jacobi", "multilevel"});
     opt.renewal.apply(options.multilevel);
     options.pcg.single_precision_matrix = opt.matrix_precision == "single";
+    options.pcg.estimate_spectrum = opt.estimate_spectrum;
     options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
     weft::TriangleStepper<double> stepper(model, {}, gravity, options);
 
@@ -181,6 +185,7 @@ SizeResult run_size(int n, const Options& opt)
     double total = 0, assembly = 0, solve = 0;
     long pcg_iterations = 0, substeps = 0, multilevel_builds = 0;
     weft::bench::CholmodBaseline<3> cholmod(model.free_dof);
+    weft::bench::SpectrumEstimate spectrum;
     for (int s = 0; s < opt.steps; ++s) {
         const weft::BackendStepReport report = stepper.step(opt.dt);
         if (!report.ok)
@@ -193,6 +198,7 @@ SizeResult run_size(int n, const Options& opt)
         r.pcg_iterations_max = std::max(r.pcg_iterations_max, report.pcg_iterations);
         substeps += report.substeps;
         multilevel_builds += report.multilevel_builds;
+        spectrum.add(report);
         if (opt.cholmod) cholmod.solve(stepper.matrix(), stepper.rhs());
     }
     const double steps = opt.steps;
@@ -202,6 +208,7 @@ SizeResult run_size(int n, const Options& opt)
     r.rest_ms = 1e3 * (total - assembly - solve) / steps;
     if (opt.cholmod) r.cholmod_fields = cholmod.fields(r.pcg_ms);
     r.multilevel_fields = weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
+    r.spectrum_fields = spectrum.fields(opt.estimate_spectrum);
     r.pcg_iterations = pcg_iterations / steps;
     r.substeps = substeps / steps;
     stepper.download(model);
@@ -257,7 +264,8 @@ int main(int argc, char** argv)
                     << ", \"pcg_iterations\": " << r.pcg_iterations
                     << ", \"pcg_iterations_max\": " << r.pcg_iterations_max << ", \"substeps\": " << r.substeps
                     << ", \"us_per_vertex_step\": " << us_per_vertex << ", \"lowest_y_m\": " << r.lowest_y
-                    << ", \"matrix_blocks\": " << r.matrix_blocks << r.cholmod_fields << r.multilevel_fields;
+                    << ", \"matrix_blocks\": " << r.matrix_blocks << r.cholmod_fields << r.multilevel_fields
+                    << r.spectrum_fields;
                 if (opt.spmv_repeats > 0)
                     out << ", \"spmv_ms\": " << r.spmv.ms << ", \"spmv_gb_per_s\": " << r.spmv.gb_per_s;
                 out << ", \"device_memory_mb\": " << r.device_memory_mb << ", \"peak_rss_mb\": " << r.peak_rss_mb

@@ -13,7 +13,7 @@
 //              [--multilevel-coarse-space nodes|yarns|squares] [--multilevel-cycle v|w]
 //              [--multilevel-square-side N] [--no-line-ordered-rows]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
-//              [--write-system DIR]
+//              [--write-system DIR] [--estimate-spectrum]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
 // same count through Eigen::setNbThreads). bench_yarn_cuda is the same
@@ -70,6 +70,7 @@ struct Options {
     int spmv_repeats = 20;
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
     std::string write_system;    ///< a folder for each size's last timed system; empty: none
+    bool estimate_spectrum = false;
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
 };
@@ -126,6 +127,7 @@ Options parse(int argc, char** argv)
                    "positions)")
         ->check(CLI::ExistingDirectory)
         ->type_name("DIR");
+    weft::bench::add_spectrum_option(app, o.estimate_spectrum);
     o.command = weft::examples::parse_command_line(app, argc, argv);
     if (o.command == weft::examples::CommandLine::help) o.help = app.help();
     o.sizes = weft::bench::parse_sizes(sizes);
@@ -220,6 +222,7 @@ int main(int argc, char** argv)
             options.multilevel.cycle = weft::multilevel_cycle_named(opt.multilevel_cycle);
             options.multilevel.square_side = opt.multilevel_square_side;
             options.pcg.single_precision_matrix = opt.matrix_precision == "single";
+            options.pcg.estimate_spectrum = opt.estimate_spectrum;
             options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
             options.multilevel.line_ordered_rows = opt.line_ordered_rows;
             weft::YarnStepper<double> stepper(built.model, built.colliders, built.gravity, options);
@@ -234,6 +237,7 @@ int main(int argc, char** argv)
             double eigen_worst_error = 0;
             weft::bench::CholmodBaseline<5> cholmod(built.model.free_dof);
             std::string first_failure;  ///< why the first halved timed step was halved
+            weft::bench::SpectrumEstimate spectrum;
             for (int s = 0; s < opt.steps; ++s) {
                 const weft::YarnStepReport r = stepper.step(h);
                 if (!r.ok) throw std::runtime_error("step failed at n = " + std::to_string(n) + ": " + r.message);
@@ -244,6 +248,7 @@ int main(int argc, char** argv)
                 newton_iterations += r.newton_iterations;
                 substeps += r.substeps;
                 multilevel_builds += r.multilevel_builds;
+                spectrum.add(r);
                 if (!r.first_failure.empty() && first_failure.empty()) first_failure = r.first_failure;
                 if (opt.eigen) {
                     const EigenSolve e = eigen_solve(stepper.matrix(), stepper.rhs(), built.model.free_dof,
@@ -270,7 +275,8 @@ int main(int argc, char** argv)
                    << (newton_iterations > 0 ? static_cast<double>(pcg_iterations) / newton_iterations : 0.0)
                    << ", \"substeps\": " << substeps / steps
                    << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n)
-                   << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
+                   << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds)
+                   << spectrum.fields(opt.estimate_spectrum);
             if (opt.eigen) {
                 record << ", \"eigen_cg_ms\": " << eigen_ms / steps
                        << ", \"eigen_cg_iterations\": " << eigen_iterations / steps

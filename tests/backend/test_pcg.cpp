@@ -6,6 +6,7 @@
 #include <limits>
 #include <vector>
 
+#include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <Eigen/SparseCholesky>
 
@@ -305,6 +306,167 @@ TEST_CASE("pcg: block-Jacobi converges in fewer iterations than no preconditione
     CHECK(2 * jacobi.iterations < plain.iterations);
 }
 
+namespace {
+
+/// The eigenvalues, ascending, of M⁻¹ Â on the free DoFs: Â = A's free rows
+/// and columns, M = the free part of each node's diagonal block (block
+/// Jacobi) or the identity (no preconditioner), as C = L⁻¹ Â L⁻ᵀ with M = L Lᵀ.
+template <int B>
+Eigen::VectorXd preconditioned_eigenvalues(const SparseMatrix& reference, const std::vector<std::uint8_t>& free_host,
+                                           bool block_jacobi)
+{
+    const SparseMatrix pf = selection(free_host);
+    const Eigen::MatrixXd a = Eigen::MatrixXd(SparseMatrix(pf * reference * pf.transpose()));
+    if (!block_jacobi) return weft_test::symmetric_eigenvalues(a);
+    std::vector<std::size_t> node_of;
+    for (std::size_t i = 0; i < free_host.size(); ++i)
+        if (free_host[i]) node_of.push_back(i / B);
+    Eigen::MatrixXd m = Eigen::MatrixXd::Zero(a.rows(), a.cols());
+    for (Eigen::Index i = 0; i < a.rows(); ++i)
+        for (Eigen::Index j = 0; j < a.cols(); ++j)
+            if (node_of[static_cast<std::size_t>(i)] == node_of[static_cast<std::size_t>(j)]) m(i, j) = a(i, j);
+    const Eigen::LLT<Eigen::MatrixXd> llt(m);
+    REQUIRE(llt.info() == Eigen::Success);
+    const Eigen::MatrixXd l = llt.matrixL();
+    const Eigen::MatrixXd left = l.triangularView<Eigen::Lower>().solve(a);  // L⁻¹ Â
+    const Eigen::MatrixXd c = l.triangularView<Eigen::Lower>().solve(Eigen::MatrixXd(left.transpose()));
+    return weft_test::symmetric_eigenvalues(c);
+}
+
+/// PCG's Ritz values on a random grid system with a random filter: to
+/// convergence they reach the ends of M⁻¹ Â's spectrum; after three
+/// iterations they lie inside it; the iterate is the same bits as without
+/// the estimate. Returns the cases checked.
+template <int B>
+int check_ritz_values(Random& rng, PcgPreconditioner preconditioner)
+{
+    const GridProblem<B> problem = grid_problem<B>(rng, 6, 5);
+    const std::vector<std::uint8_t> free_host = random_filter<B>(rng, problem.nodes, 0.2);
+    const Eigen::VectorXd spectrum =
+        preconditioned_eigenvalues<B>(problem.reference, free_host, preconditioner == PcgPreconditioner::block_jacobi);
+    const double lowest = spectrum(0), highest = spectrum(spectrum.size() - 1);
+    REQUIRE(lowest > 0);
+    REQUIRE(highest > 1.5 * lowest);  // a spectrum with two distinct ends to find
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(free_host);
+    const thrust::device_vector<double> b = to_device(random_vector(rng, B * problem.nodes));
+    PcgWorkspace<double, B> workspace;
+    PcgOptions<double> options;
+    options.preconditioner = preconditioner;
+    options.tolerance = 1e-12;
+    options.max_iterations = 2000;
+    const auto solve = [&](bool estimate, int limit, thrust::device_vector<double>& x) {
+        options.estimate_spectrum = estimate;
+        options.max_iterations = limit;
+        x.assign(static_cast<std::size_t>(B * problem.nodes), 0.0);
+        return weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options);
+    };
+    int checked = 0;
+    thrust::device_vector<double> x, x_plain;
+    const PcgResult<double> full = solve(true, 2000, x);
+    const PcgResult<double> plain = solve(false, 2000, x_plain);
+    INFO("B = " << B << ", spectrum [" << lowest << ", " << highest << "], Ritz [" << full.ritz_min << ", "
+                << full.ritz_max << "] after " << full.iterations << " iterations");
+    REQUIRE(full.converged);
+    REQUIRE(full.spectrum_estimated);
+    CHECK(std::abs(full.ritz_min - lowest) <= 1e-5 * lowest);
+    CHECK(std::abs(full.ritz_max - highest) <= 1e-5 * highest);
+    CHECK_FALSE(plain.spectrum_estimated);
+    CHECK(plain.ritz_min == 0.0);
+    CHECK(plain.ritz_max == 0.0);
+    CHECK(plain.iterations == full.iterations);
+    CHECK(to_eigen_vector(x) == to_eigen_vector(x_plain));
+    ++checked;
+
+    const PcgResult<double> early = solve(true, 3, x);
+    INFO("after 3 iterations: Ritz [" << early.ritz_min << ", " << early.ritz_max << "]");
+    REQUIRE(early.status == PcgStatus::max_iterations_reached);
+    REQUIRE(early.spectrum_estimated);
+    CHECK(early.ritz_min >= lowest * (1 - 1e-12));
+    CHECK(early.ritz_max <= highest * (1 + 1e-12));
+    CHECK(early.ritz_min < early.ritz_max);
+    // Three Lanczos steps do not yet reach the ends of 120-odd eigenvalues.
+    CHECK((early.ritz_min > lowest * (1 + 1e-3) || early.ritz_max < highest * (1 - 1e-3)));
+    ++checked;
+    return checked;
+}
+
+}  // namespace
+
+TEST_CASE("pcg: tridiagonal_extreme_eigenvalues equals a dense eigen-solver's ends", "[backend][pcg][spectrum]")
+{
+    Random rng(83);
+    int checked = 0;
+    const auto check = [&](const std::vector<double>& diagonal, const std::vector<double>& off) {
+        const Eigen::Index k = static_cast<Eigen::Index>(diagonal.size());
+        Eigen::MatrixXd t = Eigen::MatrixXd::Zero(k, k);
+        double scale = 0;
+        for (Eigen::Index i = 0; i < k; ++i) {
+            t(i, i) = diagonal[static_cast<std::size_t>(i)];
+            scale = std::max(scale, std::abs(t(i, i)));
+            if (i + 1 < k) {
+                t(i, i + 1) = t(i + 1, i) = off[static_cast<std::size_t>(i)];
+                scale = std::max(scale, std::abs(t(i, i + 1)));
+            }
+        }
+        const Eigen::VectorXd expected = weft_test::symmetric_eigenvalues(t);
+        const std::pair<double, double> ends = weft::tridiagonal_extreme_eigenvalues(diagonal, off);
+        INFO("k = " << k << ": [" << ends.first << ", " << ends.second << "] against [" << expected(0) << ", "
+                    << expected(k - 1) << "]");
+        CHECK(std::abs(ends.first - expected(0)) <= 1e-12 * std::max(scale, 1e-300) * k);
+        CHECK(std::abs(ends.second - expected(k - 1)) <= 1e-12 * std::max(scale, 1e-300) * k);
+        ++checked;
+    };
+    for (const int k : {1, 2, 3, 5, 20, 150}) {
+        for (int trial = 0; trial < 4; ++trial) {
+            std::vector<double> diagonal(static_cast<std::size_t>(k)), off(static_cast<std::size_t>(k - 1));
+            for (double& d : diagonal) d = rng.uniform(-2, 3);
+            for (double& e : off) e = rng.uniform(-1, 1);
+            check(diagonal, off);
+            // Decoupled: the ends are the diagonal's.
+            std::fill(off.begin(), off.end(), 0.0);
+            check(diagonal, off);
+            // Nearly decoupled, badly scaled, and a zero matrix.
+            for (double& e : off) e = rng.uniform(-1, 1) * 1e-9;
+            check(diagonal, off);
+            for (double& d : diagonal) d *= 1e6;
+            check(diagonal, off);
+        }
+        check(std::vector<double>(static_cast<std::size_t>(k), 0.0),
+              std::vector<double>(static_cast<std::size_t>(k - 1), 0.0));
+        // A repeated eigenvalue: the constant diagonal with no coupling.
+        check(std::vector<double>(static_cast<std::size_t>(k), 0.7),
+              std::vector<double>(static_cast<std::size_t>(k - 1), 0.0));
+    }
+    // The 1-D Laplacian tridiag(−1, 2, −1): 2 − 2 cos(jπ/(k + 1)).
+    const int k = 40;
+    const std::pair<double, double> laplacian =
+        weft::tridiagonal_extreme_eigenvalues(std::vector<double>(k, 2.0), std::vector<double>(k - 1, -1.0));
+    const double pi = std::acos(-1.0);
+    CHECK(std::abs(laplacian.first - (2 - 2 * std::cos(pi / (k + 1)))) <= 1e-13);
+    CHECK(std::abs(laplacian.second - (2 - 2 * std::cos(k * pi / (k + 1)))) <= 1e-13);
+    REQUIRE(checked == 6 * 4 * 4 + 6 * 2);
+
+    CHECK_THROWS_WITH(weft::tridiagonal_extreme_eigenvalues(std::vector<double>{}, std::vector<double>{}),
+                      Catch::Contains("diagonal") && Catch::Contains("empty"));
+    CHECK_THROWS_WITH(weft::tridiagonal_extreme_eigenvalues(std::vector<double>{1, 2}, std::vector<double>{}),
+                      Catch::Contains("off.size()") && Catch::Contains("must equal diagonal.size() - 1 = 1"));
+    CHECK_THROWS_WITH(
+        weft::tridiagonal_extreme_eigenvalues(std::vector<double>{1, std::nan("")}, std::vector<double>{0.5}),
+        Catch::Contains("entry") && Catch::Contains("not finite"));
+}
+
+TEST_CASE("pcg: the Ritz values reach the ends of the preconditioned spectrum and stay inside it",
+          "[backend][pcg][spectrum]")
+{
+    Random rng(89);
+    int checked = 0;
+    for (const auto preconditioner : {PcgPreconditioner::block_jacobi, PcgPreconditioner::none}) {
+        checked += check_ritz_values<3>(rng, preconditioner);
+        checked += check_ritz_values<5>(rng, preconditioner);
+    }
+    REQUIRE(checked == 8);
+}
+
 TEST_CASE("pcg: stopping at max_iterations is reported as not converged", "[backend][pcg][status]")
 {
     Random rng(41);
@@ -336,12 +498,14 @@ TEST_CASE("pcg: a direction of negative curvature is reported as an indefinite m
     for (auto preconditioner : {PcgPreconditioner::block_jacobi, PcgPreconditioner::none}) {
         PcgOptions<double> options;
         options.preconditioner = preconditioner;
+        options.estimate_spectrum = true;  // a failed solve gives no estimate
         PcgWorkspace<double, 5> workspace;
         thrust::device_vector<double> x(10, 0.0);
         const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
         CHECK_FALSE(result.converged);
         CHECK(result.status == PcgStatus::indefinite_matrix);
         CHECK(result.iterations == 0);
+        CHECK_FALSE(result.spectrum_estimated);
         ++reported;
     }
     REQUIRE(reported == 2);

@@ -824,12 +824,13 @@ TEST_CASE("yarn stepper: the multilevel preconditioner gives the block-Jacobi st
     for (const auto smoother : {weft::MultilevelSmoother::chebyshev, weft::MultilevelSmoother::yarn_lines})
         for (int newton : {1, 20}) {
             std::vector<double> v[2], q[2];
-            int builds = 0, solves = 0;
+            int builds = 0, solves = 0, estimated = 0;
             for (int k = 0; k < 2; ++k) {
                 YarnStepperOptions<double> options =
                     weft_test::solver_comparison_options(newton, weft::LinearSolver::pcg);
                 if (k == 1) {
                     options.pcg.preconditioner = weft::PcgPreconditioner::multilevel;
+                    options.pcg.estimate_spectrum = true;
                     options.multilevel.coarse_dofs = 40;  // a small patch, still more than one level
                     options.multilevel.smoother = smoother;
                 }
@@ -843,6 +844,16 @@ TEST_CASE("yarn stepper: the multilevel preconditioner gives the block-Jacobi st
                     if (k == 1) {
                         builds += r.multilevel_builds;
                         solves += r.newton_iterations;
+                        // The V-cycle's spectrum estimate: positive, ordered, one per solve at most.
+                        estimated += r.pcg_spectrum_solves;
+                        CHECK(r.pcg_spectrum_solves <= r.newton_iterations + r.projected_solves);
+                        if (r.pcg_spectrum_solves > 0) {
+                            CHECK(r.pcg_ritz_min > 0);
+                            CHECK(r.pcg_ritz_min <= r.pcg_ritz_max);
+                            CHECK(std::isfinite(r.pcg_ritz_max));
+                        }
+                    } else {
+                        CHECK(r.pcg_spectrum_solves == 0);
                     }
                 }
                 v[k] = weft::to_host(stepper.velocities());
@@ -865,6 +876,7 @@ TEST_CASE("yarn stepper: the multilevel preconditioner gives the block-Jacobi st
             CHECK(dq <= agree * qscale);
             CHECK(builds >= 1);
             CHECK(builds <= solves);
+            CHECK(estimated >= 1);
             ++compared;
         }
     REQUIRE(compared == 4);

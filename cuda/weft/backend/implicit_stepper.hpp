@@ -351,7 +351,13 @@ struct BackendStepReport {
     double pcg_residual = 0;     ///< relative residual of the last PCG solve
     double newton_residual = 0;  ///< ‖S b_k‖ / max(‖S b_0‖, h ‖S f_k‖) at the end (0 for one-step)
     PcgStatus pcg_status = PcgStatus::converged;  ///< status of the last PCG solve
-    std::string message;                          ///< why the step failed (empty when ok)
+    /// PcgOptions::estimate_spectrum: the PCG solves of the step that gave an
+    /// estimate, the smallest of their PcgResult::ritz_min and the largest of
+    /// their ritz_max (both 0 when none did).
+    int pcg_spectrum_solves = 0;
+    double pcg_ritz_min = 0;
+    double pcg_ritz_max = 0;
+    std::string message;          ///< why the step failed (empty when ok)
     std::string first_failure;    ///< why the first failed attempt failed (empty when none did): why a step was halved
     double assembly_seconds = 0;  ///< element kernels + assembly
     double solve_seconds = 0;     ///< PCG
@@ -1289,6 +1295,13 @@ private:
             if (r.converged) m_converged_iterations = r.iterations;
             report.pcg_residual = static_cast<double>(r.relative_residual);
             report.pcg_status = r.status;
+            if (r.spectrum_estimated) {
+                const bool first = report.pcg_spectrum_solves == 0;
+                const auto low = static_cast<double>(r.ritz_min), high = static_cast<double>(r.ritz_max);
+                report.pcg_ritz_min = first ? low : std::min(report.pcg_ritz_min, low);
+                report.pcg_ritz_max = first ? high : std::max(report.pcg_ritz_max, high);
+                report.pcg_spectrum_solves += 1;
+            }
             report.newton_iterations += 1;
             if (traced) traced->pcg.push_back(report.pcg_iterations - pcg_before);
             // Full Newton: a solve stopped by the iteration limit still gives a

@@ -30,17 +30,30 @@
 /// residual uses A, absorbs that as it absorbs the PCG tolerance. An entry
 /// beyond float's range becomes infinite and the solve reports non_finite.
 ///
+/// Spectrum estimate (PcgOptions::estimate_spectrum): CG's coefficients
+/// define the Lanczos matrix T_k of the preconditioned operator M⁻¹ S A S on
+/// the free DoFs (Saad, Iterative Methods for Sparse Linear Systems, 2nd ed.,
+/// Sec. 6.7.3): with p_{j+1} = z_{j+1} + β_j p_j,
+///     (T_k)_jj = 1/α_j + β_{j−1}/α_{j−1},   (T_k)_{j,j+1} = √β_j / α_j.
+/// Its extreme eigenvalues (Ritz values) lie inside the operator's spectrum
+/// and approach its ends within a few iterations; their ratio estimates the
+/// condition number that bounds PCG's convergence. A measure of a
+/// preconditioner's quality that does not depend on the tolerance or the
+/// right-hand side (benchmarks/RESULTS.md, "The V-cycle's spectrum").
+///
 /// Failures are reported in PcgResult, never hidden: a direction with
 /// pᵀAp ≤ 0 (the filtered matrix is not positive definite), a preconditioned
 /// residual with rᵀM⁻¹r ≤ 0 or a diagonal block that is not positive definite
 /// (the preconditioner is not), a non-finite value, or the iteration limit.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <thrust/copy.h>
@@ -141,6 +154,11 @@ struct PcgOptions {
     /// inverses (see the file comment); no effect when T is float. Scene key
     /// solver.matrix_precision ("double", "single").
     bool single_precision_matrix = false;
+    /// Estimate the preconditioned operator's extreme eigenvalues from the
+    /// iteration's coefficients (PcgResult::ritz_min, ritz_max; see the file
+    /// comment). Costs two host scalars per iteration and a bisection on a
+    /// tridiagonal matrix of the iteration count's order at the end.
+    bool estimate_spectrum = false;
 };
 
 template <typename T>
@@ -152,7 +170,78 @@ struct PcgResult {
     /// (0 when r₀ = 0; 1 when the solve stopped before the first update;
     /// not finite when r₀ is not).
     T relative_residual = T(1);
+    /// PcgOptions::estimate_spectrum and at least one completed iteration of
+    /// a solve that converged or reached its limit: ritz_min and ritz_max hold
+    /// the smallest and largest eigenvalues of the Lanczos matrix of the
+    /// completed iterations. They lie in [λ_min, λ_max] of M⁻¹ S A S on the
+    /// free DoFs; ritz_max / ritz_min estimates its condition number from
+    /// below. Both 0 when not estimated.
+    bool spectrum_estimated = false;
+    T ritz_min = T(0);
+    T ritz_max = T(0);
 };
+
+/// The smallest and largest eigenvalues of the symmetric tridiagonal matrix
+/// with diagonal `diagonal` (k ≥ 1 entries) and off-diagonal `off` (k − 1
+/// entries, off[i] coupling i and i + 1), by bisection on the Sturm
+/// sequence's count of eigenvalues below a shift (Golub & Van Loan, Matrix
+/// Computations, 4th ed., Sec. 8.4.1) inside the Gershgorin interval, to the
+/// interval's rounding.
+/// @throws InvalidInput for an empty diagonal, a wrong off-diagonal size or a
+///         non-finite entry
+template <typename T>
+std::pair<T, T> tridiagonal_extreme_eigenvalues(const std::vector<T>& diagonal, const std::vector<T>& off)
+{
+    using std::abs;
+    const std::size_t k = diagonal.size();
+    if (k == 0) throw InvalidInput("invalid tridiagonal_extreme_eigenvalues diagonal: must not be empty");
+    if (off.size() + 1 != k) {
+        throw InvalidInput(detail::describe("tridiagonal_extreme_eigenvalues off.size()", off.size(),
+                                            ("must equal diagonal.size() - 1 = " + std::to_string(k - 1)).c_str()));
+    }
+    T low = std::numeric_limits<T>::max();
+    T high = std::numeric_limits<T>::lowest();
+    T scale = T(0);
+    for (std::size_t i = 0; i < k; ++i) {
+        const T radius = (i > 0 ? abs(off[i - 1]) : T(0)) + (i + 1 < k ? abs(off[i]) : T(0));
+        if (!(abs(diagonal[i]) <= std::numeric_limits<T>::max() && radius <= std::numeric_limits<T>::max())) {
+            throw InvalidInput(detail::describe("tridiagonal_extreme_eigenvalues entry", i, "is not finite"));
+        }
+        low = std::min(low, diagonal[i] - radius);
+        high = std::max(high, diagonal[i] + radius);
+        scale = std::max(scale, abs(diagonal[i]) + radius);
+    }
+    // Eigenvalues below `shift`: the negative pivots of T − shift I's LDLᵀ
+    // (a zero pivot nudged to a tiny negative one, as in LAPACK's dstebz).
+    const T tiny = std::numeric_limits<T>::min() / std::numeric_limits<T>::epsilon();
+    const auto count_below = [&](T shift) {
+        std::size_t count = 0;
+        T pivot = diagonal[0] - shift;
+        for (std::size_t i = 0;; ++i) {
+            if (abs(pivot) < tiny) pivot = -tiny;
+            count += pivot < T(0) ? 1 : 0;
+            if (i + 1 == k) break;
+            pivot = diagonal[i + 1] - shift - off[i] * off[i] / pivot;
+        }
+        return count;
+    };
+    // The j-th smallest eigenvalue (j = 1 … k): count_below(lo) < j ≤ count_below(hi).
+    const auto eigenvalue = [&](std::size_t j) {
+        T lo = low - std::numeric_limits<T>::epsilon() * scale;
+        T hi = high + std::numeric_limits<T>::epsilon() * scale;
+        for (int step = 0; step < 200; ++step) {
+            const T mid = lo + (hi - lo) / T(2);
+            if (!(mid > lo && mid < hi)) break;
+            if (count_below(mid) >= j) {
+                hi = mid;
+            } else {
+                lo = mid;
+            }
+        }
+        return lo + (hi - lo) / T(2);
+    };
+    return {eigenvalue(1), eigenvalue(k)};
+}
 
 /// Work vectors of the solver, kept between solves so that repeated solves of
 /// the same size allocate nothing. Contents are scratch.
@@ -176,6 +265,8 @@ struct PcgWorkspace {
     thrust::device_vector<Index> banded_cols;          ///< and col_idx
     thrust::device_vector<float> values_single;        ///< #blocks · B·B, A's values (single_precision_matrix)
     thrust::device_vector<float> inverse_single;       ///< #nodes · B·B, M⁻¹ blocks (single_precision_matrix)
+    std::vector<T> lanczos_alpha;                      ///< host: α of each iteration (estimate_spectrum)
+    std::vector<T> lanczos_beta;                       ///< host: β of each iteration's direction update
 
     /// Size every vector for a system of `nodes` nodes (no-op when already sized).
     void resize(Index nodes)
@@ -431,6 +522,28 @@ PcgResult<T> make_result(PcgStatus status, int iterations, T relative_residual)
     return result;
 }
 
+/// `result` with the extreme eigenvalues of the Lanczos matrix of the
+/// iterations whose α and β were recorded (see the file comment), where the
+/// result is a convergence or the iteration limit after at least one
+/// iteration; otherwise `result` unchanged.
+template <typename T>
+PcgResult<T> with_spectrum(PcgResult<T> result, const std::vector<T>& alpha, const std::vector<T>& beta)
+{
+    const bool usable = result.status == PcgStatus::converged || result.status == PcgStatus::max_iterations_reached;
+    const std::size_t k = alpha.size();
+    if (!usable || k == 0 || beta.size() + 1 < k) return result;
+    std::vector<T> diagonal(k), off(k - 1);
+    for (std::size_t j = 0; j < k; ++j) {
+        diagonal[j] = T(1) / alpha[j] + (j > 0 ? beta[j - 1] / alpha[j - 1] : T(0));
+        if (j + 1 < k) off[j] = std::sqrt(beta[j]) / alpha[j];
+    }
+    const std::pair<T, T> extremes = tridiagonal_extreme_eigenvalues(diagonal, off);
+    result.spectrum_estimated = true;
+    result.ritz_min = extremes.first;
+    result.ritz_max = extremes.second;
+    return result;
+}
+
 }  // namespace pcg_detail
 
 /// Solve S A x = S b with x = z on constrained DoFs by filtered PCG.
@@ -601,6 +714,14 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     // β of the direction update p ← z + β p that the next product forms on
     // the fly (a negative value: p is already the direction, as it is now).
     T pending_beta = T(-1);
+    auto& lanczos_alpha = workspace.lanczos_alpha;
+    auto& lanczos_beta = workspace.lanczos_beta;
+    lanczos_alpha.clear();
+    lanczos_beta.clear();
+    const auto finish = [&](PcgStatus status, int iterations, T relative) {
+        const PcgResult<T> result = pcg_detail::make_result(status, iterations, relative);
+        return options.estimate_spectrum ? pcg_detail::with_spectrum(result, lanczos_alpha, lanczos_beta) : result;
+    };
     auto& p_next = workspace.next_direction;
     p_next.resize(dofs);
     for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
@@ -642,21 +763,22 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
             return pcg_detail::make_result(PcgStatus::indefinite_matrix, iteration, residual_norm / initial_norm);
         }
         const T alpha = r_dot_z / curvature;
+        if (options.estimate_spectrum) lanczos_alpha.push_back(alpha);
         sums = update(alpha);
         residual_norm = sqrt(sums.second);
         const T relative = residual_norm / initial_norm;
         if (!pcg_detail::both_finite(sums.first, residual_norm)) {
             return pcg_detail::make_result(PcgStatus::non_finite, iteration + 1, relative);
         }
-        if (residual_norm <= stop_norm) return pcg_detail::make_result(PcgStatus::converged, iteration + 1, relative);
+        if (residual_norm <= stop_norm) return finish(PcgStatus::converged, iteration + 1, relative);
         if (!(sums.first > T(0))) {
             return pcg_detail::make_result(PcgStatus::indefinite_preconditioner, iteration + 1, relative);
         }
         pending_beta = sums.first / r_dot_z;  // ≥ 0: both dot products are positive
+        if (options.estimate_spectrum) lanczos_beta.push_back(pending_beta);
         r_dot_z = sums.first;
     }
-    return pcg_detail::make_result(PcgStatus::max_iterations_reached, options.max_iterations,
-                                   residual_norm / initial_norm);
+    return finish(PcgStatus::max_iterations_reached, options.max_iterations, residual_norm / initial_norm);
 }
 
 /// Unfiltered PCG: every DoF free (x's entries on entry are ignored).
