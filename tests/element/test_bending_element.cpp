@@ -508,7 +508,7 @@ TEST_CASE("bending element: the Gauss-Newton variant keeps the forces and gives 
     REQUIRE(checks == 49);
 }
 
-TEST_CASE("bending element: the forms without Hessians keep every other bit, and Gauss-Newton reads none",
+TEST_CASE("bending element: the forms without Hessians keep every other bit; Gauss-Newton and forces alone read none",
           "[element][bending][gauss-newton][gradients]")
 {
     // bending_forms with StrainDerivatives::gradients, which the Gauss-Newton
@@ -526,7 +526,7 @@ TEST_CASE("bending element: the forms without Hessians keep every other bit, and
     Vec12 zero_segment = stencil(random_frame(rng), deg(2.0));
     zero_segment.segment<3>(8) = zero_segment.segment<3>(4);  // b = 0
     stencils.push_back(zero_segment);
-    int in_band = 0, compared = 0;
+    int in_band = 0, compared = 0, with_force = 0;
     for (const Vec12& q : stencils) {
         const Vec12 v = rng.vector<12>(-1, 1);
         const auto full = weft::bending_forms(q, v);
@@ -556,9 +556,26 @@ TEST_CASE("bending element: the forms without Hessians keep every other bit, and
         CHECK(gn.dissipative_force_jacobian_velocities == reference.dissipative_force_jacobian_velocities);
         CHECK(gn.dissipative_force_jacobian_positions == reference.dissipative_force_jacobian_positions);
         CHECK(gn.status == reference.status);
+
+        // Forces alone (full Newton's line-search trials): the exact element's
+        // energy, potential and forces to the bit, every Jacobian zero.
+        const auto exact = weft::evaluate_bending(q, v, d, weft::PsdProjection::off, weft::StressClamp::off);
+        const auto forces = weft::evaluate_bending_forces(q, v, d);
+        CHECK(forces.energy == exact.energy);
+        CHECK(forces.dissipation_potential == exact.dissipation_potential);
+        CHECK(forces.elastic_force == exact.elastic_force);
+        CHECK(forces.dissipative_force == exact.dissipative_force);
+        CHECK(forces.status == exact.status);
+        CHECK(forces.angle == exact.angle);
+        CHECK(forces.blend_weight == exact.blend_weight);
+        CHECK(forces.elastic_force_jacobian.isZero(0));
+        CHECK(forces.dissipative_force_jacobian_velocities.isZero(0));
+        CHECK(forces.dissipative_force_jacobian_positions.isZero(0));
+        if (exact.elastic_force.norm() > 0) ++with_force;
         ++compared;
     }
     // The band's weighted sizes have Hessians that the lean forms leave out.
     REQUIRE(in_band >= 2);
+    REQUIRE(with_force >= 10);
     REQUIRE(compared == 12);
 }

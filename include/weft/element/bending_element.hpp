@@ -207,6 +207,18 @@ WEFT_HD inline BendingElementEval<T> empty_bending_eval(const BendingForms<T>& f
     return out;
 }
 
+/// One form's energy, forces and dissipation potential added to `out`: the
+/// part of accumulate_bending_form that reads no Jacobian, in its order.
+template <typename T, int M, class Elastic, class Dissipative>
+WEFT_HD inline void accumulate_bending_forces(BendingElementEval<T>& out, const StrainEval<T, 12, M>& e,
+                                              const Elastic& elastic, const Dissipative& dissipative)
+{
+    out.energy += elastic_energy(e, elastic);
+    out.elastic_force += elastic_force(e, elastic);
+    out.dissipation_potential += dissipation_potential(e, dissipative);
+    out.dissipative_force += dissipative_force(e, dissipative);
+}
+
 /// Adds one form's energy, forces and Jacobians. gauss_newton: elastic
 /// stiffness −Ω ∇ε (∂S/∂ε) ∇εᵀ and no ∂f_d/∂q (evaluate_bending_gauss_newton).
 template <typename T, int M, class Elastic, class Dissipative>
@@ -214,10 +226,7 @@ WEFT_HD inline void accumulate_bending_form(BendingElementEval<T>& out, const St
                                             const Elastic& elastic, const Dissipative& dissipative, StressClamp clamp,
                                             bool gauss_newton = false)
 {
-    out.energy += elastic_energy(e, elastic);
-    out.elastic_force += elastic_force(e, elastic);
-    out.dissipation_potential += dissipation_potential(e, dissipative);
-    out.dissipative_force += dissipative_force(e, dissipative);
+    accumulate_bending_forces(out, e, elastic, dissipative);
     out.dissipative_force_jacobian_velocities += dissipative_force_jacobian(e, dissipative, DiffWrt::velocities);
     if (gauss_newton) {
         out.elastic_force_jacobian -=
@@ -285,6 +294,24 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending_gauss_newton(const Vec<T, 
         detail::accumulate_bending_form(out, f.angle_form, densities.angle_elastic, densities.angle_dissipative,
                                         StressClamp::off, true);
     }
+    return out;
+}
+
+/// The energy, forces and dissipation potential of evaluate_bending, to the
+/// bit, with every Jacobian left zero and no strain Hessian computed
+/// (StrainDerivatives::gradients): for evaluations that read no Jacobian,
+/// such as full Newton's line-search trials (NewtonInputs::forces_only).
+template <typename T, class Densities>
+WEFT_HD inline BendingElementEval<T> evaluate_bending_forces(const Vec<T, 12>& q, const Vec<T, 12>& v,
+                                                             const Densities& densities,
+                                                             const BendingBlend<T>& blend = {})
+{
+    const BendingForms<T> f = bending_forms(q, v, blend, StrainDerivatives::gradients);
+    BendingElementEval<T> out = detail::empty_bending_eval(f);
+    if (f.vector_active)
+        detail::accumulate_bending_forces(out, f.vector_form, densities.vector_elastic, densities.vector_dissipative);
+    if (f.angle_active)
+        detail::accumulate_bending_forces(out, f.angle_form, densities.angle_elastic, densities.angle_dissipative);
     return out;
 }
 

@@ -216,8 +216,16 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, bend.coordinate);
     const T kd = mat.damping == DampingModel::strain_rate ? mat.bending_damping : T(0);
     const auto densities = quadratic_bending_densities<T>(mat.bending_stiffness, kd);
+    const Vec<T, 12> wl =
+        newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, bend.coordinate) : vl;
+    // A line-search trial (forces_only) reads no Jacobian, and where w = 0 its
+    // b = h (f + h K w) has no K in it either: the forces alone, without the
+    // strain Hessians (the exact evaluation's forces and b, to the bit, up to
+    // the sign of an exact zero). Rayleigh damping's force is built from K.
+    const bool forces_alone = newton.forces_only && exact_stiffness(mat, newton) && (wl.array() == T(0)).all();
     const BendingElementEval<T> r =
-        gauss_newton_stiffness(mat, newton)
+        forces_alone ? evaluate_bending_forces<T>(ql, vl, densities)
+        : gauss_newton_stiffness(mat, newton)
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
             : evaluate_bending<T>(ql, vl, densities,
                                   exact_stiffness(mat, newton) ? PsdProjection::off : yarn_projection(mat, newton),
@@ -232,8 +240,6 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     if (mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0))
         energy.dissipation = add_rayleigh_damping<T, 12>(r.elastic_force_jacobian, mat.rayleigh_beta, vl, force, df_dv);
     const XsLayout<3> layout(bend.coordinate);
-    const Vec<T, 12> wl =
-        newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, bend.coordinate) : vl;
     scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force, df_dq,
                                                df_dv, wl, h);
 }
