@@ -508,6 +508,20 @@ TEST_CASE("bending element: the Gauss-Newton variant keeps the forces and gives 
     REQUIRE(checks == 49);
 }
 
+namespace {
+
+/// The same energy, dissipation potential, forces and status, to the bit.
+void check_same_forces(const weft::BendingElementEval<double>& a, const weft::BendingElementEval<double>& b)
+{
+    CHECK(a.energy == b.energy);
+    CHECK(a.dissipation_potential == b.dissipation_potential);
+    CHECK(a.elastic_force == b.elastic_force);
+    CHECK(a.dissipative_force == b.dissipative_force);
+    CHECK(a.status == b.status);
+}
+
+}  // namespace
+
 TEST_CASE("bending element: the forms without Hessians keep every other bit; Gauss-Newton and forces alone read none",
           "[element][bending][gauss-newton][gradients]")
 {
@@ -548,24 +562,16 @@ TEST_CASE("bending element: the forms without Hessians keep every other bit; Gau
             weft::detail::accumulate_bending_form(reference, full.angle_form, d.angle_elastic, d.angle_dissipative,
                                                   weft::StressClamp::off, true);
         const auto gn = weft::evaluate_bending_gauss_newton(q, v, d);
-        CHECK(gn.energy == reference.energy);
-        CHECK(gn.dissipation_potential == reference.dissipation_potential);
-        CHECK(gn.elastic_force == reference.elastic_force);
-        CHECK(gn.dissipative_force == reference.dissipative_force);
+        check_same_forces(gn, reference);
         CHECK(gn.elastic_force_jacobian == reference.elastic_force_jacobian);
         CHECK(gn.dissipative_force_jacobian_velocities == reference.dissipative_force_jacobian_velocities);
         CHECK(gn.dissipative_force_jacobian_positions == reference.dissipative_force_jacobian_positions);
-        CHECK(gn.status == reference.status);
 
         // Forces alone (full Newton's line-search trials): the exact element's
         // energy, potential and forces to the bit, every Jacobian zero.
         const auto exact = weft::evaluate_bending(q, v, d, weft::PsdProjection::off, weft::StressClamp::off);
         const auto forces = weft::evaluate_bending_forces(q, v, d);
-        CHECK(forces.energy == exact.energy);
-        CHECK(forces.dissipation_potential == exact.dissipation_potential);
-        CHECK(forces.elastic_force == exact.elastic_force);
-        CHECK(forces.dissipative_force == exact.dissipative_force);
-        CHECK(forces.status == exact.status);
+        check_same_forces(forces, exact);
         CHECK(forces.angle == exact.angle);
         CHECK(forces.blend_weight == exact.blend_weight);
         CHECK(forces.elastic_force_jacobian.isZero(0));

@@ -272,6 +272,34 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending(const Vec<T, 12>& q, const
     return out;
 }
 
+namespace detail {
+
+/// What an element evaluated without strain Hessians adds per form.
+enum class LeanBending { gauss_newton, forces };
+
+/// The blended element from forms without strain Hessians
+/// (StrainDerivatives::gradients), each form added as `lean` says.
+template <typename T, class Densities>
+WEFT_HD inline BendingElementEval<T> evaluate_bending_lean(const Vec<T, 12>& q, const Vec<T, 12>& v,
+                                                           const Densities& densities, const BendingBlend<T>& blend,
+                                                           LeanBending lean)
+{
+    const BendingForms<T> f = bending_forms(q, v, blend, StrainDerivatives::gradients);
+    BendingElementEval<T> out = empty_bending_eval(f);
+    const auto add = [&](const auto& form, const auto& elastic, const auto& dissipative) {
+        if (lean == LeanBending::forces) {
+            accumulate_bending_forces(out, form, elastic, dissipative);
+        } else {
+            accumulate_bending_form(out, form, elastic, dissipative, StressClamp::off, true);
+        }
+    };
+    if (f.vector_active) add(f.vector_form, densities.vector_elastic, densities.vector_dissipative);
+    if (f.angle_active) add(f.angle_form, densities.angle_elastic, densities.angle_dissipative);
+    return out;
+}
+
+}  // namespace detail
+
 /// The same forces with Gauss–Newton Jacobians, for solvers that need a
 /// PSD stiffness every step at low cost: −∂f_e/∂q ≈ Σ_i Ω_i ∇ε_i (∂S_e/∂ε) ∇ε_iᵀ
 /// (PSD for a convex density, exact at the straight rest state where ε = 0
@@ -284,17 +312,7 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending_gauss_newton(const Vec<T, 
                                                                    const Densities& densities,
                                                                    const BendingBlend<T>& blend = {})
 {
-    const BendingForms<T> f = bending_forms(q, v, blend, StrainDerivatives::gradients);
-    BendingElementEval<T> out = detail::empty_bending_eval(f);
-    if (f.vector_active) {
-        detail::accumulate_bending_form(out, f.vector_form, densities.vector_elastic, densities.vector_dissipative,
-                                        StressClamp::off, true);
-    }
-    if (f.angle_active) {
-        detail::accumulate_bending_form(out, f.angle_form, densities.angle_elastic, densities.angle_dissipative,
-                                        StressClamp::off, true);
-    }
-    return out;
+    return detail::evaluate_bending_lean(q, v, densities, blend, detail::LeanBending::gauss_newton);
 }
 
 /// The energy, forces and dissipation potential of evaluate_bending, to the
@@ -306,13 +324,7 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending_forces(const Vec<T, 12>& q
                                                              const Densities& densities,
                                                              const BendingBlend<T>& blend = {})
 {
-    const BendingForms<T> f = bending_forms(q, v, blend, StrainDerivatives::gradients);
-    BendingElementEval<T> out = detail::empty_bending_eval(f);
-    if (f.vector_active)
-        detail::accumulate_bending_forces(out, f.vector_form, densities.vector_elastic, densities.vector_dissipative);
-    if (f.angle_active)
-        detail::accumulate_bending_forces(out, f.angle_form, densities.angle_elastic, densities.angle_dissipative);
-    return out;
+    return detail::evaluate_bending_lean(q, v, densities, blend, detail::LeanBending::forces);
 }
 
 /// The exact (non-symmetric) ∂f_d/∂q of the blended element, for tests and

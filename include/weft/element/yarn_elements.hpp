@@ -222,7 +222,9 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     // b = h (f + h K w) has no K in it either: the forces alone, without the
     // strain Hessians (the exact evaluation's forces and b, to the bit, up to
     // the sign of an exact zero). Rayleigh damping's force is built from K.
-    const bool forces_alone = newton.forces_only && exact_stiffness(mat, newton) && (wl.array() == T(0)).all();
+    bool w_zero = true;
+    for (int i = 0; i < 12; ++i) w_zero = w_zero && wl(i) == T(0);
+    const bool forces_alone = newton.forces_only && exact_stiffness(mat, newton) && w_zero;
     const BendingElementEval<T> r =
         forces_alone ? evaluate_bending_forces<T>(ql, vl, densities)
         : gauss_newton_stiffness(mat, newton)
