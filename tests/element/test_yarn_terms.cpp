@@ -5,13 +5,15 @@
 // consistent segment mass (against the kinetic energy of its velocity
 // field, integrated independently), and the penalty's ∂f/∂x on a plane and a
 // sphere (where the curvature part is dropped on purpose and computed here
-// on its own).
+// on its own). Also: a full-Newton line-search trial's shear and bending
+// forces and right-hand side are the full evaluation's, to the bit.
 #include <catch2/catch.hpp>
 
 #include <cmath>
 #include <vector>
 
 #include <weft/element/collider.hpp>
+#include <weft/element/yarn_elements.hpp>
 #include <weft/element/yarn_terms.hpp>
 
 #include "support/random.hpp"
@@ -376,4 +378,118 @@ TEST_CASE("collider: the penalty's 3-D Jacobian is the derivative of its force, 
         }
     }
     REQUIRE(checked == 20);
+}
+
+namespace {
+
+/// One shear and one bend element on three 5-DoF nodes, evaluated as a
+/// full-Newton iterate: forces, right-hand sides and energies.
+struct ElementOutputs {
+    std::vector<double> b, f, energies;
+};
+
+template <int K>
+void append(const weft::NodeBlocks<double, K, weft::yarn_node_dofs>& out, const weft::ElementEnergies<double>& e,
+            ElementOutputs& o)
+{
+    for (int k = 0; k < K; ++k) {
+        for (int c = 0; c < weft::yarn_node_dofs; ++c) {
+            o.b.push_back(out.b[k](c));
+            o.f.push_back(out.f[k](c));
+        }
+    }
+    o.energies.insert(o.energies.end(), {e.kinetic, e.elastic, e.gravity, e.dissipation});
+}
+
+ElementOutputs evaluate_shear_and_bend(const std::vector<double>& q, const std::vector<double>& v,
+                                       const std::vector<double>& start, const std::vector<double>& w,
+                                       const weft::YarnMaterial<double>& mat, bool exact_hessians, bool forces_only)
+{
+    weft::NewtonInputs<double> newton;
+    newton.full_newton = true;
+    newton.exact_hessians = exact_hessians;
+    newton.rate_start = start.data();
+    newton.stiffness_velocity = w.data();
+    newton.forces_only = forces_only;
+    const double h = 2e-3;
+    ElementOutputs o;
+    weft::ElementEnergies<double> e{};
+    weft::NodeBlocks<double, 3, weft::yarn_node_dofs> shear_out;
+    shear_out.set_zero();
+    weft::evaluate_yarn_shear<double>(q.data(), v.data(), weft::YarnShear{0, 1, 2, 1e-3}, mat, h, shear_out, e, newton);
+    append(shear_out, e, o);
+    weft::NodeBlocks<double, 3, weft::yarn_node_dofs> bend_out;
+    bend_out.set_zero();
+    weft::evaluate_yarn_bend<double>(q.data(), v.data(), weft::YarnBend{3, 0, 1, 3}, mat, h, bend_out, e, newton);
+    append(bend_out, e, o);
+    return o;
+}
+
+}  // namespace
+
+TEST_CASE("yarn elements: a line-search trial's shear and bending forces and b are the full evaluation's, to the bit",
+          "[element][yarn][newton]")
+{
+    // Nodes 1 (along u) and 3 (the other side along u) around node 0, node 2
+    // along v; 4 nodes of 5 DoFs. Random crossings, sheared, stretched and
+    // compressed, straight and folded, at rest and moving.
+    weft_test::Random rng(20261205);
+    weft::YarnMaterial<double> mat;
+    mat.linear_density = 3e-4;
+    mat.stretch_stiffness = 100;
+    mat.bending_stiffness = 1e-6;
+    mat.shear_stiffness = 0.5;
+    mat.damping = weft::DampingModel::strain_rate;
+    mat.stretch_damping = 1e-3;
+    mat.bending_damping = 1e-7;
+    mat.shear_damping = 1e-3;
+    const double l = 1e-3;
+    int compared = 0;
+    for (int trial = 0; trial < 40; ++trial) {
+        const double bend = trial % 4 == 0 ? 0.0 : rng.uniform(-0.8, 0.8);
+        const double shear = trial % 5 == 0 ? 0.0 : rng.uniform(-0.4, 0.4);
+        std::vector<double> q(20, 0.0), v(20, 0.0), start(20), zero(20, 0.0), w(20);
+        const Vec3 x[4] = {Vec3::Zero(), Vec3(l, 0, 0), Vec3(l * std::sin(shear), l * std::cos(shear), 0),
+                           Vec3(-l * std::cos(bend), 0, l * std::sin(bend))};
+        for (int n = 0; n < 4; ++n) {
+            const Vec3 xn = x[n] + (trial % 3 == 0 ? Vec3::Zero() : Vec3(rng.vector<3>(-1e-4, 1e-4)));
+            for (int c = 0; c < 3; ++c) q[5 * n + c] = xn(c);
+            q[5 * n + 3] = n == 1 ? l : (n == 3 ? -l : 0.0);
+            q[5 * n + 4] = n == 2 ? l : 0.0;
+        }
+        if (trial % 7 != 0) {
+            for (int i = 0; i < 20; ++i) v[static_cast<std::size_t>(i)] = rng.uniform(-0.1, 0.1);
+        }
+        for (int i = 0; i < 20; ++i) {
+            start[static_cast<std::size_t>(i)] = q[static_cast<std::size_t>(i)] - 2e-3 * rng.uniform(-0.1, 0.1);
+            w[static_cast<std::size_t>(i)] = rng.uniform(-0.1, 0.1);
+        }
+        for (const weft::DampingModel model : {weft::DampingModel::strain_rate, weft::DampingModel::none}) {
+            mat.damping = model;
+            // w = 0 (full Newton's iterates; the trial's shortcut), against
+            // full evaluations with exact and with projected stiffnesses: the
+            // trial's forces, b and energies are the full evaluation's. And
+            // w ≠ 0 (no shortcut) against the exact one, for the shear alone:
+            // b = h (f + h K w) then reads K, and the trial's exact bending K
+            // leaves its stress unclamped where the full evaluation clamps it.
+            for (int variant = 0; variant < 3; ++variant) {
+                const std::vector<double>& wv = variant < 2 ? zero : w;
+                const bool exact = variant != 1;
+                const ElementOutputs full = evaluate_shear_and_bend(q, v, start, wv, mat, exact, false);
+                const ElementOutputs trial_out = evaluate_shear_and_bend(q, v, start, wv, mat, exact, true);
+                REQUIRE(full.b.size() == trial_out.b.size());
+                const std::size_t compared_entries = variant < 2 ? full.b.size() : 3 * weft::yarn_node_dofs;
+                for (std::size_t i = 0; i < compared_entries; ++i) {
+                    INFO("trial " << trial << ", variant " << variant << ", entry " << i);
+                    REQUIRE(std::isfinite(full.b[i]));
+                    REQUIRE(trial_out.b[i] == full.b[i]);  // == : +0 and −0 are equal
+                    REQUIRE(trial_out.f[i] == full.f[i]);
+                }
+                const std::size_t compared_energies = variant < 2 ? full.energies.size() : 4;
+                for (std::size_t i = 0; i < compared_energies; ++i) REQUIRE(trial_out.energies[i] == full.energies[i]);
+                ++compared;
+            }
+        }
+    }
+    REQUIRE(compared == 240);
 }

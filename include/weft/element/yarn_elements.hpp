@@ -200,6 +200,21 @@ WEFT_HD inline bool gauss_newton_stiffness(const YarnMaterial<T>& mat, const New
            (mat.stiffness_approximation == StiffnessApproximation::automatic && newton.rate_start == nullptr);
 }
 
+/// Whether an element may take its forces alone, without its strain
+/// Hessians or any Jacobian: a line-search trial (NewtonInputs::forces_only)
+/// reads no Jacobian, and where the element's w (`wl`) is zero its
+/// b = h (f + h K w) has no K in it either, so the forces alone give the
+/// exact evaluation's forces and b, to the bit, up to the sign of an exact
+/// zero. Not with Rayleigh damping, whose force is built from K.
+template <typename T, int N>
+WEFT_HD inline bool forces_alone(const YarnMaterial<T>& mat, const NewtonInputs<T>& newton, const Vec<T, N>& wl)
+{
+    if (!newton.forces_only || !exact_stiffness(mat, newton)) return false;
+    for (int i = 0; i < N; ++i)
+        if (wl(i) != T(0)) return false;
+    return true;
+}
+
 /// Bending element at a node (2017 Sec. 5.2, blended small-angle form). Its
 /// stiffness must be PSD (the exact bending Hessian is indefinite even near
 /// θ = 0, which makes A indefinite and PCG diverge): Gauss–Newton, or the
@@ -218,15 +233,8 @@ WEFT_HD inline void evaluate_yarn_bend(const T* q, const T* v, const YarnBend& b
     const auto densities = quadratic_bending_densities<T>(mat.bending_stiffness, kd);
     const Vec<T, 12> wl =
         newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, bend.coordinate) : vl;
-    // A line-search trial (forces_only) reads no Jacobian, and where w = 0 its
-    // b = h (f + h K w) has no K in it either: the forces alone, without the
-    // strain Hessians (the exact evaluation's forces and b, to the bit, up to
-    // the sign of an exact zero). Rayleigh damping's force is built from K.
-    bool w_zero = true;
-    for (int i = 0; i < 12; ++i) w_zero = w_zero && wl(i) == T(0);
-    const bool forces_alone = newton.forces_only && exact_stiffness(mat, newton) && w_zero;
     const BendingElementEval<T> r =
-        forces_alone ? evaluate_bending_forces<T>(ql, vl, densities)
+        forces_alone(mat, newton, wl) ? evaluate_bending_forces<T>(ql, vl, densities)
         : gauss_newton_stiffness(mat, newton)
             ? evaluate_bending_gauss_newton<T>(ql, vl, densities)
             : evaluate_bending<T>(ql, vl, densities,
@@ -257,11 +265,14 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const int nodes[3] = {shear.node, shear.along_u, shear.along_v};
     const Vec<T, 12> ql = gather_xs<T, 3>(q, nodes, -1);
     const Vec<T, 12> vl = gather_xs<T, 3>(v, nodes, -1);
+    const Vec<T, 12> wl = newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, -1) : vl;
     // Gauss–Newton: Ω ∇ε k ∇εᵀ, and ∂f_d/∂q omitted as for bending; no strain Hessian is read.
     // Projected: the exact elastic and clamped dissipative stiffness, projected together.
+    // A trial that takes the forces alone (`forces_alone`) forms no Jacobian.
+    const bool alone = forces_alone(mat, newton, wl);
     const bool gauss_newton = gauss_newton_stiffness(mat, newton);
     auto e = shear_strain<T>(ql, vl, T(shear.rest_spacing),
-                             gauss_newton ? StrainDerivatives::gradients : StrainDerivatives::hessians);
+                             gauss_newton || alone ? StrainDerivatives::gradients : StrainDerivatives::hessians);
     if (newton.rate_start)
         set_incremental_rate(e,
                              shear_strain<T>(gather_xs<T, 3>(newton.rate_start, nodes, -1), vl, T(shear.rest_spacing),
@@ -270,9 +281,10 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     const QuadraticDensity<T, 1> elastic{mat.shear_stiffness};
     Vec<T, 12> force = elastic_force(e, elastic);
     Mat<T, 12, 12> hessian =
-        gauss_newton ? Mat<T, 12, 12>(
-                           e.size * sandwich<T, 12, 1, 12>(e.gradient, elastic.stress_derivative(e.strain), e.gradient))
-                     : Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic));
+        alone          ? Mat<T, 12, 12>::Zero().eval()
+        : gauss_newton ? Mat<T, 12, 12>(e.size * sandwich<T, 12, 1, 12>(e.gradient, elastic.stress_derivative(e.strain),
+                                                                        e.gradient))
+                       : Mat<T, 12, 12>(-elastic_force_jacobian(e, elastic));
     Mat<T, 12, 12> df_dv = Mat<T, 12, 12>::Zero();
     energy.elastic = elastic_energy(e, elastic);
     energy.dissipation = T(0);
@@ -280,10 +292,10 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     if (strain_rate) {
         const QuadraticDensity<T, 1> damping{mat.shear_damping};
         force += dissipative_force(e, damping);
-        if (!gauss_newton)
+        if (!gauss_newton && !alone)
             hessian -= dissipative_force_jacobian(e, damping, DiffWrt::positions,
                                                   newton.rate_start ? StressClamp::off : StressClamp::on);
-        df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
+        if (!alone) df_dv += dissipative_force_jacobian(e, damping, DiffWrt::velocities);
         energy.dissipation = dissipation_potential(e, damping);
     }
     Mat<T, 12, 12> df_dq = gauss_newton || exact_stiffness(mat, newton)
@@ -295,7 +307,6 @@ WEFT_HD inline void evaluate_yarn_shear(const T* q, const T* v, const YarnShear&
     energy.kinetic = T(0);
     energy.gravity = T(0);
     const XsLayout<3> layout(-1);
-    const Vec<T, 12> wl = newton.stiffness_velocity ? gather_xs<T, 3>(newton.stiffness_velocity, nodes, -1) : vl;
     scatter_implicit<T, 12, 3, yarn_node_dofs>(out, layout.slot, layout.component, Mat<T, 12, 12>::Zero(), force, df_dq,
                                                df_dv, wl, h);
 }
