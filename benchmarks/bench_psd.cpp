@@ -1,10 +1,14 @@
 // Time per call of weft::project_to_psd on 12 × 12 symmetric matrices of the
 // kinds the yarn elements project (benchmarks/RESULTS.md, "Full Newton's fixed
 // cost"): random indefinite, rank 2 plus a small indefinite rest (a bending
-// element's Hessian), rank 1, and a multiple of the identity. One thread;
-// prints JSON.
+// element's Hessian), rank 1, and a multiple of the identity. Then the same
+// kinds made blind to translations (a bending stencil's three nodes of
+// [x, s]; the Helmert complement taken on both sides, and the zero matrix of
+// an undamped form), each through project_to_psd and through
+// project_translation_invariant_to_psd. One thread; prints JSON.
 // Usage: bench_psd [--matrices N] [--repeats R]
 #include <weft/core/psd.hpp>
+#include <weft/element/difference_projection.hpp>
 
 #include <CLI/CLI.hpp>
 
@@ -41,6 +45,30 @@ std::vector<Matrix> matrices(int kind, int count, std::mt19937& rng)
     return out;
 }
 
+/// a with the translations of each of the 4 DoFs over the 3 nodes removed
+/// from both sides: (I − T Tᵀ) a (I − T Tᵀ), T the orthonormal translations.
+Matrix without_translations(const Matrix& a)
+{
+    Matrix t = Matrix::Identity();
+    for (int i = 0; i < N; ++i)
+        for (int j = 0; j < N; ++j)
+            if (i % 4 == j % 4) t(i, j) -= 1.0 / 3.0;
+    return t * a * t;
+}
+
+template <class Project>
+double best_microseconds(const std::vector<Matrix>& m, int repeats, bool absolute, double& sink, Project project)
+{
+    double best = 1e300;
+    for (int r = 0; r < repeats; ++r) {
+        const auto t0 = std::chrono::steady_clock::now();
+        for (const Matrix& a : m) sink += project(a, absolute)(0, 0);
+        best = std::min(best, std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() /
+                                  static_cast<double>(m.size()));
+    }
+    return best;
+}
+
 }  // namespace
 
 int main(int argc, char** argv)
@@ -68,6 +96,21 @@ int main(int argc, char** argv)
         }
         std::printf("    {\"kind\": \"%s\", \"clamp_us\": %.3f, \"absolute_us\": %.3f}%s\n", names[kind], best[0],
                     best[1], kind < 3 ? "," : "");
+    }
+    std::printf("  ],\n  \"translation_invariant_kinds\": [\n");
+    const auto whole = [](const Matrix& a, bool absolute) { return weft::project_to_psd<double, N>(a, absolute); };
+    const auto complement = [](const Matrix& a, bool absolute) {
+        return weft::project_translation_invariant_to_psd<double, 3, 4>(a, absolute);
+    };
+    for (int kind = 0; kind < 5; ++kind) {
+        std::vector<Matrix> m = kind < 4 ? matrices(kind, count, rng) : std::vector<Matrix>(count, Matrix::Zero());
+        for (Matrix& a : m) a = without_translations(a);
+        std::printf(
+            "    {\"kind\": \"%s\", \"whole_clamp_us\": %.3f, \"complement_clamp_us\": %.3f, "
+            "\"whole_absolute_us\": %.3f, \"complement_absolute_us\": %.3f}%s\n",
+            kind < 4 ? names[kind] : "zero", best_microseconds(m, repeats, false, sink, whole),
+            best_microseconds(m, repeats, false, sink, complement), best_microseconds(m, repeats, true, sink, whole),
+            best_microseconds(m, repeats, true, sink, complement), kind < 4 ? "," : "");
     }
     std::printf("  ],\n  \"checksum\": %.6e\n}\n", sink);
     return 0;

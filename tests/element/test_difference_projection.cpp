@@ -1,9 +1,13 @@
 // PSD projection of translation-invariant element Hessians in their
-// difference variables (element/difference_projection.hpp).
+// difference variables (element/difference_projection.hpp), and on the
+// complement of the translations (project_translation_invariant_to_psd):
+// against a reference eigen-decomposition, on random and edge-case matrices
+// and on the bending element's clamped dissipative stiffness.
 #include <catch2/catch.hpp>
 
 #include <Eigen/Core>
 
+#include <weft/element/bending_element.hpp>
 #include <weft/element/difference_projection.hpp>
 #include <weft/element/elastic.hpp>
 #include <weft/potential/quadratic.hpp>
@@ -105,4 +109,140 @@ TEST_CASE("difference projection: the shear Hessian at a crossing", "[element][p
     }
     CHECK(indefinite > 5);
     REQUIRE(checks == 450);
+}
+
+namespace {
+
+/// A random symmetric indefinite matrix over `Nodes` nodes of `Dofs` DoFs
+/// that is blind to translations: Dᵀ H D, D the differences of consecutive
+/// nodes per DoF, H random symmetric with entries in [−1, 1] times `scale`.
+template <int Nodes, int Dofs>
+Eigen::Matrix<double, Nodes * Dofs, Nodes * Dofs> random_translation_invariant(weft_test::Random& rng, double scale,
+                                                                               int rank)
+{
+    constexpr int N = Nodes * Dofs, R = (Nodes - 1) * Dofs;
+    Eigen::Matrix<double, R, N> d = Eigen::Matrix<double, R, N>::Zero();
+    for (int j = 0; j + 1 < Nodes; ++j) {
+        for (int c = 0; c < Dofs; ++c) {
+            d(j * Dofs + c, j * Dofs + c) = -1;
+            d(j * Dofs + c, (j + 1) * Dofs + c) = 1;
+        }
+    }
+    Eigen::Matrix<double, R, R> h = Eigen::Matrix<double, R, R>::Zero();
+    for (int k = 0; k < rank; ++k) {
+        Eigen::Matrix<double, R, 1> x;
+        for (int i = 0; i < R; ++i) x(i) = rng.uniform(-1, 1);
+        h += rng.uniform(-1, 1) * x * x.transpose();
+    }
+    return scale * d.transpose() * h * d;
+}
+
+template <int Nodes, int Dofs>
+int check_translation_invariant_projection(weft_test::Random& rng, int trials)
+{
+    constexpr int N = Nodes * Dofs;
+    using MatN = Eigen::Matrix<double, N, N>;
+    int checks = 0;
+    for (int trial = 0; trial < trials; ++trial) {
+        const double scale = std::pow(10.0, rng.uniform(-12, 6));
+        const int rank = 1 + trial % ((Nodes - 1) * Dofs);
+        const MatN a = random_translation_invariant<Nodes, Dofs>(rng, scale, rank);
+        const double norm = std::max(a.norm(), 1e-300);
+        for (const bool absolute : {false, true}) {
+            INFO("nodes " << Nodes << ", dofs " << Dofs << ", trial " << trial << ", absolute " << absolute);
+            const MatN p = weft::project_translation_invariant_to_psd<double, Nodes, Dofs>(a, absolute);
+            // The same matrix as the whole projection, and as the reference.
+            CHECK((p - reference_projection<N>(a, absolute)).norm() <= 1e-10 * norm);
+            CHECK((p - weft::project_to_psd<double, N>(a, absolute)).norm() <= 1e-10 * norm);
+            CHECK(p == p.transpose());
+            for (int c = 0; c < Dofs; ++c) {
+                Eigen::Matrix<double, N, 1> t = Eigen::Matrix<double, N, 1>::Zero();
+                for (int n = 0; n < Nodes; ++n) t(n * Dofs + c) = 1;
+                CHECK((p * t).norm() <= 1e-12 * norm);
+            }
+            checks += 3 + Dofs;
+        }
+    }
+    return checks;
+}
+
+}  // namespace
+
+TEST_CASE("difference projection: a translation-invariant matrix projected on the translations' complement",
+          "[element][projection]")
+{
+    weft_test::Random rng(6);
+    int checks = 0;
+    checks += check_translation_invariant_projection<3, 4>(rng, 60);  // a bending stencil
+    checks += check_translation_invariant_projection<2, 4>(rng, 30);  // a segment
+    checks += check_translation_invariant_projection<4, 3>(rng, 30);  // a dihedral hinge
+    REQUIRE(checks == 60 * 2 * 7 + 30 * 2 * 7 + 30 * 2 * 6);
+
+    // Edge cases: zero, PSD (returned as is, to rounding), negative definite
+    // on the complement (projected to zero), and a matrix that is not blind
+    // to translations, which is projected whole (the same bits as project_to_psd).
+    const Mat12 zero = Mat12::Zero();
+    CHECK(weft::project_translation_invariant_to_psd<double, 3, 4>(zero) == zero);
+    Mat12 psd = Mat12::Zero();
+    for (int k = 0; k < 8; ++k) {
+        const Mat12 one = random_translation_invariant<3, 4>(rng, 1.0, 1);
+        psd += reference_projection<12>(one);
+    }
+    CHECK((weft::project_translation_invariant_to_psd<double, 3, 4>(psd) - psd).norm() <= 1e-13 * psd.norm());
+    CHECK(weft::project_translation_invariant_to_psd<double, 3, 4>(Mat12(-psd)).norm() <= 1e-13 * psd.norm());
+    CHECK((weft::project_translation_invariant_to_psd<double, 3, 4>(Mat12(-psd), true) - psd).norm() <=
+          1e-12 * psd.norm());
+    Mat12 general;
+    for (int i = 0; i < 12; ++i)
+        for (int j = 0; j <= i; ++j) general(i, j) = general(j, i) = rng.uniform(-1, 1);
+    for (const bool absolute : {false, true}) {
+        CHECK(weft::project_translation_invariant_to_psd<double, 3, 4>(general, absolute) ==
+              weft::project_to_psd<double, 12>(general, absolute));
+        // Blind to translations but for one entry pair well above rounding.
+        Mat12 nearly = random_translation_invariant<3, 4>(rng, 1.0, 8);
+        nearly(0, 5) += 1e-6;
+        nearly(5, 0) += 1e-6;
+        CHECK(weft::project_translation_invariant_to_psd<double, 3, 4>(nearly, absolute) ==
+              weft::project_to_psd<double, 12>(nearly, absolute));
+    }
+}
+
+TEST_CASE("difference projection: the bending element's clamped dissipative stiffness on the translations' complement",
+          "[element][projection][bending]")
+{
+    // The vector form's −Ω Π(Σ_k S_d,k Hε_k) (2018 Eq. 9 with the stress
+    // clamp of Sec. 3.4) against the whole 12 × 12 projection of the
+    // unclamped sum, on random stencils: straight, bent, folded, moving.
+    weft_test::Random rng(7);
+    const weft::QuadraticDensity<double, 3> damping{2e-3};
+    int compared = 0, clamped = 0;
+    for (int trial = 0; trial < 60; ++trial) {
+        const double angle = trial % 6 == 0 ? 0.0 : rng.uniform(-0.08, 0.08);
+        Eigen::Matrix<double, 12, 1> q, v;
+        const Eigen::Vector3d x0 = rng.vector<3>(-1, 1);
+        const Eigen::Vector3d x1 = x0 + Eigen::Vector3d(1, 0, 0) * rng.uniform(0.8, 1.2);
+        const Eigen::Vector3d x2 =
+            x1 +
+            Eigen::Vector3d(std::cos(angle), 0.2 * rng.uniform(-angle, angle), std::sin(angle)) * rng.uniform(0.8, 1.2);
+        const double s0 = rng.uniform(-1, 1);
+        q << x0, s0, x1, s0 + 1.0, x2, s0 + 2.0;
+        for (int i = 0; i < 12; ++i) v(i) = rng.uniform(-1, 1);
+        const weft::BendingForms<double> f = weft::bending_forms<double>(q, v);
+        if (!f.vector_active) continue;
+        const auto& e = f.vector_form;
+        const Mat12 unclamped =
+            weft::dissipative_force_jacobian(e, damping, weft::DiffWrt::positions, weft::StressClamp::off);
+        const Mat12 reference = -reference_projection<12>(Mat12(-unclamped));
+        const Mat12 whole = -weft::project_to_psd<double, 12>(Mat12(-unclamped));
+        const Mat12 fast =
+            weft::dissipative_force_jacobian<3>(e, damping, weft::DiffWrt::positions, weft::StressClamp::on);
+        const double norm = std::max(unclamped.norm(), 1e-300);
+        INFO("trial " << trial);
+        CHECK((fast - reference).norm() <= 1e-9 * norm);
+        CHECK((fast - whole).norm() <= 1e-9 * norm);
+        if ((reference - unclamped).norm() > 1e-6 * norm) ++clamped;
+        ++compared;
+    }
+    CHECK(compared >= 50);
+    CHECK(clamped >= 10);  // stencils whose clamp removes a negative part
 }

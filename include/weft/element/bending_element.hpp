@@ -234,7 +234,9 @@ WEFT_HD inline void accumulate_bending_form(BendingElementEval<T>& out, const St
         return;
     }
     out.elastic_force_jacobian += elastic_force_jacobian(e, elastic, PsdProjection::off);
-    out.dissipative_force_jacobian_positions += dissipative_force_jacobian(e, dissipative, DiffWrt::positions, clamp);
+    // The stencil's three nodes of [x, s]: its strains are blind to translations of x and s.
+    out.dissipative_force_jacobian_positions +=
+        dissipative_force_jacobian<3>(e, dissipative, DiffWrt::positions, clamp);
 }
 
 }  // namespace detail
@@ -266,8 +268,8 @@ WEFT_HD inline BendingElementEval<T> evaluate_bending(const Vec<T, 12>& q, const
     }
     // Project the element's stiffness once, not each form's: the sum is what the solver sees.
     if (projection != PsdProjection::off) {
-        out.elastic_force_jacobian =
-            -project_to_psd<T, 12>(Mat<T, 12, 12>(-out.elastic_force_jacobian), projection == PsdProjection::absolute);
+        out.elastic_force_jacobian = -project_translation_invariant_to_psd<T, 3, 4>(
+            Mat<T, 12, 12>(-out.elastic_force_jacobian), projection == PsdProjection::absolute);
     }
     return out;
 }

@@ -39,7 +39,8 @@ WEFT_HD inline Vec<T, N> dissipative_force(const StrainEval<T, N, M>& e, const D
 /// DiffWrt::velocities: −Ω ∇ε ∂S_d/∂ε̇ ∇εᵀ (2018 Eq. 8), exact.
 /// DiffWrt::positions: the symmetric approximation −Ω Σ_k clamp(S_d)_k Hε_k
 /// (2018 Eq. 9, non-symmetric term dropped; Eq. 19, ∇Ω term dropped).
-template <typename T, int N, int M, class Density>
+/// `TranslationNodes`: as for stress_weighted_hessian.
+template <int TranslationNodes = 0, typename T, int N, int M, class Density>
 WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian(const StrainEval<T, N, M>& e, const Density& density,
                                                        DiffWrt wrt, StressClamp clamp = StressClamp::on)
 {
@@ -47,7 +48,7 @@ WEFT_HD inline Mat<T, N, N> dissipative_force_jacobian(const StrainEval<T, N, M>
         return -e.size * sandwich<T, N, M, N>(e.gradient, density.stress_derivative(e.rate, e.strain), e.gradient);
     }
     const Vec<T, M> stress = density.stress(e.rate, e.strain);
-    return -e.size * stress_weighted_hessian<Density::stress_kind>(stress, e.hessian, clamp);
+    return -e.size * stress_weighted_hessian<Density::stress_kind, TranslationNodes>(stress, e.hessian, clamp);
 }
 
 /// The terms of the exact ∂f_d/∂q that the symmetric form drops:

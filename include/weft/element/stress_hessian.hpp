@@ -5,6 +5,7 @@
 /// clamp of negative stress eigenvalues (2018 Sec. 3.4).
 
 #include <weft/core/psd.hpp>
+#include <weft/element/difference_projection.hpp>
 #include <weft/element/jacobian_options.hpp>
 #include <weft/potential/stress_kind.hpp>
 
@@ -15,7 +16,11 @@ namespace weft {
 /// @param[in] clamp   StressClamp::on removes the negative stress eigenvalues
 ///                    (scalar: max(S,0); 2×2 tensor: closed-form eigen clamp;
 ///                    vector strains: PSD projection of the sum, see StressKind)
-template <StressKind Kind, typename T, int N, int M>
+/// `TranslationNodes` > 0: the N DoFs are that many nodes' (node-major) and
+/// the strains are blind to translations, so the vector strains' projection
+/// takes project_translation_invariant_to_psd (the same matrix, a smaller
+/// eigen-problem).
+template <StressKind Kind, int TranslationNodes = 0, typename T, int N, int M>
 WEFT_HD inline Mat<T, N, N> stress_weighted_hessian(const Vec<T, M>& stress, const Mat<T, N, N> (&hessian)[M],
                                                     StressClamp clamp)
 {
@@ -34,7 +39,14 @@ WEFT_HD inline Mat<T, N, N> stress_weighted_hessian(const Vec<T, M>& stress, con
     Mat<T, N, N> sum = Mat<T, N, N>::Zero();
     for (int k = 0; k < M; ++k) sum += s(k) * hessian[k];
     if constexpr (Kind == StressKind::vector) {
-        if (clamp == StressClamp::on) return project_to_psd<T, N>(sum);
+        if (clamp == StressClamp::on) {
+            if constexpr (TranslationNodes > 0) {
+                static_assert(N % TranslationNodes == 0, "N must be TranslationNodes times the DoFs per node");
+                return project_translation_invariant_to_psd<T, TranslationNodes, N / TranslationNodes>(sum);
+            } else {
+                return project_to_psd<T, N>(sum);
+            }
+        }
     }
     return sum;
 }
