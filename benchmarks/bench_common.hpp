@@ -367,7 +367,8 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
 /// of a build (the whole run), builds by cause (the whole run: pattern or
 /// filter changed, failed solve, slow solve), refreshes of the coarse values
 /// (of them those made ahead of the solves, refreshes_ahead()) and their mean
-/// time (the whole run), the share of the first coarse level's rows the
+/// time (the whole run), the refreshes by rows done again with every row
+/// (by_rows_retries()), the share of the first coarse level's rows the
 /// refreshes by rows recomputed (refreshed_row_share(), −1: none), levels,
 /// DoFs per level, operator complexity.
 template <class Stepper>
@@ -382,8 +383,8 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
         << ", \"growth\": " << m.growth_builds() << "}, \"pattern_keeps\": " << m.pattern_keeps()
         << ", \"refreshes\": " << m.refreshes() << ", \"refreshes_ahead\": " << m.refreshes_ahead()
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
-        << ", \"refreshed_row_share\": " << m.refreshed_row_share() << ", \"levels\": " << stepper.multilevel().levels()
-        << ", \"level_dofs\": [";
+        << ", \"refresh_retries\": " << m.by_rows_retries() << ", \"refreshed_row_share\": " << m.refreshed_row_share()
+        << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();
     for (std::size_t l = 0; l < dofs.size(); ++l) out << (l ? ", " : "") << dofs[l];
     out << "], \"operator_complexity\": " << stepper.multilevel().operator_complexity();

@@ -65,6 +65,7 @@ struct Options {
     std::string multilevel_coarse_space = "nodes";
     std::string multilevel_cycle = "v";
     int multilevel_square_side = 3;
+    int multilevel_square_join = 2;
     std::string matrix_precision = "double";
     bool line_ordered_rows = true;
     int spmv_repeats = 20;
@@ -112,6 +113,11 @@ Options parse(int argc, char** argv)
     app.add_option("--multilevel-square-side", o.multilevel_square_side,
                    "crossings per side of the squares of the first coarse level (coarse space squares)")
         ->check(CLI::Range(3, 1000))
+        ->type_name("N");
+    app.add_option("--multilevel-square-join", o.multilevel_square_join,
+                   "squares per side joined into each aggregate of the coarse levels below the first (coarse space "
+                   "squares)")
+        ->check(CLI::Range(2, 1000))
         ->type_name("N");
     app.add_flag("--no-line-ordered-rows{false}", o.line_ordered_rows,
                  "with the yarn-line smoother or the square coarse space on CPU threads, sweep the rows in place "
@@ -187,7 +193,8 @@ int main(int argc, char** argv)
              << ",\n  \"multilevel_smoother\": \"" << opt.multilevel_smoother
              << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
              << "\",\n  \"multilevel_cycle\": \"" << opt.multilevel_cycle
-             << "\",\n  \"multilevel_square_side\": " << opt.multilevel_square_side << ",\n  \"multilevel_rebuild\": \""
+             << "\",\n  \"multilevel_square_side\": " << opt.multilevel_square_side
+             << ",\n  \"multilevel_square_join\": " << opt.multilevel_square_join << ",\n  \"multilevel_rebuild\": \""
              << opt.renewal.rebuild << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
              << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision
              << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
@@ -221,6 +228,7 @@ int main(int argc, char** argv)
             options.multilevel.coarse_space = weft::multilevel_coarse_space_named(opt.multilevel_coarse_space);
             options.multilevel.cycle = weft::multilevel_cycle_named(opt.multilevel_cycle);
             options.multilevel.square_side = opt.multilevel_square_side;
+            options.multilevel.square_join = opt.multilevel_square_join;
             options.pcg.single_precision_matrix = opt.matrix_precision == "single";
             options.pcg.estimate_spectrum = opt.estimate_spectrum;
             options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;

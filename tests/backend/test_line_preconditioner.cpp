@@ -1055,6 +1055,113 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "multilevel: square_neighbour_couplings keeps the couplings of squares at most the radius apart and all "
+    "couplings of other aggregates",
+    "[backend][multilevel][line_preconditioner][squares]")
+{
+    using Aggregate = weft::multilevel_detail::YarnAggregate<double>;
+    Random rng(89);
+    // A 4 x 5 grid of squares with two DoFs each, and one node on no line
+    // (family 3) at the end; every pair of DoFs coupled.
+    std::vector<Aggregate> aggregates;
+    std::vector<Index> starts{0};
+    for (Index r = 0; r < 4; ++r) {
+        for (Index c = 0; c < 5; ++c) {
+            Aggregate g;
+            g.family = 2;
+            g.key[0] = r;
+            g.key[1] = c;
+            aggregates.push_back(g);
+            starts.push_back(starts.back() + 2);
+        }
+    }
+    Aggregate alone;
+    alone.family = 3;
+    alone.key[0] = 1;  // its key is a node, not a square: never compared
+    aggregates.push_back(alone);
+    starts.push_back(starts.back() + 2);
+    const Index n = starts.back();
+    Eigen::MatrixXd dense(n, n);
+    for (Index i = 0; i < n; ++i) {
+        for (Index j = 0; j < n; ++j) dense(i, j) = rng.uniform(0.5, 1.5);
+    }
+    const weft::multilevel_detail::HostMatrix<double> a = dense.sparseView();
+    int kept = 0, dropped = 0;
+    for (const Index radius : {Index(0), Index(1), Index(2)}) {
+        const auto f = weft::multilevel_detail::square_neighbour_couplings(a, starts, aggregates, radius);
+        const Eigen::MatrixXd g = Eigen::MatrixXd(f);
+        for (Index i = 0; i < n; ++i) {
+            for (Index j = 0; j < n; ++j) {
+                const Aggregate& u = aggregates[static_cast<std::size_t>(i / 2)];
+                const Aggregate& v = aggregates[static_cast<std::size_t>(j / 2)];
+                const bool near = u.family != 2 || v.family != 2 ||
+                                  (std::abs(u.key[0] - v.key[0]) <= radius && std::abs(u.key[1] - v.key[1]) <= radius);
+                CHECK(g(i, j) == (near ? dense(i, j) : 0.0));
+                (near ? kept : dropped) += 1;
+            }
+        }
+    }
+    CHECK(kept > 0);
+    CHECK(dropped > 0);
+    CHECK(kept + dropped == 3 * n * n);
+}
+
+TEST_CASE(
+    "multilevel: squares joined 2 x 2 below the first coarse level keep each square level's rows within the 5 x 5 "
+    "squares around them, with more levels than 3 x 3 joins, a symmetric positive definite V-cycle and PCG reaching "
+    "the LDLT solution",
+    "[backend][multilevel][line_preconditioner][squares]")
+{
+    // A 2 x 2 join's prolongator smoothed by the whole level above would
+    // reach two squares beyond its aggregate, and the level below would then
+    // couple aggregates three apart, beyond its lines of squares' band
+    // (MultilevelOptions::square_join, solver.multilevel_square_join); it is
+    // smoothed by the couplings of neighbouring squares instead.
+    Random rng(97);
+    const int n = 40;
+    const WovenSystem woven = woven_system(n);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    const Index across = (n + 2) / 3, along = (n - 4 + 2) / 3;  // the first coarse level's squares
+    int levels[2] = {0, 0}, square_levels_checked = 0, pairs = 0;
+    for (const int join : {2, 3}) {
+        weft::MultilevelOptions options = square_options();
+        options.square_join = join;
+        weft::MultilevelPreconditioner<double, 5> m(options);
+        m.set_lines(&lines);
+        REQUIRE(m.prepare(problem.a, free_dofs, state));
+        levels[join - 2] = m.levels();
+        REQUIRE(m.levels() >= 4);
+        CHECK(m.level_dofs()[1] == 9 * across * along);
+        CHECK(m.level_dofs()[2] == 9 * ((across + join - 1) / join) * ((along + join - 1) / join));
+        for (std::size_t level = 1; level + 1 < static_cast<std::size_t>(m.levels()); ++level) {
+            REQUIRE(m.level_smoothed_by_lines(level));
+            const auto blocked = m.level_blocked_matrix(level);
+            std::size_t widest = 0;
+            for (Index block_row = 0; block_row < blocked.rows() / 9; ++block_row) {
+                std::set<Index> blocks;
+                for (Index r = 9 * block_row; r < 9 * block_row + 9; ++r) {
+                    for (typename std::decay_t<decltype(blocked)>::InnerIterator it(blocked, r); it; ++it) {
+                        if (it.value() != 0.0) blocks.insert(it.col() / 9);
+                    }
+                }
+                widest = std::max(widest, blocks.size());
+            }
+            CHECK(widest <= 25);  // squares at most two apart each way
+            CHECK(widest > 9);    // and two apart they do couple
+            ++square_levels_checked;
+        }
+        pairs += check_symmetric_positive(m, filter, rng, 3, 1e-7);  // the squares' tolerance, as above
+        const PcgResult<double> result = solve_to_solution(problem, free_dofs, m, expected);
+        std::cout << "woven patch " << n << " x " << n - 4 << ", tolerance 1e-10, squares joined " << join << " x "
+                  << join << ": " << result.iterations << " iterations, levels " << m.levels()
+                  << ", operator complexity " << m.operator_complexity() << "\n";
+    }
+    CHECK(levels[0] > levels[1]);
+    CHECK(square_levels_checked >= 2 + 3);
+    CHECK(pairs == 2 * 3);
+}
+
+TEST_CASE(
     "multilevel: the square coarse space is built in 9 x 9 blocks: each coarse level P^T A P of the build's values, "
     "exactly symmetric, the identity on inactive DoFs (also whole squares constrained), a scalar copy only above "
     "the coarsest",
@@ -1302,17 +1409,33 @@ TEST_CASE(
 
     // Tolerance 1e-2: every entry drifts by up to 2e-4 of itself (below the
     // tolerance: those rows are kept), one patch moves by factors of 0.5–2.
+    // Squares joined 3 x 3 below the first level: there the mix of kept and
+    // retaken rows stays positive definite. Joined 2 x 2 (the default), the
+    // same mix leaves the second square level's line factors indefinite,
+    // and the refresh is done again with every row (by_rows_retries).
     weft::MultilevelOptions loose_options = square_options();
     REQUIRE(loose_options.refresh_tolerance == 1e-2);  // the default
+    REQUIRE(loose_options.square_join == 2);           // the default
+    weft::MultilevelPreconditioner<double, 5> joined(loose_options);
+    loose_options.square_join = 3;
     weft::MultilevelPreconditioner<double, 5> loose(loose_options);
     loose.set_lines(&lines);
+    joined.set_lines(&lines);
     REQUIRE(loose.prepare(problem.a, free_dofs, state));
-    std::vector<Eigen::MatrixXd> prolongators;
+    REQUIRE(joined.prepare(problem.a, free_dofs, state));
+    std::vector<Eigen::MatrixXd> prolongators, joined_prolongators;
     for (int l = 1; l < loose.levels(); ++l)
         prolongators.push_back(Eigen::MatrixXd(loose.level_prolongator(static_cast<std::size_t>(l))));
+    for (int l = 1; l < joined.levels(); ++l)
+        joined_prolongators.push_back(Eigen::MatrixXd(joined.level_prolongator(static_cast<std::size_t>(l))));
     const YarnProblem now = rescaled_on(problem, patches[0], 1e-4, rng);
     REQUIRE(loose.prepare(now.a, free_dofs, state));
+    REQUIRE(joined.prepare(now.a, free_dofs, state));
     CHECK(loose.refreshes() == 1);
+    CHECK(loose.by_rows_retries() == 0);
+    CHECK(joined.refreshes() == 1);
+    CHECK(joined.by_rows_retries() == 1);
+    CHECK(joined.builds() == 1);  // no build after the failed mix
     CHECK(loose.refreshed_row_share() > 0.0);
     CHECK(loose.refreshed_row_share() < 0.5);  // the drift elsewhere is kept
     // Each coarse level within the tolerance of Pᵀ Â P of the new values
@@ -1336,6 +1459,26 @@ TEST_CASE(
         above = refreshed;
     }
     CHECK(check_symmetric_positive(loose, filter, rng, 2, 1e-7) == 2);
+    // The retry's levels are the exact Galerkin products of the new values.
+    above = filter.asDiagonal() * Eigen::MatrixXd(now.system.a) * filter.asDiagonal();
+    for (Eigen::Index i = 0; i < above.rows(); ++i) {
+        if (filter(i) == 0.0) above(i, i) = 1.0;
+    }
+    int retried_levels = 0;
+    for (int l = 1; l < joined.levels(); ++l) {
+        INFO("joined 2 x 2, level " << l);
+        const Eigen::MatrixXd& p = joined_prolongators[static_cast<std::size_t>(l - 1)];
+        Eigen::MatrixXd exact_level = p.transpose() * above * p;
+        for (Eigen::Index i = 0; i < exact_level.rows(); ++i) {
+            if (exact_level(i, i) == 0.0) exact_level(i, i) = 1.0;
+        }
+        const Eigen::MatrixXd refreshed = Eigen::MatrixXd(joined.level_matrix(static_cast<std::size_t>(l)));
+        CHECK((refreshed - exact_level).cwiseAbs().maxCoeff() <= 1e-12 * exact_level.cwiseAbs().maxCoeff());
+        above = refreshed;
+        ++retried_levels;
+    }
+    CHECK(retried_levels >= 3);
+    CHECK(check_symmetric_positive(joined, filter, rng, 2, 1e-7) == 2);
     solve_to_solution(now, free_dofs, loose, filtered_solution(now, filter));
 }
 

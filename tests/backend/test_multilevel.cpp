@@ -974,6 +974,9 @@ TEST_CASE("multilevel: bad sizes and options are rejected by name", "[backend][m
     o.square_side = 2;  // lines of squares of 2 would couple three squares apart
     rejects(o, "square_side");
     o = {};
+    o.square_join = 1;  // no coarsening below the first coarse level
+    rejects(o, "square_join");
+    o = {};
     o.cycle = static_cast<weft::MultilevelCycle>(7);
     rejects(o, "cycle");
     // PCG asked for the multilevel preconditioner without one.

@@ -407,6 +407,24 @@ TEST_CASE("scene: solver.multilevel_square_side is read, 3 by default, into the 
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_square_side"));
 }
 
+TEST_CASE("scene: solver.multilevel_square_join is read, 2 by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_square_join == 2);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.square_join == 2);
+    j["solver"]["multilevel_coarse_space"] = "squares";
+    j["solver"]["multilevel_square_join"] = 3;
+    CHECK(weft::parse_scene(j).solver.multilevel_square_join == 3);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.square_join == 3);
+    j["solver"]["multilevel_square_join"] = 1;  // no coarsening below the first coarse level
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_square_join") &&
+                                                Catch::Contains(">= 2") && Catch::Contains("got 1"));
+    j["solver"]["multilevel_square_join"] = 2.5;
+    CHECK_THROWS_WITH(weft::parse_scene(j),
+                      Catch::Contains("solver.multilevel_square_join") && Catch::Contains("expected an integer"));
+}
+
 TEST_CASE("scene: solver.multilevel_refresh_tolerance is read, 0.01 by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {

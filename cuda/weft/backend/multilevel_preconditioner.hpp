@@ -84,7 +84,12 @@
 /// leaves each yarn family sliding along itself by an amount that varies
 /// smoothly across its yarns; with the rotation about the normal the shear
 /// spans that sliding on a flat patch, which rigid-body aggregates miss.
-/// Coarser levels join 3 × 3 squares (the R factors carry the modes). Every
+/// Coarser levels join `square_join` × `square_join` squares, 2 × 2 by
+/// default (the R factors carry the modes); below the first coarse level
+/// each prolongator is then smoothed by the couplings of neighbouring
+/// squares only (square_neighbour_couplings), so that every level's lines
+/// of squares couple at most two aggregates apart, as the finest level's
+/// yarns do. Every
 /// coarse level but the coarsest is smoothed as the finest is, by block
 /// Gauss–Seidel by lines: exact solves of the rows of squares, then of the
 /// columns, each coloured into classes of uncoupled lines (colored_line_set
@@ -308,11 +313,18 @@ struct MultilevelOptions {
     int yarn_run = 8;
     int yarn_square = 4;
     /// Square coarse space: crossings per side of a square on the first
-    /// coarse level (coarser levels join 3 × 3 squares). At least 3, so that
+    /// coarse level (coarser levels join square_join × square_join squares). At least 3, so that
     /// each line of squares couples at most two squares apart (bending
     /// couples nodes two apart) and its exact solve is block-banded. Scene
     /// key solver.multilevel_square_side.
     int square_side = 3;
+    /// Square coarse space: squares per side joined into each aggregate of
+    /// the coarse levels below the first (at least 2). With 2 the
+    /// prolongators below the first coarse level are smoothed by the
+    /// couplings of neighbouring squares only, so that each level's lines of
+    /// squares still couple at most two aggregates apart
+    /// (square_neighbour_couplings). Scene key solver.multilevel_square_join.
+    int square_join = 2;
     /// V- or W-cycle (see MultilevelCycle).
     MultilevelCycle cycle = MultilevelCycle::v;
     /// θ of the strength of connection on the finest level; 0 makes every
@@ -448,6 +460,8 @@ inline void validate(const MultilevelOptions& o)
         throw InvalidInput(detail::describe("MultilevelOptions yarn_square", o.yarn_square, "must be >= 1"));
     if (o.square_side < 3)
         throw InvalidInput(detail::describe("MultilevelOptions square_side", o.square_side, "must be >= 3"));
+    if (o.square_join < 2)
+        throw InvalidInput(detail::describe("MultilevelOptions square_join", o.square_join, "must be >= 2"));
     if (o.cycle != MultilevelCycle::v && o.cycle != MultilevelCycle::w)
         throw InvalidInput(detail::describe("MultilevelOptions cycle", static_cast<int>(o.cycle), "must be v or w"));
     if (o.coarse_dofs < 1)
@@ -1126,7 +1140,9 @@ std::vector<YarnAggregate<T>> square_aggregates(const LineSet& lines, const std:
 /// fixed, in the order of key[1]), family 1 the columns; the other
 /// aggregates (nodes on no line) left uncovered. Bandwidth 2: a line's
 /// squares couple at most two apart where the squares have at least 3
-/// crossings a side (colored_line_set cuts a line where they do not).
+/// crossings a side and the coarser levels' prolongators are smoothed by
+/// squares at most join − 1 apart (square_neighbour_couplings;
+/// colored_line_set cuts a line where they couple further).
 template <typename T>
 LineSet square_lines(const std::vector<YarnAggregate<T>>& aggregates)
 {
@@ -1540,6 +1556,37 @@ HostMatrix<T> yarn_tentative_prolongator(const std::vector<YarnAggregate<T>>& ag
     HostMatrix<T> p(fine_dofs, column);
     p.setFromTriplets(triplets.begin(), triplets.end());
     return p;
+}
+
+/// How many squares apart a square level's matrix couples its aggregates
+/// (its lines of squares' bandwidth): two, as bending couples nodes.
+constexpr Index square_coupling_reach = 2;
+
+/// `a` (a level of the square coarse space, aggregate g on the DoFs
+/// [starts[g], starts[g + 1])) without the couplings between squares more
+/// than `radius` apart along either direction of the square grid (family 2
+/// aggregates, key = the square's row and column); couplings of any other
+/// aggregate are kept. The matrix that smooths the prolongator below it
+/// where squares are joined 2 × 2 (MultilevelOptions::square_join).
+template <typename T>
+HostMatrix<T> square_neighbour_couplings(const HostMatrix<T>& a, const std::vector<Index>& starts,
+                                         const std::vector<YarnAggregate<T>>& aggregates, Index radius)
+{
+    std::vector<Index> owner(static_cast<std::size_t>(a.rows()), Index(-1));
+    for (std::size_t g = 0; g + 1 < starts.size() && g < aggregates.size(); ++g) {
+        for (Index d = starts[g]; d < starts[g + 1]; ++d) owner[static_cast<std::size_t>(d)] = static_cast<Index>(g);
+    }
+    const auto near = [&](Index r, Index c) {
+        const Index i = owner[static_cast<std::size_t>(r)], j = owner[static_cast<std::size_t>(c)];
+        if (i < 0 || j < 0) return true;
+        const YarnAggregate<T>& u = aggregates[static_cast<std::size_t>(i)];
+        const YarnAggregate<T>& v = aggregates[static_cast<std::size_t>(j)];
+        if (u.family != 2 || v.family != 2) return true;
+        return std::abs(u.key[0] - v.key[0]) <= radius && std::abs(u.key[1] - v.key[1]) <= radius;
+    };
+    HostMatrix<T> result = a;
+    result.prune([&](Index r, Index c, const T&) { return near(r, c); });
+    return result;
 }
 
 /// The change of coarse basis that makes each aggregate's diagonal block of
@@ -2833,6 +2880,9 @@ public:
     int growth_refreshes() const { return m_growth_refreshes; }
     /// Refreshes that adopted a new filter on the kept pattern (instead of a build).
     int filter_refreshes() const { return m_filter_refreshes; }
+    /// Refreshes by rows whose mix of old and new rows left a level not
+    /// positive definite, done again with every row (refresh_values()).
+    int by_rows_retries() const { return m_by_rows_retries; }
     /// Prepares that kept the coarse levels across a new pattern or filter
     /// (MultilevelOptions::keep_across_patterns) instead of a build.
     int pattern_keeps() const { return m_pattern_keeps; }
@@ -3044,9 +3094,10 @@ private:
             if (by_yarns) {
                 // The first coarse level from the lines; coarser ones join 2 runs
                 // of 2 neighbouring yarns and 3 × 3 squares (the study's best design).
-                // Squares: the first level from the lines, coarser ones join 3 × 3 squares.
+                // Squares: the first level from the lines, coarser ones join
+                // square_join × square_join squares.
                 const std::vector<YarnAggregate<T>> aggregates =
-                    !m_coarse.empty() ? join_yarn_aggregates(yarn_level, 2, 2, 3)
+                    !m_coarse.empty() ? join_yarn_aggregates(yarn_level, 2, 2, by_squares ? m_options.square_join : 3)
                     : by_squares
                         ? square_aggregates(*m_lines, host_state, free, m_options.square_side)
                         : yarn_aggregates(*m_lines, host_state, free, m_options.yarn_run, m_options.yarn_square);
@@ -3067,15 +3118,31 @@ private:
                 if (aggregates == 0 || aggregates * near_null_size >= level_matrix.rows()) break;  // no coarsening
                 tentative = tentative_prolongator(near_null, bs, owner, aggregates, coarse_near_null);
             }
+            // Below the first square level, joins of fewer than 3 × 3 squares
+            // smooth by the couplings of squares at most join − 1 apart: Â
+            // couples squares two apart, and a prolongator smoothed by all of
+            // Â would reach two squares beyond its aggregate, so that the
+            // next level couples aggregates three apart, beyond its lines'
+            // band (colored_line_set would cut its lines into short pieces).
+            // With a reach of join − 1 the next level's couplings stay within
+            // two aggregates. Pᵀ Â P keeps all of Â (positive definite).
+            HostMatrix<T> neighbour_matrix;
+            const bool neighbours_only =
+                by_squares && !m_coarse.empty() && m_options.square_join - 1 < square_coupling_reach;
+            if (neighbours_only) {
+                neighbour_matrix = square_neighbour_couplings(level_matrix, yarn_blocks, yarn_level,
+                                                              static_cast<Index>(m_options.square_join - 1));
+            }
+            const HostMatrix<T>& smoothing_matrix = neighbours_only ? neighbour_matrix : level_matrix;
             const HostMatrix<T> inverse_diagonal = by_yarns && !m_coarse.empty()
                                                        ? block_diagonal_inverse(level_matrix, yarn_blocks)
                                                        : block_diagonal_inverse(level_matrix, bs);
-            const T lambda = largest_eigenvalue(inverse_diagonal, level_matrix, m_options.power_iterations);
+            const T lambda = largest_eigenvalue(inverse_diagonal, smoothing_matrix, m_options.power_iterations);
             const T omega = T(4) / (T(3) * lambda);
             // P = (I − ω D⁻¹Â) T, formed as T − ω D⁻¹ (Â T): D⁻¹Â would be a
             // matrix as large as Â, Â T has the few columns of T.
             HostMatrix<T> prolongator = sparse_difference_without_zeros(
-                tentative, omega, sparse_product(inverse_diagonal, sparse_product(level_matrix, tentative)));
+                tentative, omega, sparse_product(inverse_diagonal, sparse_product(smoothing_matrix, tentative)));
             HostMatrix<T> restriction = prolongator.transpose();
             const bool refreshes = m_options.refresh != MultilevelRefresh::off;
             HostMatrix<T> product, coarse;  // Â P (not formed in blocks) and Pᵀ Â P as scalars
@@ -3221,6 +3288,12 @@ private:
     ///         positive definite (then the caller rebuilds)
     /// `every_row`: the square levels recompute every row whatever
     /// refresh_tolerance says (a new filter changes Â where no value moved).
+    /// A refresh by rows mixes rows of Â taken at different times (those
+    /// that drifted less than the tolerance keep their old values), and that
+    /// mix need not be positive definite: where a level's line factors then
+    /// fail, the refresh is done again with every row (exact Galerkin
+    /// products, positive definite), counted by by_rows_retries(), before
+    /// the caller resorts to a build.
     bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, bool every_row)
     {
         using namespace multilevel_detail;
@@ -3231,44 +3304,12 @@ private:
         // The refresh's price: what it adds to a prepare (which always
         // renews the finest level), the coarse levels' products and inverses.
         const auto start = std::chrono::steady_clock::now();
-        if (ok && m_coarse.empty()) {  // one level: the coarsest inverse is the finest matrix's
-            const std::vector<std::uint8_t> free = to_host(free_dofs);
-            ok = invert_coarsest(filtered_host_matrix(a, free), free);
-        }
-        for (std::size_t l = 0; ok && l < m_coarse.size(); ++l) {
-            CoarseLevel<T>& level = m_coarse[l];
-            if (!level.block_product.empty()) {  // a square level: its Galerkin product in blocks, its line factors
-                // By rows where the level keeps the values its rows were taken from.
-                const bool by_rows =
-                    !every_row && m_options.refresh_tolerance >= 0.0 &&
-                    level.taken.size() == (l == 0 ? a.values() : m_coarse[l - 1].blocked.values()).size();
-                const int misses = by_rows ? refresh_by_rows(l, a, free_dofs) : refresh_in_blocks(l, a, free_dofs);
-                if (!by_rows) take_every_row(l, a);
-                const thrust::device_vector<std::uint8_t>* changed = by_rows ? &level.changed : nullptr;
-                ok = misses == 0 &&
-                     factor_lines(level.blocked, level.free_dofs, level.lines, level.factors, changed) == 0;
-                if (ok) order_rows(level.blocked, level.lines, level.factors, nullptr, true, changed);
-                continue;
-            }
-            if (level.product.rows() == 0 || level.product.rows() != level.prolongator.rows()) {
-                return false;  // built without refresh
-            }
-            const int misses =
-                l == 0 ? fixed_pattern_product(a, raw_pointer(free_dofs), level.prolongator, level.product)
-                       : fixed_pattern_product(m_coarse[l - 1].matrix, nullptr, level.prolongator, level.product);
-            ok = misses == 0 &&
-                 fixed_pattern_product(level.restriction, nullptr, level.product, level.matrix, &level.mirror) == 0;
-            if (!ok) break;
-            thrust::for_each(
-                thrust::device, thrust::counting_iterator<Index>(0),
-                thrust::counting_iterator<Index>(level.matrix.rows()),
-                AddInactiveUnit<T>{raw_pointer(level.free_dofs), raw_pointer(level.matrix.row_ptr()),
-                                   raw_pointer(level.matrix.col_idx()), raw_pointer(level.matrix.values())});
-            if (l + 1 < m_coarse.size()) {
-                ok = level.smoother.invert(level.matrix, level.free_dofs) == 0;
-                if (ok) level.smoother.bound(level.matrix, level.free_dofs);
-            } else {
-                ok = invert_coarsest(to_host_csr(level.matrix), to_host(level.free_dofs));
+        if (ok) {
+            bool by_rows_failed = false;
+            ok = refresh_coarse(a, free_dofs, every_row, by_rows_failed);
+            if (!ok && by_rows_failed) {
+                m_by_rows_retries += 1;
+                ok = refresh_coarse(a, free_dofs, true, by_rows_failed);
             }
         }
         m_last_refresh_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -3280,6 +3321,66 @@ private:
         m_fresh_stale_seconds = 0.0;
         m_solves_since_renewal = 0;
         m_checking_refresh = asked;
+        return true;
+    }
+
+    /// refresh_values()'s coarse levels, in order: the square levels by rows
+    /// unless `every_row`; `by_rows_failed` tells whether a level failed to
+    /// factor or invert at or below a level refreshed by rows. @return false
+    /// on the first level that fails (a product outside its pattern, a
+    /// failed factor or inverse)
+    bool refresh_coarse(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, bool every_row,
+                        bool& by_rows_failed)
+    {
+        using namespace multilevel_detail;
+        by_rows_failed = false;
+        bool mixed = false;      // a level so far was refreshed by rows
+        if (m_coarse.empty()) {  // one level: the coarsest inverse is the finest matrix's
+            const std::vector<std::uint8_t> free = to_host(free_dofs);
+            return invert_coarsest(filtered_host_matrix(a, free), free);
+        }
+        for (std::size_t l = 0; l < m_coarse.size(); ++l) {
+            CoarseLevel<T>& level = m_coarse[l];
+            if (!level.block_product.empty()) {  // a square level: its Galerkin product in blocks, its line factors
+                // By rows where the level keeps the values its rows were taken from.
+                const bool by_rows =
+                    !every_row && m_options.refresh_tolerance >= 0.0 &&
+                    level.taken.size() == (l == 0 ? a.values() : m_coarse[l - 1].blocked.values()).size();
+                const int misses = by_rows ? refresh_by_rows(l, a, free_dofs) : refresh_in_blocks(l, a, free_dofs);
+                if (!by_rows) take_every_row(l, a);
+                mixed = mixed || by_rows;
+                const thrust::device_vector<std::uint8_t>* changed = by_rows ? &level.changed : nullptr;
+                if (misses != 0) return false;
+                if (factor_lines(level.blocked, level.free_dofs, level.lines, level.factors, changed) != 0) {
+                    by_rows_failed = mixed;
+                    return false;
+                }
+                order_rows(level.blocked, level.lines, level.factors, nullptr, true, changed);
+                continue;
+            }
+            if (level.product.rows() == 0 || level.product.rows() != level.prolongator.rows()) {
+                return false;  // built without refresh
+            }
+            const int misses =
+                l == 0 ? fixed_pattern_product(a, raw_pointer(free_dofs), level.prolongator, level.product)
+                       : fixed_pattern_product(m_coarse[l - 1].matrix, nullptr, level.prolongator, level.product);
+            if (misses != 0 ||
+                fixed_pattern_product(level.restriction, nullptr, level.product, level.matrix, &level.mirror) != 0)
+                return false;
+            thrust::for_each(
+                thrust::device, thrust::counting_iterator<Index>(0),
+                thrust::counting_iterator<Index>(level.matrix.rows()),
+                AddInactiveUnit<T>{raw_pointer(level.free_dofs), raw_pointer(level.matrix.row_ptr()),
+                                   raw_pointer(level.matrix.col_idx()), raw_pointer(level.matrix.values())});
+            const bool inverted = l + 1 < m_coarse.size()
+                                      ? level.smoother.invert(level.matrix, level.free_dofs) == 0
+                                      : invert_coarsest(to_host_csr(level.matrix), to_host(level.free_dofs));
+            if (!inverted) {
+                by_rows_failed = mixed;
+                return false;
+            }
+            if (l + 1 < m_coarse.size()) level.smoother.bound(level.matrix, level.free_dofs);
+        }
         return true;
     }
 
@@ -3798,6 +3899,7 @@ private:
     int m_refreshes = 0;
     int m_growth_refreshes = 0;
     int m_filter_refreshes = 0;
+    int m_by_rows_retries = 0;
     int m_pattern_keeps = 0;
     bool m_kept_pattern = false;  ///< the coarse levels were kept across a pattern or filter change
     double m_refresh_seconds = 0.0;

@@ -51,6 +51,7 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.multilevel.smoother = multilevel_smoother_named(s.multilevel_smoother);
     options.multilevel.coarse_space = multilevel_coarse_space_named(s.multilevel_coarse_space);
     options.multilevel.square_side = s.multilevel_square_side;
+    options.multilevel.square_join = s.multilevel_square_join;
     options.multilevel.cycle = multilevel_cycle_named(s.multilevel_cycle);
     options.multilevel.timed_rebuild = multilevel_timed_rebuild_named(s.multilevel_rebuild);
     options.multilevel.keep_across_patterns = multilevel_keep_across_patterns_named(s.multilevel_pattern_change);

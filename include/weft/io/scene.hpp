@@ -48,6 +48,9 @@
 ///                              squares (the last two yarns only)
 ///   multilevel_square_side int 3  >= 3; crossings a side of the first coarse
 ///                              level's squares ("squares" only)
+///   multilevel_square_join int 2  >= 2; squares a side joined into each
+///                              aggregate below the first coarse level
+///                              ("squares" only)
 ///   multilevel_cycle    string "v" | "w"; the multilevel cycle: each coarse
 ///                              level visited once or twice per visit of the
 ///                              level above

@@ -35,6 +35,7 @@ struct SolverDescription {
     std::string multilevel_smoother = "chebyshev";  ///< "chebyshev" | "yarn-lines" (MultilevelSmoother)
     std::string multilevel_coarse_space = "nodes";  ///< "nodes" | "yarns" | "squares" (MultilevelCoarseSpace)
     int multilevel_square_side = 3;                 ///< crossings a side (MultilevelOptions::square_side)
+    int multilevel_square_join = 2;                 ///< squares a side joined below (MultilevelOptions::square_join)
     std::string multilevel_cycle = "v";             ///< "v" | "w" (MultilevelCycle)
     std::string multilevel_refresh = "on-growth";   ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     double multilevel_refresh_tolerance = 1e-2;  ///< rows a refresh takes again (MultilevelOptions::refresh_tolerance)

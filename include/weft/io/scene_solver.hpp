@@ -52,6 +52,10 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     s.multilevel_square_side = o.get_or(
         "multilevel_square_side", [](const json& v, const std::string& p) { return read_integer(v, p, 3); },
         s.multilevel_square_side);
+    // At least 2 (MultilevelOptions::square_join).
+    s.multilevel_square_join = o.get_or(
+        "multilevel_square_join", [](const json& v, const std::string& p) { return read_integer(v, p, 2); },
+        s.multilevel_square_join);
     s.multilevel_cycle = o.get_or(
         "multilevel_cycle",
         [](const json& v, const std::string& p) {
