@@ -270,6 +270,24 @@ std::string invalid_input_message(F&& f)
     return "";
 }
 
+/// For each 9 × 9 block row of a square level's blocked matrix, the number
+/// of block columns holding a nonzero entry.
+template <typename Matrix>
+std::vector<std::size_t> row_blocks(const Matrix& blocked)
+{
+    std::vector<std::size_t> counts;
+    for (Index block_row = 0; block_row < blocked.rows() / 9; ++block_row) {
+        std::set<Index> blocks;
+        for (Index r = 9 * block_row; r < 9 * block_row + 9; ++r) {
+            for (typename Matrix::InnerIterator it(blocked, r); it; ++it) {
+                if (it.value() != 0.0) blocks.insert(it.col() / 9);
+            }
+        }
+        counts.push_back(blocks.size());
+    }
+    return counts;
+}
+
 template <int B>
 int check_exact_on_one_family(Random& rng, int bandwidth)
 {
@@ -1027,19 +1045,11 @@ TEST_CASE(
         CHECK(m.level_smoothed_by_lines(1));
         const auto blocked = m.level_blocked_matrix(1);
         REQUIRE(blocked.rows() == m.level_dofs()[1]);
-        const Index block_rows = blocked.rows() / 9;
-        std::size_t total = 0;
-        for (Index block_row = 0; block_row < block_rows; ++block_row) {
-            std::set<Index> blocks;
-            for (Index r = 9 * block_row; r < 9 * block_row + 9; ++r) {
-                for (typename std::decay_t<decltype(blocked)>::InnerIterator it(blocked, r); it; ++it) {
-                    if (it.value() != 0.0) blocks.insert(it.col() / 9);
-                }
-            }
-            widest[side - 3] = std::max(widest[side - 3], blocks.size());
-            total += blocks.size();
-        }
-        mean[side - 3] = static_cast<double>(total) / static_cast<double>(block_rows);
+        const std::vector<std::size_t> counts = row_blocks(blocked);
+        REQUIRE(!counts.empty());
+        widest[side - 3] = *std::max_element(counts.begin(), counts.end());
+        mean[side - 3] = static_cast<double>(std::accumulate(counts.begin(), counts.end(), std::size_t(0))) /
+                         static_cast<double>(counts.size());
         pairs += check_symmetric_positive(m, filter, rng, 3, 1e-7);  // the squares' tolerance, as above
         const PcgResult<double> result = solve_to_solution(problem, free_dofs, m, expected);
         std::cout << "woven patch " << n << " x " << n - 4 << ", tolerance 1e-10, yarn-line smoothing, squares of "
@@ -1136,16 +1146,9 @@ TEST_CASE(
         for (std::size_t level = 1; level + 1 < static_cast<std::size_t>(m.levels()); ++level) {
             REQUIRE(m.level_smoothed_by_lines(level));
             const auto blocked = m.level_blocked_matrix(level);
-            std::size_t widest = 0;
-            for (Index block_row = 0; block_row < blocked.rows() / 9; ++block_row) {
-                std::set<Index> blocks;
-                for (Index r = 9 * block_row; r < 9 * block_row + 9; ++r) {
-                    for (typename std::decay_t<decltype(blocked)>::InnerIterator it(blocked, r); it; ++it) {
-                        if (it.value() != 0.0) blocks.insert(it.col() / 9);
-                    }
-                }
-                widest = std::max(widest, blocks.size());
-            }
+            const std::vector<std::size_t> counts = row_blocks(blocked);
+            REQUIRE(!counts.empty());
+            const std::size_t widest = *std::max_element(counts.begin(), counts.end());
             CHECK(widest <= 25);  // squares at most two apart each way
             CHECK(widest > 9);    // and two apart they do couple
             ++square_levels_checked;
