@@ -9,8 +9,8 @@
 //              [--multilevel-refresh off|on-growth|every-prepare]
 //              [--multilevel-refresh-tolerance TAU]
 //              [--multilevel-rebuild rent-or-buy|growth]
-//              [--multilevel-smoother chebyshev|yarn-lines]
-//              [--multilevel-coarse-space nodes|yarns|squares] [--multilevel-cycle v|w]
+//              [--multilevel-smoother auto|chebyshev|yarn-lines]
+//              [--multilevel-coarse-space auto|nodes|yarns|squares] [--multilevel-cycle v|w]
 //              [--multilevel-square-side N] [--no-line-ordered-rows]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //              [--write-system DIR] [--estimate-spectrum]
@@ -61,8 +61,8 @@ struct Options {
     std::string scene = std::string(WEFT_SOURCE_DIR) + "/examples/scenes/sphere_drop.json";
     std::string preconditioner = "block-jacobi";
     weft::bench::MultilevelRenewal renewal;
-    std::string multilevel_smoother = "chebyshev";
-    std::string multilevel_coarse_space = "nodes";
+    std::string multilevel_smoother = "auto";
+    std::string multilevel_coarse_space = "auto";
     std::string multilevel_cycle = "v";
     int multilevel_square_side = 3;
     int multilevel_square_join = 2;
@@ -96,14 +96,16 @@ Options parse(int argc, char** argv)
     o.renewal.add_options(app);
     app.add_option("--multilevel-smoother", o.multilevel_smoother,
                    "the multilevel hierarchy's finest-level smoother: Chebyshev on block Jacobi, or exact solves "
-                   "along the yarns (yarn-lines)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_smoother()))
+                   "along the yarns (yarn-lines); auto: yarn-lines on CPU threads, chebyshev on a GPU (the JSON "
+                   "names the one that ran)")
+        ->check(CLI::IsMember(weft::solver_words::multilevel_smoother_choices()))
         ->type_name("NAME");
     app.add_option("--multilevel-coarse-space", o.multilevel_coarse_space,
                    "the multilevel hierarchy's coarse levels: greedy aggregates of nodes, runs along the yarns "
                    "and squares of crossings (yarns), or squares of crossings with the rigid-body, arc-length and "
-                   "shear modes smoothed by lines of squares (squares)")
-        ->check(CLI::IsMember(weft::solver_words::multilevel_coarse_space()))
+                   "shear modes smoothed by lines of squares (squares); auto: squares on CPU threads, nodes on a "
+                   "GPU (the JSON names the one that ran)")
+        ->check(CLI::IsMember(weft::solver_words::multilevel_coarse_space_choices()))
         ->type_name("NAME");
     app.add_option("--multilevel-cycle", o.multilevel_cycle,
                    "the multilevel cycle: each coarse level visited once (v) or twice (w) per visit of the level "
@@ -137,6 +139,11 @@ Options parse(int argc, char** argv)
     o.command = weft::examples::parse_command_line(app, argc, argv);
     if (o.command == weft::examples::CommandLine::help) o.help = app.help();
     o.sizes = weft::bench::parse_sizes(sizes);
+    // "auto" for the sphere drop's yarns, named by the design it stands for.
+    o.multilevel_smoother = weft::solver_words::multilevel_smoother()[static_cast<std::size_t>(
+        weft::multilevel_smoother_named(o.multilevel_smoother, true))];
+    o.multilevel_coarse_space = weft::solver_words::multilevel_coarse_space()[static_cast<std::size_t>(
+        weft::multilevel_coarse_space_named(o.multilevel_coarse_space, true))];
     return o;
 }
 

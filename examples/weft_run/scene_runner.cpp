@@ -687,7 +687,7 @@ RunSummary run_scene(const RunArguments& args, std::ostream& log)
             throw InvalidInput(
                 "solver.multilevel_smoother: \"yarn-lines\" needs yarns; use \"chebyshev\" for "
                 "triangle cloth");
-        if (scene.solver.multilevel_coarse_space != "nodes")
+        if (scene.solver.multilevel_coarse_space != "nodes" && scene.solver.multilevel_coarse_space != "auto")
             throw InvalidInput("solver.multilevel_coarse_space: \"" + scene.solver.multilevel_coarse_space +
                                "\" needs yarns; use \"nodes\" for triangle cloth");
         if (scene.solver.eil) throw InvalidInput("solver.eil: EIL nodes apply to yarns, not to triangle cloth");

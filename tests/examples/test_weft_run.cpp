@@ -812,6 +812,12 @@ TEST_CASE("weft-run: bad triangle scenes are rejected with the key named", "[exa
     coarse.replace(coarse.find("\"cloth\""), 7,
                    R"("solver": {"preconditioner": "multilevel", "multilevel_coarse_space": "yarns"}, "cloth")");
     CHECK_THAT(error(coarse), Contains("solver.multilevel_coarse_space") && Contains("needs yarns"));
+    // "auto" (the default) picks Chebyshev and node aggregates for triangle cloth, so it is not refused.
+    std::string automatic = triangle_scene("", "{}");
+    automatic.replace(automatic.find("\"cloth\""), 7,
+                      R"("solver": {"preconditioner": "multilevel", "multilevel_smoother": "auto", )"
+                      R"("multilevel_coarse_space": "auto"}, "cloth")");
+    CHECK(run_error_of(write_scene(dir, automatic), dir, 0.004).empty());
     std::string approximation = triangle_scene("", "{}");
     approximation.replace(approximation.find("\"cloth\""), 7,
                           R"("solver": {"stiffness_approximation": "projected"}, "cloth")");

@@ -345,10 +345,19 @@ TEST_CASE("scene: solver.multilevel_refresh is read, \"on-growth\" by default, i
                                                 Catch::Contains("\"every-prepare\""));
 }
 
-TEST_CASE("scene: solver.multilevel_smoother is read, \"chebyshev\" by default, into the multilevel options",
-          "[io][scene][preconditioner]")
+TEST_CASE(
+    "scene: solver.multilevel_smoother is read, \"auto\" by default (yarn lines for yarns on CPU threads, "
+    "Chebyshev for triangle cloth), into the multilevel options",
+    "[io][scene][preconditioner]")
 {
     json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_smoother == "auto");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.smoother ==
+          (weft::backend_is_cuda() ? weft::MultilevelSmoother::chebyshev : weft::MultilevelSmoother::yarn_lines));
+    weft::SceneDescription triangles = weft::parse_scene(j);
+    triangles.cloth.front().type = "triangle";  // what stepper_options reads of the cloth
+    CHECK(weft::stepper_options<double>(triangles).multilevel.smoother == weft::MultilevelSmoother::chebyshev);
+    j["solver"]["multilevel_smoother"] = "chebyshev";
     CHECK(weft::parse_scene(j).solver.multilevel_smoother == "chebyshev");
     CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.smoother ==
           weft::MultilevelSmoother::chebyshev);
@@ -358,16 +367,25 @@ TEST_CASE("scene: solver.multilevel_smoother is read, \"chebyshev\" by default, 
           weft::MultilevelSmoother::yarn_lines);
     j["solver"]["multilevel_smoother"] = "gauss-seidel";
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_smoother") &&
-                                                Catch::Contains("\"gauss-seidel\"") &&
+                                                Catch::Contains("\"gauss-seidel\"") && Catch::Contains("\"auto\"") &&
                                                 Catch::Contains("\"chebyshev\"") && Catch::Contains("\"yarn-lines\""));
     j["solver"]["multilevel_smoother"] = 2;
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_smoother"));
 }
 
-TEST_CASE("scene: solver.multilevel_coarse_space is read, \"nodes\" by default, into the multilevel options",
-          "[io][scene][preconditioner]")
+TEST_CASE(
+    "scene: solver.multilevel_coarse_space is read, \"auto\" by default (squares for yarns on CPU threads, node "
+    "aggregates for triangle cloth), into the multilevel options",
+    "[io][scene][preconditioner]")
 {
     json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_coarse_space == "auto");
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.coarse_space ==
+          (weft::backend_is_cuda() ? weft::MultilevelCoarseSpace::nodes : weft::MultilevelCoarseSpace::squares));
+    weft::SceneDescription triangles = weft::parse_scene(j);
+    triangles.cloth.front().type = "triangle";
+    CHECK(weft::stepper_options<double>(triangles).multilevel.coarse_space == weft::MultilevelCoarseSpace::nodes);
+    j["solver"]["multilevel_coarse_space"] = "nodes";
     CHECK(weft::parse_scene(j).solver.multilevel_coarse_space == "nodes");
     CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.coarse_space ==
           weft::MultilevelCoarseSpace::nodes);
@@ -381,8 +399,9 @@ TEST_CASE("scene: solver.multilevel_coarse_space is read, \"nodes\" by default, 
           weft::MultilevelCoarseSpace::squares);
     j["solver"]["multilevel_coarse_space"] = "lines";
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space") &&
-                                                Catch::Contains("\"lines\"") && Catch::Contains("\"nodes\"") &&
-                                                Catch::Contains("\"yarns\"") && Catch::Contains("\"squares\""));
+                                                Catch::Contains("\"lines\"") && Catch::Contains("\"auto\"") &&
+                                                Catch::Contains("\"nodes\"") && Catch::Contains("\"yarns\"") &&
+                                                Catch::Contains("\"squares\""));
     j["solver"]["multilevel_coarse_space"] = true;
     CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_coarse_space"));
 }

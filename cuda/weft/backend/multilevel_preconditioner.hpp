@@ -257,6 +257,7 @@
 #include <Eigen/Sparse>
 
 #include <weft/backend/bsr_matrix.hpp>
+#include <weft/backend/device.hpp>
 #include <weft/backend/line_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
 #include <weft/backend/vector_ops.hpp>
@@ -421,6 +422,47 @@ inline MultilevelCoarseSpace multilevel_coarse_space_named(const std::string& na
 {
     return static_cast<MultilevelCoarseSpace>(
         solver_words::index_of(name, solver_words::multilevel_coarse_space(), "multilevel coarse space"));
+}
+
+/// Whether the word "auto" of solver.multilevel_smoother and
+/// solver.multilevel_coarse_space stands for the yarn design (the yarn-line
+/// smoother and the square coarse space) for a model of `yarns` (5-DoF nodes
+/// with their LineSet) on this build's device system: on CPU threads it is
+/// the fastest multilevel design on every shipped yarn scene of more than a
+/// few hundred nodes and on the sphere drop at every size
+/// (benchmarks/RESULTS.md, "The multilevel design chosen by the cloth"). On a
+/// GPU each line solve runs on one thread and a V-cycle with squares costs
+/// hundreds of milliseconds ("The GPU at commit f5d31d2"), so there, and for
+/// triangle cloth, "auto" stands for Chebyshev on block Jacobi and node
+/// aggregates.
+constexpr bool multilevel_auto_follows_yarns(bool yarns)
+{
+    return yarns && !backend_is_cuda();
+}
+
+/// MultilevelOptions::smoother named in the words of solver.multilevel_smoother,
+/// "auto" included (multilevel_auto_follows_yarns), for a model of `yarns`.
+/// @throws InvalidInput naming the word and the accepted ones
+inline MultilevelSmoother multilevel_smoother_named(const std::string& name, bool yarns)
+{
+    if (name == solver_words::multilevel_smoother_choices().front()) {
+        return multilevel_auto_follows_yarns(yarns) ? MultilevelSmoother::yarn_lines : MultilevelSmoother::chebyshev;
+    }
+    solver_words::index_of(name, solver_words::multilevel_smoother_choices(), "multilevel smoother");
+    return multilevel_smoother_named(name);
+}
+
+/// MultilevelOptions::coarse_space named in the words of
+/// solver.multilevel_coarse_space, "auto" included
+/// (multilevel_auto_follows_yarns), for a model of `yarns`.
+/// @throws InvalidInput naming the word and the accepted ones
+inline MultilevelCoarseSpace multilevel_coarse_space_named(const std::string& name, bool yarns)
+{
+    if (name == solver_words::multilevel_coarse_space_choices().front()) {
+        return multilevel_auto_follows_yarns(yarns) ? MultilevelCoarseSpace::squares : MultilevelCoarseSpace::nodes;
+    }
+    solver_words::index_of(name, solver_words::multilevel_coarse_space_choices(), "multilevel coarse space");
+    return multilevel_coarse_space_named(name);
 }
 
 /// MultilevelOptions::cycle named in the words of the scene key

@@ -18,6 +18,7 @@
 #include <weft/core/solver_words.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
+#include <weft/io/triangle_scene.hpp>
 
 namespace weft {
 
@@ -48,8 +49,10 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.multilevel.single_precision_matrix = options.pcg.single_precision_matrix;
     options.multilevel.refresh = multilevel_refresh_named(s.multilevel_refresh);
     options.multilevel.refresh_tolerance = s.multilevel_refresh_tolerance;
-    options.multilevel.smoother = multilevel_smoother_named(s.multilevel_smoother);
-    options.multilevel.coarse_space = multilevel_coarse_space_named(s.multilevel_coarse_space);
+    // "auto" (the default) by the scene's cloth: yarns or triangles.
+    const bool yarns = !is_triangle_scene(scene);
+    options.multilevel.smoother = multilevel_smoother_named(s.multilevel_smoother, yarns);
+    options.multilevel.coarse_space = multilevel_coarse_space_named(s.multilevel_coarse_space, yarns);
     options.multilevel.square_side = s.multilevel_square_side;
     options.multilevel.square_join = s.multilevel_square_join;
     options.multilevel.cycle = multilevel_cycle_named(s.multilevel_cycle);

@@ -56,6 +56,24 @@ inline const std::vector<std::string>& multilevel_coarse_space()
     return words;
 }
 
+/// The words solver.multilevel_smoother accepts: "auto" (the default, which
+/// stepper_options resolves by the scene's cloth and the device system;
+/// multilevel_smoother_named in multilevel_preconditioner.hpp) and
+/// multilevel_smoother()'s.
+inline const std::vector<std::string>& multilevel_smoother_choices()
+{
+    static const std::vector<std::string> words{"auto", "chebyshev", "yarn-lines"};
+    return words;
+}
+
+/// The words solver.multilevel_coarse_space accepts: "auto" (as for the
+/// smoother) and multilevel_coarse_space()'s.
+inline const std::vector<std::string>& multilevel_coarse_space_choices()
+{
+    static const std::vector<std::string> words{"auto", "nodes", "yarns", "squares"};
+    return words;
+}
+
 /// solver.multilevel_cycle, in the order of MultilevelCycle.
 inline const std::vector<std::string>& multilevel_cycle()
 {

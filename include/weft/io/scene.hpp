@@ -37,15 +37,19 @@
 ///   preconditioner      string "block-jacobi" | "yarn-lines" (banded solves along
 ///                              every warp and weft yarn, added) | "multilevel"
 ///                              (smoothed-aggregation AMG V-cycle, yarns and triangles)
-///   multilevel_smoother string "chebyshev" | "yarn-lines"; the multilevel
+///   multilevel_smoother string "auto" | "chebyshev" | "yarn-lines"; the multilevel
 ///                              V-cycle's finest smoother: Chebyshev on block
-///                              Jacobi, or block Gauss-Seidel by yarns (yarns only)
-///   multilevel_coarse_space string "nodes" | "yarns" | "squares"; the multilevel
-///                              V-cycle's coarse levels: node aggregates, runs
-///                              along the yarns and squares of crossings, or
-///                              squares of crossings with the rigid-body, arc-
-///                              length and shear modes, smoothed by lines of
-///                              squares (the last two yarns only)
+///                              Jacobi, or block Gauss-Seidel by yarns (yarns
+///                              only); "auto" (default): "yarn-lines" for yarns
+///                              on CPU threads, else "chebyshev"
+///   multilevel_coarse_space string "auto" | "nodes" | "yarns" | "squares"; the
+///                              multilevel V-cycle's coarse levels: node
+///                              aggregates, runs along the yarns and squares of
+///                              crossings, or squares of crossings with the
+///                              rigid-body, arc-length and shear modes, smoothed
+///                              by lines of squares (the last two yarns only);
+///                              "auto" (default): "squares" for yarns on CPU
+///                              threads, else "nodes"
 ///   multilevel_square_side int 3  >= 3; crossings a side of the first coarse
 ///                              level's squares ("squares" only)
 ///   multilevel_square_join int 2  >= 2; squares a side joined into each

@@ -30,14 +30,14 @@ struct SolverDescription {
     double pcg_tolerance = 1e-5;
     int pcg_max_iterations = 2000;
     bool adaptive_time_step = true;
-    double min_time_step = 0;                       ///< s; the parser sets time_step / 1024 when not given
-    std::string preconditioner = "block-jacobi";    ///< "block-jacobi" | "yarn-lines" | "multilevel"
-    std::string multilevel_smoother = "chebyshev";  ///< "chebyshev" | "yarn-lines" (MultilevelSmoother)
-    std::string multilevel_coarse_space = "nodes";  ///< "nodes" | "yarns" | "squares" (MultilevelCoarseSpace)
-    int multilevel_square_side = 3;                 ///< crossings a side (MultilevelOptions::square_side)
-    int multilevel_square_join = 2;                 ///< squares a side joined below (MultilevelOptions::square_join)
-    std::string multilevel_cycle = "v";             ///< "v" | "w" (MultilevelCycle)
-    std::string multilevel_refresh = "on-growth";   ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
+    double min_time_step = 0;                      ///< s; the parser sets time_step / 1024 when not given
+    std::string preconditioner = "block-jacobi";   ///< "block-jacobi" | "yarn-lines" | "multilevel"
+    std::string multilevel_smoother = "auto";      ///< "auto" | "chebyshev" | "yarn-lines" (MultilevelSmoother)
+    std::string multilevel_coarse_space = "auto";  ///< "auto" | "nodes" | "yarns" | "squares" (MultilevelCoarseSpace)
+    int multilevel_square_side = 3;                ///< crossings a side (MultilevelOptions::square_side)
+    int multilevel_square_join = 2;                ///< squares a side joined below (MultilevelOptions::square_join)
+    std::string multilevel_cycle = "v";            ///< "v" | "w" (MultilevelCycle)
+    std::string multilevel_refresh = "on-growth";  ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     double multilevel_refresh_tolerance = 1e-2;  ///< rows a refresh takes again (MultilevelOptions::refresh_tolerance)
     std::string multilevel_pattern_change =
         "rebuild";                                   ///< "rebuild" | "keep" (MultilevelOptions::keep_across_patterns)

@@ -38,13 +38,13 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     s.multilevel_smoother = o.get_or(
         "multilevel_smoother",
         [](const json& v, const std::string& p) {
-            return read_choice(v, p, solver_words::multilevel_smoother(), "multilevel smoother");
+            return read_choice(v, p, solver_words::multilevel_smoother_choices(), "multilevel smoother");
         },
         s.multilevel_smoother);
     s.multilevel_coarse_space = o.get_or(
         "multilevel_coarse_space",
         [](const json& v, const std::string& p) {
-            return read_choice(v, p, solver_words::multilevel_coarse_space(), "multilevel coarse space");
+            return read_choice(v, p, solver_words::multilevel_coarse_space_choices(), "multilevel coarse space");
         },
         s.multilevel_coarse_space);
     // At least 3 (MultilevelOptions::square_side): lines of narrower squares
