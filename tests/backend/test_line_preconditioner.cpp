@@ -58,12 +58,23 @@ SparseMatrix chain_system(Random& rng, Index nodes, const std::vector<std::vecto
             system.add(chain[i + 1], chain[i], -k);
             system.add(chain[i + 1], chain[i + 1], k);
         }
-        for (std::size_t i = 0; bandwidth == 2 && i + 2 < chain.size(); ++i) {
+        for (std::size_t i = 0; bandwidth >= 2 && i + 2 < chain.size(); ++i) {
             const Eigen::Matrix<double, B, B> k = 0.1 * stiffness * weft_backend_test::random_spd_block<B>(rng, 0.1);
             const double stencil[3] = {1, -2, 1};
             for (int p = 0; p < 3; ++p) {
                 for (int q = 0; q < 3; ++q) system.add(chain[i + p], chain[i + q], stencil[p] * stencil[q] * k);
             }
+        }
+    }
+    // Wider bands (EIL springs): a spring from each node to the node `bandwidth` along.
+    for (const auto& chain : chains) {
+        for (std::size_t i = 0; bandwidth >= 3 && i + static_cast<std::size_t>(bandwidth) < chain.size(); ++i) {
+            const Eigen::Matrix<double, B, B> k = 0.3 * stiffness * weft_backend_test::random_spd_block<B>(rng, 0.1);
+            const Index far = chain[i + static_cast<std::size_t>(bandwidth)];
+            system.add(chain[i], chain[i], k);
+            system.add(chain[i], far, -k);
+            system.add(far, chain[i], -k);
+            system.add(far, far, k);
         }
     }
     for (Index node = 0; node < nodes; ++node) system.add(node, node, weft_backend_test::random_spd_block<B>(rng, 0.5));
@@ -334,11 +345,12 @@ TEST_CASE("line preconditioner: on a matrix banded along one family of lines M�
 {
     Random rng(71);
     int solved = 0;
-    for (int bandwidth : {1, 2}) {
+    for (int bandwidth : {1, 2, 3, 4, weft::max_line_bandwidth}) {
+        INFO("bandwidth " << bandwidth);
         solved += check_exact_on_one_family<5>(rng, bandwidth);
         solved += check_exact_on_one_family<3>(rng, bandwidth);
     }
-    REQUIRE(solved == 8);
+    REQUIRE(solved == 20);
 }
 
 TEST_CASE("line preconditioner: with constrained DoFs it is the exact solve of the filtered system",
@@ -1828,8 +1840,10 @@ TEST_CASE("line preconditioner: a pivot block that is not positive definite is r
           0);
 }
 
-TEST_CASE("line preconditioner: PCG cuts its lines where the matrix couples beyond their band",
-          "[backend][line_preconditioner][status]")
+TEST_CASE(
+    "line preconditioner: banded_line_set cuts lines where the matrix couples beyond their band, or widens the "
+    "band when asked, and PCG widens it",
+    "[backend][line_preconditioner][status]")
 {
     // One chain 0 … 7: springs between neighbours, a unit mass, and a stiff
     // rank-one term k w wᵀ with w = e₂ + e₃ − e₅ (an element reaching three
@@ -1870,10 +1884,30 @@ TEST_CASE("line preconditioner: PCG cuts its lines where the matrix couples beyo
     CHECK(cut.host_line_nodes() == chain.host_line_nodes());
     CHECK(cut.host_line_ptr() == std::vector<Index>{0, 5, 8});
     CHECK(weft::factor_lines(a, free_dofs, cut, factors) == 0);
+    CHECK(cut.bandwidth() == 2);
+    CHECK(weft::banded_line_set(a, chain, 2).line_count() == 2);  // widest at the band: cut as before
 
-    // PCG given the uncut chain factors the cut one and reaches the LDLT
-    // solution; the cut is kept while the pattern stays and made again for
-    // a new pattern (without the far term the chain stays whole).
+    // Asked to widen, it keeps the chain whole with a band of three, the
+    // farthest coupling (not the six it may widen to), which factors; so
+    // does colored_line_set. Beyond max_line_bandwidth it refuses.
+    for (int widest : {3, weft::max_line_bandwidth}) {
+        const LineSet wide = weft::banded_line_set(a, chain, widest);
+        CHECK(wide.line_count() == 1);
+        CHECK(wide.bandwidth() == 3);
+        CHECK(wide.host_line_nodes() == chain.host_line_nodes());
+        CHECK(weft::factor_lines(a, free_dofs, wide, factors) == 0);
+        const LineSet colored = weft::colored_line_set(a, chain, widest);
+        CHECK(colored.line_count() == 1);
+        CHECK(colored.bandwidth() == 3);
+    }
+    CHECK(invalid_input_message([&] {
+              weft::banded_line_set(a, chain, weft::max_line_bandwidth + 1);
+          }).find("widest") != std::string::npos);
+
+    // PCG given the chain widens its band and reaches the LDLT solution in
+    // one iteration (the whole chain solved exactly); the widened set is
+    // kept while the pattern stays and made again for a new pattern
+    // (without the far term the band stays two).
     Random rng(83);
     const Eigen::VectorXd b = random_vector(rng, 5 * n);
     const Eigen::VectorXd expected = Eigen::SimplicialLDLT<SparseMatrix>(expand(scalar)).solve(b);
@@ -1889,13 +1923,16 @@ TEST_CASE("line preconditioner: PCG cuts its lines where the matrix couples beyo
             thrust::device_vector<double> x(5 * n, 0.0);
             const PcgResult<double> result = weft::solve_filtered_pcg(a, to_device(b), x, workspace, options);
             CHECK(result.converged);
+            CHECK(result.iterations == 1);
             CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-9);
-            CHECK(workspace.banded_lines.line_count() == 2);
+            CHECK(workspace.banded_lines.line_count() == 1);
+            CHECK(workspace.banded_lines.bandwidth() == 3);
             ++solved;
         }
         thrust::device_vector<double> x(5 * n, 0.0);
         CHECK(weft::solve_filtered_pcg(a_near, to_device(b), x, workspace, options).converged);
         CHECK(workspace.banded_lines.line_count() == 1);
+        CHECK(workspace.banded_lines.bandwidth() == 2);
         ++solved;
     }
     REQUIRE(solved == 6);
@@ -1919,7 +1956,11 @@ TEST_CASE("line preconditioner: invalid line sets and options are rejected with 
            {"families[0][1][1]", "= 1", "families[0][0][1]", "disjoint"});
     expect(invalid_input_message([] { LineSet(5, {{{0, 1}}, {{2}, {}}}); }), {"families[1][1].size()"});
     expect(invalid_input_message([] { LineSet(-1, {}); }), {"num_nodes", "-1"});
-    expect(invalid_input_message([] { LineSet(3, {{{0, 1, 2}}}, 3); }), {"bandwidth", "3"});
+    expect(invalid_input_message([] {
+               LineSet(3, {{{0, 1, 2}}}, weft::max_line_bandwidth + 1);
+           }),
+           {"bandwidth", "= 7", "1 to 6"});
+    expect(invalid_input_message([] { LineSet(3, {{{0, 1, 2}}}, 0); }), {"bandwidth", "= 0"});
 
     // The same node on lines of different families is the intended use.
     const LineSet crossing(4, {{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}});
@@ -1978,7 +2019,7 @@ TEST_CASE("line preconditioner: invalid line sets and options are rejected with 
     expect(
         invalid_input_message([&] { weft::order_line_rows(a, colored, colored_factors, nullptr, true, &three_flags); }),
         {"invalid order_line_rows changed_nodes.size() = 3", "node_count() = 4"});
-    REQUIRE(rejected == 18);
+    REQUIRE(rejected == 19);
 
     options.line_relaxation = 1.0;
     const PcgResult<double> result = weft::solve_filtered_pcg(a, b, x, workspace, options);

@@ -15,7 +15,14 @@
 ///                submatrix of A on the chain, hence SPD when A is SPD,
 ///                unless other elements (EIL springs, contacts) couple the
 ///                chain's nodes further apart: banded_line_set cuts the
-///                chains there, and solve_filtered_pcg factors the cut ones.
+///                chains there, and solve_filtered_pcg factors the cut ones;
+///   bandwidth 3 … max_line_bandwidth: what banded_line_set and
+///                colored_line_set widen the band to when asked (`widest`),
+///                so that the yarns of a scene with EIL nodes, whose springs
+///                couple a yarn's nodes up to six entries apart, are solved
+///                whole instead of in pieces; solve_filtered_pcg and the
+///                multilevel smoother ask for it. A solve then costs
+///                1 + 2·bandwidth block products per entry.
 /// The tridiagonal truncation is not SPD in general: on a yarn the bending
 /// stencil c (1, −4, 6, −4, 1) on the normal displacement loses its
 /// (1, 1) entries, leaving tridiag(−4c, 6c, −4c), which is indefinite where
@@ -63,8 +70,10 @@
 
 namespace weft {
 
-/// Largest supported LineSet bandwidth.
-constexpr int max_line_bandwidth = 2;
+/// Largest supported LineSet bandwidth: yarns need 2 (bending), and EIL
+/// nodes between the crossings of a yarn couple its nodes up to 6 apart
+/// (banded_line_set and colored_line_set widen the band that far on request).
+constexpr int max_line_bandwidth = 6;
 
 /// Node chains grouped into families, flattened into device vectors.
 ///
@@ -90,7 +99,8 @@ public:
     {
         if (num_nodes < 0) throw InvalidInput(detail::describe("LineSet num_nodes", num_nodes, "must be >= 0"));
         if (bandwidth < 1 || bandwidth > max_line_bandwidth)
-            throw InvalidInput(detail::describe("LineSet bandwidth", bandwidth, "must be 1 or 2"));
+            throw InvalidInput(detail::describe("LineSet bandwidth", bandwidth,
+                                                ("must be 1 to " + std::to_string(max_line_bandwidth)).c_str()));
         const auto where = [](std::size_t f, std::size_t l) {
             return "LineSet families[" + std::to_string(f) + "][" + std::to_string(l) + "]";
         };
@@ -261,15 +271,14 @@ HostPattern host_pattern(const BsrMatrix<T, B>& a, const LineSet& lines, const c
 
 /// Sweep family f's lines cut into pieces whose couplings lie within the
 /// band: a line is cut before node i where i is coupled (a stored block
-/// A(i, j)) to a node j of the same piece more than lines.bandwidth()
-/// entries before it. `owner` (#nodes, all −1) is scratch, left all −1.
+/// A(i, j)) to a node j of the same piece more than `band` entries before
+/// it. `owner` (#nodes, all −1) is scratch, left all −1.
 inline std::vector<std::vector<Index>> band_pieces(const HostPattern& a, const LineSet& lines, int f,
-                                                   std::vector<Index>& owner)
+                                                   std::vector<Index>& owner, Index band)
 {
     using std::size_t;
     const std::vector<Index>& line_ptr = lines.host_line_ptr();
     const std::vector<Index>& line_nodes = lines.host_line_nodes();
-    const Index band = lines.bandwidth();
     std::vector<std::vector<Index>> pieces;
     for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
         const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
@@ -294,6 +303,37 @@ inline std::vector<std::vector<Index>> band_pieces(const HostPattern& a, const L
     return pieces;
 }
 
+/// The band for banded_line_set and colored_line_set: lines.bandwidth(), or
+/// where `widest` is larger, the farthest coupling of two nodes of one line
+/// (in entries along it, over every line of the set), at least
+/// lines.bandwidth() and at most `widest` (couplings farther still are cut).
+inline int chosen_band(const HostPattern& a, const LineSet& lines, int widest, std::vector<Index>& owner)
+{
+    using std::size_t;
+    if (widest <= lines.bandwidth()) return lines.bandwidth();
+    if (widest > max_line_bandwidth) {
+        throw InvalidInput(
+            detail::describe("line band widest", widest,
+                             ("must be at most max_line_bandwidth = " + std::to_string(max_line_bandwidth)).c_str()));
+    }
+    const std::vector<Index>& line_ptr = lines.host_line_ptr();
+    const std::vector<Index>& line_nodes = lines.host_line_nodes();
+    Index reach = lines.bandwidth();
+    for (Index l = 0; l < lines.line_count() && reach < widest; ++l) {
+        const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
+        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = i;
+        for (Index i = 0; i < length; ++i) {
+            const Index node = line_nodes[static_cast<size_t>(first + i)];
+            for (Index k = a.row_ptr[static_cast<size_t>(node)]; k < a.row_ptr[static_cast<size_t>(node) + 1]; ++k) {
+                const Index p = owner[static_cast<size_t>(a.col_idx[static_cast<size_t>(k)])];
+                if (p >= 0 && i - p > reach) reach = std::min<Index>(i - p, widest);
+            }
+        }
+        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
+    }
+    return static_cast<int>(reach);
+}
+
 }  // namespace line_detail
 
 /// The lines of `lines` cut where `a` couples two nodes of a line more than
@@ -304,16 +344,21 @@ inline std::vector<std::vector<Index>> band_pieces(const HostPattern& a, const L
 /// drops those blocks, and the truncated band of an SPD matrix can be
 /// indefinite (the yarn-line preconditioner then fails to factor). The
 /// families and their order are kept; host work, O(stored blocks).
-/// @throws InvalidInput when the matrix's block rows differ from lines.node_count()
+/// With `widest` above lines.bandwidth() the band is first widened, up to
+/// `widest` entries, to the farthest coupling within a line, so that fewer
+/// lines are cut (line_detail::chosen_band); the result has that bandwidth.
+/// @throws InvalidInput when the matrix's block rows differ from
+///         lines.node_count(), or `widest` exceeds max_line_bandwidth
 template <typename T, int B>
-LineSet banded_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
+LineSet banded_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int widest = 0)
 {
     const line_detail::HostPattern pattern = line_detail::host_pattern(a, lines, "banded_line_set");
     std::vector<Index> owner(static_cast<std::size_t>(lines.node_count()), Index(-1));
+    const int band = line_detail::chosen_band(pattern, lines, widest, owner);
     std::vector<std::vector<std::vector<Index>>> families;
     for (int f = 0; f < lines.family_count(); ++f)
-        families.push_back(line_detail::band_pieces(pattern, lines, f, owner));
-    return LineSet(lines.node_count(), families, lines.bandwidth());
+        families.push_back(line_detail::band_pieces(pattern, lines, f, owner, band));
+    return LineSet(lines.node_count(), families, band);
 }
 
 /// The lines of `lines` regrouped so that no two lines of a family are
@@ -329,10 +374,12 @@ LineSet banded_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
 /// A-orthogonal projection,
 /// so a multiplicative sweep over the families (sweep_lines) contracts in
 /// the energy norm whatever the coupling between lines (block Gauss–Seidel
-/// by lines). Host work, O(stored blocks).
-/// @throws InvalidInput when the matrix's block rows differ from lines.node_count()
+/// by lines). Host work, O(stored blocks). `widest` widens the band first,
+/// as for banded_line_set.
+/// @throws InvalidInput when the matrix's block rows differ from
+///         lines.node_count(), or `widest` exceeds max_line_bandwidth
 template <typename T, int B>
-LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
+LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int widest = 0)
 {
     using std::size_t;
     const line_detail::HostPattern pattern = line_detail::host_pattern(a, lines, "colored_line_set");
@@ -340,8 +387,9 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
     const std::vector<Index>& col_idx = pattern.col_idx;
     std::vector<std::vector<std::vector<Index>>> families;
     std::vector<Index> owner(static_cast<size_t>(lines.node_count()), Index(-1));  // piece, or position in a line
+    const int band = line_detail::chosen_band(pattern, lines, widest, owner);
     for (int f = 0; f < lines.sweep_family_count(); ++f) {
-        std::vector<std::vector<Index>> pieces = line_detail::band_pieces(pattern, lines, f, owner);
+        std::vector<std::vector<Index>> pieces = line_detail::band_pieces(pattern, lines, f, owner, band);
         // Greedy colouring of the pieces in order.
         for (size_t p = 0; p < pieces.size(); ++p)
             for (Index node : pieces[p]) owner[static_cast<size_t>(node)] = static_cast<Index>(p);
@@ -373,7 +421,7 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
                 owner[static_cast<size_t>(node)] = -1;
         }
     }
-    LineSet colored(lines.node_count(), families, lines.bandwidth());
+    LineSet colored(lines.node_count(), families, band);
     colored.mark_classes_uncoupled();
     return colored;
 }
@@ -384,7 +432,7 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines)
 template <typename T, int B>
 struct LineFactors {
     thrust::device_vector<T> inverse_pivots;  ///< #entries · B·B, row-major S_i⁻¹
-    thrust::device_vector<T> couplings;       ///< #entries · max_line_bandwidth · B·B, W_{i,d} (d = 1, 2)
+    thrust::device_vector<T> couplings;       ///< #entries · bandwidth · B·B, W_{i,d} (d = 1 … bandwidth)
     thrust::device_vector<T> scratch;         ///< #entries · B, S_i⁻¹ g_i of the forward sweep
     thrust::device_vector<T> sweep_residual;  ///< #DoFs, residual between families (symmetric variant)
     /// Float copies of inverse_pivots and couplings (round_to_float(); used
@@ -408,7 +456,7 @@ struct LineFactors {
     {
         const std::size_t entries = static_cast<std::size_t>(lines.entry_count());
         inverse_pivots.resize(entries * (B * B));
-        couplings.resize(entries * (max_line_bandwidth * B * B));
+        couplings.resize(entries * (static_cast<std::size_t>(lines.bandwidth()) * B * B));
         scratch.resize(entries * B);
         sweep_residual.resize(static_cast<std::size_t>(lines.node_count()) * B);
     }
@@ -462,7 +510,7 @@ WEFT_HD inline bool invert_spd_lower(T (&l)[B][B], TO* out)
 }
 
 /// Block LDLᵀ factorization of one line of S A S + (I − S), half-bandwidth
-/// `bandwidth` (≤ 2) in blocks:
+/// `bandwidth` (≤ max_line_bandwidth) in blocks:
 ///   S_i = D_i − Σ_d W_{i−d,d}ᵀ Ū_{i−d,i},   Ū_{i,i+d} = A_{i,i+d} − Σ_k W_{k,i−k}ᵀ Ū_{k,i+d},
 ///   W_{i,d} = S_i⁻¹ Ū_{i,i+d}   (bandwidth 1: the block Thomas algorithm).
 /// Returns 1 when a pivot block S_i is not positive definite (the line's
@@ -473,9 +521,9 @@ struct FactorLine {
     const std::uint8_t* const free_dofs;  ///< #DoFs
     const Index* const line_ptr;          ///< #lines + 1
     const Index* const line_nodes;        ///< #entries
-    const int bandwidth;                  ///< 1 or 2
+    const int bandwidth;                  ///< 1 … max_line_bandwidth
     T* const inverse_pivots;              ///< #entries · B·B
-    T* const couplings;                   ///< #entries · 2 · B·B
+    T* const couplings;                   ///< #entries · bandwidth · B·B
     /// #nodes, or nullptr: a line none of whose nodes is marked keeps its
     /// factors (they must be those of the same values on its rows).
     const std::uint8_t* const changed_nodes = nullptr;
@@ -503,8 +551,10 @@ struct FactorLine {
             for (Index e = first; e < last && !changed; ++e) changed = changed_nodes[line_nodes[e]] != 0;
             if (!changed) return 0;
         }
-        // upper[j][d − 1] = Ū_{i−j, i−j+d} for the two previous entries (j = 1, 2).
-        T upper[3][max_line_bandwidth][B][B] = {};
+        // upper[j][d − 1] = Ū_{i−j, i−j+d} for the previous entries j = 1 … bandwidth;
+        // upper[0] holds the current entry's row.
+        T upper[max_line_bandwidth + 1][max_line_bandwidth][B][B] = {};
+        const std::size_t stride = static_cast<std::size_t>(bandwidth);
         for (Index e = first; e < last; ++e) {
             const Index node = line_nodes[e];
             const std::uint8_t* is_free = free_dofs + static_cast<std::size_t>(node) * B;
@@ -518,7 +568,7 @@ struct FactorLine {
                 }
             }
             for (int d = 1; d <= bandwidth && e - d >= first; ++d) {
-                const T* w = couplings + (static_cast<std::size_t>(e - d) * max_line_bandwidth + (d - 1)) * (B * B);
+                const T* w = couplings + (static_cast<std::size_t>(e - d) * stride + (d - 1)) * (B * B);
                 const T(&u)[B][B] = upper[d][d - 1];  // Ū_{i−d, i}
                 for (int r = 0; r < B; ++r) {
                     for (int c = 0; c <= r; ++c) {
@@ -530,14 +580,13 @@ struct FactorLine {
             }
             T* inverse = inverse_pivots + static_cast<std::size_t>(e) * (B * B);
             if (!invert_spd_lower<T, B>(pivot, inverse)) return 1;
-            // Ū_{i,i+d}, then W_{i,d}; upper[0] holds the current entry's row.
+            // Ū_{i,i+d} = A_{i,i+d} − Σ_{j = 1 … bandwidth − d} W_{i−j,j}ᵀ Ū_{i−j,i+d}, then W_{i,d}.
             for (int d = 1; d <= bandwidth && e + d < last; ++d) {
                 T(&u)[B][B] = upper[0][d - 1];
                 load_coupling(node, line_nodes[e + d], u);
-                if (d == 1 && bandwidth == 2 && e > first) {
-                    // k = i − 1: Ū_{i,i+1} −= W_{i−1,1}ᵀ Ū_{i−1,i+1}
-                    const T* w = couplings + static_cast<std::size_t>(e - 1) * max_line_bandwidth * (B * B);
-                    const T(&u_previous)[B][B] = upper[1][1];
+                for (int j = 1; j <= bandwidth - d && e - j >= first; ++j) {
+                    const T* w = couplings + (static_cast<std::size_t>(e - j) * stride + (j - 1)) * (B * B);
+                    const T(&u_previous)[B][B] = upper[j][j + d - 1];  // Ū_{i−j, i+d}
                     for (int r = 0; r < B; ++r) {
                         for (int c = 0; c < B; ++c) {
                             T sum = T(0);
@@ -546,7 +595,7 @@ struct FactorLine {
                         }
                     }
                 }
-                T* w = couplings + (static_cast<std::size_t>(e) * max_line_bandwidth + (d - 1)) * (B * B);
+                T* w = couplings + (static_cast<std::size_t>(e) * stride + (d - 1)) * (B * B);
                 for (int r = 0; r < B; ++r) {
                     for (int c = 0; c < B; ++c) {
                         T sum = T(0);
@@ -555,8 +604,8 @@ struct FactorLine {
                     }
                 }
             }
-            for (int j = 2; j >= 1; --j) {
-                for (int d = 0; d < max_line_bandwidth; ++d) {
+            for (int j = bandwidth; j >= 1; --j) {
+                for (int d = 0; d < bandwidth; ++d) {
                     for (int r = 0; r < B; ++r) {
                         for (int c = 0; c < B; ++c) upper[j][d][r][c] = upper[j - 1][d][r][c];
                     }
@@ -576,9 +625,9 @@ template <typename T, int B, typename TF = T>
 struct SolveLine {
     const Index* const line_ptr;     ///< #lines + 1
     const Index* const line_nodes;   ///< #entries
-    const int bandwidth;             ///< 1 or 2
+    const int bandwidth;             ///< 1 … max_line_bandwidth
     const TF* const inverse_pivots;  ///< #entries · B·B
-    const TF* const couplings;       ///< #entries · 2 · B·B
+    const TF* const couplings;       ///< #entries · bandwidth · B·B
     const T* const input;            ///< #DoFs
     const T weight;                  ///< ω
     T* const scratch;                ///< #entries · B
@@ -588,13 +637,14 @@ struct SolveLine {
     {
         const Index first = line_ptr[line];
         const Index last = line_ptr[line + 1];
-        T previous[max_line_bandwidth][B] = {};  // g_{i−1}, g_{i−2}, then y_{i+1}, y_{i+2}
+        T previous[max_line_bandwidth][B] = {};  // g_{i−1}, g_{i−2}, …, then y_{i+1}, y_{i+2}, …
+        const std::size_t stride = static_cast<std::size_t>(bandwidth);
         for (Index e = first; e < last; ++e) {
             const T* r = input + static_cast<std::size_t>(line_nodes[e]) * B;
             T g[B];
             for (int i = 0; i < B; ++i) g[i] = r[i];
             for (int d = 1; d <= bandwidth && e - d >= first; ++d) {
-                const TF* w = couplings + (static_cast<std::size_t>(e - d) * max_line_bandwidth + (d - 1)) * (B * B);
+                const TF* w = couplings + (static_cast<std::size_t>(e - d) * stride + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
                     for (int p = 0; p < B; ++p) g[i] -= static_cast<T>(w[p * B + i]) * previous[d - 1][p];
                 }
@@ -605,7 +655,7 @@ struct SolveLine {
                 T sum = T(0);
                 for (int p = 0; p < B; ++p) sum += static_cast<T>(inverse[i * B + p]) * g[p];
                 h[i] = sum;
-                previous[1][i] = previous[0][i];
+                for (int d = bandwidth - 1; d >= 1; --d) previous[d][i] = previous[d - 1][i];
                 previous[0][i] = g[i];
             }
         }
@@ -614,7 +664,7 @@ struct SolveLine {
             T y[B];
             for (int i = 0; i < B; ++i) y[i] = h[i];
             for (int d = 1; d <= bandwidth && e + d < last; ++d) {
-                const TF* w = couplings + (static_cast<std::size_t>(e) * max_line_bandwidth + (d - 1)) * (B * B);
+                const TF* w = couplings + (static_cast<std::size_t>(e) * stride + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
                     for (int p = 0; p < B; ++p) y[i] -= static_cast<T>(w[i * B + p]) * previous[d - 1][p];
                 }
@@ -622,7 +672,7 @@ struct SolveLine {
             T* out = output + static_cast<std::size_t>(line_nodes[e]) * B;
             for (int i = 0; i < B; ++i) {
                 out[i] += weight * y[i];
-                previous[1][i] = previous[0][i];
+                for (int d = bandwidth - 1; d >= 1; --d) previous[d][i] = previous[d - 1][i];
                 previous[0][i] = y[i];
             }
         }
@@ -706,7 +756,8 @@ void require_line_sizes(const char* caller, const LineSet& lines, const LineFact
         throw InvalidInput(
             detail::describe((std::string(caller) + " z.size()").c_str(), z.size(), requirement.c_str()));
     const std::size_t factor_size = static_cast<std::size_t>(lines.entry_count()) * (B * B);
-    if (factors.inverse_pivots.size() != factor_size || factors.couplings.size() != factor_size * max_line_bandwidth ||
+    if (factors.inverse_pivots.size() != factor_size ||
+        factors.couplings.size() != factor_size * static_cast<std::size_t>(lines.bandwidth()) ||
         factors.scratch.size() != static_cast<std::size_t>(lines.entry_count()) * B) {
         throw InvalidInput(detail::describe((std::string(caller) + " factors.inverse_pivots.size()").c_str(),
                                             factors.inverse_pivots.size(),

@@ -3640,7 +3640,10 @@ private:
                              m_colored_line_nodes != m_lines->host_line_nodes();
         if (recolor) {
             m_ordered_pattern = false;
-            m_colored_lines = colored_line_set(a, *m_lines);
+            // The yarns' band widened where EIL nodes couple a yarn's nodes
+            // further apart than bending does, rather than the yarn cut there
+            // (benchmarks/RESULTS.md, "Yarn lines widened to their couplings").
+            m_colored_lines = colored_line_set(a, *m_lines, max_line_bandwidth);
             m_colored_line_ptr = m_lines->host_line_ptr();
             m_colored_line_nodes = m_lines->host_line_nodes();
             m_colored = true;

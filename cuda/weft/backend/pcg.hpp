@@ -142,8 +142,9 @@ struct PcgOptions {
     PcgPreconditioner preconditioner = PcgPreconditioner::block_jacobi;
     /// Node chains for the yarn_lines preconditioners (not owned; must
     /// outlive the solve and match the matrix's node count). PCG factors
-    /// them cut to the matrix's band (banded_line_set, kept in the
-    /// workspace while the lines and the pattern stay).
+    /// them banded for the matrix (banded_line_set with the band widened up
+    /// to max_line_bandwidth, kept in the workspace while the lines and the
+    /// pattern stay).
     const LineSet* lines = nullptr;
     /// Relaxation ω ∈ (0, 1] of each family update of yarn_lines_symmetric.
     T line_relaxation = T(1);
@@ -259,6 +260,7 @@ struct PcgWorkspace {
     thrust::device_vector<std::uint8_t> all_free;      ///< #DoFs ones, for the unfiltered overload
     LineFactors<T, B> line_factors;                    ///< yarn_lines factors, sized on first use
     LineSet banded_lines;                              ///< PcgOptions::lines cut to A's band (banded_line_set)
+    int banded_from_bandwidth = 0;                     ///< and their bandwidth
     std::vector<Index> banded_from_ptr;                ///< the lines banded_lines was cut from (host line_ptr)
     std::vector<Index> banded_from_nodes;              ///< and their host line_nodes
     thrust::device_vector<Index> banded_rows;          ///< the pattern banded_lines was cut for: row_ptr
@@ -285,18 +287,20 @@ struct PcgWorkspace {
 
 namespace pcg_detail {
 
-/// `lines` cut to `a`'s band (banded_line_set), kept in the workspace while
-/// the lines and the matrix's pattern stay the same.
+/// `lines` banded for `a` (banded_line_set): the band widened up to
+/// max_line_bandwidth to the farthest coupling within a line, the lines cut
+/// only beyond it; kept in the workspace while the lines and the matrix's
+/// pattern stay the same.
 template <typename T, int B>
 const LineSet& banded_lines(const BsrMatrix<T, B>& a, const LineSet& lines, PcgWorkspace<T, B>& workspace)
 {
-    const bool same = workspace.banded_lines.node_count() == a.block_rows() &&
-                      workspace.banded_lines.bandwidth() == lines.bandwidth() &&
-                      workspace.banded_from_ptr == lines.host_line_ptr() &&
-                      workspace.banded_from_nodes == lines.host_line_nodes() &&
-                      has_pattern(a, workspace.banded_rows, workspace.banded_cols);
+    const bool same =
+        workspace.banded_lines.node_count() == a.block_rows() && workspace.banded_from_bandwidth == lines.bandwidth() &&
+        workspace.banded_from_ptr == lines.host_line_ptr() && workspace.banded_from_nodes == lines.host_line_nodes() &&
+        has_pattern(a, workspace.banded_rows, workspace.banded_cols);
     if (!same) {
-        workspace.banded_lines = banded_line_set(a, lines);
+        workspace.banded_lines = banded_line_set(a, lines, max_line_bandwidth);
+        workspace.banded_from_bandwidth = lines.bandwidth();
         workspace.banded_from_ptr = lines.host_line_ptr();
         workspace.banded_from_nodes = lines.host_line_nodes();
         workspace.banded_rows = a.row_ptr();
