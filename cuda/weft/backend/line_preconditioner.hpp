@@ -269,6 +269,30 @@ HostPattern host_pattern(const BsrMatrix<T, B>& a, const LineSet& lines, const c
     return pattern;
 }
 
+/// For each entry i of line l in order (counted from the line's first),
+/// visit(i, node_i, each_position), where each_position(f) calls f(p) for
+/// every stored block A(node_i, node_p) whose column is entry p of the same
+/// line. `owner` (#nodes, all −1) is scratch, left all −1.
+template <typename Visit>
+void visit_line_rows(const HostPattern& a, const LineSet& lines, Index l, std::vector<Index>& owner, Visit&& visit)
+{
+    using std::size_t;
+    const std::vector<Index>& line_ptr = lines.host_line_ptr();
+    const std::vector<Index>& line_nodes = lines.host_line_nodes();
+    const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
+    for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = i;
+    for (Index i = 0; i < length; ++i) {
+        const Index node = line_nodes[static_cast<size_t>(first + i)];
+        visit(i, node, [&](auto&& f) {
+            for (Index k = a.row_ptr[static_cast<size_t>(node)]; k < a.row_ptr[static_cast<size_t>(node) + 1]; ++k) {
+                const Index p = owner[static_cast<size_t>(a.col_idx[static_cast<size_t>(k)])];
+                if (p >= 0) f(p);
+            }
+        });
+    }
+    for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
+}
+
 /// Sweep family f's lines cut into pieces whose couplings lie within the
 /// band: a line is cut before node i where i is coupled (a stored block
 /// A(i, j)) to a node j of the same piece more than `band` entries before
@@ -276,29 +300,19 @@ HostPattern host_pattern(const BsrMatrix<T, B>& a, const LineSet& lines, const c
 inline std::vector<std::vector<Index>> band_pieces(const HostPattern& a, const LineSet& lines, int f,
                                                    std::vector<Index>& owner, Index band)
 {
-    using std::size_t;
-    const std::vector<Index>& line_ptr = lines.host_line_ptr();
-    const std::vector<Index>& line_nodes = lines.host_line_nodes();
     std::vector<std::vector<Index>> pieces;
     for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
-        const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
-        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = i;
         Index start = 0;
         pieces.emplace_back();
-        for (Index i = 0; i < length; ++i) {
-            const Index node = line_nodes[static_cast<size_t>(first + i)];
+        visit_line_rows(a, lines, l, owner, [&](Index i, Index node, const auto& each_position) {
             bool far = false;
-            for (Index k = a.row_ptr[static_cast<size_t>(node)]; k < a.row_ptr[static_cast<size_t>(node) + 1]; ++k) {
-                const Index p = owner[static_cast<size_t>(a.col_idx[static_cast<size_t>(k)])];
-                far = far || (p >= start && p < i - band);
-            }
+            each_position([&](Index p) { far = far || (p >= start && p < i - band); });
             if (far) {
                 pieces.emplace_back();
                 start = i;
             }
             pieces.back().push_back(node);
-        }
-        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
+        });
     }
     return pieces;
 }
@@ -309,27 +323,19 @@ inline std::vector<std::vector<Index>> band_pieces(const HostPattern& a, const L
 /// lines.bandwidth() and at most `widest` (couplings farther still are cut).
 inline int chosen_band(const HostPattern& a, const LineSet& lines, int widest, std::vector<Index>& owner)
 {
-    using std::size_t;
     if (widest <= lines.bandwidth()) return lines.bandwidth();
     if (widest > max_line_bandwidth) {
         throw InvalidInput(
             detail::describe("line band widest", widest,
                              ("must be at most max_line_bandwidth = " + std::to_string(max_line_bandwidth)).c_str()));
     }
-    const std::vector<Index>& line_ptr = lines.host_line_ptr();
-    const std::vector<Index>& line_nodes = lines.host_line_nodes();
     Index reach = lines.bandwidth();
     for (Index l = 0; l < lines.line_count() && reach < widest; ++l) {
-        const Index first = line_ptr[static_cast<size_t>(l)], length = line_ptr[static_cast<size_t>(l) + 1] - first;
-        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = i;
-        for (Index i = 0; i < length; ++i) {
-            const Index node = line_nodes[static_cast<size_t>(first + i)];
-            for (Index k = a.row_ptr[static_cast<size_t>(node)]; k < a.row_ptr[static_cast<size_t>(node) + 1]; ++k) {
-                const Index p = owner[static_cast<size_t>(a.col_idx[static_cast<size_t>(k)])];
-                if (p >= 0 && i - p > reach) reach = std::min<Index>(i - p, widest);
-            }
-        }
-        for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
+        visit_line_rows(a, lines, l, owner, [&](Index i, Index, const auto& each_position) {
+            each_position([&](Index p) {
+                if (i - p > reach) reach = std::min<Index>(i - p, widest);
+            });
+        });
     }
     return static_cast<int>(reach);
 }

@@ -445,11 +445,9 @@ constexpr bool multilevel_auto_follows_yarns(bool yarns)
 /// @throws InvalidInput naming the word and the accepted ones
 inline MultilevelSmoother multilevel_smoother_named(const std::string& name, bool yarns)
 {
-    if (name == solver_words::multilevel_smoother_choices().front()) {
-        return multilevel_auto_follows_yarns(yarns) ? MultilevelSmoother::yarn_lines : MultilevelSmoother::chebyshev;
-    }
-    solver_words::index_of(name, solver_words::multilevel_smoother_choices(), "multilevel smoother");
-    return multilevel_smoother_named(name);
+    const int index = solver_words::index_of(name, solver_words::multilevel_smoother_choices(), "multilevel smoother");
+    if (index > 0) return static_cast<MultilevelSmoother>(index - 1);
+    return multilevel_auto_follows_yarns(yarns) ? MultilevelSmoother::yarn_lines : MultilevelSmoother::chebyshev;
 }
 
 /// MultilevelOptions::coarse_space named in the words of
@@ -458,11 +456,10 @@ inline MultilevelSmoother multilevel_smoother_named(const std::string& name, boo
 /// @throws InvalidInput naming the word and the accepted ones
 inline MultilevelCoarseSpace multilevel_coarse_space_named(const std::string& name, bool yarns)
 {
-    if (name == solver_words::multilevel_coarse_space_choices().front()) {
-        return multilevel_auto_follows_yarns(yarns) ? MultilevelCoarseSpace::squares : MultilevelCoarseSpace::nodes;
-    }
-    solver_words::index_of(name, solver_words::multilevel_coarse_space_choices(), "multilevel coarse space");
-    return multilevel_coarse_space_named(name);
+    const int index =
+        solver_words::index_of(name, solver_words::multilevel_coarse_space_choices(), "multilevel coarse space");
+    if (index > 0) return static_cast<MultilevelCoarseSpace>(index - 1);
+    return multilevel_auto_follows_yarns(yarns) ? MultilevelCoarseSpace::squares : MultilevelCoarseSpace::nodes;
 }
 
 /// MultilevelOptions::cycle named in the words of the scene key

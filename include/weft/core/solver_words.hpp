@@ -56,13 +56,22 @@ inline const std::vector<std::string>& multilevel_coarse_space()
     return words;
 }
 
+/// "auto" followed by `words`: what a scene key accepts whose default is
+/// resolved when the stepper is made (index i + 1 names words[i]).
+inline std::vector<std::string> auto_then(const std::vector<std::string>& words)
+{
+    std::vector<std::string> choices{"auto"};
+    choices.insert(choices.end(), words.begin(), words.end());
+    return choices;
+}
+
 /// The words solver.multilevel_smoother accepts: "auto" (the default, which
 /// stepper_options resolves by the scene's cloth and the device system;
 /// multilevel_smoother_named in multilevel_preconditioner.hpp) and
 /// multilevel_smoother()'s.
 inline const std::vector<std::string>& multilevel_smoother_choices()
 {
-    static const std::vector<std::string> words{"auto", "chebyshev", "yarn-lines"};
+    static const std::vector<std::string> words = auto_then(multilevel_smoother());
     return words;
 }
 
@@ -70,7 +79,7 @@ inline const std::vector<std::string>& multilevel_smoother_choices()
 /// smoother) and multilevel_coarse_space()'s.
 inline const std::vector<std::string>& multilevel_coarse_space_choices()
 {
-    static const std::vector<std::string> words{"auto", "nodes", "yarns", "squares"};
+    static const std::vector<std::string> words = auto_then(multilevel_coarse_space());
     return words;
 }
 
