@@ -1885,6 +1885,8 @@ TEST_CASE(
     CHECK(cut.host_line_ptr() == std::vector<Index>{0, 5, 8});
     CHECK(weft::factor_lines(a, free_dofs, cut, factors) == 0);
     CHECK(cut.bandwidth() == 2);
+    CHECK(cut.line_band(0) == 1);  // each piece's own band: only neighbours are coupled within it
+    CHECK(cut.line_band(1) == 1);
     CHECK(weft::banded_line_set(a, chain, 2).line_count() == 2);  // widest at the band: cut as before
 
     // Asked to widen, it keeps the chain whole with a band of three, the
@@ -1894,6 +1896,7 @@ TEST_CASE(
         const LineSet wide = weft::banded_line_set(a, chain, widest);
         CHECK(wide.line_count() == 1);
         CHECK(wide.bandwidth() == 3);
+        CHECK(wide.line_band(0) == 3);
         CHECK(wide.host_line_nodes() == chain.host_line_nodes());
         CHECK(weft::factor_lines(a, free_dofs, wide, factors) == 0);
         const LineSet colored = weft::colored_line_set(a, chain, widest);
@@ -1938,6 +1941,92 @@ TEST_CASE(
     REQUIRE(solved == 6);
 }
 
+TEST_CASE("line preconditioner: each line runs to its own band, with the same result as the set's band",
+          "[backend][line_preconditioner][exact]")
+{
+    // Chains 0–1 reach four entries along (bending and springs four apart),
+    // chains 2–4 only their neighbours, and three nodes lie on no chain.
+    // banded_line_set widens the set's band to four and gives each line its
+    // own: 4, 4, 1, 1, 1, and 0 for the single-node lines. A banded
+    // factorization has no fill outside its band, so running each line to
+    // its own band must give the same bits as running all to four; narrowed
+    // below a line's couplings, the solve must change (the kernels read the
+    // bands).
+    constexpr int B = 5;
+    Random rng(89);
+    const Chains chains = random_chains(rng, 5, 9, 3);
+    const std::vector<std::vector<Index>> wide(chains.lines.begin(), chains.lines.begin() + 2);
+    const std::vector<std::vector<Index>> near(chains.lines.begin() + 2, chains.lines.end());
+    const SparseMatrix a_eigen =
+        chain_system<B>(rng, chains.nodes, wide, 4, 1e4) + chain_system<B>(rng, chains.nodes, near, 1, 1e4);
+    const BsrMatrix<double, B> a = weft::to_bsr<B>(a_eigen);
+    const LineSet given(chains.nodes, Families{chains.lines}, 2);
+    std::vector<std::uint8_t> free_dofs(static_cast<std::size_t>(B * chains.nodes), 1);
+    free_dofs[static_cast<std::size_t>(B * chains.lines[0][3] + 1)] = 0;  // a filtered DoF on a wide line
+    const Eigen::VectorXd r = random_vector(rng, B * chains.nodes);
+
+    int compared = 0;
+    for (bool colored : {false, true}) {
+        INFO((colored ? "colored_line_set" : "banded_line_set"));
+        const LineSet own = colored ? weft::colored_line_set(a, given, weft::max_line_bandwidth)
+                                    : weft::banded_line_set(a, given, weft::max_line_bandwidth);
+        REQUIRE(own.bandwidth() == 4);
+        REQUIRE(own.line_count() == 8);
+        std::vector<int> bands;
+        std::vector<std::vector<Index>> lines;
+        for (Index l = 0; l < own.line_count(); ++l) {
+            bands.push_back(own.line_band(l));
+            lines.emplace_back(own.host_line_nodes().begin() + own.host_line_ptr()[static_cast<std::size_t>(l)],
+                               own.host_line_nodes().begin() + own.host_line_ptr()[static_cast<std::size_t>(l) + 1]);
+        }
+        std::vector<int> expected_bands;
+        for (const auto& line : lines) {
+            const bool on_wide = std::find(wide.begin(), wide.end(), line) != wide.end();
+            const bool on_near = std::find(near.begin(), near.end(), line) != near.end();
+            REQUIRE((on_wide || on_near || line.size() == 1));
+            expected_bands.push_back(on_wide ? 4 : on_near ? 1 : 0);
+        }
+        CHECK(bands == expected_bands);
+        REQUIRE(std::count(bands.begin(), bands.end(), 4) == 2);
+
+        // The same lines in the same sweep families and order, every one run
+        // to the set's band.
+        Families families;
+        for (int f = 0; f < own.sweep_family_count(); ++f) {
+            families.emplace_back(lines.begin() + own.family_first_line(f),
+                                  lines.begin() + own.family_first_line(f + 1));
+        }
+        LineSet whole(chains.nodes, families, 4);
+        REQUIRE(whole.sweep_family_count() == own.sweep_family_count());
+        REQUIRE(whole.host_line_nodes() == own.host_line_nodes());
+        REQUIRE(whole.line_band(0) == 4);
+        const auto solves = [&](const LineSet& set) {
+            LineFactors<double, B> factors;
+            REQUIRE(weft::factor_lines(a, to_device(free_dofs), set, factors) == 0);
+            std::vector<std::vector<double>> out;
+            thrust::device_vector<double> z(r.size(), 0.0);
+            weft::apply_lines_additive(set, factors, to_device(r), z);
+            out.push_back(weft::to_host(z));
+            weft::apply_lines_symmetric(a, to_device(free_dofs), set, factors, to_device(r), z);
+            out.push_back(weft::to_host(z));
+            return out;
+        };
+        const std::vector<std::vector<double>> by_own = solves(own), by_whole = solves(whole);
+        CHECK(by_own == by_whole);
+        ++compared;
+
+        // Narrowed to 3 on the wide lines (dropping the springs four apart
+        // keeps each line's band positive definite), their solves change.
+        LineSet narrow(chains.nodes, families, 4);
+        std::vector<std::uint8_t> narrowed;
+        for (int band : expected_bands) narrowed.push_back(static_cast<std::uint8_t>(std::min(band, 3)));
+        narrow.set_line_bands(narrowed);
+        CHECK(solves(narrow)[0] != by_whole[0]);
+        ++compared;
+    }
+    REQUIRE(compared == 4);
+}
+
 TEST_CASE("line preconditioner: invalid line sets and options are rejected with the field named",
           "[backend][line_preconditioner][input]")
 {
@@ -1961,6 +2050,14 @@ TEST_CASE("line preconditioner: invalid line sets and options are rejected with 
            }),
            {"bandwidth", "= 7", "1 to 6"});
     expect(invalid_input_message([] { LineSet(3, {{{0, 1, 2}}}, 0); }), {"bandwidth", "= 0"});
+    expect(invalid_input_message([] {
+               LineSet(4, {{{0, 1, 2}}}, 2).set_line_bands({2});
+           }),
+           {"line bands size", "= 1", "line_count() = 2"});
+    expect(invalid_input_message([] {
+               LineSet(4, {{{0, 1, 2}}}, 2).set_line_bands({2, 3});
+           }),
+           {"line bands[1]", "= 3", "bandwidth() = 2"});
 
     // The same node on lines of different families is the intended use.
     const LineSet crossing(4, {{{0, 1}, {2, 3}}, {{0, 2}, {1, 3}}});
@@ -2019,7 +2116,7 @@ TEST_CASE("line preconditioner: invalid line sets and options are rejected with 
     expect(
         invalid_input_message([&] { weft::order_line_rows(a, colored, colored_factors, nullptr, true, &three_flags); }),
         {"invalid order_line_rows changed_nodes.size() = 3", "node_count() = 4"});
-    REQUIRE(rejected == 19);
+    REQUIRE(rejected == 21);
 
     options.line_relaxation = 1.0;
     const PcgResult<double> result = weft::solve_filtered_pcg(a, b, x, workspace, options);

@@ -90,8 +90,9 @@ public:
     /// @param[in] families   families[f][l] = chain of node indices (length ≥ 1),
     ///                       consecutive entries coupled; within a family every
     ///                       node appears at most once
-    /// @param[in] bandwidth  1 (block tridiagonal) or 2 (also couplings two
-    ///                       chain positions apart, e.g. yarn bending)
+    /// @param[in] bandwidth  1 (block tridiagonal), 2 (also couplings two
+    ///                       chain positions apart, e.g. yarn bending), up to
+    ///                       max_line_bandwidth
     /// @throws InvalidInput naming families[f][l][i] on an empty line, a node
     ///                      out of range or a node repeated within a family,
     ///                      or naming the bandwidth
@@ -182,6 +183,43 @@ public:
     Index node_count() const { return m_num_nodes; }
     /// Largest |i − j| of the kept blocks A(n_i, n_j) of a line.
     int bandwidth() const { return m_bandwidth; }
+
+    /// Give each line its own half-bandwidth (banded_line_set and
+    /// colored_line_set do, from the matrix's couplings): the line factors
+    /// and solves of line l then run to bands[l] instead of bandwidth(). The
+    /// factors are stored bandwidth() per entry either way, and where a
+    /// line's couplings all lie within bands[l] entries the result is the
+    /// same (the band's blocks beyond it are exact zeros: a banded
+    /// factorization has no fill outside its band).
+    /// @param[in] bands  #lines (uncovered single-node lines included), each ≤ bandwidth()
+    /// @throws InvalidInput naming the size or the first band out of range
+    void set_line_bands(const std::vector<std::uint8_t>& bands)
+    {
+        if (bands.size() != static_cast<std::size_t>(line_count())) {
+            throw InvalidInput(detail::describe("LineSet line bands size", bands.size(),
+                                                ("must equal line_count() = " + std::to_string(line_count())).c_str()));
+        }
+        for (std::size_t l = 0; l < bands.size(); ++l) {
+            if (bands[l] > m_bandwidth) {
+                throw InvalidInput(detail::describe(
+                    ("LineSet line bands[" + std::to_string(l) + "]").c_str(), static_cast<int>(bands[l]),
+                    ("must be at most bandwidth() = " + std::to_string(m_bandwidth)).c_str()));
+            }
+        }
+        m_host_line_bands = bands;
+        m_line_bands.assign(bands.begin(), bands.end());
+    }
+    /// Line l's half-bandwidth: its own (set_line_bands) or bandwidth().
+    int line_band(Index l) const
+    {
+        return m_host_line_bands.empty() ? m_bandwidth : m_host_line_bands[static_cast<std::size_t>(l)];
+    }
+    /// #lines bands on the device (set_line_bands), or nullptr: every line
+    /// runs to bandwidth().
+    const std::uint8_t* line_bands_data() const
+    {
+        return m_line_bands.empty() ? nullptr : thrust::raw_pointer_cast(m_line_bands.data());
+    }
     /// Number of families given to the constructor.
     int family_count() const { return m_family_count; }
     /// Nodes on no given line (preconditioned by their diagonal block).
@@ -223,8 +261,10 @@ private:
     std::vector<std::uint8_t> m_across_memory;  ///< per sweep family, family_across_memory()
     std::vector<Index> m_host_line_ptr = std::vector<Index>(1, 0);
     std::vector<Index> m_host_line_nodes;
+    std::vector<std::uint8_t> m_host_line_bands;  ///< set_line_bands, or empty
     thrust::device_vector<Index> m_line_ptr = thrust::device_vector<Index>(1, 0);
     thrust::device_vector<Index> m_line_nodes;
+    thrust::device_vector<std::uint8_t> m_line_bands;
 };
 
 /// The yarns of a model as a LineSet of bandwidth 2: family 0 the u-yarns
@@ -293,28 +333,42 @@ void visit_line_rows(const HostPattern& a, const LineSet& lines, Index l, std::v
     for (Index i = 0; i < length; ++i) owner[static_cast<size_t>(line_nodes[static_cast<size_t>(first + i)])] = -1;
 }
 
+/// A family's lines cut into pieces (band_pieces), with each piece's reach:
+/// its farthest coupling in entries along it (≤ the band).
+struct BandPieces {
+    std::vector<std::vector<Index>> pieces;
+    std::vector<std::uint8_t> reaches;
+};
+
 /// Sweep family f's lines cut into pieces whose couplings lie within the
 /// band: a line is cut before node i where i is coupled (a stored block
 /// A(i, j)) to a node j of the same piece more than `band` entries before
 /// it. `owner` (#nodes, all −1) is scratch, left all −1.
-inline std::vector<std::vector<Index>> band_pieces(const HostPattern& a, const LineSet& lines, int f,
-                                                   std::vector<Index>& owner, Index band)
+inline BandPieces band_pieces(const HostPattern& a, const LineSet& lines, int f, std::vector<Index>& owner, Index band)
 {
-    std::vector<std::vector<Index>> pieces;
+    BandPieces out;
     for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
         Index start = 0;
-        pieces.emplace_back();
+        out.pieces.emplace_back();
+        out.reaches.push_back(0);
         visit_line_rows(a, lines, l, owner, [&](Index i, Index node, const auto& each_position) {
             bool far = false;
-            each_position([&](Index p) { far = far || (p >= start && p < i - band); });
+            Index reach = 0;
+            each_position([&](Index p) {
+                far = far || (p >= start && p < i - band);
+                if (p >= start && p < i) reach = std::max(reach, i - p);
+            });
             if (far) {
-                pieces.emplace_back();
+                out.pieces.emplace_back();
+                out.reaches.push_back(0);
                 start = i;
+                reach = 0;  // the new piece's first entry
             }
-            pieces.back().push_back(node);
+            out.pieces.back().push_back(node);
+            out.reaches.back() = static_cast<std::uint8_t>(std::max<Index>(out.reaches.back(), reach));
         });
     }
-    return pieces;
+    return out;
 }
 
 /// The band for banded_line_set and colored_line_set: lines.bandwidth(), or
@@ -352,7 +406,10 @@ inline int chosen_band(const HostPattern& a, const LineSet& lines, int widest, s
 /// families and their order are kept; host work, O(stored blocks).
 /// With `widest` above lines.bandwidth() the band is first widened, up to
 /// `widest` entries, to the farthest coupling within a line, so that fewer
-/// lines are cut (line_detail::chosen_band); the result has that bandwidth.
+/// lines are cut (line_detail::chosen_band); the result has that bandwidth,
+/// and each of its lines its own band, the farthest coupling within it
+/// (LineSet::set_line_bands: a line solve costs 1 + 2·b block products per
+/// entry, so the lines that need less than the widest do not pay for it).
 /// @throws InvalidInput when the matrix's block rows differ from
 ///         lines.node_count(), or `widest` exceeds max_line_bandwidth
 template <typename T, int B>
@@ -362,9 +419,16 @@ LineSet banded_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int wide
     std::vector<Index> owner(static_cast<std::size_t>(lines.node_count()), Index(-1));
     const int band = line_detail::chosen_band(pattern, lines, widest, owner);
     std::vector<std::vector<std::vector<Index>>> families;
-    for (int f = 0; f < lines.family_count(); ++f)
-        families.push_back(line_detail::band_pieces(pattern, lines, f, owner, band));
-    return LineSet(lines.node_count(), families, band);
+    std::vector<std::uint8_t> bands;  // per line, in the order of the result's lines
+    for (int f = 0; f < lines.family_count(); ++f) {
+        line_detail::BandPieces cut = line_detail::band_pieces(pattern, lines, f, owner, band);
+        families.push_back(std::move(cut.pieces));
+        bands.insert(bands.end(), cut.reaches.begin(), cut.reaches.end());
+    }
+    LineSet banded(lines.node_count(), families, band);
+    bands.resize(static_cast<std::size_t>(banded.line_count()), 0);  // the uncovered nodes' single-node lines
+    banded.set_line_bands(bands);
+    return banded;
 }
 
 /// The lines of `lines` regrouped so that no two lines of a family are
@@ -381,7 +445,7 @@ LineSet banded_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int wide
 /// so a multiplicative sweep over the families (sweep_lines) contracts in
 /// the energy norm whatever the coupling between lines (block Gauss–Seidel
 /// by lines). Host work, O(stored blocks). `widest` widens the band first,
-/// as for banded_line_set.
+/// as for banded_line_set, and each line gets its own band as there.
 /// @throws InvalidInput when the matrix's block rows differ from
 ///         lines.node_count(), or `widest` exceeds max_line_bandwidth
 template <typename T, int B>
@@ -392,10 +456,12 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int wid
     const std::vector<Index>& row_ptr = pattern.row_ptr;
     const std::vector<Index>& col_idx = pattern.col_idx;
     std::vector<std::vector<std::vector<Index>>> families;
+    std::vector<std::vector<std::uint8_t>> family_bands;  // the pieces' reaches, as families holds them
     std::vector<Index> owner(static_cast<size_t>(lines.node_count()), Index(-1));  // piece, or position in a line
     const int band = line_detail::chosen_band(pattern, lines, widest, owner);
     for (int f = 0; f < lines.sweep_family_count(); ++f) {
-        std::vector<std::vector<Index>> pieces = line_detail::band_pieces(pattern, lines, f, owner, band);
+        line_detail::BandPieces cut = line_detail::band_pieces(pattern, lines, f, owner, band);
+        std::vector<std::vector<Index>>& pieces = cut.pieces;
         // Greedy colouring of the pieces in order.
         for (size_t p = 0; p < pieces.size(); ++p)
             for (Index node : pieces[p]) owner[static_cast<size_t>(node)] = static_cast<Index>(p);
@@ -421,13 +487,19 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int wid
         }
         const size_t base = families.size();
         families.resize(base + static_cast<size_t>(colors));
+        family_bands.resize(base + static_cast<size_t>(colors));
         for (size_t p = 0; p < pieces.size(); ++p) {
             families[base + static_cast<size_t>(color[p])].push_back(std::move(pieces[p]));
+            family_bands[base + static_cast<size_t>(color[p])].push_back(cut.reaches[p]);
             for (Index node : families[base + static_cast<size_t>(color[p])].back())
                 owner[static_cast<size_t>(node)] = -1;
         }
     }
     LineSet colored(lines.node_count(), families, band);
+    std::vector<std::uint8_t> bands;  // per line, in the order of the result's lines
+    for (const auto& family : family_bands) bands.insert(bands.end(), family.begin(), family.end());
+    bands.resize(static_cast<size_t>(colored.line_count()), 0);
+    colored.set_line_bands(bands);
     colored.mark_classes_uncoupled();
     return colored;
 }
@@ -516,7 +588,8 @@ WEFT_HD inline bool invert_spd_lower(T (&l)[B][B], TO* out)
 }
 
 /// Block LDLᵀ factorization of one line of S A S + (I − S), half-bandwidth
-/// `bandwidth` (≤ max_line_bandwidth) in blocks:
+/// b = the line's band (line_bands, else `bandwidth`; ≤ max_line_bandwidth) in
+/// blocks, the sums running over d, k within b:
 ///   S_i = D_i − Σ_d W_{i−d,d}ᵀ Ū_{i−d,i},   Ū_{i,i+d} = A_{i,i+d} − Σ_k W_{k,i−k}ᵀ Ū_{k,i+d},
 ///   W_{i,d} = S_i⁻¹ Ū_{i,i+d}   (bandwidth 1: the block Thomas algorithm).
 /// Returns 1 when a pivot block S_i is not positive definite (the line's
@@ -524,12 +597,13 @@ WEFT_HD inline bool invert_spd_lower(T (&l)[B][B], TO* out)
 template <typename T, int B>
 struct FactorLine {
     const BsrConstView<T, B> a;
-    const std::uint8_t* const free_dofs;  ///< #DoFs
-    const Index* const line_ptr;          ///< #lines + 1
-    const Index* const line_nodes;        ///< #entries
-    const int bandwidth;                  ///< 1 … max_line_bandwidth
-    T* const inverse_pivots;              ///< #entries · B·B
-    T* const couplings;                   ///< #entries · bandwidth · B·B
+    const std::uint8_t* const free_dofs;   ///< #DoFs
+    const Index* const line_ptr;           ///< #lines + 1
+    const Index* const line_nodes;         ///< #entries
+    const int bandwidth;                   ///< 1 … max_line_bandwidth: the factors' stride per entry
+    const std::uint8_t* const line_bands;  ///< #lines, each ≤ bandwidth, or nullptr: every line's is bandwidth
+    T* const inverse_pivots;               ///< #entries · B·B
+    T* const couplings;                    ///< #entries · bandwidth · B·B
     /// #nodes, or nullptr: a line none of whose nodes is marked keeps its
     /// factors (they must be those of the same values on its rows).
     const std::uint8_t* const changed_nodes = nullptr;
@@ -557,10 +631,11 @@ struct FactorLine {
             for (Index e = first; e < last && !changed; ++e) changed = changed_nodes[line_nodes[e]] != 0;
             if (!changed) return 0;
         }
-        // upper[j][d − 1] = Ū_{i−j, i−j+d} for the previous entries j = 1 … bandwidth;
+        // upper[j][d − 1] = Ū_{i−j, i−j+d} for the previous entries j = 1 … band;
         // upper[0] holds the current entry's row.
         T upper[max_line_bandwidth + 1][max_line_bandwidth][B][B] = {};
         const std::size_t stride = static_cast<std::size_t>(bandwidth);
+        const int band = line_bands != nullptr ? line_bands[line] : bandwidth;
         for (Index e = first; e < last; ++e) {
             const Index node = line_nodes[e];
             const std::uint8_t* is_free = free_dofs + static_cast<std::size_t>(node) * B;
@@ -573,7 +648,7 @@ struct FactorLine {
                     pivot[r][c] = kept ? stored : (r == c ? T(1) : T(0));
                 }
             }
-            for (int d = 1; d <= bandwidth && e - d >= first; ++d) {
+            for (int d = 1; d <= band && e - d >= first; ++d) {
                 const T* w = couplings + (static_cast<std::size_t>(e - d) * stride + (d - 1)) * (B * B);
                 const T(&u)[B][B] = upper[d][d - 1];  // Ū_{i−d, i}
                 for (int r = 0; r < B; ++r) {
@@ -586,11 +661,11 @@ struct FactorLine {
             }
             T* inverse = inverse_pivots + static_cast<std::size_t>(e) * (B * B);
             if (!invert_spd_lower<T, B>(pivot, inverse)) return 1;
-            // Ū_{i,i+d} = A_{i,i+d} − Σ_{j = 1 … bandwidth − d} W_{i−j,j}ᵀ Ū_{i−j,i+d}, then W_{i,d}.
-            for (int d = 1; d <= bandwidth && e + d < last; ++d) {
+            // Ū_{i,i+d} = A_{i,i+d} − Σ_{j = 1 … band − d} W_{i−j,j}ᵀ Ū_{i−j,i+d}, then W_{i,d}.
+            for (int d = 1; d <= band && e + d < last; ++d) {
                 T(&u)[B][B] = upper[0][d - 1];
                 load_coupling(node, line_nodes[e + d], u);
-                for (int j = 1; j <= bandwidth - d && e - j >= first; ++j) {
+                for (int j = 1; j <= band - d && e - j >= first; ++j) {
                     const T* w = couplings + (static_cast<std::size_t>(e - j) * stride + (j - 1)) * (B * B);
                     const T(&u_previous)[B][B] = upper[j][j + d - 1];  // Ū_{i−j, i+d}
                     for (int r = 0; r < B; ++r) {
@@ -610,8 +685,8 @@ struct FactorLine {
                     }
                 }
             }
-            for (int j = bandwidth; j >= 1; --j) {
-                for (int d = 0; d < bandwidth; ++d) {
+            for (int j = band; j >= 1; --j) {
+                for (int d = 0; d < band; ++d) {
                     for (int r = 0; r < B; ++r) {
                         for (int c = 0; c < B; ++c) upper[j][d][r][c] = upper[j - 1][d][r][c];
                     }
@@ -624,20 +699,22 @@ struct FactorLine {
 
 /// output += ω Ã_l⁻¹ input on one line's nodes, by block forward and backward
 /// substitution: g_i = r_i − Σ_d W_{i−d,d}ᵀ g_{i−d}; h_i = S_i⁻¹ g_i;
-/// y_i = h_i − Σ_d W_{i,d} y_{i+d}.
+/// y_i = h_i − Σ_d W_{i,d} y_{i+d}, d = 1 … the line's band (line_bands, else
+/// `bandwidth`): 1 + 2·b block products per entry.
 /// The factors are stored as TF (float for a single-precision sweep, each
 /// entry widened to T before its product).
 template <typename T, int B, typename TF = T>
 struct SolveLine {
-    const Index* const line_ptr;     ///< #lines + 1
-    const Index* const line_nodes;   ///< #entries
-    const int bandwidth;             ///< 1 … max_line_bandwidth
-    const TF* const inverse_pivots;  ///< #entries · B·B
-    const TF* const couplings;       ///< #entries · bandwidth · B·B
-    const T* const input;            ///< #DoFs
-    const T weight;                  ///< ω
-    T* const scratch;                ///< #entries · B
-    T* const output;                 ///< #DoFs
+    const Index* const line_ptr;           ///< #lines + 1
+    const Index* const line_nodes;         ///< #entries
+    const int bandwidth;                   ///< 1 … max_line_bandwidth: the factors' stride per entry
+    const std::uint8_t* const line_bands;  ///< #lines, each ≤ bandwidth, or nullptr: every line's is bandwidth
+    const TF* const inverse_pivots;        ///< #entries · B·B
+    const TF* const couplings;             ///< #entries · bandwidth · B·B
+    const T* const input;                  ///< #DoFs
+    const T weight;                        ///< ω
+    T* const scratch;                      ///< #entries · B
+    T* const output;                       ///< #DoFs
 
     WEFT_HD void operator()(Index line) const
     {
@@ -645,11 +722,12 @@ struct SolveLine {
         const Index last = line_ptr[line + 1];
         T previous[max_line_bandwidth][B] = {};  // g_{i−1}, g_{i−2}, …, then y_{i+1}, y_{i+2}, …
         const std::size_t stride = static_cast<std::size_t>(bandwidth);
+        const int band = line_bands != nullptr ? line_bands[line] : bandwidth;
         for (Index e = first; e < last; ++e) {
             const T* r = input + static_cast<std::size_t>(line_nodes[e]) * B;
             T g[B];
             for (int i = 0; i < B; ++i) g[i] = r[i];
-            for (int d = 1; d <= bandwidth && e - d >= first; ++d) {
+            for (int d = 1; d <= band && e - d >= first; ++d) {
                 const TF* w = couplings + (static_cast<std::size_t>(e - d) * stride + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
                     for (int p = 0; p < B; ++p) g[i] -= static_cast<T>(w[p * B + i]) * previous[d - 1][p];
@@ -661,7 +739,7 @@ struct SolveLine {
                 T sum = T(0);
                 for (int p = 0; p < B; ++p) sum += static_cast<T>(inverse[i * B + p]) * g[p];
                 h[i] = sum;
-                for (int d = bandwidth - 1; d >= 1; --d) previous[d][i] = previous[d - 1][i];
+                for (int d = band - 1; d >= 1; --d) previous[d][i] = previous[d - 1][i];
                 previous[0][i] = g[i];
             }
         }
@@ -669,7 +747,7 @@ struct SolveLine {
             const T* h = scratch + static_cast<std::size_t>(e) * B;
             T y[B];
             for (int i = 0; i < B; ++i) y[i] = h[i];
-            for (int d = 1; d <= bandwidth && e + d < last; ++d) {
+            for (int d = 1; d <= band && e + d < last; ++d) {
                 const TF* w = couplings + (static_cast<std::size_t>(e) * stride + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
                     for (int p = 0; p < B; ++p) y[i] -= static_cast<T>(w[i * B + p]) * previous[d - 1][p];
@@ -678,7 +756,7 @@ struct SolveLine {
             T* out = output + static_cast<std::size_t>(line_nodes[e]) * B;
             for (int i = 0; i < B; ++i) {
                 out[i] += weight * y[i];
-                for (int d = bandwidth - 1; d >= 1; --d) previous[d][i] = previous[d - 1][i];
+                for (int d = band - 1; d >= 1; --d) previous[d][i] = previous[d - 1][i];
                 previous[0][i] = y[i];
             }
         }
@@ -780,6 +858,7 @@ SolveLine<T, B, TF> line_solve(const LineSet& lines, const TF* inverse_pivots, c
     return SolveLine<T, B, TF>{thrust::raw_pointer_cast(lines.line_ptr().data()),
                                thrust::raw_pointer_cast(lines.line_nodes().data()),
                                lines.bandwidth(),
+                               lines.line_bands_data(),
                                inverse_pivots,
                                couplings,
                                input,
@@ -883,7 +962,7 @@ Index factor_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::ui
         thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(lines.line_count()),
         line_detail::FactorLine<T, B>{
             a.view(), thrust::raw_pointer_cast(free_dofs.data()), thrust::raw_pointer_cast(lines.line_ptr().data()),
-            thrust::raw_pointer_cast(lines.line_nodes().data()), lines.bandwidth(),
+            thrust::raw_pointer_cast(lines.line_nodes().data()), lines.bandwidth(), lines.line_bands_data(),
             thrust::raw_pointer_cast(factors.inverse_pivots.data()), thrust::raw_pointer_cast(factors.couplings.data()),
             changed_nodes != nullptr ? thrust::raw_pointer_cast(changed_nodes->data()) : nullptr},
         Index(0), thrust::plus<Index>{});
