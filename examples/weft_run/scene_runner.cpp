@@ -25,9 +25,11 @@
 #include <weft/backend/yarn_stepper.hpp>
 #include <weft/io/checkpoint.hpp>
 #include <weft/io/frame_writers.hpp>
+#include <weft/io/json_reader.hpp>
 #include <weft/io/progress.hpp>
 #include <weft/io/scene.hpp>
 #include <weft/io/scene_model.hpp>
+#include <weft/io/scene_schema.hpp>
 #include <weft/io/triangle_scene.hpp>
 
 namespace weft::examples {
@@ -198,6 +200,22 @@ inline std::uint64_t run_fingerprint(const RunArguments& args)
     std::uint64_t hash = file_fingerprint(args.scene);
     const std::string options = "damping=" + args.damping + ";beta=" + std::to_string(args.beta);
     return checkpoint_detail::fnv1a(reinterpret_cast<const unsigned char*>(options.data()), options.size(), hash);
+}
+
+/// run_fingerprint without the scene's solver keys that choose only how each
+/// linear system is solved (scene_keys::solver_linear()): the scene parsed,
+/// those keys dropped from its "solver" block, written back in one form
+/// (sorted keys, no spaces), so a checkpoint can be resumed with another
+/// linear solve (--other-linear-solver).
+inline std::uint64_t equations_fingerprint(const RunArguments& args)
+{
+    json_reader::json scene = json_reader::read_json_file(args.scene, "scene");
+    if (scene.is_object() && scene.contains("solver") && scene["solver"].is_object()) {
+        for (const std::string& key : scene_keys::solver_linear()) scene["solver"].erase(key);
+        if (scene["solver"].empty()) scene.erase("solver");  // a block of linear-solve keys only
+    }
+    const std::string text = scene.dump() + ";damping=" + args.damping + ";beta=" + std::to_string(args.beta);
+    return checkpoint_detail::fnv1a(reinterpret_cast<const unsigned char*>(text.data()), text.size());
 }
 
 /// A CSV of rows that start with a step number, written as a run goes and
@@ -421,14 +439,30 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     std::vector<double> frame_times;  // of the frames written so far (the .pvd series)
     std::uint64_t csv_rows = 0;
     long first_step = 1;
-    const std::uint64_t fingerprint = args.resume.empty() && args.checkpoint_every <= 0 ? 0 : run_fingerprint(args);
+    const bool fingerprinted = !args.resume.empty() || args.checkpoint_every > 0;
+    const std::uint64_t fingerprint = fingerprinted ? run_fingerprint(args) : 0;
+    const std::uint64_t equations = fingerprinted ? equations_fingerprint(args) : 0;
     if (!args.resume.empty()) {
         const CheckpointReader in(args.resume);
         const std::uint64_t saved = in.get_value<std::uint64_t>("run.fingerprint");
-        if (saved != fingerprint)
+        if (args.other_linear_solver) {
+            if (!in.has("run.equations_fingerprint"))
+                in.fail(
+                    "has no block \"run.equations_fingerprint\" (written by an earlier build), so "
+                    "--other-linear-solver cannot check it; resume it without that option");
+            if (in.get_value<std::uint64_t>("run.equations_fingerprint") != equations)
+                in.fail("was written for scene \"" + in.get_string("run.scene") +
+                        "\" with its options, and this run's scene file or options differ (" + args.scene.string() +
+                        ") in more than the solver keys of the linear solve (--other-linear-solver)");
+            if (saved != fingerprint && !args.quiet)
+                log << "weft-run: resumed with other linear-solve settings than the run that wrote \""
+                    << args.resume.string() << "\" (--other-linear-solver)\n";
+        } else if (saved != fingerprint) {
             in.fail("was written for scene \"" + in.get_string("run.scene") +
                     "\" with its options, and this run's scene file or options differ (" + args.scene.string() +
-                    "): a checkpoint continues only the run it was written by");
+                    "): a checkpoint continues only the run it was written by (with --other-linear-solver, a run "
+                    "whose scene differs only in the linear solve's solver keys)");
+        }
         summary_fields(StateLoader<CheckpointReader>(in, "run."), summary);
         frame_times = in.get<double>("run.frame_times");
         csv_rows = in.get_value<std::uint64_t>("run.csv_rows");
@@ -441,6 +475,7 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
     const auto write_checkpoint = [&]() {
         CheckpointWriter out;
         out.put_value("run.fingerprint", fingerprint);
+        out.put_value("run.equations_fingerprint", equations);
         out.put_string("run.scene", args.scene.string());
         summary_fields(StateSaver<CheckpointWriter>(out, "run."), summary);
         out.put("run.frame_times", frame_times);

@@ -29,6 +29,7 @@ struct RunArguments {
     long checkpoint_every = 0;               ///< > 0: write a checkpoint every so many steps and on SIGINT/SIGTERM
     std::filesystem::path checkpoint;        ///< the checkpoint file (default: OUTPUT_DIR/SCENE_STEM.checkpoint)
     std::filesystem::path resume;            ///< non-empty: continue the run saved in this checkpoint
+    bool other_linear_solver = false;        ///< with resume: the scene's linear-solve keys may differ
     std::filesystem::path newton_trace;      ///< non-empty: write every full-Newton attempt to this CSV
     std::filesystem::path jacobian_check;    ///< non-empty: check full Newton's matrix at every solve, rows to this CSV
     std::filesystem::path jacobian_terms;    ///< non-empty: the same check per kind of element, rows to this CSV
@@ -73,6 +74,11 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
                    "continue the run saved in FILE (same scene, same options): the CSV rows and frames that follow "
                    "are those of an uninterrupted run")
         ->type_name("FILE");
+    app.add_flag("--other-linear-solver", a.other_linear_solver,
+                 "with --resume: accept a checkpoint of this scene written with other values of the solver keys "
+                 "that choose only the linear solve (pcg_tolerance, pcg_max_iterations, preconditioner, linear, "
+                 "matrix_precision, multilevel_*), to compare linear solvers from one state; the run then differs "
+                 "from an uninterrupted one by the other solves' rounding");
     app.add_option(
            "--newton-trace", a.newton_trace,
            "write every full-Newton attempt to FILE (CSV: step, time, attempt, h, halvings, converged, "
@@ -113,6 +119,8 @@ inline RunArguments parse_run_arguments(int argc, const char* const* argv)
     if (a.beta > 0 && a.damping != "rayleigh") throw InvalidInput("invalid --beta: only used with --damping rayleigh");
     if (!a.checkpoint.empty() && a.checkpoint_every <= 0)
         throw InvalidInput("invalid --checkpoint: only used with --checkpoint-every N");
+    if (a.other_linear_solver && a.resume.empty())
+        throw InvalidInput("invalid --other-linear-solver: only used with --resume FILE");
     return a;
 }
 

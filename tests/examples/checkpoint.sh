@@ -12,8 +12,11 @@
 #    .bcc) must be byte-identical.
 # 2. SIGTERM during a run: exit status 3, a checkpoint of the step it stopped
 #    after, and the run resumed from it to the end equals the uninterrupted run.
-# 3. Refused checkpoints name why: another scene, truncated, corrupted,
-#    another version, not a checkpoint.
+# 3. --other-linear-solver continues a checkpoint with another preconditioner
+#    to the same end within the solves' tolerance, and refuses other changes.
+# 4. Refused checkpoints name why: another scene, another linear solve without
+#    --other-linear-solver, truncated, corrupted, another version, not a
+#    checkpoint.
 set -u
 run=$1 src=$2 work=$3
 rm -rf "$work"
@@ -138,8 +141,53 @@ full=$(python3 -c "print(40 * $(python3 -c "import json; print(json.load(open('$
   --resume "$dir/part/scene.checkpoint" --quiet || fail "earlier: resumed run"
 same_output "$work/determinism_yarn/full" "$dir/part"
 
-# Refusals, each naming its reason.
+# --other-linear-solver: the yarn patch's half-way checkpoint continued with
+# another preconditioner and PCG tolerance (the scene rewritten with other
+# spacing and key order as well) reaches the uninterrupted run's end within
+# the solves' tolerance (energies to 1e-6) with other PCG iterations; without the option, or with a physics key changed
+# too, it is refused.
 good="$work/determinism_yarn/part/scene.checkpoint"
+dir="$work/other_linear_solver"
+mkdir -p "$dir/part"
+head -n 21 "$work/determinism_yarn/full/run.csv" > "$dir/part/run.csv"  # the header and steps 1-20
+python3 - "$work/determinism_yarn/scene.json" "$dir" <<'PY' || fail "other linear solver: could not write the scenes"
+import json, sys
+scene = json.load(open(sys.argv[1]))
+scene.setdefault("solver", {}).update({"preconditioner": "yarn-lines", "pcg_tolerance": 1e-7})
+json.dump(dict(reversed(list(scene.items()))), open(sys.argv[2] + "/lines.json", "w"), indent=3)
+scene["solver"]["newton_tolerance"] = 1e-3
+json.dump(scene, open(sys.argv[2] + "/physics.json", "w"))
+PY
+full=$(python3 -c "print(40 * 0.001)")
+log=$("$run" "$dir/lines.json" --output-dir "$dir/part" --duration "$full" --resume "$good" --other-linear-solver 2>&1) \
+  || fail "other linear solver: resumed run ($log)"
+case $log in
+  *"resumed with other linear-solve settings"*) ;;
+  *) fail "other linear solver: no notice in the log ($log)" ;;
+esac
+python3 - "$work/determinism_yarn/full/run.csv" "$dir/part/run.csv" <<'PY' || fail "other linear solver: not the same run"
+import csv, sys
+a, b = (list(csv.DictReader(open(p))) for p in sys.argv[1:])
+assert len(a) == len(b) == 40, (len(a), len(b))
+checked = 0
+for key in a[0]:
+    if key in ("step", "time") or "energy" in key:
+        x, y = float(a[-1][key]), float(b[-1][key])
+        assert abs(x - y) <= 1e-6 * max(abs(x), 1e-12), (key, x, y)
+        checked += 1
+assert checked >= 3, a[0].keys()
+pcg = [sum(int(row["pcg_iterations"]) for row in rows[20:]) for rows in (a, b)]
+assert pcg[0] != pcg[1], pcg  # the other preconditioner ran
+print(f"other linear solver: step 40's {checked} columns within 1e-6 of the uninterrupted run; "
+      f"PCG iterations of steps 21-40 {pcg[0]} and {pcg[1]}")
+PY
+echo "other linear solver: resumed with yarn-lines"
+"$run" "$dir/physics.json" --output-dir "$dir" --duration "$full" --resume "$good" --other-linear-solver --quiet \
+  > "$dir/physics.log" 2>&1 && fail "other linear solver: a changed newton_tolerance was accepted"
+grep -q "in more than the solver keys of the linear solve" "$dir/physics.log" \
+  || fail "other linear solver: refusal not named ($(cat "$dir/physics.log"))"
+
+# Refusals, each naming its reason.
 refused=0
 expect_refusal() {  # SCENE CHECKPOINT TEXT
   local out
@@ -152,6 +200,7 @@ expect_refusal() {  # SCENE CHECKPOINT TEXT
 }
 mkdir -p "$work/refused"
 expect_refusal "$work/sliding_rods/scene.json" "$good" "continues only the run it was written by"
+expect_refusal "$dir/lines.json" "$good" "with --other-linear-solver"
 head -c -13 "$good" > "$work/refused/truncated.checkpoint"
 expect_refusal "$work/determinism_yarn/scene.json" "$work/refused/truncated.checkpoint" "is truncated"
 cp "$good" "$work/refused/corrupted.checkpoint"
@@ -163,5 +212,5 @@ expect_refusal "$work/determinism_yarn/scene.json" "$work/refused/version.checkp
 expect_refusal "$work/determinism_yarn/scene.json" "$work/determinism_yarn/scene.json" "is not a weft checkpoint"
 
 echo "compared $compared files; $refused checkpoints refused"
-[ "$compared" -gt 0 ] && [ "$refused" -eq 5 ] || fail "checks did not run"
+[ "$compared" -gt 0 ] && [ "$refused" -eq 6 ] || fail "checks did not run"
 exit $status

@@ -204,6 +204,8 @@ TEST_CASE("weft-run: command line", "[examples][weft-run]")
     CHECK_THAT(error_of({"s.json", "--damping", "viscous"}),
                Catch::Contains("--damping") && Catch::Contains("viscous"));
     CHECK_THAT(error_of({"s.json", "--damping", "rayleigh"}), Catch::Contains("needs --beta"));
+    CHECK_THAT(error_of({"s.json", "--other-linear-solver"}),
+               Catch::Contains("--other-linear-solver") && Catch::Contains("only used with --resume"));
     // --help lists every option with its default; --version.
     const char* help[] = {"weft-run", "--help"};
     CHECK(parse_run_arguments(2, help).help);
@@ -211,7 +213,7 @@ TEST_CASE("weft-run: command line", "[examples][weft-run]")
     CHECK(parse_run_arguments(2, version).version);
     const std::string usage = weft::examples::run_usage();
     for (const char* option : {"--duration", "--output-dir", "--quiet", "--damping", "--beta", "--version",
-                               "--newton-trace", "--jacobian-check"})
+                               "--newton-trace", "--jacobian-check", "--other-linear-solver"})
         CHECK_THAT(usage, Catch::Contains(option));
     CHECK_THAT(usage, Catch::Contains("DIR=."));  // --output-dir's default
 }

@@ -5,6 +5,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
@@ -1115,6 +1116,13 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
     // 28 objects, 187 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
     REQUIRE(checked == 187);
+    // The linear-solve keys (weft-run --other-linear-solver) are solver keys.
+    const weft::scene_keys::Keys& solver = weft::scene_keys::solver();
+    for (const std::string& key : weft::scene_keys::solver_linear()) {
+        INFO("solver_linear() key " << key);
+        CHECK(std::find(solver.begin(), solver.end(), key) != solver.end());
+    }
+    REQUIRE(weft::scene_keys::solver_linear().size() == 14);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")
