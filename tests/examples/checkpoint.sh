@@ -15,8 +15,8 @@
 # 3. --other-linear-solver continues a checkpoint with another preconditioner
 #    to the same end within the solves' tolerance, and refuses other changes.
 # 4. Refused checkpoints name why: another scene, another linear solve without
-#    --other-linear-solver, truncated, corrupted, another version, not a
-#    checkpoint.
+#    --other-linear-solver, an earlier build's checkpoint with it, truncated,
+#    corrupted, another version, not a checkpoint.
 set -u
 run=$1 src=$2 work=$3
 rm -rf "$work"
@@ -114,7 +114,8 @@ python3 - "$dir/part/scene.checkpoint" <<'PY' || fail "earlier: could not rewrit
 import struct, sys
 path = sys.argv[1]
 data = open(path, "rb").read()
-added = {b"run.created_contacts", b"yarn.initial_segments", b"yarn.meeting", b"yarn.created", b"yarn.declined"}
+added = {b"run.created_contacts", b"yarn.initial_segments", b"yarn.meeting", b"yarn.created", b"yarn.declined",
+         b"run.equations_fingerprint"}
 assert data[:8] == b"WEFTCKPT"
 out, at, dropped = bytearray(data[:12]), 12, 0
 while data[at:at + 8] != b"WEFT-END":
@@ -140,6 +141,7 @@ full=$(python3 -c "print(40 * $(python3 -c "import json; print(json.load(open('$
 "$run" "$work/determinism_yarn/scene.json" --output-dir "$dir/part" --duration "$full" \
   --resume "$dir/part/scene.checkpoint" --quiet || fail "earlier: resumed run"
 same_output "$work/determinism_yarn/full" "$dir/part"
+earlier_checkpoint="$dir/part/scene.checkpoint"
 
 # --other-linear-solver: the yarn patch's half-way checkpoint continued with
 # another preconditioner and PCG tolerance (the scene rewritten with other
@@ -201,6 +203,15 @@ expect_refusal() {  # SCENE CHECKPOINT TEXT
 mkdir -p "$work/refused"
 expect_refusal "$work/sliding_rods/scene.json" "$good" "continues only the run it was written by"
 expect_refusal "$dir/lines.json" "$good" "with --other-linear-solver"
+# An earlier build's checkpoint has no fingerprint without the linear-solve keys.
+"$run" "$work/determinism_yarn/scene.json" --output-dir "$work/refused" --resume "$earlier_checkpoint" \
+  --other-linear-solver --quiet > "$work/refused/earlier.log" 2>&1 \
+  && fail "an earlier build's checkpoint was accepted with --other-linear-solver"
+if grep -q 'no block "run.equations_fingerprint"' "$work/refused/earlier.log"; then
+  refused=$((refused + 1))
+else
+  fail "earlier checkpoint with --other-linear-solver: $(cat "$work/refused/earlier.log")"
+fi
 head -c -13 "$good" > "$work/refused/truncated.checkpoint"
 expect_refusal "$work/determinism_yarn/scene.json" "$work/refused/truncated.checkpoint" "is truncated"
 cp "$good" "$work/refused/corrupted.checkpoint"
@@ -212,5 +223,5 @@ expect_refusal "$work/determinism_yarn/scene.json" "$work/refused/version.checkp
 expect_refusal "$work/determinism_yarn/scene.json" "$work/determinism_yarn/scene.json" "is not a weft checkpoint"
 
 echo "compared $compared files; $refused checkpoints refused"
-[ "$compared" -gt 0 ] && [ "$refused" -eq 6 ] || fail "checks did not run"
+[ "$compared" -gt 0 ] && [ "$refused" -eq 7 ] || fail "checks did not run"
 exit $status
