@@ -394,6 +394,20 @@ inline int chosen_band(const HostPattern& a, const LineSet& lines, int widest, s
     return static_cast<int>(reach);
 }
 
+/// The LineSet of `families` with half-bandwidth `band`, each line with its
+/// own band from `family_bands` (parallel to `families`); the single-node
+/// lines of nodes on no line get 0.
+inline LineSet with_line_bands(Index num_nodes, const std::vector<std::vector<std::vector<Index>>>& families,
+                               const std::vector<std::vector<std::uint8_t>>& family_bands, int band)
+{
+    LineSet set(num_nodes, families, band);
+    std::vector<std::uint8_t> bands;  // per line, in the set's order
+    for (const auto& family : family_bands) bands.insert(bands.end(), family.begin(), family.end());
+    bands.resize(static_cast<std::size_t>(set.line_count()), 0);
+    set.set_line_bands(bands);
+    return set;
+}
+
 }  // namespace line_detail
 
 /// The lines of `lines` cut where `a` couples two nodes of a line more than
@@ -419,16 +433,13 @@ LineSet banded_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int wide
     std::vector<Index> owner(static_cast<std::size_t>(lines.node_count()), Index(-1));
     const int band = line_detail::chosen_band(pattern, lines, widest, owner);
     std::vector<std::vector<std::vector<Index>>> families;
-    std::vector<std::uint8_t> bands;  // per line, in the order of the result's lines
+    std::vector<std::vector<std::uint8_t>> family_bands;
     for (int f = 0; f < lines.family_count(); ++f) {
         line_detail::BandPieces cut = line_detail::band_pieces(pattern, lines, f, owner, band);
         families.push_back(std::move(cut.pieces));
-        bands.insert(bands.end(), cut.reaches.begin(), cut.reaches.end());
+        family_bands.push_back(std::move(cut.reaches));
     }
-    LineSet banded(lines.node_count(), families, band);
-    bands.resize(static_cast<std::size_t>(banded.line_count()), 0);  // the uncovered nodes' single-node lines
-    banded.set_line_bands(bands);
-    return banded;
+    return line_detail::with_line_bands(lines.node_count(), families, family_bands, band);
 }
 
 /// The lines of `lines` regrouped so that no two lines of a family are
@@ -495,11 +506,7 @@ LineSet colored_line_set(const BsrMatrix<T, B>& a, const LineSet& lines, int wid
                 owner[static_cast<size_t>(node)] = -1;
         }
     }
-    LineSet colored(lines.node_count(), families, band);
-    std::vector<std::uint8_t> bands;  // per line, in the order of the result's lines
-    for (const auto& family : family_bands) bands.insert(bands.end(), family.begin(), family.end());
-    bands.resize(static_cast<size_t>(colored.line_count()), 0);
-    colored.set_line_bands(bands);
+    LineSet colored = line_detail::with_line_bands(lines.node_count(), families, family_bands, band);
     colored.mark_classes_uncoupled();
     return colored;
 }
