@@ -14,6 +14,7 @@
 #include <string>
 
 #include <weft/core/error.hpp>
+#include <weft/io/scene_schema.hpp>
 
 #include "../cli_common.hpp"
 
@@ -74,11 +75,14 @@ inline void setup_run_app(CLI::App& app, RunArguments& a)
                    "continue the run saved in FILE (same scene, same options): the CSV rows and frames that follow "
                    "are those of an uninterrupted run")
         ->type_name("FILE");
+    std::string linear_keys;
+    for (const std::string& key : scene_keys::solver_linear()) linear_keys += (linear_keys.empty() ? "" : ", ") + key;
     app.add_flag("--other-linear-solver", a.other_linear_solver,
                  "with --resume: accept a checkpoint of this scene written with other values of the solver keys "
-                 "that choose only the linear solve (pcg_tolerance, pcg_max_iterations, preconditioner, linear, "
-                 "matrix_precision, multilevel_*), to compare linear solvers from one state; the run then differs "
-                 "from an uninterrupted one by the other solves' rounding");
+                 "that choose only the linear solve (" +
+                     linear_keys +
+                     "), to compare linear solvers from one state; the run then differs from an uninterrupted one "
+                     "by the other solves' rounding");
     app.add_option(
            "--newton-trace", a.newton_trace,
            "write every full-Newton attempt to FILE (CSV: step, time, attempt, h, halvings, converged, "
