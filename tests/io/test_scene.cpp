@@ -812,6 +812,17 @@ TEST_CASE("scene: out-of-range values are rejected naming the path and the value
         j["cloth"][0]["contact"] = {{"min_distance", 0.001}};
         CHECK_THAT(error_of(j), Contains("cloth[0].contact.min_distance: got 0.001"));
     }
+    SECTION("a contact distance that would push at rest, in a description edited in code")
+    {
+        // A benchmark refining the patch halves the spacing after parsing;
+        // build_yarn_scene checks what the parser checked.
+        weft::SceneDescription d = weft::parse_scene(j);
+        REQUIRE(d.cloth.at(0).contact.min_distance < d.cloth[0].spacing);
+        CHECK_NOTHROW(weft::build_yarn_scene<double>(d));
+        d.cloth[0].spacing = d.cloth[0].contact.min_distance;
+        REQUIRE_THROWS_WITH(weft::build_yarn_scene<double>(d),
+                            Contains("cloth[0].contact.min_distance: ") && Contains("is not below spacing"));
+    }
     SECTION("output counts and formats")
     {
         json a = j, b = j, c = j, d = j;
