@@ -737,6 +737,61 @@ TEST_CASE(
     CHECK(plain.refreshes_ahead() == 0);
 }
 
+TEST_CASE("multilevel: refreshing ahead, a probe comes after as many refreshes as the last stale solve cost",
+          "[backend][multilevel][refresh]")
+{
+    Random rng(97);
+    RuleProblem rule(rng, 16);
+    MultilevelPreconditioner<double, 5> m(small_coarse());  // the defaults
+    REQUIRE(rule.prepare(m));
+    const double build = m.last_build_seconds();
+    m.record_solve(true, 10, 10 * build / 80);
+    m.record_solve(true, 16, 16 * build / 80);
+    REQUIRE(rule.prepare(m));
+    REQUIRE(m.refreshes() == 1);
+    // Fresh solves of 10 iterations; stale ones of 13 (within the growth
+    // limit, 15) whose 3 extra iterations cost `paid` refreshes.
+    const auto stale = [&](double paid) { m.record_solve(true, 13, 13 * paid / 3 * m.last_refresh_seconds()); };
+    m.record_solve(true, 10, 10 * m.last_refresh_seconds() / 2);
+    stale(9.5);  // the first probe after 10 fresh solves, not 4
+    REQUIRE(m.refreshing_ahead());
+    CHECK(m.probe_interval() == 10);
+    int refreshes = m.refreshes();
+    int probes = 0;
+    const auto run_until_probe = [&](int interval) {
+        for (int solve = 0; solve < interval; ++solve) {
+            REQUIRE(rule.prepare(m));
+            CHECK(m.refreshes() == ++refreshes);
+            m.record_solve(true, 10, 10 * m.last_refresh_seconds() / 2);
+        }
+        REQUIRE(rule.prepare(m));  // the probe keeps the values
+        CHECK(m.refreshes() == refreshes);
+        ++probes;
+    };
+    run_until_probe(10);
+    stale(12.5);  // confirmed: the doubled interval, 20, is the longer
+    CHECK(m.probe_interval() == 20);
+    run_until_probe(20);
+    stale(25);  // confirmed: the doubled interval, 40, capped at 32
+    CHECK(m.probe_interval() == 32);
+    CHECK(m.refreshes_ahead() == 10 + 20);
+    run_until_probe(32);
+    m.record_solve(true, 11, 11 * m.last_refresh_seconds() / 100);  // a hundredth of a refresh: ended
+    REQUIRE_FALSE(m.refreshing_ahead());
+    CHECK(m.probe_interval() == 4);
+    REQUIRE(rule.prepare(m));
+    CHECK(m.refreshes() == refreshes);
+    m.record_solve(true, 14, 14 * m.last_refresh_seconds() / 2);  // rent or buy: 2 refreshes' drift buys one
+    REQUIRE(rule.prepare(m));
+    REQUIRE(m.refreshes() == ++refreshes);
+    m.record_solve(true, 10, 10 * m.last_refresh_seconds() / 2);
+    stale(100);  // begun again at a drift of 100 refreshes: the cap at once
+    CHECK(m.refreshing_ahead());
+    CHECK(m.probe_interval() == 32);
+    CHECK(probes == 3);
+    CHECK(m.builds() == 1);
+}
+
 TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds where a refresh did not help",
           "[backend][multilevel][refresh]")
 {

@@ -1134,6 +1134,25 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
         CHECK(std::find(solver.begin(), solver.end(), key) != solver.end());
     }
     REQUIRE(weft::scene_keys::solver_linear().size() == 14);
+    // docs/scenes.md ("Checkpoints") names them: the keys in backquotes, and
+    // "every `multilevel_*` key", which must then be every multilevel key.
+    const std::size_t from = docs.find("**Another linear solve from the same state");
+    REQUIRE(from != std::string::npos);
+    const std::string paragraph = docs.substr(from, docs.find("\n\n", from) - from);
+    REQUIRE(paragraph.find("every `multilevel_*` key") != std::string::npos);
+    const weft::scene_keys::Keys& linear = weft::scene_keys::solver_linear();
+    int named = 0;
+    for (const std::string& key : solver) {
+        const bool multilevel = key.rfind("multilevel_", 0) == 0;
+        const bool is_linear = std::find(linear.begin(), linear.end(), key) != linear.end();
+        INFO("solver." << key);
+        if (multilevel) CHECK(is_linear);
+        if (is_linear && !multilevel) {
+            CHECK(paragraph.find("`" + key + "`") != std::string::npos);
+            ++named;
+        }
+    }
+    REQUIRE(named == 5);
 }
 
 TEST_CASE("scene schema: a key outside an object's list is refused with that list's nearest key", "[io][scene][schema]")

@@ -163,9 +163,14 @@
 /// solve's cost at least the last refresh, every later prepare() refreshes
 /// (refreshing_ahead(), refreshes_ahead()), as every_prepare does, and a slow
 /// solve, which then has fresh values, rebuilds at the build's price. After
-/// 4 fresh solves one prepare() keeps the values, and the stale solve after
-/// it measures the drift again: it stays, and the interval doubles (at most
-/// 32), or it ends, back to rent or buy. On the 400² sphere drop, once the
+/// 4 fresh solves (or as many as the refreshes that stale solve cost, at
+/// most 32) one prepare() keeps the values, and the stale solve after it
+/// measures the drift again: it stays, and the interval doubles (or becomes
+/// the refreshes this probe cost, if more; at most 32), or it ends, back to
+/// rent or buy. A probe's stale solve thus costs no more than the refreshes
+/// before it: at 400² in the drape a stale solve took 27–77 iterations
+/// more than a fresh one, 6–17 s against a 0.44–0.66 s refresh
+/// (benchmarks/RESULTS.md, "The sphere drop at 400² in the drape"). On the 400² sphere drop, once the
 /// sphere presses, the first stale solve after a refresh took 9–11
 /// iterations more than the fresh one, 1.8–2.0 s against a 0.8–0.9 s
 /// refresh; at 200², 1–2 iterations (45–110 ms) against 0.18–0.22 s
@@ -2814,10 +2819,19 @@ public:
                     // prepare's drift: where it costs as much as a refresh,
                     // refreshing before every solve costs less than the
                     // stale solves the rent-or-buy rule would pay for.
+                    // The next probe comes after as many refreshes as this
+                    // stale solve cost (at least the doubled interval where it
+                    // confirms the last one): then the probes cost no more
+                    // than the refreshes between them, and the refreshes
+                    // bought after the drift stops no more than one probe.
                     const bool confirmed = m_ahead && extra >= m_last_refresh_seconds;
                     m_ahead = extra >= m_last_refresh_seconds;
-                    m_probe_interval =
-                        confirmed ? std::min(2 * m_probe_interval, max_probe_interval) : min_probe_interval;
+                    const double refreshes_paid = extra / m_last_refresh_seconds;
+                    const int by_cost = refreshes_paid >= max_probe_interval
+                                            ? max_probe_interval
+                                            : static_cast<int>(std::ceil(refreshes_paid));
+                    m_probe_interval = std::min(
+                        std::max(confirmed ? 2 * m_probe_interval : min_probe_interval, by_cost), max_probe_interval);
                     m_ahead_solves = 0;
                 }
             }
