@@ -170,8 +170,9 @@
 /// rent or buy. A probe's stale solve thus costs no more than the refreshes
 /// before it: at 400² in the drape a stale solve took 27–77 iterations
 /// more than a fresh one, 6–17 s against a 0.44–0.66 s refresh
-/// (benchmarks/RESULTS.md, "The sphere drop at 400² in the drape"). On the 400² sphere drop, once the
-/// sphere presses, the first stale solve after a refresh took 9–11
+/// (benchmarks/RESULTS.md, "The sphere drop at 400² in the drape"). On the
+/// 400² sphere drop in its first steps of contact, once the sphere presses,
+/// the first stale solve after a refresh took 9–11
 /// iterations more than the fresh one, 1.8–2.0 s against a 0.8–0.9 s
 /// refresh; at 200², 1–2 iterations (45–110 ms) against 0.18–0.22 s
 /// (benchmarks/RESULTS.md, "Refreshing ahead"). A refresh by rows (below)
@@ -2822,11 +2823,12 @@ public:
                     // The next probe comes after as many refreshes as this
                     // stale solve cost (at least the doubled interval where it
                     // confirms the last one): then the probes cost no more
-                    // than the refreshes between them, and the refreshes
-                    // bought after the drift stops no more than one probe.
+                    // than the refreshes between them. A refresh timed at
+                    // zero seconds costs nothing to repeat: the longest interval.
                     const bool confirmed = m_ahead && extra >= m_last_refresh_seconds;
                     m_ahead = extra >= m_last_refresh_seconds;
-                    const double refreshes_paid = extra / m_last_refresh_seconds;
+                    const double refreshes_paid =
+                        m_last_refresh_seconds > 0.0 ? extra / m_last_refresh_seconds : double(max_probe_interval);
                     const int by_cost = refreshes_paid >= max_probe_interval
                                             ? max_probe_interval
                                             : static_cast<int>(std::ceil(refreshes_paid));
