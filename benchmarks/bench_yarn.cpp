@@ -211,16 +211,9 @@ int main(int argc, char** argv)
         for (int n : opt.sizes) {
             weft::SceneDescription scene = base;
             weft::ClothDescription& c = scene.cloth.at(0);
-            const double width = (c.yarns[0] - 1) * c.spacing;
-            c.yarns = {n, n};
-            c.spacing = width / (n - 1);
-            // Same physical patch: the defaults derived from the spacing scale with it.
-            c.friction.anchor_stiffness = c.stiffness.stretch / c.spacing;
-            c.contact.stiffness = 1000 * c.stiffness.stretch / c.spacing;
-            // The parallel-yarn contact's reach keeps its share of the spacing
-            // (0.55 in the scene): at the scene's 2 x radius it would reach
-            // past the spacing from 360² up and push every crossing at rest.
-            c.contact.min_distance = base.cloth.at(0).contact.min_distance * c.spacing / base.cloth[0].spacing;
+            // Same physical patch, n x n crossings; the values that follow
+            // the spacing follow it (the contact's reach keeps its share).
+            weft::refine_woven(c, {n, n});
             // The sphere's top 0.1 mm below the yarns: contact starts within the first steps.
             for (weft::ColliderDescription& k : scene.colliders)
                 if (k.type == "sphere") k.center[2] = c.center[2] - c.radius - 1e-4 - k.radius;

@@ -837,6 +837,58 @@ TEST_CASE("scene: out-of-range values are rejected naming the path and the value
     }
 }
 
+TEST_CASE("scene: refine_woven gives the patch at another spacing as the parser would read it", "[io][scene][refine]")
+{
+    // minimal(): 10 x 20 crossings 2 mm apart, every spacing-based value by default.
+    const weft::SceneDescription coarse = weft::parse_scene(minimal());
+    weft::ClothDescription c = coarse.cloth.at(0);
+    weft::refine_woven(c, {19, 39});  // 18 spaces of 1 mm over the same 18 mm
+    json fine = minimal();
+    fine["cloth"][0]["yarns"] = {19, 39};
+    fine["cloth"][0]["spacing"] = 0.001;
+    const weft::ClothDescription expected = weft::parse_scene(fine).cloth.at(0);
+    CHECK(c.yarns == expected.yarns);
+    CHECK(c.spacing == Approx(expected.spacing).epsilon(1e-14));
+    CHECK(c.friction.anchor_stiffness == Approx(expected.friction.anchor_stiffness).epsilon(1e-14));
+    CHECK(c.contact.stiffness == Approx(expected.contact.stiffness).epsilon(1e-14));
+    CHECK(c.friction.normal_force == expected.friction.normal_force);  // stretch-based, not spacing-based
+    // The reach keeps its share of the spacing (2r = 0.4 of 2 mm), where the
+    // parser's default 2 x radius would stay 0.8 mm.
+    CHECK(c.contact.min_distance == Approx(0.0004).epsilon(1e-14));
+    CHECK(expected.contact.min_distance == Approx(0.0008));
+
+    SECTION("values given in the scene keep their ratio to the default")
+    {
+        json given = minimal();
+        given["cloth"][0]["friction"] = {{"anchor_stiffness", 14.0}};
+        given["cloth"][0]["contact"] = {{"stiffness", 3.0e5}, {"min_distance", 0.0011}};
+        weft::ClothDescription g = weft::parse_scene(given).cloth.at(0);
+        weft::refine_woven(g, {37, 5});  // 0.5 mm
+        CHECK(g.spacing == Approx(0.0005).epsilon(1e-14));
+        CHECK(g.friction.anchor_stiffness == Approx(56.0).epsilon(1e-14));
+        CHECK(g.contact.stiffness == Approx(1.2e6).epsilon(1e-14));
+        CHECK(g.contact.min_distance == Approx(0.000275).epsilon(1e-14));
+    }
+    SECTION("what it refuses")
+    {
+        weft::ClothDescription by_index = coarse.cloth.at(0);
+        by_index.pins.nodes = {3};
+        CHECK_THROWS_WITH(weft::refine_woven(by_index, {19, 39}), Contains("pins nodes by index"));
+        weft::ClothDescription moving = coarse.cloth.at(0);
+        moving.moving_pins.push_back({});
+        moving.moving_pins[0].nodes.nodes = {0};
+        CHECK_THROWS_WITH(weft::refine_woven(moving, {19, 39}), Contains("pins nodes by index"));
+        weft::ClothDescription one = coarse.cloth.at(0);
+        CHECK_THROWS_WITH(weft::refine_woven(one, {1, 39}), Contains("yarns[0] = 1"));
+        weft::ClothDescription triangle = coarse.cloth.at(0);
+        triangle.type = "triangle";
+        CHECK_THROWS_WITH(weft::refine_woven(triangle, {19, 39}), Contains("not woven"));
+        weft::ClothDescription named = coarse.cloth.at(0);
+        named.pins.sets = {"top-edge"};
+        CHECK_NOTHROW(weft::refine_woven(named, {19, 39}));
+    }
+}
+
 TEST_CASE("scene: damping models are strain-rate, rayleigh, rayleigh-analogy or none", "[io][scene][damping]")
 {
     json j = example();

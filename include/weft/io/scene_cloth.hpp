@@ -5,6 +5,7 @@
 /// friction, contact and placement (keys: scene_schema.hpp, docs/scenes.md,
 /// docs/triangles.md). Host-only.
 
+#include <array>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -125,6 +126,27 @@ inline void parse_placement(const Object& o, ClothDescription& c, int node_count
     }
 }
 
+/// How a woven cloth's value came to be, for the words of an error.
+enum class WovenValue { given, defaulted, edited };
+
+/// A woven cloth's parallel-yarn contact must reach less far than the
+/// spacing (contact.min_distance < spacing), or its penalty pushes every
+/// crossing apart at rest. Throws InvalidInput at `path` (the min_distance
+/// key) naming both values. The parser checks what it read (given or the
+/// default 2 x radius); build_yarn_scene checks again what code may have
+/// edited since (WovenValue::edited).
+inline void check_contact_reach(const ClothDescription& c, const std::string& path, WovenValue how)
+{
+    if (c.contact.min_distance < c.spacing) return;
+    const std::string value = format_number(c.contact.min_distance);
+    const std::string words = how == WovenValue::given       ? "got " + value
+                              : how == WovenValue::defaulted ? "the default 2 x radius = " + value
+                                                             : value;
+    fail(path, words + ", which is not below spacing = " + format_number(c.spacing) +
+                   ": the parallel-yarn contact penalty would push at rest" +
+                   (how == WovenValue::defaulted ? "; set it explicitly" : ""));
+}
+
 inline ClothDescription parse_woven(const Object& o)
 {
     o.allow_only(scene_keys::woven());
@@ -177,13 +199,8 @@ inline ClothDescription parse_woven(const Object& o)
         min_distance_given = k.has("min_distance");
         c.contact.min_distance = k.get_or("min_distance", read_non_negative, c.contact.min_distance);
     }
-    if (!(c.contact.min_distance < c.spacing)) {
-        const std::string path = child_path(o.path("contact"), "min_distance");
-        const std::string value = format_number(c.contact.min_distance);
-        fail(path, (min_distance_given ? "got " + value : "the default 2 x radius = " + value) +
-                       ", which is not below spacing = " + format_number(c.spacing) +
-                       ": the contact penalty would push at rest" + (min_distance_given ? "" : "; set it explicitly"));
-    }
+    check_contact_reach(c, child_path(o.path("contact"), "min_distance"),
+                        min_distance_given ? WovenValue::given : WovenValue::defaulted);
 
     parse_placement(o, c, node_count);
     if (o.has("on_top_of"))
@@ -407,4 +424,41 @@ inline ClothDescription parse_cloth(const json& j, const std::string& path)
 }
 
 }  // namespace scene_detail
+
+/// The same woven patch with yarns[0] × yarns[1] crossings: the spacing set
+/// so that the first axis keeps its width ((yarns[0] - 1) · spacing), and
+/// each value that follows the spacing scaled with it as its default would
+/// be (scene.hpp's file comment, docs/scenes.md): friction.anchor_stiffness
+/// and contact.stiffness as 1 / spacing (their defaults are stretch /
+/// spacing and 1000 · stretch / spacing), contact.min_distance as the
+/// spacing (it keeps its share of the spacing; the default 2 x radius does
+/// not follow it and would reach past a fine spacing, see
+/// check_contact_reach). Values given in the scene keep their ratio to
+/// the default. The radius, stiffness, damping, friction force, placement
+/// and named node sets stay. Throws InvalidInput for a cloth that is not
+/// woven, fewer than 2 crossings a side, or pins given by node index (they
+/// name nodes of the old grid).
+inline void refine_woven(ClothDescription& c, std::array<int, 2> yarns)
+{
+    if (c.type != "woven") throw InvalidInput("refine_woven: cloth type \"" + c.type + "\" is not woven");
+    for (int k = 0; k < 2; ++k)
+        if (yarns[k] < 2 || c.yarns[k] < 2)
+            throw InvalidInput("refine_woven: yarns[" + std::to_string(k) + "] = " + std::to_string(yarns[k]) +
+                               " (was " + std::to_string(c.yarns[k]) + "): need at least 2 crossings a side");
+    bool by_index = !c.pins.nodes.empty();
+    for (const MovingPins& m : c.moving_pins) by_index = by_index || !m.nodes.nodes.empty();
+    if (by_index)
+        throw InvalidInput("refine_woven: the cloth pins nodes by index, which name nodes of the " +
+                           std::to_string(c.yarns[0]) + " x " + std::to_string(c.yarns[1]) +
+                           " grid; pin named node sets instead");
+    const double width = (c.yarns[0] - 1) * c.spacing;
+    const double spacing = width / (yarns[0] - 1);
+    const double ratio = spacing / c.spacing;
+    c.yarns = yarns;
+    c.spacing = spacing;
+    c.friction.anchor_stiffness /= ratio;
+    c.contact.stiffness /= ratio;
+    c.contact.min_distance *= ratio;
+}
+
 }  // namespace weft

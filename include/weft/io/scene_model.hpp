@@ -170,11 +170,8 @@ YarnScene<T> build_yarn_scene(const SceneDescription& scene)
             throw InvalidInput("invalid " + path + ".type \"" + c.type + "\": the yarn model takes woven cloth only");
         // The parser checks this too; a description edited in code (a
         // benchmark that refines the spacing) is checked here.
-        if (!(c.contact.min_distance < c.spacing))
-            throw InvalidInput("invalid " + path +
-                               ".contact.min_distance: " + json_reader::format_number(c.contact.min_distance) +
-                               " is not below spacing = " + json_reader::format_number(c.spacing) +
-                               ": the parallel-yarn contact penalty would push at rest");
+        scene_detail::check_contact_reach(c, "invalid " + path + ".contact.min_distance",
+                                          scene_detail::WovenValue::edited);
         YarnMaterial<T> material = material_of<T>(c);
         material.stiffness_approximation = stiffness_approximation_of(scene.solver);
         if (k == 0) {
