@@ -792,6 +792,73 @@ TEST_CASE("multilevel: refreshing ahead, a probe comes after as many refreshes a
     CHECK(m.builds() == 1);
 }
 
+TEST_CASE(
+    "multilevel: refreshing ahead, the hierarchy's age rebuilds it below the growth limit once it has cost a "
+    "build",
+    "[backend][multilevel][refresh][reuse]")
+{
+    Random rng(101);
+    RuleProblem rule(rng, 16);
+    MultilevelPreconditioner<double, 5> m(small_coarse());  // the defaults
+    REQUIRE(rule.prepare(m));
+    const double build = m.last_build_seconds();
+    REQUIRE(build > 0.0);
+    m.record_solve(true, 10, 10 * build / 80);  // the first solve after the build: 10, growth limit 15
+    m.record_solve(true, 16, 16 * build / 80);
+    REQUIRE(rule.prepare(m));
+    REQUIRE(m.refreshes() == 1);
+    m.record_solve(true, 10, 10 * m.last_refresh_seconds() / 2);
+    m.record_solve(true, 13, 13 * m.last_refresh_seconds() / 2);  // 1.5 refreshes of drift: ahead
+    REQUIRE(m.refreshing_ahead());
+    REQUIRE(m.probe_interval() == 4);
+    CHECK(m.aged_seconds() == 0.0);  // stale solves are not the hierarchy's age
+    // Fresh solves of 12 iterations, 2 above the first, at a quarter of a
+    // build apiece: half a build each. Within the growth limit, which alone
+    // never rebuilds.
+    REQUIRE(rule.prepare(m));
+    m.record_solve(true, 12, 12 * build / 4);
+    CHECK(m.aged_seconds() == Approx(build / 2));
+    for (int solve = 0; solve < 3; ++solve) {  // fresh solves as fast as the first add nothing
+        REQUIRE(rule.prepare(m));
+        m.record_solve(true, 10, 10 * build / 4);
+    }
+    CHECK(m.aged_seconds() == Approx(build / 2));
+    const int refreshes = m.refreshes();
+    REQUIRE(rule.prepare(m));  // the probe keeps the values
+    CHECK(m.refreshes() == refreshes);
+    m.record_solve(true, 14, 14 * build / 2);  // stale: 2 builds of drift, not of age
+    CHECK(m.aged_seconds() == Approx(build / 2));
+    REQUIRE(m.refreshing_ahead());
+    REQUIRE(rule.prepare(m));
+    CHECK(m.builds() == 1);
+    m.record_solve(true, 12, 12 * build / 4);  // the age reaches a build: rebuilt
+    CHECK(m.aged_seconds() == Approx(build));
+    REQUIRE(rule.prepare(m));
+    CHECK(m.builds() == 2);
+    CHECK(m.growth_builds() == 1);
+    CHECK(m.aged_builds() == 1);
+    CHECK(m.aged_seconds() == 0.0);
+    // Still ahead after the build (the drift was measured on the values, not
+    // the hierarchy): its first solve sets the age's reference again.
+    CHECK(m.refreshing_ahead());
+    m.record_solve(true, 12, 12 * build / 4);
+    REQUIRE(rule.prepare(m));
+    m.record_solve(true, 12, 12 * build / 4);
+    CHECK(m.aged_seconds() == 0.0);
+    CHECK(m.builds() == 2);
+
+    // Without timed solves the age is not weighed.
+    MultilevelOptions untimed = small_coarse();
+    untimed.timed_rebuild = false;
+    MultilevelPreconditioner<double, 5> plain(untimed);
+    REQUIRE(rule.prepare(plain));
+    plain.record_solve(true, 10, 10.0);
+    plain.record_solve(true, 14, 1e6);
+    CHECK(plain.aged_seconds() == 0.0);
+    REQUIRE(rule.prepare(plain));
+    CHECK(plain.builds() == 1);
+}
+
 TEST_CASE("multilevel: a slow solve refreshes the coarse values, and rebuilds where a refresh did not help",
           "[backend][multilevel][refresh]")
 {

@@ -181,7 +181,12 @@
 /// it costs less than the least drift a stale solve can show, and where
 /// nothing moved, at most that one iteration per solve. The first refresh
 /// by rows, whose price is not known yet, is bought at the first solve
-/// slower than the first after the build.
+/// slower than the first after the build. Refreshing ahead, a refresh
+/// resets the stale time at every prepare(), and what the fresh solves take
+/// above the first after the build is the hierarchy's age (aggregates and
+/// near-null modes made for the build's geometry): once it has cost a
+/// build (aged_seconds()), the hierarchy is rebuilt, below the growth limit
+/// too (aged_builds()).
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
@@ -2805,6 +2810,11 @@ public:
             m_stale_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
             if (m_fresh_iterations < 0) {
                 m_fresh_iterations = iterations;
+                // Refreshed ahead, the coarse values are fresh: what this solve
+                // takes above the first after the build is the hierarchy's age
+                // (aggregates and near-null modes made for the build's
+                // matrix and geometry), paid at every solve.
+                if (refreshing_ahead()) m_aged_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
                 // Refreshing ahead: after this many fresh solves, the next
                 // prepare keeps the values, so that one stale solve measures
                 // the drift again.
@@ -2859,6 +2869,20 @@ public:
         // A refresh by rows costs about what moved: the first one is bought
         // at the first solve slower than the first after the build.
         const bool first_by_rows = first_refresh && timed && refreshes_by_rows() && iterations > m_first_iterations;
+        // Refreshing ahead, a refresh resets the stale time at every
+        // prepare, so the age of the hierarchy is weighed on its own: once
+        // the fresh solves' iterations above the first after the build have
+        // cost a build, rebuild, below the growth limit too (rent or buy:
+        // where the cloth itself got harder, the rebuilt hierarchy's first
+        // solve is as slow and the age starts again from it).
+        const bool aged =
+            timed && refreshing_ahead() && iterations > m_first_iterations && m_aged_seconds >= m_last_build_seconds;
+        if (aged) {
+            m_growth_builds += 1;
+            m_aged_builds += 1;
+            m_rebuild_requested = true;
+            return;
+        }
         if (drifted || first_by_rows || (iterations > limit && (!timed || first_refresh || m_stale_seconds >= price))) {
             if (by_refresh) {
                 m_growth_refreshes += 1;
@@ -2877,6 +2901,12 @@ public:
     /// Seconds the iterations above the first solve's since the last build
     /// or refresh cost (the rent side of the refresh rule).
     double fresh_stale_seconds() const { return m_fresh_stale_seconds; }
+    /// Refreshing ahead: seconds the fresh solves' iterations above the first
+    /// after the last build cost (the hierarchy's age, the rent side of the
+    /// rebuild rule while the values are fresh), and the builds that age
+    /// bought (counted in growth_builds() too).
+    double aged_seconds() const { return m_aged_seconds; }
+    int aged_builds() const { return m_aged_builds; }
     double last_build_seconds() const { return m_last_build_seconds; }
 
     /// Whether the default refresh rule (MultilevelRefresh::on_growth, timed
@@ -3104,6 +3134,7 @@ private:
         m_stale_seconds = 0.0;
         m_fresh_iterations = -1;
         m_fresh_stale_seconds = 0.0;
+        m_aged_seconds = 0.0;
         m_solves_since_renewal = 0;
         m_probe_next = false;
         m_cheap_refresh = false;
@@ -3973,6 +4004,8 @@ private:
     double m_stale_seconds = 0.0;
     int m_first_iterations = -1;
     double m_fresh_stale_seconds = 0.0;   ///< the refresh rule's rent since the last build or refresh
+    double m_aged_seconds = 0.0;          ///< aged_seconds()
+    int m_aged_builds = 0;                ///< aged_builds()
     int m_iterations_before_refresh = 0;  ///< the solve that asked for the last growth refresh
     int m_fresh_iterations = -1;          ///< the first solve's iterations after the last build or refresh
     int m_solves_since_renewal = 0;       ///< timed solves since the last build or refresh
