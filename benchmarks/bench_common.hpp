@@ -365,7 +365,9 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
 /// JSON fields of the multilevel hierarchy after the timed steps (empty for
 /// the other preconditioners): builds during the timed steps, the mean time
 /// of a build (the whole run), builds by cause (the whole run: pattern or
-/// filter changed, failed solve, slow solve), refreshes of the coarse values
+/// filter changed, failed solve, slow solve), of the slow-solve builds those
+/// the hierarchy's age bought (aged_builds(), the whole run) and the builds'
+/// time the next such build waits for (age_price_builds()), refreshes of the coarse values
 /// (of them those made ahead of the solves, refreshes_ahead()) and their mean
 /// time (the whole run), the refreshes by rows done again with every row
 /// (by_rows_retries()), the share of the first coarse level's rows the
@@ -380,7 +382,8 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
     out << ", \"multilevel_builds\": " << builds
         << ", \"build_ms\": " << (m.builds() > 0 ? 1e3 * m.build_seconds() / m.builds() : 0.0)
         << ", \"builds_by_cause\": {\"pattern\": " << m.pattern_builds() << ", \"failure\": " << m.failure_builds()
-        << ", \"growth\": " << m.growth_builds() << "}, \"pattern_keeps\": " << m.pattern_keeps()
+        << ", \"growth\": " << m.growth_builds() << "}, \"aged_builds\": " << m.aged_builds()
+        << ", \"age_price_builds\": " << m.age_price_builds() << ", \"pattern_keeps\": " << m.pattern_keeps()
         << ", \"refreshes\": " << m.refreshes() << ", \"refreshes_ahead\": " << m.refreshes_ahead()
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
         << ", \"refresh_retries\": " << m.by_rows_retries() << ", \"refreshed_row_share\": " << m.refreshed_row_share()

@@ -839,11 +839,53 @@ TEST_CASE(
     // Still ahead after the build (the drift was measured on the values, not
     // the hierarchy): its first solve sets the age's reference again.
     CHECK(m.refreshing_ahead());
+    CHECK(m.age_price_builds() == 1);
     m.record_solve(true, 12, 12 * build / 4);
     REQUIRE(rule.prepare(m));
     m.record_solve(true, 12, 12 * build / 4);
     CHECK(m.aged_seconds() == 0.0);
     CHECK(m.builds() == 2);
+    // Its first three fresh solves (12 on average) were no faster than the
+    // last three before it (10, 10, 13: 11): the build did not lower the
+    // iterations, so the next one waits for twice the age.
+    REQUIRE(rule.prepare(m));
+    m.record_solve(true, 12, 12 * build / 4);
+    CHECK(m.age_price_builds() == 2);
+    const double rebuilt = m.last_build_seconds();  // the price is now this build's time
+    REQUIRE(rebuilt > 0.0);
+    // Fresh solves 2 above the first (12) at a quarter of a build apiece:
+    // half a build of age each. A probe's stale solve (prepare kept the
+    // values) takes 3 more than the fresh one (within the growth limit, 18),
+    // which keeps the refreshes ahead.
+    const auto solve_aged_by_half_builds = [&](int solves) {
+        for (int solve = 0; solve < solves;) {
+            const int before = m.refreshes();
+            REQUIRE(rule.prepare(m));
+            if (m.refreshes() == before && m.builds() == 2) {
+                m.record_solve(true, 17, 17 * rebuilt / 4);
+                REQUIRE(m.refreshing_ahead());
+                continue;
+            }
+            m.record_solve(true, 14, 14 * rebuilt / 4);
+            ++solve;
+        }
+    };
+    solve_aged_by_half_builds(3);  // 1.5 builds of age: one build's price would have rebuilt
+    CHECK(m.aged_seconds() == Approx(1.5 * rebuilt));
+    REQUIRE(rule.prepare(m));
+    CHECK(m.builds() == 2);
+    m.record_solve(true, 14, 14 * rebuilt / 4);  // 2 builds of age: rebuilt
+    REQUIRE(rule.prepare(m));
+    CHECK(m.builds() == 3);
+    CHECK(m.aged_builds() == 2);
+    // This build lowers the iterations (10 against the 14 before it): the
+    // price goes back to one build.
+    m.record_solve(true, 10, 10 * rebuilt / 4);
+    for (int solve = 0; solve < 2; ++solve) {
+        REQUIRE(rule.prepare(m));
+        m.record_solve(true, 10, 10 * rebuilt / 4);
+    }
+    CHECK(m.age_price_builds() == 1);
 
     // Without timed solves the age is not weighed.
     MultilevelOptions untimed = small_coarse();

@@ -186,7 +186,13 @@
 /// above the first after the build is the hierarchy's age (aggregates and
 /// near-null modes made for the build's geometry): once it has cost a
 /// build (aged_seconds()), the hierarchy is rebuilt, below the growth limit
-/// too (aged_builds()).
+/// too (aged_builds()). An aged build is judged by its first
+/// aged_judged_solves fresh solves: where their mean is not below the mean
+/// of the last as many fresh solves before it, the rebuild did not lower the
+/// iterations (the cloth itself got harder, not the hierarchy older), and
+/// the next aged build waits for twice the age (age_price_builds(), up to
+/// max_age_price_builds builds); one that did lower them sets it back to one
+/// build.
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
@@ -242,6 +248,7 @@
 /// V-cycle" has the measurements.
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstddef>
@@ -2814,7 +2821,10 @@ public:
                 // takes above the first after the build is the hierarchy's age
                 // (aggregates and near-null modes made for the build's
                 // matrix and geometry), paid at every solve.
-                if (refreshing_ahead()) m_aged_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
+                if (refreshing_ahead()) {
+                    m_aged_seconds += std::max(0, iterations - m_first_iterations) * per_iteration;
+                    record_fresh(iterations);
+                }
                 // Refreshing ahead: after this many fresh solves, the next
                 // prepare keeps the values, so that one stale solve measures
                 // the drift again.
@@ -2875,12 +2885,15 @@ public:
         // cost a build, rebuild, below the growth limit too (rent or buy:
         // where the cloth itself got harder, the rebuilt hierarchy's first
         // solve is as slow and the age starts again from it).
-        const bool aged =
-            timed && refreshing_ahead() && iterations > m_first_iterations && m_aged_seconds >= m_last_build_seconds;
+        const bool aged = timed && refreshing_ahead() && iterations > m_first_iterations &&
+                          m_aged_seconds >= m_age_price_builds * m_last_build_seconds;
         if (aged) {
             m_growth_builds += 1;
             m_aged_builds += 1;
             m_rebuild_requested = true;
+            // The fresh solves before this build, against which its own are judged.
+            m_aged_requested = true;
+            m_aged_before = m_recent_fresh_count == aged_judged_solves ? mean_recent_fresh() : -1.0;
             return;
         }
         if (drifted || first_by_rows || (iterations > limit && (!timed || first_refresh || m_stale_seconds >= price))) {
@@ -2907,6 +2920,14 @@ public:
     /// bought (counted in growth_builds() too).
     double aged_seconds() const { return m_aged_seconds; }
     int aged_builds() const { return m_aged_builds; }
+    /// How many builds the age must cost before the next aged build: 1,
+    /// doubled (up to max_age_price_builds) after each aged build whose first
+    /// aged_judged_solves fresh solves took on average no fewer iterations
+    /// than the last as many fresh solves before it, back to 1 after one
+    /// whose solves took fewer.
+    int age_price_builds() const { return m_age_price_builds; }
+    static constexpr int aged_judged_solves = 3;
+    static constexpr int max_age_price_builds = 16;
     double last_build_seconds() const { return m_last_build_seconds; }
 
     /// Whether the default refresh rule (MultilevelRefresh::on_growth, timed
@@ -3069,6 +3090,25 @@ public:
     }
 
 private:
+    /// A fresh solve's iterations into the ring of the last ones; the
+    /// aged_judged_solves-th since an aged build judges that build.
+    void record_fresh(int iterations)
+    {
+        m_recent_fresh[static_cast<std::size_t>(m_recent_fresh_next)] = iterations;
+        m_recent_fresh_next = (m_recent_fresh_next + 1) % aged_judged_solves;
+        m_recent_fresh_count = std::min(m_recent_fresh_count + 1, aged_judged_solves);
+        if (!m_judging_aged_build || m_recent_fresh_count < aged_judged_solves) return;
+        m_judging_aged_build = false;
+        m_age_price_builds =
+            mean_recent_fresh() >= m_aged_before ? std::min(2 * m_age_price_builds, max_age_price_builds) : 1;
+        m_aged_before = -1.0;
+    }
+
+    double mean_recent_fresh() const
+    {
+        return std::accumulate(m_recent_fresh.begin(), m_recent_fresh.end(), 0.0) / aged_judged_solves;
+    }
+
     void validate_options() const { validate(m_options); }
 
     const multilevel_detail::CoarseLevel<T>& coarse_level(std::size_t level) const
@@ -3135,6 +3175,12 @@ private:
         m_fresh_iterations = -1;
         m_fresh_stale_seconds = 0.0;
         m_aged_seconds = 0.0;
+        // Only an aged build is judged by its first fresh solves; any other
+        // build drops a judgement still open.
+        m_judging_aged_build = m_aged_requested && m_aged_before >= 0.0;
+        m_aged_requested = false;
+        if (!m_judging_aged_build) m_aged_before = -1.0;
+        m_recent_fresh_count = 0;
         m_solves_since_renewal = 0;
         m_probe_next = false;
         m_cheap_refresh = false;
@@ -4003,12 +4049,19 @@ private:
     double m_last_build_seconds = 0.0;
     double m_stale_seconds = 0.0;
     int m_first_iterations = -1;
-    double m_fresh_stale_seconds = 0.0;   ///< the refresh rule's rent since the last build or refresh
-    double m_aged_seconds = 0.0;          ///< aged_seconds()
-    int m_aged_builds = 0;                ///< aged_builds()
-    int m_iterations_before_refresh = 0;  ///< the solve that asked for the last growth refresh
-    int m_fresh_iterations = -1;          ///< the first solve's iterations after the last build or refresh
-    int m_solves_since_renewal = 0;       ///< timed solves since the last build or refresh
+    double m_fresh_stale_seconds = 0.0;  ///< the refresh rule's rent since the last build or refresh
+    double m_aged_seconds = 0.0;         ///< aged_seconds()
+    int m_aged_builds = 0;               ///< aged_builds()
+    int m_age_price_builds = 1;          ///< age_price_builds()
+    double m_aged_before = -1.0;         ///< mean of the fresh solves before the last aged build (-1: none)
+    bool m_aged_requested = false;       ///< the next build is an aged build
+    bool m_judging_aged_build = false;   ///< the fresh solves since the build judge it
+    std::array<int, aged_judged_solves> m_recent_fresh{};  ///< the last fresh solves' iterations, a ring
+    int m_recent_fresh_count = 0;                          ///< fresh solves in the ring since the build
+    int m_recent_fresh_next = 0;                           ///< the ring's next slot
+    int m_iterations_before_refresh = 0;                   ///< the solve that asked for the last growth refresh
+    int m_fresh_iterations = -1;     ///< the first solve's iterations after the last build or refresh
+    int m_solves_since_renewal = 0;  ///< timed solves since the last build or refresh
     static constexpr int min_probe_interval = 4;
     static constexpr int max_probe_interval = 32;
     bool m_ahead = false;          ///< the last drift measured cost more than a refresh (refreshing_ahead())
