@@ -824,7 +824,9 @@ TEST_CASE(
     const int refreshes = m.refreshes();
     REQUIRE(rule.prepare(m));  // the probe keeps the values
     CHECK(m.refreshes() == refreshes);
-    m.record_solve(true, 14, 14 * build / 2);  // stale: 2 builds of drift, not of age
+    // Stale: at least 2 builds of drift (and 4 refreshes, however long the
+    // refresh took), not of age.
+    m.record_solve(true, 14, 14 * std::max(build / 2, m.last_refresh_seconds()));
     CHECK(m.aged_seconds() == Approx(build / 2));
     REQUIRE(m.refreshing_ahead());
     REQUIRE(rule.prepare(m));
@@ -840,51 +842,45 @@ TEST_CASE(
     // the hierarchy): its first solve sets the age's reference again.
     CHECK(m.refreshing_ahead());
     CHECK(m.age_price_builds() == 1);
-    m.record_solve(true, 12, 12 * build / 4);
-    REQUIRE(rule.prepare(m));
-    m.record_solve(true, 12, 12 * build / 4);
+    const double rebuilt = m.last_build_seconds();  // the price is now this build's time
+    REQUIRE(rebuilt > 0.0);
+    // Solves of `iterations` with fresh values, at a quarter of a build per
+    // iteration. Where a prepare is a probe (it kept the values: no refresh,
+    // no build), its stale solve takes 3 more, within the growth limit, at a
+    // build or a refresh per iteration, whichever took longer: a drift of 3
+    // refreshes at least keeps the refreshes ahead. Then the solve is made again.
+    const auto fresh_solves = [&](int solves, int iterations) {
+        for (int solve = 0; solve < solves;) {
+            const int refreshes = m.refreshes();
+            const int builds = m.builds();
+            REQUIRE(rule.prepare(m));
+            const bool probe = m.refreshes() == refreshes && m.builds() == builds;
+            const int taken = probe ? iterations + 3 : iterations;
+            m.record_solve(true, taken, taken * (probe ? std::max(rebuilt, m.last_refresh_seconds()) : rebuilt / 4));
+            REQUIRE(m.refreshing_ahead());
+            if (!probe) ++solve;
+        }
+    };
+    m.record_solve(true, 12, 12 * rebuilt / 4);  // the first solve after the build
+    fresh_solves(1, 12);
     CHECK(m.aged_seconds() == 0.0);
     CHECK(m.builds() == 2);
     // Its first three fresh solves (12 on average) were no faster than the
     // last three before it (10, 10, 13: 11): the build did not lower the
     // iterations, so the next one waits for twice the age.
-    REQUIRE(rule.prepare(m));
-    m.record_solve(true, 12, 12 * build / 4);
+    fresh_solves(1, 12);
     CHECK(m.age_price_builds() == 2);
-    const double rebuilt = m.last_build_seconds();  // the price is now this build's time
-    REQUIRE(rebuilt > 0.0);
-    // Fresh solves 2 above the first (12) at a quarter of a build apiece:
-    // half a build of age each. A probe's stale solve (prepare kept the
-    // values) takes 3 more than the fresh one (within the growth limit, 18),
-    // which keeps the refreshes ahead.
-    const auto solve_aged_by_half_builds = [&](int solves) {
-        for (int solve = 0; solve < solves;) {
-            const int before = m.refreshes();
-            REQUIRE(rule.prepare(m));
-            if (m.refreshes() == before && m.builds() == 2) {
-                m.record_solve(true, 17, 17 * rebuilt / 4);
-                REQUIRE(m.refreshing_ahead());
-                continue;
-            }
-            m.record_solve(true, 14, 14 * rebuilt / 4);
-            ++solve;
-        }
-    };
-    solve_aged_by_half_builds(3);  // 1.5 builds of age: one build's price would have rebuilt
+    // Fresh solves 2 above the first (12): half a build of age each.
+    fresh_solves(3, 14);  // 1.5 builds of age: one build's price would have rebuilt
     CHECK(m.aged_seconds() == Approx(1.5 * rebuilt));
-    REQUIRE(rule.prepare(m));
+    CHECK(m.aged_builds() == 1);
     CHECK(m.builds() == 2);
-    m.record_solve(true, 14, 14 * rebuilt / 4);  // 2 builds of age: rebuilt
-    REQUIRE(rule.prepare(m));
-    CHECK(m.builds() == 3);
+    fresh_solves(1, 15);  // 2.25 builds of age (past 2 by more than round-off): rebuilt at the next prepare
     CHECK(m.aged_builds() == 2);
-    // This build lowers the iterations (10 against the 14 before it): the
+    // That build lowers the iterations (10 against the 14, 14 and 15 before it): the
     // price goes back to one build.
-    m.record_solve(true, 10, 10 * rebuilt / 4);
-    for (int solve = 0; solve < 2; ++solve) {
-        REQUIRE(rule.prepare(m));
-        m.record_solve(true, 10, 10 * rebuilt / 4);
-    }
+    fresh_solves(3, 10);
+    CHECK(m.builds() == 3);
     CHECK(m.age_price_builds() == 1);
 
     // Without timed solves the age is not weighed.
