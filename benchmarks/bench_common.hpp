@@ -286,11 +286,17 @@ struct MultilevelRenewal {
     double refresh_tolerance = MultilevelOptions{}.refresh_tolerance;
     std::string rebuild = "rent-or-buy";
     std::string pattern_change = "rebuild";
+    std::string renew_modes = "on";
 
     /// --multilevel-refresh, --multilevel-refresh-tolerance, --multilevel-rebuild,
-    /// --multilevel-pattern-change.
+    /// --multilevel-pattern-change, --multilevel-renew-modes.
     void add_options(CLI::App& app)
     {
+        app.add_option("--multilevel-renew-modes", renew_modes,
+                       "with the square coarse space, what the hierarchy's age buys first: a renewal of the "
+                       "squares' near-null modes for the current positions (on), or always a build (off)")
+            ->check(CLI::IsMember({"on", "off"}))
+            ->type_name("ON|OFF");
         app.add_option("--multilevel-refresh", refresh,
                        "what a slow solve renews in the multilevel hierarchy: the coarse values (on-growth), "
                        "nothing but rebuilds (off), or the coarse values at every solve (every-prepare)")
@@ -314,13 +320,14 @@ struct MultilevelRenewal {
             ->type_name("WORD");
     }
 
-    /// The three rules set in `options`.
+    /// The rules set in `options`.
     void apply(MultilevelOptions& options) const
     {
         options.refresh = multilevel_refresh_named(refresh);
         options.refresh_tolerance = refresh_tolerance;
         options.timed_rebuild = multilevel_timed_rebuild_named(rebuild);
         options.keep_across_patterns = multilevel_keep_across_patterns_named(pattern_change);
+        options.renew_modes = renew_modes == "on";
     }
 };
 
@@ -367,7 +374,9 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
 /// of a build (the whole run), builds by cause (the whole run: pattern or
 /// filter changed, failed solve, slow solve), of the slow-solve builds those
 /// the hierarchy's age bought (aged_builds(), the whole run) and the builds'
-/// time the next such build waits for (age_price_builds()), refreshes of the coarse values
+/// time the next such build waits for (age_price_builds()), the renewals of
+/// the squares' modes the age bought first and their mean time (mode_renewals(),
+/// the whole run), refreshes of the coarse values
 /// (of them those made ahead of the solves, refreshes_ahead()) and their mean
 /// time (the whole run), the refreshes by rows done again with every row
 /// (by_rows_retries()), the share of the first coarse level's rows the
@@ -383,8 +392,10 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
         << ", \"build_ms\": " << (m.builds() > 0 ? 1e3 * m.build_seconds() / m.builds() : 0.0)
         << ", \"builds_by_cause\": {\"pattern\": " << m.pattern_builds() << ", \"failure\": " << m.failure_builds()
         << ", \"growth\": " << m.growth_builds() << "}, \"aged_builds\": " << m.aged_builds()
-        << ", \"age_price_builds\": " << m.age_price_builds() << ", \"pattern_keeps\": " << m.pattern_keeps()
-        << ", \"refreshes\": " << m.refreshes() << ", \"refreshes_ahead\": " << m.refreshes_ahead()
+        << ", \"age_price_builds\": " << m.age_price_builds() << ", \"mode_renewals\": " << m.mode_renewals()
+        << ", \"renewal_ms\": " << (m.mode_renewals() > 0 ? 1e3 * m.renewal_seconds() / m.mode_renewals() : 0.0)
+        << ", \"pattern_keeps\": " << m.pattern_keeps() << ", \"refreshes\": " << m.refreshes()
+        << ", \"refreshes_ahead\": " << m.refreshes_ahead()
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
         << ", \"refresh_retries\": " << m.by_rows_retries() << ", \"refreshed_row_share\": " << m.refreshed_row_share()
         << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";

@@ -2122,3 +2122,224 @@ TEST_CASE("line preconditioner: invalid line sets and options are rejected with 
     const PcgResult<double> result = weft::solve_filtered_pcg(a, b, x, workspace, options);
     CHECK(result.converged);
 }
+
+namespace {
+
+/// The woven patch's system turned by the rotation `q` about the origin:
+/// A' = G A Gᵀ, b' = G b and the positions G x, G rotating each node's three
+/// position DoFs (its arc lengths stay); the filter is the same (each node's
+/// position DoFs are all free or all pinned).
+YarnProblem rotated(const YarnProblem& problem, const Eigen::Matrix3d& q, std::vector<double>& state)
+{
+    const Eigen::Index dofs = problem.system.a.rows();
+    std::vector<Eigen::Triplet<double>> g;
+    for (Eigen::Index node = 0; node < dofs / 5; ++node) {
+        for (int r = 0; r < 3; ++r) {
+            for (int c = 0; c < 3; ++c) g.emplace_back(5 * node + r, 5 * node + c, q(r, c));
+        }
+        g.emplace_back(5 * node + 3, 5 * node + 3, 1.0);
+        g.emplace_back(5 * node + 4, 5 * node + 4, 1.0);
+        const std::uint8_t* free = problem.free_dofs.data() + 5 * node;
+        REQUIRE((free[0] == free[1] && free[1] == free[2]));
+        const Eigen::Vector3d x = q * Eigen::Vector3d(state[5 * node], state[5 * node + 1], state[5 * node + 2]);
+        for (int r = 0; r < 3; ++r) state[static_cast<std::size_t>(5 * node + r)] = x(r);
+    }
+    SparseMatrix turn(dofs, dofs);
+    turn.setFromTriplets(g.begin(), g.end());
+    YarnProblem now = problem;
+    now.system.a = SparseMatrix(turn * problem.system.a * SparseMatrix(turn.transpose()));
+    now.system.b = turn * problem.system.b;
+    now.a = weft::to_bsr<5>(now.system.a);
+    return now;
+}
+
+/// max over the first coarse level's aggregates (nine columns each) of
+/// min_M ‖P_a M − Q_a‖ / ‖Q_a‖: whether each aggregate's columns of Q are
+/// those of P in another basis of the aggregate's coarse DoFs.
+double largest_basis_residual(const Eigen::MatrixXd& p, const Eigen::MatrixXd& q)
+{
+    double largest = 0.0;
+    for (Eigen::Index a = 0; a < p.cols() / 9; ++a) {
+        const Eigen::MatrixXd pa = p.middleCols(9 * a, 9), qa = q.middleCols(9 * a, 9);
+        const Eigen::MatrixXd m = pa.colPivHouseholderQr().solve(qa);
+        if (qa.norm() > 0.0) largest = std::max(largest, (pa * m - qa).norm() / qa.norm());
+    }
+    return largest;
+}
+
+}  // namespace
+
+TEST_CASE(
+    "multilevel: renewing the square level's modes gives the build's prolongator for unchanged positions, a fresh "
+    "build's in the build's coarse basis for turned ones, and on a turned system the fresh build's iterations",
+    "[backend][multilevel][line_preconditioner][squares]")
+{
+    const WovenSystem woven = woven_system(24);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    const weft::MultilevelOptions options = square_options();
+    const auto dense_p = [](const weft::MultilevelPreconditioner<double, 5>& m, std::size_t level = 1) {
+        return Eigen::MatrixXd(m.level_prolongator(level));
+    };
+    weft::MultilevelPreconditioner<double, 5> m(options);
+    m.set_lines(&lines);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(m.levels() >= 3);
+    REQUIRE(m.modes_renewable());
+    const auto coarse_levels = static_cast<std::size_t>(m.levels() - 1);
+    std::vector<Eigen::MatrixXd> built_p, built_coarse;
+    for (std::size_t level = 1; level <= coarse_levels; ++level) {
+        built_p.push_back(dense_p(m, level));
+        built_coarse.emplace_back(m.level_matrix(level));
+    }
+    const Eigen::MatrixXd built = built_p[0];
+
+    // Unchanged positions: every level's P and coarse matrix as built (the
+    // same T, ω and Â T; the products' sums in another order).
+    m.request_mode_renewal();
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    CHECK(m.mode_renewals() == 1);
+    CHECK(m.builds() == 1);
+    for (std::size_t level = 1; level <= coarse_levels; ++level) {
+        INFO("coarse level " << level << " of " << coarse_levels);
+        CHECK((dense_p(m, level) - built_p[level - 1]).norm() <= 1e-12 * built_p[level - 1].norm());
+        CHECK((Eigen::MatrixXd(m.level_matrix(level)) - built_coarse[level - 1]).norm() <=
+              1e-10 * built_coarse[level - 1].norm());
+    }
+
+    // Turned positions, the same matrix: a fresh build's P times R_new R_old⁻¹
+    // on each aggregate's columns (the build's coarse basis).
+    const Eigen::Matrix3d q = Eigen::AngleAxisd(1.1, Eigen::Vector3d(1.0, 2.0, 3.0).normalized()).toRotationMatrix();
+    std::vector<double> turned_state(state.size());
+    thrust::copy(state.begin(), state.end(), turned_state.begin());
+    const YarnProblem turned = rotated(problem, q, turned_state);
+    const thrust::device_vector<double> turned_positions = to_device(turned_state);
+    m.request_mode_renewal();
+    REQUIRE(m.prepare(problem.a, free_dofs, turned_positions));
+    CHECK(m.mode_renewals() == 2);
+    CHECK(m.builds() == 1);
+    const Eigen::MatrixXd renewed = dense_p(m);
+    weft::MultilevelPreconditioner<double, 5> fresh(options);
+    fresh.set_lines(&lines);
+    REQUIRE(fresh.prepare(problem.a, free_dofs, turned_positions));
+    const double residual = largest_basis_residual(dense_p(fresh), renewed);
+    const double moved = (renewed - built).norm() / built.norm();
+    INFO("basis residual " << residual << ", renewed P moved " << moved << " from the build's");
+    CHECK(residual <= 1e-9);
+    CHECK(moved > 0.1);  // the modes did change
+    Random rng(67);
+    CHECK(check_symmetric_positive(m, filter, rng, 2, 1e-7) == 2);
+
+    // The turned system: its fresh build, the hierarchy built before the turn
+    // with its coarse values refreshed (stale modes), and that hierarchy with
+    // its modes renewed, which is the unturned system's hierarchy turned (each
+    // level's coarse basis changed by a block-diagonal matrix, each
+    // prolongator smoothed by the turned matrix): the fresh build's
+    // iterations, to the parts that are not turned with the system (the
+    // build's power iteration for ω starts from a fixed vector; Chebyshev's
+    // bound is an ∞-norm: the unturned system takes 19 iterations).
+    const Eigen::VectorXd turned_expected = filtered_solution(turned, filter);
+    weft::MultilevelPreconditioner<double, 5> stale(options), renewal(options), rebuilt(options);
+    int iterations[3] = {0, 0, 0};
+    int k = 0;
+    for (weft::MultilevelPreconditioner<double, 5>* p : {&stale, &renewal, &rebuilt}) {
+        p->set_lines(&lines);
+        if (p != &rebuilt) REQUIRE(p->prepare(problem.a, free_dofs, state));
+        if (p == &renewal) p->request_mode_renewal();
+        REQUIRE(p->prepare(turned.a, free_dofs, turned_positions));
+        iterations[k++] = solve_to_solution(turned, free_dofs, *p, turned_expected).iterations;
+    }
+    CHECK(stale.builds() == 1);
+    CHECK(renewal.builds() == 1);
+    CHECK(renewal.mode_renewals() == 1);
+    std::cout << "woven patch 24 x 20 turned by 1.1 rad, squares: PCG iterations with stale modes " << iterations[0]
+              << ", renewed modes " << iterations[1] << ", a fresh build " << iterations[2] << "\n";
+    CHECK(iterations[1] <= iterations[2] + 2);
+    CHECK(iterations[0] > 2 * iterations[1]);
+}
+
+TEST_CASE(
+    "multilevel: refreshing ahead, the age of a square hierarchy first renews its modes, and buys a build where a "
+    "renewal did not lower the iterations",
+    "[backend][multilevel][line_preconditioner][squares][refresh]")
+{
+    const WovenSystem woven = woven_system(24);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    weft::MultilevelOptions options;  // refresh on_growth, timed rebuilds: the defaults
+    options.coarse_dofs = 60;
+    options.smoother = weft::MultilevelSmoother::yarn_lines;
+    options.coarse_space = weft::MultilevelCoarseSpace::squares;
+    weft::MultilevelPreconditioner<double, 5> m(options);
+    m.set_lines(&lines);
+    const auto prepare = [&] { return m.prepare(problem.a, free_dofs, state); };
+    REQUIRE(prepare());
+    REQUIRE(m.renewal_next());
+    // Solves priced in `unit`s per iteration, far above any build, refresh
+    // or renewal this patch takes: every age and drift below buys what it can.
+    const double unit = 100.0 * m.last_build_seconds() + 1.0;
+    m.record_solve(true, 10, 10 * unit);  // the first after the build: the age's reference
+    m.record_solve(true, 16, 16 * unit);  // slow: buys the first refresh
+    REQUIRE(prepare());
+    REQUIRE(m.refreshes() == 1);
+    m.record_solve(true, 10, 10 * unit);
+    m.record_solve(true, 13, 13 * unit);  // a stale solve's drift costs more than a refresh: ahead
+    REQUIRE(m.refreshing_ahead());
+    // A fresh solve of `iterations` after a prepare; where the prepare was a
+    // probe (it kept the values), its stale solve first (3 more iterations:
+    // still ahead).
+    const auto fresh = [&](int iterations) {
+        for (;;) {
+            const int refreshes = m.refreshes(), builds = m.builds();
+            REQUIRE(prepare());
+            const bool probe = m.refreshes() == refreshes && m.builds() == builds;
+            m.record_solve(true, probe ? iterations + 3 : iterations, (probe ? iterations + 3 : iterations) * unit);
+            REQUIRE(m.refreshing_ahead());
+            if (!probe) return;
+        }
+    };
+    for (int solve = 0; solve < 3; ++solve) fresh(10);  // as fast as the first: no age
+    CHECK(m.mode_renewals() == 0);
+    fresh(12);  // 2 units of age: more than a refresh, the price of the first renewal
+    CHECK(m.mode_renewals() == 0);
+    const int builds = m.builds();
+    fresh(10);  // the renewal is made at this prepare
+    CHECK(m.mode_renewals() == 1);
+    CHECK(m.builds() == builds);
+    CHECK(m.aged_builds() == 0);
+    CHECK(m.last_renewal_seconds() > 0.0);
+    // Its first three fresh solves (10, 11, 11) are no faster on average than
+    // the three before it (10, 10, 12): the age (2 units by then) buys a build.
+    fresh(11);
+    CHECK(m.renewal_next());  // judged after three solves
+    fresh(11);
+    CHECK_FALSE(m.renewal_next());
+    CHECK(m.builds() == builds);
+    fresh(12);  // built at this prepare; its first solve (12) is the age's reference
+    CHECK(m.builds() == builds + 1);
+    CHECK(m.aged_builds() == 1);
+    CHECK(m.mode_renewals() == 1);
+    CHECK(m.renewal_next());  // a build makes renewals the age's first choice again
+    fresh(10);
+    fresh(10);
+    CHECK(m.aged_seconds() == 0.0);
+    fresh(13);  // 1 unit of age
+    fresh(10);  // renewed here
+    CHECK(m.mode_renewals() == 2);
+    // A renewal whose first solves (10, 10, 10) are faster than those before it
+    // (10, 10, 13) keeps renewals first.
+    fresh(10);
+    fresh(10);
+    CHECK(m.renewal_next());
+    fresh(13);
+    fresh(10);
+    CHECK(m.mode_renewals() == 3);
+    CHECK(m.builds() == builds + 1);
+    CHECK(m.aged_builds() == 1);
+
+    // Without renew_modes the age buys builds, as with any other coarse space.
+    options.renew_modes = false;
+    weft::MultilevelPreconditioner<double, 5> plain(options);
+    plain.set_lines(&lines);
+    REQUIRE(plain.prepare(problem.a, free_dofs, state));
+    CHECK_FALSE(plain.modes_renewable());
+    CHECK_FALSE(plain.renewal_next());
+}

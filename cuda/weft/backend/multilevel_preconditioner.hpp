@@ -193,6 +193,34 @@
 /// the next aged build waits for twice the age (age_price_builds(), up to
 /// max_age_price_builds builds); one that did lower them sets it back to one
 /// build.
+///
+/// Renewing the modes (MultilevelOptions::renew_modes, square coarse space).
+/// What ages is the first coarse level's near-null modes: each square's
+/// rotations and sliding modes are computed from the node positions at the
+/// build, and the cloth bends and turns away from them (benchmarks/RESULTS.md,
+/// "What ages in the hierarchy"). So where the age asks for a build, the
+/// hierarchy first renews them without one (renew_first_tentative,
+/// renew_prolongator): the squares' modes N for the current positions,
+/// written in the build's coarse basis, T = N R⁻¹ with each square's R of
+/// N = Q R at the build (column by column; a column inactive at the build
+/// stays zero), so that the coarse near-null rows R, on which the coarser
+/// levels' tentative prolongators were built, still stand for the same modes
+/// (the rotations, shear and arc lengths of the whole cloth) and those
+/// tentatives are kept. Then level by level, as a refresh goes: each
+/// prolongator smoothed again, P = T − ω D⁻¹ Â T with the build's ω and
+/// the level above's current matrix (for levels below the first the couplings
+/// square_neighbour_couplings keeps), on P's kept block pattern; R = Pᵀ;
+/// the level's Galerkin product with every row. The coarse bases change by
+/// a block-diagonal matrix per level (R_new R_old⁻¹ on the first), which
+/// the smoothing with the current matrices follows: on a woven patch turned
+/// as a whole, the renewed hierarchy takes 28 PCG iterations, a fresh build
+/// 27, the old modes refreshed 197 (test_line_preconditioner). With
+/// positions unchanged a renewal gives the build's prolongators to
+/// round-off. A renewal is priced as the age's build was, at its own last
+/// time (a refresh's before the first), and judged the same way; while a
+/// build or renewal is judged, the age buys nothing. One whose first fresh
+/// solves are no faster than those before it sends the next aged renewal to
+/// a build, after which renewals resume. mode_renewals() counts them.
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
@@ -387,6 +415,14 @@ struct MultilevelOptions {
     /// What a slow solve renews while the pattern and filter stay (see Reuse
     /// in the file comment).
     MultilevelRefresh refresh = MultilevelRefresh::on_growth;
+    /// Square coarse space, refreshing ahead: where the hierarchy's age
+    /// asks for a build, first renew the first coarse level's near-null
+    /// modes for the current node positions and smooth every prolongator
+    /// again on its kept pattern, with a refresh of the coarse values (0.5 s
+    /// against a 2.8 s build on the 200² sphere drop, CPU threads); a build
+    /// only where such a renewal did not lower the iterations (see "Renewing
+    /// the modes" in the file comment). false: the age always buys a build.
+    bool renew_modes = true;
     /// Which rows a refresh of the square levels recomputes (scene key
     /// solver.multilevel_refresh_tolerance): a row of Â (the finest matrix,
     /// or the level above's) is taken again when one of its entries has moved
@@ -1646,6 +1682,29 @@ HostMatrix<T> square_neighbour_couplings(const HostMatrix<T>& a, const std::vect
     return result;
 }
 
+/// For each block of a square level's block pattern (one block row and
+/// column per aggregate of `aggregates`), whether square_neighbour_couplings
+/// keeps it: 1 unless both are squares more than `radius` apart.
+template <typename T>
+std::vector<std::uint8_t> square_neighbour_blocks(const BlockPattern& pattern,
+                                                  const std::vector<YarnAggregate<T>>& aggregates, Index radius)
+{
+    std::vector<std::uint8_t> kept(pattern.col_idx.size(), 1);
+    for (Index row = 0; row < pattern.block_rows; ++row) {
+        for (Index e = pattern.row_ptr[static_cast<std::size_t>(row)];
+             e < pattern.row_ptr[static_cast<std::size_t>(row) + 1]; ++e) {
+            const Index col = pattern.col_idx[static_cast<std::size_t>(e)];
+            if (static_cast<std::size_t>(std::max(row, col)) >= aggregates.size()) continue;
+            const YarnAggregate<T>& u = aggregates[static_cast<std::size_t>(row)];
+            const YarnAggregate<T>& v = aggregates[static_cast<std::size_t>(col)];
+            if (u.family != 2 || v.family != 2) continue;
+            const bool near = std::abs(u.key[0] - v.key[0]) <= radius && std::abs(u.key[1] - v.key[1]) <= radius;
+            kept[static_cast<std::size_t>(e)] = near ? 1 : 0;
+        }
+    }
+    return kept;
+}
+
 /// The change of coarse basis that makes each aggregate's diagonal block of
 /// the coarse matrix `coarse` the identity: per block [starts[g],
 /// starts[g + 1]), on its DoFs with a diagonal above `floor` (the others are
@@ -2327,6 +2386,193 @@ int block_fixed_pattern_product(Index rows, const BlockArrays<T>& a, const std::
         thrust::plus<int>{});
 }
 
+/// What a renewal of the modes keeps of one coarse level's build
+/// (MultilevelOptions::renew_modes): the smoothing's ω, the tentative
+/// prolongator in K × N blocks (K the level above's block size; one block
+/// per row of the level above, in its aggregate's column; the first level's
+/// values renewed each time, the others' the build's), for each block of
+/// the restriction the prolongator's block it transposes, which blocks of
+/// the level above's matrix smooth the prolongator (square_neighbour_couplings;
+/// empty: all), and for the coarsest level, whose prolongator and
+/// restriction the V-cycle reads as scalars, their blocks and each scalar
+/// entry's place in them.
+template <typename T>
+struct LevelRenewal {
+    T omega = T(0);
+    BlockCsr<T> tentative;
+    thrust::device_vector<Index> transpose;
+    thrust::device_vector<std::uint8_t> kept_blocks;
+    BlockCsr<T> block_prolongator, block_restriction;  ///< the coarsest level's only
+    thrust::device_vector<Index> prolongator_positions, restriction_positions;
+};
+
+/// What a renewal of the modes keeps of a square hierarchy's build: each first-level
+/// aggregate's R of N = Q R (orthonormalize; the coarse near-null rows the
+/// coarser levels were built on), and each coarse level's LevelRenewal.
+template <typename T>
+struct ModeRenewal {
+    Index aggregates = 0;
+    std::vector<T> factors;  ///< aggregates · N·N, each R row-major
+    std::vector<LevelRenewal<T>> levels;
+    bool empty() const { return aggregates == 0; }
+};
+
+/// Each scalar entry's place in the values of the same matrix in `rows` ×
+/// `cols` blocks on the block pattern (row_ptr, col_idx); empty where an
+/// entry's block is not in the pattern.
+template <typename T>
+std::vector<Index> scalar_positions_in_blocks(const HostMatrix<T>& m, const std::vector<Index>& row_ptr,
+                                              const std::vector<Index>& col_idx, int rows, int cols)
+{
+    std::vector<Index> positions;
+    positions.reserve(static_cast<std::size_t>(m.nonZeros()));
+    for (Index r = 0; r < m.rows(); ++r) {
+        const Index block_row = r / rows;
+        for (typename HostMatrix<T>::InnerIterator it(m, r); it; ++it) {
+            const Index block_col = static_cast<Index>(it.col()) / cols;
+            const auto begin = col_idx.begin() + row_ptr[static_cast<std::size_t>(block_row)];
+            const auto end = col_idx.begin() + row_ptr[static_cast<std::size_t>(block_row) + 1];
+            const auto found = std::lower_bound(begin, end, block_col);
+            if (found == end || *found != block_col) return {};
+            const Index e = static_cast<Index>(found - col_idx.begin());
+            positions.push_back(e * (rows * cols) + (r % rows) * cols + static_cast<Index>(it.col()) % cols);
+        }
+    }
+    return positions;
+}
+
+/// The values of a block matrix with the blocks that `kept` marks 0 zeroed
+/// (the prolongator's smoothing by square_neighbour_couplings).
+template <typename T, int K>
+struct KeepBlocks {
+    const T* const values;
+    const std::uint8_t* const kept;
+    T* const out;
+
+    WEFT_HD void operator()(Index e) const
+    {
+        for (int v = 0; v < K * K; ++v) {
+            out[static_cast<std::size_t>(e) * (K * K) + v] =
+                kept[e] ? values[static_cast<std::size_t>(e) * (K * K) + v] : T(0);
+        }
+    }
+};
+
+/// An aggregate's tentative prolongator for its near-null rows `n` (DoFs ×
+/// N) in the coarse basis of the build: t with t R = n, column by column
+/// (R upper triangular, row-major, from orthonormalize at the build), so
+/// that the coarse near-null rows R, on which the coarser levels were
+/// built, still stand for the same modes. A column whose pivot is zero (a
+/// coarse DoF that was inactive at the build) stays zero.
+template <typename T>
+void tentative_in_build_basis(const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>& n, const T* r,
+                              Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>& t)
+{
+    const Index k = static_cast<Index>(n.cols());
+    t.setZero(n.rows(), k);
+    for (Index c = 0; c < k; ++c) {
+        const T pivot = r[c * k + c];
+        if (!(pivot > T(0))) continue;
+        Eigen::Matrix<T, Eigen::Dynamic, 1> column = n.col(c);
+        for (Index p = 0; p < c; ++p) column -= r[p * k + c] * t.col(p);
+        t.col(c) = column / pivot;
+    }
+}
+
+/// Block row `row` of the renewed prolongator P = T − ω D⁻¹ Â T on P's
+/// kept pattern of B × N blocks (B the level above's block size), from
+/// C = S A S T on the same pattern: D the row's diagonal block of
+/// Â = S A S + (I − S) (the identity on its constrained DoFs, where T is
+/// zero; free_dofs nullptr: every DoF free). Returns 1 where D is not
+/// positive definite or T's block has no place in the pattern (the caller
+/// rebuilds).
+template <typename T, int B, int N>
+struct RenewProlongatorRow {
+    const BlockArrays<T> a;
+    const std::uint8_t* const free_dofs;
+    const BlockArrays<T> tentative;  ///< at most one B × N block per row
+    const Index* const p_row_ptr;
+    const Index* const p_col_idx;
+    const T* const product;  ///< C, on P's pattern
+    const T omega;
+    T* const p_values;
+
+    WEFT_HD int operator()(Index row) const
+    {
+        const Index k = bsr_find_block(a.row_ptr, a.col_idx, row, row);
+        const std::uint8_t* is_free = free_dofs != nullptr ? free_dofs + static_cast<std::size_t>(row) * B : nullptr;
+        T l[B][B];
+        for (int r = 0; r < B; ++r) {
+            for (int c = 0; c <= r; ++c) {
+                const T stored = k >= 0 ? a.values[static_cast<std::size_t>(k) * (B * B) + r * B + c] : T(0);
+                l[r][c] = is_free == nullptr || (is_free[r] && is_free[c]) ? stored : (r == c ? T(1) : T(0));
+            }
+        }
+        T inverse[B * B];
+        if (!line_detail::invert_spd_lower<T, B>(l, inverse)) return 1;
+        const Index t_at = tentative.row_ptr[row];
+        const bool has_t = tentative.row_ptr[row + 1] > t_at;
+        const Index t_col = has_t ? tentative.col_idx[t_at] : Index(-1);
+        const T* t_block = tentative.values + static_cast<std::size_t>(t_at) * (B * N);
+        bool placed = !has_t;
+        for (Index e = p_row_ptr[row]; e < p_row_ptr[row + 1]; ++e) {
+            const bool own = p_col_idx[e] == t_col;
+            placed = placed || own;
+            const T* c_block = product + static_cast<std::size_t>(e) * (B * N);
+            T* out = p_values + static_cast<std::size_t>(e) * (B * N);
+            for (int r = 0; r < B; ++r) {
+                for (int c = 0; c < N; ++c) {
+                    T sum = T(0);
+                    for (int m = 0; m < B; ++m) sum += inverse[r * B + m] * c_block[m * N + c];
+                    out[r * N + c] = (own ? t_block[r * N + c] : T(0)) - omega * sum;
+                }
+            }
+        }
+        if (placed) return 0;
+        for (int v = 0; v < B * N; ++v) {
+            if (t_block[v] != T(0)) return 1;
+        }
+        return 0;
+    }
+};
+
+/// Block e of an N × R block matrix as the transpose of the R × N block
+/// `from[e]` of another (the restriction from the prolongator).
+template <typename T, int R, int N>
+struct TransposeBlock {
+    const Index* const from;
+    const T* const source;
+    T* const target;
+
+    WEFT_HD void operator()(Index e) const
+    {
+        const T* in = source + static_cast<std::size_t>(from[e]) * (R * N);
+        T* out = target + static_cast<std::size_t>(e) * (R * N);
+        for (int i = 0; i < N; ++i) {
+            for (int j = 0; j < R; ++j) out[i * R + j] = in[j * N + i];
+        }
+    }
+};
+
+/// For each block (i, j) of `transposed`, the position of block (j, i) in
+/// `pattern`; empty where one is missing.
+inline std::vector<Index> transposed_block_positions(const BlockPattern& pattern, const BlockPattern& transposed)
+{
+    std::vector<Index> from(transposed.col_idx.size());
+    for (Index row = 0; row < transposed.block_rows; ++row) {
+        for (Index e = transposed.row_ptr[static_cast<std::size_t>(row)];
+             e < transposed.row_ptr[static_cast<std::size_t>(row) + 1]; ++e) {
+            const Index col = transposed.col_idx[static_cast<std::size_t>(e)];
+            const auto begin = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(col)];
+            const auto end = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(col) + 1];
+            const auto found = std::lower_bound(begin, end, row);
+            if (found == end || *found != row) return {};
+            from[static_cast<std::size_t>(e)] = static_cast<Index>(found - pattern.col_idx.begin());
+        }
+    }
+    return from;
+}
+
 /// |A_rr| of each DoF of a K × K block matrix whose rows all hold their
 /// diagonal block (the scale of a refresh by rows).
 template <typename T, int K>
@@ -2749,6 +2995,34 @@ public:
             reuse && !m_rebuild_requested && !m_kept_pattern &&
             (new_filter || m_refresh_requested || ahead || m_options.refresh == MultilevelRefresh::every_prepare);
         const bool asked = new_filter || m_refresh_requested;
+        if (m_renew_requested && reuse && !m_rebuild_requested && !m_kept_pattern) {
+            // The age asked for new modes: renewed, then every coarse row refreshed.
+            m_renew_requested = false;
+            const auto start = std::chrono::steady_clock::now();
+            const bool renewed = renew_first_tentative(free_dofs, state) && refresh_values(a, free_dofs, true, true);
+            m_last_renewal_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            m_renewal_seconds += m_last_renewal_seconds;
+            if (renewed) {
+                if (new_filter) {
+                    thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
+                    m_filter_refreshes += 1;
+                }
+                m_mode_renewals += 1;
+                m_aged_seconds = 0.0;
+                m_judging_aged_build = m_aged_before >= 0.0;
+                m_judging_renewal = m_judging_aged_build;
+                m_recent_fresh_count = 0;
+                m_ready = true;
+                return true;
+            }
+            // Not renewable now (a product outside the kept patterns, a level
+            // not positive definite): the aged build instead.
+            m_growth_builds += 1;
+            m_aged_builds += 1;
+            m_rebuild_requested = true;
+            m_aged_requested = true;
+        }
+        m_renew_requested = false;
         if (refresh && refresh_values(a, free_dofs, new_filter)) {
             if (new_filter) {
                 thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
@@ -2802,9 +3076,10 @@ public:
             m_failure_builds += 1;
             m_rebuild_requested = true;
             m_refresh_requested = false;
+            m_renew_requested = false;
             return;
         }
-        if (m_refresh_requested) return;
+        if (m_refresh_requested || m_renew_requested) return;
         const bool timed = m_options.timed_rebuild && seconds >= 0.0 && iterations > 0;
         const bool refreshes_help = refreshes_known_to_help();
         if (timed) {
@@ -2885,14 +3160,27 @@ public:
         // cost a build, rebuild, below the growth limit too (rent or buy:
         // where the cloth itself got harder, the rebuilt hierarchy's first
         // solve is as slow and the age starts again from it).
-        const bool aged = timed && refreshing_ahead() && iterations > m_first_iterations &&
-                          m_aged_seconds >= m_age_price_builds * m_last_build_seconds;
+        // With the square coarse space the age first buys a renewal of the
+        // modes (renew_first_tentative), at its own price (a refresh's before the
+        // first), until one is judged not to have helped.
+        const bool renew = renewal_next();
+        const double age_price = renew ? (m_last_renewal_seconds >= 0.0   ? m_last_renewal_seconds
+                                          : m_last_refresh_seconds >= 0.0 ? m_last_refresh_seconds
+                                                                          : m_last_build_seconds)
+                                       : m_age_price_builds * m_last_build_seconds;
+        // A build or renewal still being judged is judged before the age buys another.
+        const bool aged = timed && refreshing_ahead() && !m_judging_aged_build && iterations > m_first_iterations &&
+                          m_aged_seconds >= age_price;
         if (aged) {
-            m_growth_builds += 1;
-            m_aged_builds += 1;
-            m_rebuild_requested = true;
-            // The fresh solves before this build, against which its own are judged.
-            m_aged_requested = true;
+            if (renew) {
+                m_renew_requested = true;
+            } else {
+                m_growth_builds += 1;
+                m_aged_builds += 1;
+                m_rebuild_requested = true;
+                m_aged_requested = true;
+            }
+            // The fresh solves before this build or renewal, against which its own are judged.
             m_aged_before = m_recent_fresh_count == aged_judged_solves ? mean_recent_fresh() : -1.0;
             return;
         }
@@ -2926,6 +3214,25 @@ public:
     /// than the last as many fresh solves before it, back to 1 after one
     /// whose solves took fewer.
     int age_price_builds() const { return m_age_price_builds; }
+    /// Renewals of the first square level's modes (MultilevelOptions::renew_modes, bought by
+    /// the hierarchy's age instead of a build), their total and last time
+    /// (the renewal and its refresh of every coarse row), whether the
+    /// hierarchy can renew its modes (square coarse space built in blocks
+    /// with a level below the first, MultilevelOptions::renew_modes), and
+    /// whether the age buys a renewal next (renewable, and the last judged
+    /// renewal lowered the iterations; a build sets this back).
+    int mode_renewals() const { return m_mode_renewals; }
+    double renewal_seconds() const { return m_renewal_seconds; }
+    double last_renewal_seconds() const { return m_last_renewal_seconds; }
+    bool modes_renewable() const
+    {
+        return m_options.renew_modes && !m_renewal.empty() && m_lines != nullptr &&
+               m_renewal.levels.size() == m_coarse.size();
+    }
+    bool renewal_next() const { return modes_renewable() && m_renewals_help; }
+    /// The next prepare() renews the modes (where it reuses the hierarchy
+    /// and it is renewable; else it builds), as the age rule would ask.
+    void request_mode_renewal() { m_renew_requested = true; }
     static constexpr int aged_judged_solves = 3;
     static constexpr int max_age_price_builds = 16;
     double last_build_seconds() const { return m_last_build_seconds; }
@@ -3099,8 +3406,14 @@ private:
         m_recent_fresh_count = std::min(m_recent_fresh_count + 1, aged_judged_solves);
         if (!m_judging_aged_build || m_recent_fresh_count < aged_judged_solves) return;
         m_judging_aged_build = false;
-        m_age_price_builds =
-            mean_recent_fresh() >= m_aged_before ? std::min(2 * m_age_price_builds, max_age_price_builds) : 1;
+        const bool helped = mean_recent_fresh() < m_aged_before;
+        if (m_judging_renewal) {
+            // A renewal that did not help: the age left is not the modes'; the next one buys a build.
+            m_judging_renewal = false;
+            m_renewals_help = helped;
+        } else {
+            m_age_price_builds = helped ? 1 : std::min(2 * m_age_price_builds, max_age_price_builds);
+        }
         m_aged_before = -1.0;
     }
 
@@ -3194,6 +3507,10 @@ private:
         m_kept_pattern = false;
 
         m_colored = false;  // a new pattern: colour the lines again
+        m_renewal = multilevel_detail::ModeRenewal<T>();
+        m_renew_requested = false;
+        m_renewals_help = true;
+        m_judging_renewal = false;
         if (!prepare_fine(a, free_dofs)) return false;
 
         const std::vector<std::uint8_t> free = to_host(free_dofs);
@@ -3220,6 +3537,7 @@ private:
         while (static_cast<int>(m_coarse.size()) + 1 < m_options.max_levels &&
                level_matrix.rows() > m_options.coarse_dofs) {
             HostMatrix<T> tentative;
+            LevelRenewal<T> renewal_level;
             NearNull<T> coarse_near_null;
             std::vector<YarnAggregate<T>> coarse_yarn_level;
             std::vector<Index> coarse_yarn_blocks;
@@ -3236,6 +3554,15 @@ private:
                 tentative = yarn_tentative_prolongator(aggregates, static_cast<Index>(level_matrix.rows()),
                                                        coarse_yarn_level, coarse_yarn_blocks);
                 if (tentative.cols() == 0 || tentative.cols() >= level_matrix.rows()) break;  // no coarsening
+                if (by_squares) {  // what a renewal of the modes keeps: the tentative prolongator in blocks
+                    if (m_coarse.empty()) {
+                        renewal_level.tentative = keep_renewal_basis(aggregates, coarse_yarn_level, a.block_rows());
+                    } else {
+                        renewal_level.tentative =
+                            BlockCsr<T>(scalar_block_pattern(tentative, square_modes, square_modes), square_modes,
+                                        square_modes, &tentative);
+                    }
+                }
             } else {
                 const Index nodes = static_cast<Index>(level_matrix.rows() / bs);
                 std::vector<std::uint8_t> active(static_cast<std::size_t>(nodes), 0);
@@ -3271,6 +3598,11 @@ private:
                                                        : block_diagonal_inverse(level_matrix, bs);
             const T lambda = largest_eigenvalue(inverse_diagonal, smoothing_matrix, m_options.power_iterations);
             const T omega = T(4) / (T(3) * lambda);
+            renewal_level.omega = omega;
+            if (neighbours_only) {  // the blocks of the level above's matrix that smooth its prolongator
+                renewal_level.kept_blocks = to_device(square_neighbour_blocks(
+                    pattern_of(m_coarse.back().blocked), yarn_level, static_cast<Index>(m_options.square_join - 1)));
+            }
             // P = (I − ω D⁻¹Â) T, formed as T − ω D⁻¹ (Â T): D⁻¹Â would be a
             // matrix as large as Â, Â T has the few columns of T.
             HostMatrix<T> prolongator = sparse_difference_without_zeros(
@@ -3280,8 +3612,13 @@ private:
             HostMatrix<T> product, coarse;  // Â P (not formed in blocks) and Pᵀ Â P as scalars
             std::vector<std::uint8_t> coarse_free;
             if (by_squares && refreshes) {
+                std::vector<Index> transpose;
                 build_square_level_in_blocks(a, free_dofs, prolongator, restriction, coarse_yarn_level, coarse,
-                                             coarse_free);
+                                             coarse_free, transpose);
+                if (!transpose.empty() && !renewal_level.tentative.empty()) {
+                    renewal_level.transpose = to_device(transpose);
+                    m_renewal.levels.push_back(std::move(renewal_level));
+                }
             } else {
                 CoarseLevel<T> level;
                 assign_by_swap(product, sparse_product(level_matrix, prolongator));
@@ -3368,6 +3705,7 @@ private:
                 if (level.by_lines) {
                     level.prolongator = to_device_csr(last_prolongator);
                     level.restriction = to_device_csr(HostMatrix<T>(last_prolongator.transpose()));
+                    keep_coarsest_renewal(level, last_prolongator);
                     if (m_options.refresh != MultilevelRefresh::off) {
                         // A level built in blocks has no scalar Â P: formed here, for the coarsest only.
                         if (last_product.rows() == 0)
@@ -3403,7 +3741,174 @@ private:
         for (std::size_t l = 0; l < m_coarse.size(); ++l) {
             if (!m_coarse[l].block_product.empty()) take_every_row(l, a);
         }
+        // The modes are renewed level by level: none unless every coarse level
+        // kept what that needs, with a level below the first.
+        if (m_coarse.size() < 2 || m_renewal.levels.size() != m_coarse.size() ||
+            m_renewal.levels.back().prolongator_positions.empty()) {
+            m_renewal = multilevel_detail::ModeRenewal<T>();
+        }
         m_built = true;
+        return true;
+    }
+
+    /// Keeps what a renewal of the modes needs of the first square level's build:
+    /// the aggregates' R factors (`coarse`, from yarn_tentative_prolongator)
+    /// and each node's aggregate (`aggregates`). Nothing where a node has no
+    /// aggregate or an aggregate is not square_modes wide.
+    multilevel_detail::BlockCsr<T> keep_renewal_basis(
+        const std::vector<multilevel_detail::YarnAggregate<T>>& aggregates,
+        const std::vector<multilevel_detail::YarnAggregate<T>>& coarse, Index nodes)
+    {
+        using namespace multilevel_detail;
+        constexpr int N = square_modes;
+        m_renewal = ModeRenewal<T>();
+        BlockCsr<T> tentative;
+        if (aggregates.size() != coarse.size()) return tentative;
+        std::vector<Index> owner(static_cast<std::size_t>(nodes), Index(-1));
+        std::vector<T> factors(coarse.size() * (N * N));
+        for (std::size_t g = 0; g < aggregates.size(); ++g) {
+            const auto& r = coarse[g].near_null;
+            if (r.rows() != N || r.cols() != N || aggregates[g].near_null.cols() != N) return tentative;
+            for (Index i = 0; i < N; ++i) {
+                for (Index j = 0; j < N; ++j) factors[g * (N * N) + static_cast<std::size_t>(i * N + j)] = r(i, j);
+            }
+            for (const Index dof : aggregates[g].dofs) owner[static_cast<std::size_t>(dof / B)] = static_cast<Index>(g);
+        }
+        std::vector<Index> row_ptr(static_cast<std::size_t>(nodes) + 1);
+        for (Index i = 0; i <= nodes; ++i) row_ptr[static_cast<std::size_t>(i)] = i;
+        for (const Index o : owner) {
+            if (o < 0) return tentative;
+        }
+        tentative.row_ptr = to_device(row_ptr);
+        tentative.col_idx = to_device(owner);
+        tentative.values.assign(static_cast<std::size_t>(nodes) * (B * N), T(0));
+        m_renewal.factors = std::move(factors);
+        m_renewal.aggregates = static_cast<Index>(coarse.size());
+        return tentative;
+    }
+
+    /// The coarsest level, built in blocks and read as scalars: its blocked
+    /// prolongator and restriction kept for a renewal of the modes, with the place of
+    /// each scalar entry (of `prolongator` and its transpose) in them.
+    void keep_coarsest_renewal(multilevel_detail::CoarseLevel<T>& level,
+                               const multilevel_detail::HostMatrix<T>& prolongator)
+    {
+        using namespace multilevel_detail;
+        constexpr int N = square_modes;
+        if (m_renewal.levels.size() != m_coarse.size()) return;
+        LevelRenewal<T>& kept = m_renewal.levels.back();
+        const int above = m_coarse.size() == 1 ? B : N;
+        const std::vector<Index> p_positions = scalar_positions_in_blocks(
+            prolongator, to_host(level.block_prolongator.row_ptr), to_host(level.block_prolongator.col_idx), above, N);
+        const std::vector<Index> r_positions =
+            scalar_positions_in_blocks(HostMatrix<T>(prolongator.transpose()), to_host(level.block_restriction.row_ptr),
+                                       to_host(level.block_restriction.col_idx), N, above);
+        if (p_positions.empty() || r_positions.empty()) return;
+        kept.prolongator_positions = to_device(p_positions);
+        kept.restriction_positions = to_device(r_positions);
+        kept.block_prolongator = std::move(level.block_prolongator);
+        kept.block_restriction = std::move(level.block_restriction);
+    }
+
+    /// The first square level's tentative prolongator for the node positions
+    /// in `state`: each aggregate's near-null modes
+    /// (square_aggregates) computed again and written in the build's coarse
+    /// basis (tentative_in_build_basis: T R = N with the build's R, so the
+    /// coarser levels' tentative prolongators, built on R, keep their
+    /// meaning). false where the hierarchy keeps no renewal or the squares
+    /// no longer match the build's.
+    bool renew_first_tentative(const thrust::device_vector<std::uint8_t>& free_dofs,
+                               const thrust::device_vector<T>& state)
+    {
+        using namespace multilevel_detail;
+        constexpr int N = square_modes;
+        using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
+        if (!modes_renewable()) return false;
+        const std::vector<YarnAggregate<T>> aggregates =
+            square_aggregates(*m_lines, to_host(state), to_host(free_dofs), m_options.square_side);
+        if (static_cast<Index>(aggregates.size()) != m_renewal.aggregates) return false;
+        BlockCsr<T>& tentative = m_renewal.levels[0].tentative;
+        const std::vector<Index> owner = to_host(tentative.col_idx);
+        std::vector<std::uint8_t> misplaced(aggregates.size(), 0);
+        write_on_host(tentative.values, [&](T* values) {
+            for_each_on_host(m_renewal.aggregates, [&](Index g) {
+                const YarnAggregate<T>& aggregate = aggregates[static_cast<std::size_t>(g)];
+                Dense t;
+                tentative_in_build_basis(aggregate.near_null,
+                                         m_renewal.factors.data() + static_cast<std::size_t>(g) * (N * N), t);
+                for (std::size_t d = 0; d < aggregate.dofs.size(); ++d) {
+                    const Index node = aggregate.dofs[d] / B;
+                    if (owner[static_cast<std::size_t>(node)] != g) misplaced[static_cast<std::size_t>(g)] = 1;
+                    T* block = values + static_cast<std::size_t>(node) * (B * N) +
+                               static_cast<std::size_t>(aggregate.dofs[d] % B) * N;
+                    for (int c = 0; c < N; ++c) block[c] = t(static_cast<Index>(d), c);
+                }
+            });
+        });
+        return std::find(misplaced.begin(), misplaced.end(), std::uint8_t(1)) == misplaced.end();
+    }
+
+    /// Coarse level l's prolongator smoothed again from its kept tentative
+    /// prolongator with the current matrix of the level above (the finest
+    /// under the filter, or level l − 1's blocks as the refresh just left
+    /// them, those square_neighbour_couplings drops zeroed):
+    /// P = T − ω D⁻¹ Â T with the build's ω on P's kept block pattern
+    /// (BlockFixedPatternProduct, RenewProlongatorRow), R = Pᵀ
+    /// (TransposeBlock), and for the coarsest level the scalar copies the
+    /// V-cycle reads. false where P leaves its pattern or a diagonal block is
+    /// not positive definite (the caller builds; P may have changed).
+    bool renew_prolongator(std::size_t l, const BsrMatrix<T, B>& a,
+                           const thrust::device_vector<std::uint8_t>& free_dofs)
+    {
+        using namespace multilevel_detail;
+        constexpr int N = square_modes;
+        LevelRenewal<T>& kept = m_renewal.levels[l];
+        CoarseLevel<T>& level = m_coarse[l];
+        const bool coarsest = l + 1 == m_coarse.size();
+        BlockCsr<T>& p = coarsest ? kept.block_prolongator : level.block_prolongator;
+        BlockCsr<T>& r = coarsest ? kept.block_restriction : level.block_restriction;
+        thrust::device_vector<T> product(p.values.size());
+        const auto smooth = [&](auto above, const BlockArrays<T>& matrix, const std::uint8_t* filter) {
+            constexpr int K = decltype(above)::value;
+            int misses = block_fixed_pattern_product<T, K, K, N>(p.block_rows(), matrix, filter,
+                                                                 arrays_of(kept.tentative), raw_pointer(p.row_ptr),
+                                                                 raw_pointer(p.col_idx), raw_pointer(product), false);
+            misses += thrust::transform_reduce(
+                thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(p.block_rows()),
+                RenewProlongatorRow<T, K, N>{matrix, filter, arrays_of(kept.tentative), raw_pointer(p.row_ptr),
+                                             raw_pointer(p.col_idx), raw_pointer(product), kept.omega,
+                                             raw_pointer(p.values)},
+                0, thrust::plus<int>{});
+            thrust::for_each(
+                thrust::device, thrust::counting_iterator<Index>(0),
+                thrust::counting_iterator<Index>(static_cast<Index>(kept.transpose.size())),
+                TransposeBlock<T, K, N>{raw_pointer(kept.transpose), raw_pointer(p.values), raw_pointer(r.values)});
+            return misses;
+        };
+        int misses = 0;
+        if (l == 0) {
+            misses = smooth(std::integral_constant<int, B>{}, arrays_of(a), raw_pointer(free_dofs));
+        } else {
+            const BsrMatrix<T, N>& above = m_coarse[l - 1].blocked;
+            BlockArrays<T> matrix = arrays_of(above);
+            thrust::device_vector<T> kept_values;
+            if (!kept.kept_blocks.empty()) {
+                kept_values.resize(above.values().size());
+                thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                                 thrust::counting_iterator<Index>(static_cast<Index>(kept.kept_blocks.size())),
+                                 KeepBlocks<T, N>{raw_pointer(above.values()), raw_pointer(kept.kept_blocks),
+                                                  raw_pointer(kept_values)});
+                matrix.values = raw_pointer(kept_values);
+            }
+            misses = smooth(std::integral_constant<int, N>{}, matrix, nullptr);
+        }
+        if (misses != 0) return false;
+        if (coarsest) {
+            thrust::gather(thrust::device, kept.prolongator_positions.begin(), kept.prolongator_positions.end(),
+                           p.values.begin(), level.prolongator.values().begin());
+            thrust::gather(thrust::device, kept.restriction_positions.begin(), kept.restriction_positions.end(),
+                           r.values.begin(), level.restriction.values().begin());
+        }
         return true;
     }
 
@@ -3426,7 +3931,8 @@ private:
     /// fail, the refresh is done again with every row (exact Galerkin
     /// products, positive definite), counted by by_rows_retries(), before
     /// the caller resorts to a build.
-    bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, bool every_row)
+    bool refresh_values(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, bool every_row,
+                        bool renew = false)
     {
         using namespace multilevel_detail;
         const bool asked = m_refresh_requested;
@@ -3438,8 +3944,8 @@ private:
         const auto start = std::chrono::steady_clock::now();
         if (ok) {
             bool by_rows_failed = false;
-            ok = refresh_coarse(a, free_dofs, every_row, by_rows_failed);
-            if (!ok && by_rows_failed) {
+            ok = refresh_coarse(a, free_dofs, every_row, by_rows_failed, renew);
+            if (!ok && by_rows_failed && !renew) {
                 m_by_rows_retries += 1;
                 ok = refresh_coarse(a, free_dofs, true, by_rows_failed);
             }
@@ -3462,7 +3968,7 @@ private:
     /// on the first level that fails (a product outside its pattern, a
     /// failed factor or inverse)
     bool refresh_coarse(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, bool every_row,
-                        bool& by_rows_failed)
+                        bool& by_rows_failed, bool renew = false)
     {
         using namespace multilevel_detail;
         by_rows_failed = false;
@@ -3473,6 +3979,7 @@ private:
         }
         for (std::size_t l = 0; l < m_coarse.size(); ++l) {
             CoarseLevel<T>& level = m_coarse[l];
+            if (renew && !renew_prolongator(l, a, free_dofs)) return false;
             if (!level.block_product.empty()) {  // a square level: its Galerkin product in blocks, its line factors
                 // By rows where the level keeps the values its rows were taken from.
                 const bool by_rows =
@@ -3530,7 +4037,8 @@ private:
                                       const multilevel_detail::HostMatrix<T>& prolongator,
                                       const multilevel_detail::HostMatrix<T>& restriction,
                                       const std::vector<multilevel_detail::YarnAggregate<T>>& coarse_yarn_level,
-                                      multilevel_detail::HostMatrix<T>& coarse, std::vector<std::uint8_t>& coarse_free)
+                                      multilevel_detail::HostMatrix<T>& coarse, std::vector<std::uint8_t>& coarse_free,
+                                      std::vector<Index>& transpose)
     {
         using namespace multilevel_detail;
         constexpr int N = square_modes;
@@ -3540,6 +4048,7 @@ private:
         const BlockPattern r_pattern = scalar_block_pattern(restriction, N, above);
         level.block_prolongator = BlockCsr<T>(p_pattern, above, N, &prolongator);
         level.block_restriction = BlockCsr<T>(r_pattern, N, above, &restriction);
+        transpose = transposed_block_positions(p_pattern, r_pattern);
         const BlockPattern c_pattern =
             block_pattern_product(m_coarse.empty() ? pattern_of(a) : pattern_of(m_coarse.back().blocked), p_pattern);
         BlockPattern pattern = block_pattern_product(r_pattern, c_pattern);
@@ -4056,6 +4565,17 @@ private:
     double m_aged_before = -1.0;         ///< mean of the fresh solves before the last aged build (-1: none)
     bool m_aged_requested = false;       ///< the next build is an aged build
     bool m_judging_aged_build = false;   ///< the fresh solves since the build judge it
+    /// Renewals of the modes: what they keep of the build, whether the next prepare
+    /// renews (the age asked for it), whether the last judged renewal
+    /// lowered the iterations (else the age buys a build), whether the
+    /// renewal is the one being judged, and counts and times.
+    multilevel_detail::ModeRenewal<T> m_renewal;
+    bool m_renew_requested = false;
+    bool m_renewals_help = true;
+    bool m_judging_renewal = false;
+    int m_mode_renewals = 0;
+    double m_renewal_seconds = 0.0;
+    double m_last_renewal_seconds = -1.0;
     std::array<int, aged_judged_solves> m_recent_fresh{};  ///< the last fresh solves' iterations, a ring
     int m_recent_fresh_count = 0;                          ///< fresh solves in the ring since the build
     int m_recent_fresh_next = 0;                           ///< the ring's next slot
