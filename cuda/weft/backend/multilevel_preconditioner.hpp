@@ -2350,6 +2350,15 @@ struct CompleteBlockGalerkin {
     }
 };
 
+/// The position of block (row, col) in a block pattern (sorted rows), or −1.
+inline Index block_position(const BlockPattern& p, Index row, Index col)
+{
+    const auto begin = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(row)];
+    const auto end = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(row) + 1];
+    const auto found = std::lower_bound(begin, end, col);
+    return found == end || *found != col ? Index(-1) : static_cast<Index>(found - p.col_idx.begin());
+}
+
 /// For a block pattern that is symmetric (sorted rows), the position of
 /// each block's transpose (blocks on and right of the diagonal map to
 /// themselves); empty where the pattern is not symmetric.
@@ -2360,13 +2369,8 @@ inline std::vector<Index> block_symmetric_mirror(const BlockPattern& p)
         for (Index e = p.row_ptr[static_cast<std::size_t>(row)]; e < p.row_ptr[static_cast<std::size_t>(row) + 1];
              ++e) {
             const Index col = p.col_idx[static_cast<std::size_t>(e)];
-            mirror[static_cast<std::size_t>(e)] = e;
-            if (col >= row) continue;
-            const auto begin = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(col)];
-            const auto end = p.col_idx.begin() + p.row_ptr[static_cast<std::size_t>(col) + 1];
-            const auto found = std::lower_bound(begin, end, row);
-            if (found == end || *found != row) return {};
-            mirror[static_cast<std::size_t>(e)] = static_cast<Index>(found - p.col_idx.begin());
+            mirror[static_cast<std::size_t>(e)] = col >= row ? e : block_position(p, col, row);
+            if (mirror[static_cast<std::size_t>(e)] < 0) return {};
         }
     }
     return mirror;
@@ -2418,23 +2422,16 @@ struct ModeRenewal {
 };
 
 /// Each scalar entry's place in the values of the same matrix in `rows` ×
-/// `cols` blocks on the block pattern (row_ptr, col_idx); empty where an
-/// entry's block is not in the pattern.
+/// `cols` blocks on `pattern`; empty where an entry's block is not in it.
 template <typename T>
-std::vector<Index> scalar_positions_in_blocks(const HostMatrix<T>& m, const std::vector<Index>& row_ptr,
-                                              const std::vector<Index>& col_idx, int rows, int cols)
+std::vector<Index> scalar_positions_in_blocks(const HostMatrix<T>& m, const BlockPattern& pattern, int rows, int cols)
 {
     std::vector<Index> positions;
     positions.reserve(static_cast<std::size_t>(m.nonZeros()));
     for (Index r = 0; r < m.rows(); ++r) {
-        const Index block_row = r / rows;
         for (typename HostMatrix<T>::InnerIterator it(m, r); it; ++it) {
-            const Index block_col = static_cast<Index>(it.col()) / cols;
-            const auto begin = col_idx.begin() + row_ptr[static_cast<std::size_t>(block_row)];
-            const auto end = col_idx.begin() + row_ptr[static_cast<std::size_t>(block_row) + 1];
-            const auto found = std::lower_bound(begin, end, block_col);
-            if (found == end || *found != block_col) return {};
-            const Index e = static_cast<Index>(found - col_idx.begin());
+            const Index e = block_position(pattern, r / rows, static_cast<Index>(it.col()) / cols);
+            if (e < 0) return {};
             positions.push_back(e * (rows * cols) + (r % rows) * cols + static_cast<Index>(it.col()) % cols);
         }
     }
@@ -2562,12 +2559,9 @@ inline std::vector<Index> transposed_block_positions(const BlockPattern& pattern
     for (Index row = 0; row < transposed.block_rows; ++row) {
         for (Index e = transposed.row_ptr[static_cast<std::size_t>(row)];
              e < transposed.row_ptr[static_cast<std::size_t>(row) + 1]; ++e) {
-            const Index col = transposed.col_idx[static_cast<std::size_t>(e)];
-            const auto begin = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(col)];
-            const auto end = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(col) + 1];
-            const auto found = std::lower_bound(begin, end, row);
-            if (found == end || *found != row) return {};
-            from[static_cast<std::size_t>(e)] = static_cast<Index>(found - pattern.col_idx.begin());
+            from[static_cast<std::size_t>(e)] =
+                block_position(pattern, transposed.col_idx[static_cast<std::size_t>(e)], row);
+            if (from[static_cast<std::size_t>(e)] < 0) return {};
         }
     }
     return from;
@@ -3798,11 +3792,17 @@ private:
         if (m_renewal.levels.size() != m_coarse.size()) return;
         LevelRenewal<T>& kept = m_renewal.levels.back();
         const int above = m_coarse.size() == 1 ? B : N;
-        const std::vector<Index> p_positions = scalar_positions_in_blocks(
-            prolongator, to_host(level.block_prolongator.row_ptr), to_host(level.block_prolongator.col_idx), above, N);
-        const std::vector<Index> r_positions =
-            scalar_positions_in_blocks(HostMatrix<T>(prolongator.transpose()), to_host(level.block_restriction.row_ptr),
-                                       to_host(level.block_restriction.col_idx), N, above);
+        const auto host_pattern = [](const BlockCsr<T>& m) {
+            BlockPattern p;
+            p.block_rows = m.block_rows();
+            p.row_ptr = to_host(m.row_ptr);
+            p.col_idx = to_host(m.col_idx);
+            return p;
+        };
+        const std::vector<Index> p_positions =
+            scalar_positions_in_blocks(prolongator, host_pattern(level.block_prolongator), above, N);
+        const std::vector<Index> r_positions = scalar_positions_in_blocks(
+            HostMatrix<T>(prolongator.transpose()), host_pattern(level.block_restriction), N, above);
         if (p_positions.empty() || r_positions.empty()) return;
         kept.prolongator_positions = to_device(p_positions);
         kept.restriction_positions = to_device(r_positions);
