@@ -199,28 +199,30 @@
 /// rotations and sliding modes are computed from the node positions at the
 /// build, and the cloth bends and turns away from them (benchmarks/RESULTS.md,
 /// "What ages in the hierarchy"). So where the age asks for a build, the
-/// hierarchy first renews them without one (renew_first_tentative,
-/// renew_prolongator): the squares' modes N for the current positions,
-/// written in the build's coarse basis, T = N R⁻¹ with each square's R of
-/// N = Q R at the build (column by column; a column inactive at the build
-/// stays zero), so that the coarse near-null rows R, on which the coarser
-/// levels' tentative prolongators were built, still stand for the same modes
-/// (the rotations, shear and arc lengths of the whole cloth) and those
-/// tentatives are kept. Then level by level, as a refresh goes: each
-/// prolongator smoothed again, P = T − ω D⁻¹ Â T with the build's ω and
-/// the level above's current matrix (for levels below the first the couplings
-/// square_neighbour_couplings keeps), on P's kept block pattern; R = Pᵀ;
-/// the level's Galerkin product with every row. The coarse bases change by
-/// a block-diagonal matrix per level (R_new R_old⁻¹ on the first), which
-/// the smoothing with the current matrices follows: on a woven patch turned
-/// as a whole, the renewed hierarchy takes 28 PCG iterations, a fresh build
-/// 27, the old modes refreshed 197 (test_line_preconditioner). With
-/// positions unchanged a renewal gives the build's prolongators to
-/// round-off. A renewal is priced as the age's build was, at its own last
-/// time (a refresh's before the first), and judged the same way; while a
-/// build or renewal is judged, the age buys nothing. One whose first fresh
-/// solves are no faster than those before it sends the next aged renewal to
-/// a build, after which renewals resume. mode_renewals() counts them.
+/// hierarchy first renews what depends on the geometry, on its kept
+/// aggregates and patterns (renew_tentatives, renew_prolongator): the
+/// squares' modes for the current positions, orthonormalized per square, and
+/// every coarser level's tentative prolongator from the R factors as a build
+/// forms them (host, a few Gram–Schmidt passes per aggregate); then level by
+/// level, as a refresh goes, each prolongator smoothed again,
+/// P = T − ω D⁻¹ Â T with the build's ω and the level above's current matrix
+/// (for levels below the first the couplings square_neighbour_couplings
+/// keeps), on P's kept block pattern (device block products), R = Pᵀ, and
+/// the level's Galerkin product with every row, whose diagonal decides again
+/// which coarse DoFs are active (a mode dependent on the others in its
+/// aggregate, e.g. a rotation about a line of nodes left free, changes with
+/// the line's direction). The result is the build's hierarchy for the
+/// current positions and matrix, but for ω below the first level (the
+/// build's power iteration on the coarse matrices then) and the patterns
+/// (the build's): with the same matrix the first level's prolongator and
+/// coarse matrix are a fresh build's to round-off, and a woven patch turned
+/// as a whole takes a fresh build's PCG iterations (27; 197 with the old
+/// modes; test_line_preconditioner). A renewal is priced
+/// as the age's build was, at its own last time (a refresh's before the
+/// first), and judged the same way; while a build or renewal is judged, the
+/// age buys nothing. One whose first fresh solves are no faster than those
+/// before it sends the next aged renewal to a build, after which renewals
+/// resume. mode_renewals() counts them.
 /// A square coarse level (its aggregates all square_modes wide) refreshes in
 /// blocks: Â P in (the level above's block) × 9 blocks and Pᵀ(Â P) in 9 × 9
 /// blocks, straight into the level's blocked copy on the structural pattern
@@ -416,10 +418,11 @@ struct MultilevelOptions {
     /// in the file comment).
     MultilevelRefresh refresh = MultilevelRefresh::on_growth;
     /// Square coarse space, refreshing ahead: where the hierarchy's age
-    /// asks for a build, first renew the first coarse level's near-null
-    /// modes for the current node positions and smooth every prolongator
-    /// again on its kept pattern, with a refresh of the coarse values (0.5 s
-    /// against a 2.8 s build on the 200² sphere drop, CPU threads); a build
+    /// asks for a build, first renew the squares' near-null modes for the
+    /// current node positions, every level's tentative prolongator formed
+    /// from them as a build does, and smooth every prolongator again on its
+    /// kept pattern, with a refresh of the coarse values (0.6 s
+    /// against a 3.5 s build on the 200² sphere drop, CPU threads); a build
     /// only where such a renewal did not lower the iterations (see "Renewing
     /// the modes" in the file comment). false: the age always buys a build.
     bool renew_modes = true;
@@ -2404,19 +2407,18 @@ template <typename T>
 struct LevelRenewal {
     T omega = T(0);
     BlockCsr<T> tentative;
+    BlockPattern tentative_pattern;  ///< the tentative's pattern on the host (levels below the first)
     thrust::device_vector<Index> transpose;
     thrust::device_vector<std::uint8_t> kept_blocks;
     BlockCsr<T> block_prolongator, block_restriction;  ///< the coarsest level's only
     thrust::device_vector<Index> prolongator_positions, restriction_positions;
 };
 
-/// What a renewal of the modes keeps of a square hierarchy's build: each first-level
-/// aggregate's R of N = Q R (orthonormalize; the coarse near-null rows the
-/// coarser levels were built on), and each coarse level's LevelRenewal.
+/// What a renewal of the modes keeps of a square hierarchy's build: the
+/// first level's aggregates, and each coarse level's LevelRenewal.
 template <typename T>
 struct ModeRenewal {
     Index aggregates = 0;
-    std::vector<T> factors;  ///< aggregates · N·N, each R row-major
     std::vector<LevelRenewal<T>> levels;
     bool empty() const { return aggregates == 0; }
 };
@@ -2454,27 +2456,6 @@ struct KeepBlocks {
         }
     }
 };
-
-/// An aggregate's tentative prolongator for its near-null rows `n` (DoFs ×
-/// N) in the coarse basis of the build: t with t R = n, column by column
-/// (R upper triangular, row-major, from orthonormalize at the build), so
-/// that the coarse near-null rows R, on which the coarser levels were
-/// built, still stand for the same modes. A column whose pivot is zero (a
-/// coarse DoF that was inactive at the build) stays zero.
-template <typename T>
-void tentative_in_build_basis(const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>& n, const T* r,
-                              Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>& t)
-{
-    const Index k = static_cast<Index>(n.cols());
-    t.setZero(n.rows(), k);
-    for (Index c = 0; c < k; ++c) {
-        const T pivot = r[c * k + c];
-        if (!(pivot > T(0))) continue;
-        Eigen::Matrix<T, Eigen::Dynamic, 1> column = n.col(c);
-        for (Index p = 0; p < c; ++p) column -= r[p * k + c] * t.col(p);
-        t.col(c) = column / pivot;
-    }
-}
 
 /// Block row `row` of the renewed prolongator P = T − ω D⁻¹ Â T on P's
 /// kept pattern of B × N blocks (B the level above's block size), from
@@ -2656,6 +2637,38 @@ struct RowsChanged {
         changed[row] = any ? 1 : 0;
     }
 };
+
+/// The active DoFs of a coarse matrix by its diagonal as the Galerkin
+/// products left it (before the identity on inactive DoFs): above 1e-12 of
+/// the largest (a coarse DoF whose prolongator column is zero, a near-null
+/// mode dependent on the others in its aggregate, is inactive).
+template <typename T>
+std::vector<std::uint8_t> active_dofs(const std::vector<T>& diagonal)
+{
+    T largest = T(0);
+    for (const T d : diagonal) largest = std::max(largest, std::abs(d));
+    std::vector<std::uint8_t> active(diagonal.size(), 0);
+    for (std::size_t r = 0; r < diagonal.size(); ++r) active[r] = diagonal[r] > T(1e-12) * largest ? 1 : 0;
+    return active;
+}
+
+/// The diagonal of a K × K block matrix whose rows all hold their diagonal block, on the host.
+template <typename T, int K>
+std::vector<T> diagonal_of_blocks(const BsrMatrix<T, K>& m)
+{
+    const std::vector<Index> row_ptr = to_host(m.row_ptr()), col_idx = to_host(m.col_idx());
+    std::vector<Index> at(static_cast<std::size_t>(m.block_rows()) * K);
+    for (Index br = 0; br < m.block_rows(); ++br) {
+        const auto begin = col_idx.begin() + row_ptr[static_cast<std::size_t>(br)];
+        const auto end = col_idx.begin() + row_ptr[static_cast<std::size_t>(br) + 1];
+        const Index e = static_cast<Index>(std::lower_bound(begin, end, br) - col_idx.begin());
+        for (int i = 0; i < K; ++i) at[static_cast<std::size_t>(br * K + i)] = e * (K * K) + i * (K + 1);
+    }
+    const thrust::device_vector<Index> positions = to_device(at);
+    thrust::device_vector<T> values(positions.size());
+    thrust::gather(thrust::device, positions.begin(), positions.end(), m.values().begin(), values.begin());
+    return to_host(values);
+}
 
 /// C_rr += 1 on the rows that `free_dofs` marks inactive (the identity that
 /// the build adds for coarse DoFs left inactive by a dependent near-null column).
@@ -2993,7 +3006,7 @@ public:
             // The age asked for new modes: renewed, then every coarse row refreshed.
             m_renew_requested = false;
             const auto start = std::chrono::steady_clock::now();
-            const bool renewed = renew_first_tentative(free_dofs, state) && refresh_values(a, free_dofs, true, true);
+            const bool renewed = renew_tentatives(free_dofs, state) && refresh_values(a, free_dofs, true, true);
             m_last_renewal_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             m_renewal_seconds += m_last_renewal_seconds;
             if (renewed) {
@@ -3017,7 +3030,7 @@ public:
             m_aged_requested = true;
         }
         m_renew_requested = false;
-        if (refresh && refresh_values(a, free_dofs, new_filter)) {
+        if (refresh && !m_rebuild_requested && refresh_values(a, free_dofs, new_filter)) {
             if (new_filter) {
                 thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
                 m_filter_refreshes += 1;
@@ -3155,7 +3168,7 @@ public:
         // where the cloth itself got harder, the rebuilt hierarchy's first
         // solve is as slow and the age starts again from it).
         // With the square coarse space the age first buys a renewal of the
-        // modes (renew_first_tentative), at its own price (a refresh's before the
+        // modes (renew_tentatives), at its own price (a refresh's before the
         // first), until one is judged not to have helped.
         const bool renew = renewal_next();
         const double age_price = renew ? (m_last_renewal_seconds >= 0.0   ? m_last_renewal_seconds
@@ -3552,9 +3565,9 @@ private:
                     if (m_coarse.empty()) {
                         renewal_level.tentative = keep_renewal_basis(aggregates, coarse_yarn_level, a.block_rows());
                     } else {
+                        renewal_level.tentative_pattern = scalar_block_pattern(tentative, square_modes, square_modes);
                         renewal_level.tentative =
-                            BlockCsr<T>(scalar_block_pattern(tentative, square_modes, square_modes), square_modes,
-                                        square_modes, &tentative);
+                            BlockCsr<T>(renewal_level.tentative_pattern, square_modes, square_modes, &tentative);
                     }
                 }
             } else {
@@ -3745,10 +3758,11 @@ private:
         return true;
     }
 
-    /// Keeps what a renewal of the modes needs of the first square level's build:
-    /// the aggregates' R factors (`coarse`, from yarn_tentative_prolongator)
-    /// and each node's aggregate (`aggregates`). Nothing where a node has no
-    /// aggregate or an aggregate is not square_modes wide.
+    /// Keeps what a renewal of the modes needs of the first square level's
+    /// build: its aggregates' count and each node's aggregate, as the pattern
+    /// of its tentative prolongator in blocks (returned; values zero).
+    /// Nothing where a node has no aggregate or an aggregate is not
+    /// square_modes wide.
     multilevel_detail::BlockCsr<T> keep_renewal_basis(
         const std::vector<multilevel_detail::YarnAggregate<T>>& aggregates,
         const std::vector<multilevel_detail::YarnAggregate<T>>& coarse, Index nodes)
@@ -3759,13 +3773,8 @@ private:
         BlockCsr<T> tentative;
         if (aggregates.size() != coarse.size()) return tentative;
         std::vector<Index> owner(static_cast<std::size_t>(nodes), Index(-1));
-        std::vector<T> factors(coarse.size() * (N * N));
         for (std::size_t g = 0; g < aggregates.size(); ++g) {
-            const auto& r = coarse[g].near_null;
-            if (r.rows() != N || r.cols() != N || aggregates[g].near_null.cols() != N) return tentative;
-            for (Index i = 0; i < N; ++i) {
-                for (Index j = 0; j < N; ++j) factors[g * (N * N) + static_cast<std::size_t>(i * N + j)] = r(i, j);
-            }
+            if (coarse[g].near_null.cols() != N || aggregates[g].near_null.cols() != N) return tentative;
             for (const Index dof : aggregates[g].dofs) owner[static_cast<std::size_t>(dof / B)] = static_cast<Index>(g);
         }
         std::vector<Index> row_ptr(static_cast<std::size_t>(nodes) + 1);
@@ -3776,7 +3785,6 @@ private:
         tentative.row_ptr = to_device(row_ptr);
         tentative.col_idx = to_device(owner);
         tentative.values.assign(static_cast<std::size_t>(nodes) * (B * N), T(0));
-        m_renewal.factors = std::move(factors);
         m_renewal.aggregates = static_cast<Index>(coarse.size());
         return tentative;
     }
@@ -3810,42 +3818,65 @@ private:
         kept.block_restriction = std::move(level.block_restriction);
     }
 
-    /// The first square level's tentative prolongator for the node positions
-    /// in `state`: each aggregate's near-null modes
-    /// (square_aggregates) computed again and written in the build's coarse
-    /// basis (tentative_in_build_basis: T R = N with the build's R, so the
-    /// coarser levels' tentative prolongators, built on R, keep their
-    /// meaning). false where the hierarchy keeps no renewal or the squares
-    /// no longer match the build's.
-    bool renew_first_tentative(const thrust::device_vector<std::uint8_t>& free_dofs,
-                               const thrust::device_vector<T>& state)
+    /// Every coarse level's tentative prolongator for the node positions in
+    /// `state`, on its kept pattern, as a build of the same aggregates makes
+    /// it: the squares' near-null modes (square_aggregates) orthonormalized
+    /// per square (N = Q R, T = Q), their R the coarse near-null rows, which
+    /// the next level's joined aggregates orthonormalize again
+    /// (join_yarn_aggregates, yarn_tentative_prolongator), and so on down.
+    /// false where the hierarchy keeps no renewal, or the aggregates or a
+    /// tentative no longer fit the kept ones (the caller builds).
+    bool renew_tentatives(const thrust::device_vector<std::uint8_t>& free_dofs, const thrust::device_vector<T>& state)
     {
         using namespace multilevel_detail;
         constexpr int N = square_modes;
-        using Dense = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;
         if (!modes_renewable()) return false;
-        const std::vector<YarnAggregate<T>> aggregates =
+        std::vector<YarnAggregate<T>> aggregates =
             square_aggregates(*m_lines, to_host(state), to_host(free_dofs), m_options.square_side);
         if (static_cast<Index>(aggregates.size()) != m_renewal.aggregates) return false;
-        BlockCsr<T>& tentative = m_renewal.levels[0].tentative;
-        const std::vector<Index> owner = to_host(tentative.col_idx);
-        std::vector<std::uint8_t> misplaced(aggregates.size(), 0);
-        write_on_host(tentative.values, [&](T* values) {
+        BlockCsr<T>& first = m_renewal.levels[0].tentative;
+        const std::vector<Index> owner = to_host(first.col_idx);
+        std::vector<YarnAggregate<T>> coarse(aggregates.size());
+        std::vector<std::uint8_t> misfit(aggregates.size(), 0);
+        write_on_host(first.values, [&](T* values) {
             for_each_on_host(m_renewal.aggregates, [&](Index g) {
-                const YarnAggregate<T>& aggregate = aggregates[static_cast<std::size_t>(g)];
-                Dense t;
-                tentative_in_build_basis(aggregate.near_null,
-                                         m_renewal.factors.data() + static_cast<std::size_t>(g) * (N * N), t);
-                for (std::size_t d = 0; d < aggregate.dofs.size(); ++d) {
+                YarnAggregate<T>& aggregate = aggregates[static_cast<std::size_t>(g)];
+                YarnAggregate<T>& c = coarse[static_cast<std::size_t>(g)];
+                c.family = aggregate.family;
+                c.key[0] = aggregate.key[0];
+                c.key[1] = aggregate.key[1];
+                c.near_null = orthonormalize(aggregate.near_null);  // the near-null rows become Q
+                for (Index m = 0; m < N; ++m) c.dofs.push_back(g * N + m);
+                if (aggregate.near_null.cols() != N) misfit[static_cast<std::size_t>(g)] = 1;
+                for (std::size_t d = 0; d < aggregate.dofs.size() && !misfit[static_cast<std::size_t>(g)]; ++d) {
                     const Index node = aggregate.dofs[d] / B;
-                    if (owner[static_cast<std::size_t>(node)] != g) misplaced[static_cast<std::size_t>(g)] = 1;
+                    if (owner[static_cast<std::size_t>(node)] != g) misfit[static_cast<std::size_t>(g)] = 1;
                     T* block = values + static_cast<std::size_t>(node) * (B * N) +
                                static_cast<std::size_t>(aggregate.dofs[d] % B) * N;
-                    for (int c = 0; c < N; ++c) block[c] = t(static_cast<Index>(d), c);
+                    for (int m = 0; m < N; ++m) block[m] = aggregate.near_null(static_cast<Index>(d), m);
                 }
             });
         });
-        return std::find(misplaced.begin(), misplaced.end(), std::uint8_t(1)) == misplaced.end();
+        if (std::find(misfit.begin(), misfit.end(), std::uint8_t(1)) != misfit.end()) return false;
+        for (std::size_t l = 1; l < m_renewal.levels.size(); ++l) {
+            LevelRenewal<T>& kept = m_renewal.levels[l];
+            std::vector<YarnAggregate<T>> next;
+            std::vector<Index> starts;
+            const HostMatrix<T> tentative =
+                yarn_tentative_prolongator(join_yarn_aggregates(coarse, 2, 2, m_options.square_join),
+                                           kept.tentative_pattern.block_rows * N, next, starts);
+            if (tentative.cols() != kept.tentative_pattern.block_cols * N) return false;
+            try {
+                write_on_host(kept.tentative.values, [&](T* values) {
+                    std::fill(values, values + kept.tentative.values.size(), T(0));
+                    values_on_pattern(tentative, kept.tentative_pattern, N, N, values, nullptr);
+                });
+            } catch (const InvalidInput&) {  // an entry outside the kept pattern
+                return false;
+            }
+            coarse = std::move(next);
+        }
+        return true;
     }
 
     /// Coarse level l's prolongator smoothed again from its kept tentative
@@ -3985,7 +4016,14 @@ private:
                 const bool by_rows =
                     !every_row && m_options.refresh_tolerance >= 0.0 &&
                     level.taken.size() == (l == 0 ? a.values() : m_coarse[l - 1].blocked.values()).size();
-                const int misses = by_rows ? refresh_by_rows(l, a, free_dofs) : refresh_in_blocks(l, a, free_dofs);
+                int misses = 0;
+                if (renew) {  // new tentatives: which coarse DoFs are active is decided again, as a build does
+                    misses = galerkin_in_blocks(l, a, free_dofs);
+                    level.free_dofs = to_device(active_dofs(diagonal_of_blocks(level.blocked)));
+                    complete_in_blocks(level);
+                } else {
+                    misses = by_rows ? refresh_by_rows(l, a, free_dofs) : refresh_in_blocks(l, a, free_dofs);
+                }
                 if (!by_rows) take_every_row(l, a);
                 mixed = mixed || by_rows;
                 const thrust::device_vector<std::uint8_t>* changed = by_rows ? &level.changed : nullptr;
@@ -4006,6 +4044,13 @@ private:
             if (misses != 0 ||
                 fixed_pattern_product(level.restriction, nullptr, level.product, level.matrix, &level.mirror) != 0)
                 return false;
+            if (renew) {
+                const HostMatrix<T> galerkin = to_host_csr(level.matrix);
+                std::vector<T> diagonal(static_cast<std::size_t>(galerkin.rows()));
+                for (Index r = 0; r < galerkin.rows(); ++r)
+                    diagonal[static_cast<std::size_t>(r)] = galerkin.coeff(r, r);
+                level.free_dofs = to_device(active_dofs(diagonal));
+            }
             thrust::for_each(
                 thrust::device, thrust::counting_iterator<Index>(0),
                 thrust::counting_iterator<Index>(level.matrix.rows()),
@@ -4066,22 +4111,7 @@ private:
                 "structural pattern");
         }
         // The diagonal as the products left it: the active DoFs, as the scalar build chose them.
-        std::vector<Index> diagonal_at(static_cast<std::size_t>(built.dofs));
-        for (Index br = 0; br < pattern.block_rows; ++br) {
-            const auto begin = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(br)];
-            const auto end = pattern.col_idx.begin() + pattern.row_ptr[static_cast<std::size_t>(br) + 1];
-            const Index e = static_cast<Index>(std::lower_bound(begin, end, br) - pattern.col_idx.begin());
-            for (int i = 0; i < N; ++i) diagonal_at[static_cast<std::size_t>(br * N + i)] = e * (N * N) + i * (N + 1);
-        }
-        const thrust::device_vector<Index> diagonal_positions = to_device(diagonal_at);
-        thrust::device_vector<T> diagonal_values(diagonal_positions.size());
-        thrust::gather(thrust::device, diagonal_positions.begin(), diagonal_positions.end(),
-                       built.blocked.values().begin(), diagonal_values.begin());
-        const std::vector<T> diagonal = to_host(diagonal_values);
-        T largest = T(0);
-        for (const T d : diagonal) largest = std::max(largest, std::abs(d));
-        coarse_free.assign(diagonal.size(), 0);
-        for (std::size_t r = 0; r < diagonal.size(); ++r) coarse_free[r] = diagonal[r] > T(1e-12) * largest ? 1 : 0;
+        coarse_free = active_dofs(diagonal_of_blocks(built.blocked));
         built.free_dofs = to_device(coarse_free);
         complete_in_blocks(built);  // no scalar copy on the device: build() makes the one that is read
         Index nonzeros = 0;
