@@ -3221,8 +3221,9 @@ public:
     /// than the last as many fresh solves before it, back to 1 after one
     /// whose solves took fewer.
     int age_price_builds() const { return m_age_price_builds; }
-    /// Renewals of the first square level's modes (MultilevelOptions::renew_modes, bought by
-    /// the hierarchy's age instead of a build), their total and last time
+    /// Renewals of the squares' modes and every level's prolongator
+    /// (MultilevelOptions::renew_modes, bought by the hierarchy's age
+    /// instead of a build), their total and last time
     /// (the renewal and its refresh of every coarse row), whether the
     /// hierarchy can renew its modes (square coarse space built in blocks
     /// with a level below the first, MultilevelOptions::renew_modes), and
