@@ -2243,8 +2243,10 @@ HostMatrix<T> expand_blocks(const BlockCsr<T>& m, int rows, int cols, Index colu
 /// `free_dofs` (where given; then R == K): the filter S of A's rows and
 /// columns, C = S A S X (FixedPatternProduct's finest level, with X the
 /// prolongator). `upper`: only C's blocks on or right of the diagonal (for a
-/// symmetric C, whose other half CompleteBlockGalerkin copies). Returns the
-/// products that fell outside C's pattern.
+/// symmetric C, whose other half CompleteBlockGalerkin copies).
+/// `blocks_kept` (where given): per block of A, 0 where the block counts as
+/// zero (the smoothing's square_neighbour_couplings). Returns the products
+/// that fell outside C's pattern.
 template <typename T, int R, int K, int N>
 struct BlockFixedPatternProduct {
     const BlockArrays<T> a;
@@ -2255,6 +2257,7 @@ struct BlockFixedPatternProduct {
     const std::uint8_t* const free_dofs;
     const bool upper;
     const std::uint8_t* const rows_taken;  ///< nullptr, or per row: 0 leaves the row's values as they are
+    const std::uint8_t* const blocks_kept = nullptr;
 
     WEFT_HD int operator()(Index row) const
     {
@@ -2266,6 +2269,7 @@ struct BlockFixedPatternProduct {
         }
         int misses = 0;
         for (Index k = a.row_ptr[row]; k < a.row_ptr[row + 1]; ++k) {
+            if (blocks_kept != nullptr && !blocks_kept[k]) continue;
             const Index j = a.col_idx[k];
             T block[R * K];
             bool any = false;
@@ -2380,17 +2384,20 @@ inline std::vector<Index> block_symmetric_mirror(const BlockPattern& p)
 }
 
 /// C = A X in blocks into C's fixed pattern (BlockFixedPatternProduct over
-/// `rows` block rows; with `rows_taken`, only the rows it marks); the
-/// number of products that fell outside it.
+/// `rows` block rows; with `rows_taken`, only the rows it marks; with
+/// `blocks_kept`, only A's blocks it marks); the number of products that
+/// fell outside it.
 template <typename T, int R, int K, int N>
 int block_fixed_pattern_product(Index rows, const BlockArrays<T>& a, const std::uint8_t* free_dofs,
                                 const BlockArrays<T>& x, const Index* c_row_ptr, const Index* c_col_idx, T* c_values,
-                                bool upper, const std::uint8_t* rows_taken = nullptr)
+                                bool upper, const std::uint8_t* rows_taken = nullptr,
+                                const std::uint8_t* blocks_kept = nullptr)
 {
-    return thrust::transform_reduce(
-        thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
-        BlockFixedPatternProduct<T, R, K, N>{a, x, c_row_ptr, c_col_idx, c_values, free_dofs, upper, rows_taken}, 0,
-        thrust::plus<int>{});
+    return thrust::transform_reduce(thrust::device, thrust::counting_iterator<Index>(0),
+                                    thrust::counting_iterator<Index>(rows),
+                                    BlockFixedPatternProduct<T, R, K, N>{a, x, c_row_ptr, c_col_idx, c_values,
+                                                                         free_dofs, upper, rows_taken, blocks_kept},
+                                    0, thrust::plus<int>{});
 }
 
 /// What a renewal of the modes keeps of one coarse level's build
@@ -2439,23 +2446,6 @@ std::vector<Index> scalar_positions_in_blocks(const HostMatrix<T>& m, const Bloc
     }
     return positions;
 }
-
-/// The values of a block matrix with the blocks that `kept` marks 0 zeroed
-/// (the prolongator's smoothing by square_neighbour_couplings).
-template <typename T, int K>
-struct KeepBlocks {
-    const T* const values;
-    const std::uint8_t* const kept;
-    T* const out;
-
-    WEFT_HD void operator()(Index e) const
-    {
-        for (int v = 0; v < K * K; ++v) {
-            out[static_cast<std::size_t>(e) * (K * K) + v] =
-                kept[e] ? values[static_cast<std::size_t>(e) * (K * K) + v] : T(0);
-        }
-    }
-};
 
 /// Block row `row` of the renewed prolongator P = T − ω D⁻¹ Â T on P's
 /// kept pattern of B × N blocks (B the level above's block size), from
@@ -3883,12 +3873,17 @@ private:
     /// Coarse level l's prolongator smoothed again from its kept tentative
     /// prolongator with the current matrix of the level above (the finest
     /// under the filter, or level l − 1's blocks as the refresh just left
-    /// them, those square_neighbour_couplings drops zeroed):
+    /// them, without the blocks square_neighbour_couplings drops):
     /// P = T − ω D⁻¹ Â T with the build's ω on P's kept block pattern
     /// (BlockFixedPatternProduct, RenewProlongatorRow), R = Pᵀ
     /// (TransposeBlock), and for the coarsest level the scalar copies the
     /// V-cycle reads. false where P leaves its pattern or a diagonal block is
     /// not positive definite (the caller builds; P may have changed).
+    /// Â T is held in the level's Â P blocks, which the renewal's Galerkin
+    /// product recomputes in full next (their rows are P's, their pattern
+    /// Â P's, which holds P's): no allocation here. A fresh buffer of that
+    /// size (55 MB at 200² crossings) cost more in page faults on the 2-core
+    /// VM than the product written into it (125 against 28 ms).
     bool renew_prolongator(std::size_t l, const BsrMatrix<T, B>& a,
                            const thrust::device_vector<std::uint8_t>& free_dofs)
     {
@@ -3899,17 +3894,21 @@ private:
         const bool coarsest = l + 1 == m_coarse.size();
         BlockCsr<T>& p = coarsest ? kept.block_prolongator : level.block_prolongator;
         BlockCsr<T>& r = coarsest ? kept.block_restriction : level.block_restriction;
-        thrust::device_vector<T> product(p.values.size());
+        thrust::device_vector<T> own;  // the coarsest level's, which keeps no Â P blocks
+        thrust::device_vector<T>& scratch = level.block_product.values;
+        const bool borrow = scratch.size() >= p.values.size() && level.block_product.block_rows() == p.block_rows();
+        if (!borrow) own.resize(p.values.size());
+        T* const product = borrow ? raw_pointer(scratch) : raw_pointer(own);
+        const std::uint8_t* const blocks_kept = kept.kept_blocks.empty() ? nullptr : raw_pointer(kept.kept_blocks);
         const auto smooth = [&](auto above, const BlockArrays<T>& matrix, const std::uint8_t* filter) {
             constexpr int K = decltype(above)::value;
-            int misses = block_fixed_pattern_product<T, K, K, N>(p.block_rows(), matrix, filter,
-                                                                 arrays_of(kept.tentative), raw_pointer(p.row_ptr),
-                                                                 raw_pointer(p.col_idx), raw_pointer(product), false);
+            int misses = block_fixed_pattern_product<T, K, K, N>(
+                p.block_rows(), matrix, filter, arrays_of(kept.tentative), raw_pointer(p.row_ptr),
+                raw_pointer(p.col_idx), product, false, nullptr, blocks_kept);
             misses += thrust::transform_reduce(
                 thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(p.block_rows()),
                 RenewProlongatorRow<T, K, N>{matrix, filter, arrays_of(kept.tentative), raw_pointer(p.row_ptr),
-                                             raw_pointer(p.col_idx), raw_pointer(product), kept.omega,
-                                             raw_pointer(p.values)},
+                                             raw_pointer(p.col_idx), product, kept.omega, raw_pointer(p.values)},
                 0, thrust::plus<int>{});
             thrust::for_each(
                 thrust::device, thrust::counting_iterator<Index>(0),
@@ -3921,18 +3920,7 @@ private:
         if (l == 0) {
             misses = smooth(std::integral_constant<int, B>{}, arrays_of(a), raw_pointer(free_dofs));
         } else {
-            const BsrMatrix<T, N>& above = m_coarse[l - 1].blocked;
-            BlockArrays<T> matrix = arrays_of(above);
-            thrust::device_vector<T> kept_values;
-            if (!kept.kept_blocks.empty()) {
-                kept_values.resize(above.values().size());
-                thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
-                                 thrust::counting_iterator<Index>(static_cast<Index>(kept.kept_blocks.size())),
-                                 KeepBlocks<T, N>{raw_pointer(above.values()), raw_pointer(kept.kept_blocks),
-                                                  raw_pointer(kept_values)});
-                matrix.values = raw_pointer(kept_values);
-            }
-            misses = smooth(std::integral_constant<int, N>{}, matrix, nullptr);
+            misses = smooth(std::integral_constant<int, N>{}, arrays_of(m_coarse[l - 1].blocked), nullptr);
         }
         if (misses != 0) return false;
         if (coarsest) {
