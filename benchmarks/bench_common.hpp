@@ -280,7 +280,7 @@ inline void add_matrix_precision_option(CLI::App& app, std::string& precision)
 /// The words of the multilevel hierarchy's renewal rules that both
 /// benchmarks take (scene keys solver.multilevel_refresh,
 /// solver.multilevel_refresh_tolerance, solver.multilevel_rebuild,
-/// solver.multilevel_pattern_change).
+/// solver.multilevel_pattern_change, solver.multilevel_renew_modes).
 struct MultilevelRenewal {
     std::string refresh = "on-growth";
     double refresh_tolerance = MultilevelOptions{}.refresh_tolerance;

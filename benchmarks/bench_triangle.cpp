@@ -226,6 +226,7 @@ SizeResult run_size(int n, const Options& opt)
 
 int main(int argc, char** argv)
 {
+    weft::run_with_huge_pages(argv);  // the heap in 2 MiB pages (device.hpp)
     try {
         const Options opt = parse(argc, argv);
         if (weft::bench::print_help_or_version(opt.command, opt.help)) return 0;
@@ -237,11 +238,14 @@ int main(int argc, char** argv)
                    "µs per vertex-step | peak RSS |\n|---|---|---|---|---|---|---|---|---|---|\n";
         } else {
             out << "{\n  \"benchmark\": \"bench_triangle\",\n  \"scene\": \"hanging sheet 1 m, two top corners pinned\""
-                << ",\n  \"threads\": " << threads << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME
-                << "\",\n  \"preconditioner\": \"" << opt.preconditioner << "\",\n  \"multilevel_refresh\": \""
-                << opt.renewal.refresh << "\",\n  \"multilevel_refresh_tolerance\": " << opt.renewal.refresh_tolerance
+                << ",\n  \"threads\": " << threads
+                << ",\n  \"huge_pages\": " << (weft::heap_huge_pages_advised() ? "true" : "false")
+                << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
+                << "\",\n  \"multilevel_refresh\": \"" << opt.renewal.refresh
+                << "\",\n  \"multilevel_refresh_tolerance\": " << opt.renewal.refresh_tolerance
                 << ",\n  \"multilevel_rebuild\": \"" << opt.renewal.rebuild
                 << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
+                << "\",\n  \"multilevel_renew_modes\": \"" << opt.renewal.renew_modes
                 << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision << "\",\n  \"bending\": \"" << opt.bending
                 << "\",\n  \"damping\": \"" << opt.damping << "\",\n  \"dt\": " << opt.dt
                 << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";

@@ -16,7 +16,9 @@
 //              [--write-system DIR] [--estimate-spectrum]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
-// same count through Eigen::setNbThreads). bench_yarn_cuda is the same
+// same count through Eigen::setNbThreads). The program runs itself again
+// with its heap in transparent huge pages where it can (run_with_huge_pages,
+// device.hpp; `"huge_pages": true` in the output; WEFT_HUGE_PAGES=0 not). bench_yarn_cuda is the same
 // program on the CUDA system (the GPU); Eigen's CG still runs on the host.
 // Each size also times the system matrix's SpMV alone (median of R products)
 // and reports its bandwidth over the bytes it must move (beside the STREAM
@@ -185,6 +187,7 @@ EigenSolve eigen_solve(const weft::BsrMatrix<double, 5>& bsr, const thrust::devi
 
 int main(int argc, char** argv)
 {
+    weft::run_with_huge_pages(argv);  // the heap in 2 MiB pages (device.hpp)
     try {
         const Options opt = parse(argc, argv);
         if (weft::bench::print_help_or_version(opt.command, opt.help)) return 0;
@@ -194,6 +197,7 @@ int main(int argc, char** argv)
         Eigen::setNbThreads(threads);
         std::ostringstream json;
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
+             << ",\n  \"huge_pages\": " << (weft::heap_huge_pages_advised() ? "true" : "false")
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
              << "\",\n  \"multilevel_refresh\": \"" << opt.renewal.refresh
              << "\",\n  \"multilevel_refresh_tolerance\": " << opt.renewal.refresh_tolerance
@@ -203,8 +207,8 @@ int main(int argc, char** argv)
              << "\",\n  \"multilevel_square_side\": " << opt.multilevel_square_side
              << ",\n  \"multilevel_square_join\": " << opt.multilevel_square_join << ",\n  \"multilevel_rebuild\": \""
              << opt.renewal.rebuild << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
-             << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision
-             << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
+             << "\",\n  \"multilevel_renew_modes\": \"" << opt.renewal.renew_modes << "\",\n  \"matrix_precision\": \""
+             << opt.matrix_precision << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
              << ",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
              << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
         bool first = true;

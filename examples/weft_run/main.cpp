@@ -13,6 +13,7 @@
 int main(int argc, char** argv)
 {
     using namespace weft::examples;
+    weft::run_with_huge_pages(argv);  // the heap in 2 MiB pages (device.hpp)
     try {
         const RunArguments args = parse_run_arguments(argc, argv);
         if (args.help) {

@@ -62,6 +62,9 @@
 ///                              recomputes the rows in which an entry moved by
 ///                              more than this times its diagonal's scale
 ///                              (0: every row that changed; negative: every row)
+///   multilevel_renew_modes bool true; the hierarchy's age first renews the
+///                              squares' modes and prolongators on the kept
+///                              patterns instead of a build ("squares" only)
 ///   matrix_precision    string "double" | "single"; "single": PCG's products use
 ///                              a float copy of the matrix (half the bytes per
 ///                              iteration), vectors and sums stay double

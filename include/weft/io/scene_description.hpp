@@ -39,6 +39,7 @@ struct SolverDescription {
     std::string multilevel_cycle = "v";            ///< "v" | "w" (MultilevelCycle)
     std::string multilevel_refresh = "on-growth";  ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     double multilevel_refresh_tolerance = 1e-2;  ///< rows a refresh takes again (MultilevelOptions::refresh_tolerance)
+    bool multilevel_renew_modes = true;  ///< the age renews the squares' modes first (MultilevelOptions::renew_modes)
     std::string multilevel_pattern_change =
         "rebuild";                                   ///< "rebuild" | "keep" (MultilevelOptions::keep_across_patterns)
     std::string multilevel_rebuild = "rent-or-buy";  ///< "rent-or-buy" | "growth" (MultilevelOptions::timed_rebuild)

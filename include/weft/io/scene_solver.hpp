@@ -72,6 +72,7 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     // recomputes every row at every refresh.
     s.multilevel_refresh_tolerance =
         o.get_or("multilevel_refresh_tolerance", read_number, s.multilevel_refresh_tolerance);
+    s.multilevel_renew_modes = o.get_or("multilevel_renew_modes", read_bool, s.multilevel_renew_modes);
     s.multilevel_rebuild = o.get_or(
         "multilevel_rebuild",
         [](const json& v, const std::string& p) {
