@@ -421,10 +421,11 @@ struct MultilevelOptions {
     /// asks for a build, first renew the squares' near-null modes for the
     /// current node positions, every level's tentative prolongator formed
     /// from them as a build does, and smooth every prolongator again on its
-    /// kept pattern, with a refresh of the coarse values (0.6 s
-    /// against a 3.5 s build on the 200² sphere drop, CPU threads); a build
-    /// only where such a renewal did not lower the iterations (see "Renewing
-    /// the modes" in the file comment). false: the age always buys a build.
+    /// kept pattern, with a refresh of the coarse values (0.35 s
+    /// against a 2.4 s build on the 200² sphere drop, CPU threads, huge
+    /// pages); a build only where such a renewal did not lower the
+    /// iterations (see "Renewing the modes" in the file comment). false:
+    /// the age always buys a build. Scene key solver.multilevel_renew_modes.
     bool renew_modes = true;
     /// Which rows a refresh of the square levels recomputes (scene key
     /// solver.multilevel_refresh_tolerance): a row of Â (the finest matrix,
