@@ -180,8 +180,8 @@
 /// moved) is bought at every prepare() too, without probes:
 /// it costs less than the least drift a stale solve can show, and where
 /// nothing moved, at most that one iteration per solve. The first refresh
-/// by rows, whose price is not known yet, is bought at the first solve
-/// slower than the first after the build. Refreshing ahead, a refresh
+/// by rows, whose price is not known yet, is bought at the first timed
+/// solve, so that a contact that starts later meets fresh coarse values. Refreshing ahead, a refresh
 /// resets the stale time at every prepare(), and what the fresh solves take
 /// above the first after the build is the hierarchy's age (aggregates and
 /// near-null modes made for the build's geometry): once it has cost a
@@ -3150,8 +3150,14 @@ public:
         // first slow solve: it costs a fraction of a build, and then its price is known.
         const bool first_refresh = by_refresh && m_last_refresh_seconds < 0.0;
         // A refresh by rows costs about what moved: the first one is bought
-        // at the first solve slower than the first after the build.
-        const bool first_by_rows = first_refresh && timed && refreshes_by_rows() && iterations > m_first_iterations;
+        // at the first timed solve, so that the next prepare, one solve's
+        // motion after the last, prices it before the cloth moves much.
+        // Priced cheaper than an iteration, it is then made before every
+        // solve (m_cheap_refresh), and the first solve of a new contact is a
+        // fresh one: on the 400² sphere drop that solve took 17 iterations
+        // with the values of the free fall and 6 refreshed (benchmarks/RESULTS.md,
+        // "The first refresh by rows priced at once").
+        const bool first_by_rows = first_refresh && timed && refreshes_by_rows();
         // Refreshing ahead, a refresh resets the stale time at every
         // prepare, so the age of the hierarchy is weighed on its own: once
         // the fresh solves' iterations above the first after the build have
