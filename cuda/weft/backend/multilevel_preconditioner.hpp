@@ -181,7 +181,8 @@
 /// it costs less than the least drift a stale solve can show, and where
 /// nothing moved, at most that one iteration per solve. The first refresh
 /// by rows, whose price is not known yet, is bought at the first timed
-/// solve, so that a contact that starts later meets fresh coarse values. Refreshing ahead, a refresh
+/// solve, so that a contact that starts later meets fresh coarse values.
+/// Refreshing ahead, a refresh
 /// resets the stale time at every prepare(), and what the fresh solves take
 /// above the first after the build is the hierarchy's age (aggregates and
 /// near-null modes made for the build's geometry): once it has cost a
