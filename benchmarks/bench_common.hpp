@@ -288,6 +288,19 @@ struct MultilevelRenewal {
     std::string pattern_change = "rebuild";
     std::string renew_modes = "on";
 
+    /// The JSON fields of these words, each after ",\n  ": multilevel_refresh,
+    /// multilevel_refresh_tolerance, multilevel_rebuild,
+    /// multilevel_pattern_change, multilevel_renew_modes.
+    std::string json_fields() const
+    {
+        std::ostringstream out;
+        out << ",\n  \"multilevel_refresh\": \"" << refresh
+            << "\",\n  \"multilevel_refresh_tolerance\": " << refresh_tolerance << ",\n  \"multilevel_rebuild\": \""
+            << rebuild << "\",\n  \"multilevel_pattern_change\": \"" << pattern_change
+            << "\",\n  \"multilevel_renew_modes\": \"" << renew_modes << "\"";
+        return out.str();
+    }
+
     /// --multilevel-refresh, --multilevel-refresh-tolerance, --multilevel-rebuild,
     /// --multilevel-pattern-change, --multilevel-renew-modes.
     void add_options(CLI::App& app)

@@ -241,14 +241,10 @@ int main(int argc, char** argv)
                 << ",\n  \"threads\": " << threads
                 << ",\n  \"huge_pages\": " << (weft::heap_huge_pages_advised() ? "true" : "false")
                 << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-                << "\",\n  \"multilevel_refresh\": \"" << opt.renewal.refresh
-                << "\",\n  \"multilevel_refresh_tolerance\": " << opt.renewal.refresh_tolerance
-                << ",\n  \"multilevel_rebuild\": \"" << opt.renewal.rebuild
-                << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
-                << "\",\n  \"multilevel_renew_modes\": \"" << opt.renewal.renew_modes
-                << "\",\n  \"matrix_precision\": \"" << opt.matrix_precision << "\",\n  \"bending\": \"" << opt.bending
-                << "\",\n  \"damping\": \"" << opt.damping << "\",\n  \"dt\": " << opt.dt
-                << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
+                << "\"" << opt.renewal.json_fields() << ",\n  \"matrix_precision\": \"" << opt.matrix_precision
+                << "\",\n  \"bending\": \"" << opt.bending << "\",\n  \"damping\": \"" << opt.damping
+                << "\",\n  \"dt\": " << opt.dt << ",\n  \"steps\": " << opt.steps << ",\n  \"warmup\": " << opt.warmup
+                << ",\n  \"results\": [";
         }
         bool first = true;
         for (const int n : opt.sizes) {

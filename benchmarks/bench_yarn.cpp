@@ -18,8 +18,9 @@
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
 // same count through Eigen::setNbThreads). The program runs itself again
 // with its heap in transparent huge pages where it can (run_with_huge_pages,
-// device.hpp; `"huge_pages": true` in the output; WEFT_HUGE_PAGES=0 not). bench_yarn_cuda is the same
-// program on the CUDA system (the GPU); Eigen's CG still runs on the host.
+// device.hpp; `"huge_pages": true` in the output; WEFT_HUGE_PAGES=0 not).
+// bench_yarn_cuda is the same program on the CUDA system (the GPU); Eigen's
+// CG still runs on the host.
 // Each size also times the system matrix's SpMV alone (median of R products)
 // and reports its bandwidth over the bytes it must move (beside the STREAM
 // triad bandwidth of the same device system, `stream_triad_gb_per_s`, measured
@@ -199,15 +200,11 @@ int main(int argc, char** argv)
         json << "{\n  \"benchmark\": \"bench_yarn\",\n  \"scene\": \"" << opt.scene << "\",\n  \"threads\": " << threads
              << ",\n  \"huge_pages\": " << (weft::heap_huge_pages_advised() ? "true" : "false")
              << ",\n  \"backend\": \"" << WEFT_BACKEND_NAME << "\",\n  \"preconditioner\": \"" << opt.preconditioner
-             << "\",\n  \"multilevel_refresh\": \"" << opt.renewal.refresh
-             << "\",\n  \"multilevel_refresh_tolerance\": " << opt.renewal.refresh_tolerance
-             << ",\n  \"multilevel_smoother\": \"" << opt.multilevel_smoother
+             << "\"" << opt.renewal.json_fields() << ",\n  \"multilevel_smoother\": \"" << opt.multilevel_smoother
              << "\",\n  \"multilevel_coarse_space\": \"" << opt.multilevel_coarse_space
              << "\",\n  \"multilevel_cycle\": \"" << opt.multilevel_cycle
              << "\",\n  \"multilevel_square_side\": " << opt.multilevel_square_side
-             << ",\n  \"multilevel_square_join\": " << opt.multilevel_square_join << ",\n  \"multilevel_rebuild\": \""
-             << opt.renewal.rebuild << "\",\n  \"multilevel_pattern_change\": \"" << opt.renewal.pattern_change
-             << "\",\n  \"multilevel_renew_modes\": \"" << opt.renewal.renew_modes << "\",\n  \"matrix_precision\": \""
+             << ",\n  \"multilevel_square_join\": " << opt.multilevel_square_join << ",\n  \"matrix_precision\": \""
              << opt.matrix_precision << "\",\n  \"line_ordered_rows\": " << (opt.line_ordered_rows ? "true" : "false")
              << ",\n  \"cholmod\": " << (opt.cholmod ? "true" : "false") << ",\n  \"steps\": " << opt.steps
              << ",\n  \"warmup\": " << opt.warmup << ",\n  \"results\": [";
