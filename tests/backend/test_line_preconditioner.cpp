@@ -164,13 +164,22 @@ Eigen::VectorXd filter_vector(const YarnProblem& problem)
     return filter;
 }
 
-/// The LDLT solution of the prefiltered system (S A S + (I − S)) x = S b.
-Eigen::VectorXd filtered_solution(const YarnProblem& problem, const Eigen::VectorXd& filter)
+/// The prefiltered matrix S A S + (I − S), sparse: the finest level that the
+/// Galerkin checks multiply by P (a dense copy of a 40 × 36 patch's matrix
+/// made one test case run 30 s).
+SparseMatrix filtered_matrix(const SparseMatrix& a, const Eigen::VectorXd& filter)
 {
-    SparseMatrix filtered = filter.asDiagonal() * problem.system.a * filter.asDiagonal();
+    SparseMatrix filtered = filter.asDiagonal() * a * filter.asDiagonal();
     for (Eigen::Index i = 0; i < filter.size(); ++i) {
         if (filter(i) == 0.0) filtered.coeffRef(i, i) = 1.0;
     }
+    return filtered;
+}
+
+/// The LDLT solution of the prefiltered system (S A S + (I − S)) x = S b.
+Eigen::VectorXd filtered_solution(const YarnProblem& problem, const Eigen::VectorXd& filter)
+{
+    const SparseMatrix filtered = filtered_matrix(problem.system.a, filter);
     Eigen::SimplicialLDLT<SparseMatrix> ldlt(filtered);
     REQUIRE(ldlt.info() == Eigen::Success);
     return ldlt.solve(filter.cwiseProduct(problem.system.b));
@@ -1217,10 +1226,7 @@ TEST_CASE(
         REQUIRE(m.prepare(problem.a, free_dofs, woven.state));
         REQUIRE(m.builds() == 1);
         REQUIRE(m.levels() >= 4);
-        SparseMatrix above = filter.asDiagonal() * problem.system.a * filter.asDiagonal();  // sparse: fast
-        for (Eigen::Index i = 0; i < above.rows(); ++i) {
-            if (filter(i) == 0.0) above.coeffRef(i, i) = 1.0;
-        }
+        SparseMatrix above = filtered_matrix(problem.system.a, filter);
         for (int l = 1; l < m.levels(); ++l) {
             INFO("n " << n << (hole ? " with a hole" : "") << ", level " << l);
             const SparseMatrix p = m.level_prolongator(l);
@@ -1272,8 +1278,8 @@ TEST_CASE(
     m.set_lines(&lines);
     REQUIRE(m.prepare(problem.a, free_dofs, state));
     REQUIRE(m.levels() >= 4);  // two lines-smoothed coarse levels, so one refreshed from the other's blocks
-    std::vector<Eigen::MatrixXd> prolongators;
-    for (int l = 1; l < m.levels(); ++l) prolongators.push_back(Eigen::MatrixXd(m.level_prolongator(l)));
+    std::vector<SparseMatrix> prolongators;
+    for (int l = 1; l < m.levels(); ++l) prolongators.push_back(SparseMatrix(m.level_prolongator(l)));
 
     // New values on the same pattern (D A D, D a random positive diagonal) and
     // a new filter: some free DoFs constrained, some pinned ones freed.
@@ -1297,17 +1303,14 @@ TEST_CASE(
     // rows zero where the new filter constrains: P' = S P), the identity on
     // the coarse DoFs left inactive at the build (a zero diagonal).
     const Eigen::VectorXd now_filter = filter_vector(now);
-    Eigen::MatrixXd above = now_filter.asDiagonal() * Eigen::MatrixXd(now.system.a) * now_filter.asDiagonal();
-    for (Eigen::Index i = 0; i < above.rows(); ++i) {
-        if (now_filter(i) == 0.0) above(i, i) = 1.0;
-    }
+    SparseMatrix above = filtered_matrix(now.system.a, now_filter);
     int levels = 0, blocked_levels = 0, scalar_copies = 0;
     for (int l = 1; l < m.levels(); ++l) {
         INFO("level " << l);
-        Eigen::MatrixXd p = prolongators[static_cast<std::size_t>(l - 1)];
-        CHECK(Eigen::MatrixXd(m.level_prolongator(l)) == p);
+        SparseMatrix p = prolongators[static_cast<std::size_t>(l - 1)];
+        CHECK(Eigen::MatrixXd(m.level_prolongator(l)) == Eigen::MatrixXd(p));
         if (l == 1) p = now_filter.asDiagonal() * p;
-        Eigen::MatrixXd expected_level = p.transpose() * above * p;
+        Eigen::MatrixXd expected_level = Eigen::MatrixXd(SparseMatrix(p.transpose() * above * p));
         const Eigen::MatrixXd refreshed = Eigen::MatrixXd(m.level_matrix(l));
         for (Eigen::Index i = 0; i < expected_level.rows(); ++i) {
             if (expected_level(i, i) == 0.0) expected_level(i, i) = 1.0;
@@ -1323,7 +1326,7 @@ TEST_CASE(
             }  // else level_matrix is the blocked copy, checked above
             ++blocked_levels;
         }
-        above = refreshed;
+        above = refreshed.sparseView();
         ++levels;
     }
     CHECK(levels == m.levels() - 1);
@@ -1438,11 +1441,11 @@ TEST_CASE(
     joined.set_lines(&lines);
     REQUIRE(loose.prepare(problem.a, free_dofs, state));
     REQUIRE(joined.prepare(problem.a, free_dofs, state));
-    std::vector<Eigen::MatrixXd> prolongators, joined_prolongators;
+    std::vector<SparseMatrix> prolongators, joined_prolongators;
     for (int l = 1; l < loose.levels(); ++l)
-        prolongators.push_back(Eigen::MatrixXd(loose.level_prolongator(static_cast<std::size_t>(l))));
+        prolongators.push_back(SparseMatrix(loose.level_prolongator(static_cast<std::size_t>(l))));
     for (int l = 1; l < joined.levels(); ++l)
-        joined_prolongators.push_back(Eigen::MatrixXd(joined.level_prolongator(static_cast<std::size_t>(l))));
+        joined_prolongators.push_back(SparseMatrix(joined.level_prolongator(static_cast<std::size_t>(l))));
     const YarnProblem now = rescaled_on(problem, patches[0], 1e-4, rng);
     REQUIRE(loose.prepare(now.a, free_dofs, state));
     REQUIRE(joined.prepare(now.a, free_dofs, state));
@@ -1455,14 +1458,11 @@ TEST_CASE(
     CHECK(loose.refreshed_row_share() < 0.5);  // the drift elsewhere is kept
     // Each coarse level within the tolerance of Pᵀ Â P of the new values
     // (the filter's identity on inactive DoFs as in the refresh test above).
-    Eigen::MatrixXd above = filter.asDiagonal() * Eigen::MatrixXd(now.system.a) * filter.asDiagonal();
-    for (Eigen::Index i = 0; i < above.rows(); ++i) {
-        if (filter(i) == 0.0) above(i, i) = 1.0;
-    }
+    SparseMatrix above = filtered_matrix(now.system.a, filter);
     for (int l = 1; l < loose.levels(); ++l) {
         INFO("level " << l);
-        const Eigen::MatrixXd& p = prolongators[static_cast<std::size_t>(l - 1)];
-        Eigen::MatrixXd exact_level = p.transpose() * above * p;
+        const SparseMatrix& p = prolongators[static_cast<std::size_t>(l - 1)];
+        Eigen::MatrixXd exact_level = Eigen::MatrixXd(SparseMatrix(p.transpose() * above * p));
         for (Eigen::Index i = 0; i < exact_level.rows(); ++i) {
             if (exact_level(i, i) == 0.0) exact_level(i, i) = 1.0;
         }
@@ -1471,25 +1471,22 @@ TEST_CASE(
         if (l == 1) CHECK(difference > 0.0);  // the kept rows' drift is there
         CHECK(difference <= 1e-2 * exact_level.cwiseAbs().maxCoeff());
         CHECK(refreshed == refreshed.transpose());
-        above = refreshed;
+        above = refreshed.sparseView();
     }
     CHECK(check_symmetric_positive(loose, filter, rng, 2, 1e-7) == 2);
     // The retry's levels are the exact Galerkin products of the new values.
-    above = filter.asDiagonal() * Eigen::MatrixXd(now.system.a) * filter.asDiagonal();
-    for (Eigen::Index i = 0; i < above.rows(); ++i) {
-        if (filter(i) == 0.0) above(i, i) = 1.0;
-    }
+    above = filtered_matrix(now.system.a, filter);
     int retried_levels = 0;
     for (int l = 1; l < joined.levels(); ++l) {
         INFO("joined 2 x 2, level " << l);
-        const Eigen::MatrixXd& p = joined_prolongators[static_cast<std::size_t>(l - 1)];
-        Eigen::MatrixXd exact_level = p.transpose() * above * p;
+        const SparseMatrix& p = joined_prolongators[static_cast<std::size_t>(l - 1)];
+        Eigen::MatrixXd exact_level = Eigen::MatrixXd(SparseMatrix(p.transpose() * above * p));
         for (Eigen::Index i = 0; i < exact_level.rows(); ++i) {
             if (exact_level(i, i) == 0.0) exact_level(i, i) = 1.0;
         }
         const Eigen::MatrixXd refreshed = Eigen::MatrixXd(joined.level_matrix(static_cast<std::size_t>(l)));
         CHECK((refreshed - exact_level).cwiseAbs().maxCoeff() <= 1e-12 * exact_level.cwiseAbs().maxCoeff());
-        above = refreshed;
+        above = refreshed.sparseView();
         ++retried_levels;
     }
     CHECK(retried_levels >= 3);
