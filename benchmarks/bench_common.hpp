@@ -382,6 +382,20 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
     return PcgPreconditioner::block_jacobi;
 }
 
+/// The multilevel cycles so far and their seconds on each level
+/// (MultilevelPreconditioner::cycles() and level_cycle_seconds()): taken
+/// before the timed steps, so that multilevel_fields reports theirs alone.
+struct LevelCycles {
+    long cycles = 0;
+    std::vector<double> seconds;  ///< per level, finest first, exclusive of the levels below
+
+    template <class Stepper>
+    static LevelCycles of(const Stepper& stepper)
+    {
+        return {stepper.multilevel().cycles(), stepper.multilevel().level_cycle_seconds()};
+    }
+};
+
 /// JSON fields of the multilevel hierarchy after the timed steps (empty for
 /// the other preconditioners): builds during the timed steps, the mean time
 /// of a build (the whole run), builds by cause (the whole run: pattern or
@@ -394,9 +408,13 @@ inline PcgPreconditioner parse_preconditioner(const std::string& name, const std
 /// time (the whole run), the refreshes by rows done again with every row
 /// (by_rows_retries()), the share of the first coarse level's rows the
 /// refreshes by rows recomputed (refreshed_row_share(), −1: none), levels,
-/// DoFs per level, operator complexity.
+/// DoFs per level, operator complexity; the cycles of the timed steps
+/// (`cycles`, the preconditioner's applications) and their mean ms per cycle
+/// on each level, finest first, exclusive of the levels below
+/// (`level_cycle_ms`; `start`: LevelCycles::of before the timed steps).
 template <class Stepper>
-std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner preconditioner, long builds)
+std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner preconditioner, long builds,
+                              const LevelCycles& start)
 {
     if (preconditioner != PcgPreconditioner::multilevel) return "";
     const auto& m = stepper.multilevel();
@@ -415,6 +433,14 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();
     for (std::size_t l = 0; l < dofs.size(); ++l) out << (l ? ", " : "") << dofs[l];
     out << "], \"operator_complexity\": " << stepper.multilevel().operator_complexity();
+    const LevelCycles now = LevelCycles::of(stepper);
+    const long cycles = now.cycles - start.cycles;
+    out << ", \"cycles\": " << cycles << ", \"level_cycle_ms\": [";
+    for (std::size_t l = 0; l < now.seconds.size(); ++l) {
+        const double seconds = now.seconds[l] - (l < start.seconds.size() ? start.seconds[l] : 0.0);
+        out << (l ? ", " : "") << (cycles > 0 ? 1e3 * seconds / static_cast<double>(cycles) : 0.0);
+    }
+    out << "]";
     return out.str();
 }
 

@@ -186,6 +186,7 @@ SizeResult run_size(int n, const Options& opt)
     long pcg_iterations = 0, substeps = 0, multilevel_builds = 0;
     weft::bench::CholmodBaseline<3> cholmod(model.free_dof);
     weft::bench::SpectrumEstimate spectrum;
+    const weft::bench::LevelCycles cycles_before = weft::bench::LevelCycles::of(stepper);
     for (int s = 0; s < opt.steps; ++s) {
         const weft::BackendStepReport report = stepper.step(opt.dt);
         if (!report.ok)
@@ -207,7 +208,8 @@ SizeResult run_size(int n, const Options& opt)
     r.pcg_ms = 1e3 * solve / steps;
     r.rest_ms = 1e3 * (total - assembly - solve) / steps;
     if (opt.cholmod) r.cholmod_fields = cholmod.fields(r.pcg_ms);
-    r.multilevel_fields = weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds);
+    r.multilevel_fields =
+        weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds, cycles_before);
     r.spectrum_fields = spectrum.fields(opt.estimate_spectrum);
     r.pcg_iterations = pcg_iterations / steps;
     r.substeps = substeps / steps;

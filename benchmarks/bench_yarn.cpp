@@ -30,7 +30,10 @@
 // factorized by it (bench_common.hpp, CholmodBaseline): the direct-solver
 // columns beside Eigen's CG; --no-cholmod skips them. --write-system DIR
 // writes each size's last timed system as DIR/yarn_N_*.npy (write_system in
-// bench_common.hpp), for studying preconditioners outside weft.
+// bench_common.hpp), for studying preconditioners outside weft. With
+// --preconditioner multilevel each size adds the hierarchy's fields
+// (multilevel_fields in bench_common.hpp), among them the timed steps'
+// cycles and their ms per cycle on each level (`level_cycle_ms`).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -251,6 +254,7 @@ int main(int argc, char** argv)
             weft::bench::CholmodBaseline<5> cholmod(built.model.free_dof);
             std::string first_failure;  ///< why the first halved timed step was halved
             weft::bench::SpectrumEstimate spectrum;
+            const weft::bench::LevelCycles cycles_before = weft::bench::LevelCycles::of(stepper);
             for (int s = 0; s < opt.steps; ++s) {
                 const weft::YarnStepReport r = stepper.step(h);
                 if (!r.ok) throw std::runtime_error("step failed at n = " + std::to_string(n) + ": " + r.message);
@@ -288,7 +292,8 @@ int main(int argc, char** argv)
                    << (newton_iterations > 0 ? static_cast<double>(pcg_iterations) / newton_iterations : 0.0)
                    << ", \"substeps\": " << substeps / steps
                    << ", \"us_per_node_step\": " << 1e6 * total / steps / (n * n)
-                   << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds)
+                   << weft::bench::multilevel_fields(stepper, options.pcg.preconditioner, multilevel_builds,
+                                                     cycles_before)
                    << spectrum.fields(opt.estimate_spectrum);
             if (opt.eigen) {
                 record << ", \"eigen_cg_ms\": " << eigen_ms / steps

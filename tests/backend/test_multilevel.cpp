@@ -1,6 +1,7 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -135,8 +136,25 @@ int check_symmetric_positive_definite(Random& rng)
     CHECK(dofs.back() <= 60);
     CHECK(m.operator_complexity() > 1.0);
     CHECK(m.operator_complexity() < 2.5);
+    CHECK(m.cycles() == 0);
+    CHECK(m.level_cycle_seconds().empty());
 
-    return check_vcycle_spd(m, free_host, rng, 4);
+    const auto start = std::chrono::steady_clock::now();
+    const int checked = check_vcycle_spd(m, free_host, rng, 4);
+    const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    // Each application is one cycle, its time split over every level it
+    // visited (the coarsest's direct solve included), within the time the
+    // applications took.
+    CHECK(m.cycles() == 2 * checked);
+    const std::vector<double> seconds = m.level_cycle_seconds();
+    REQUIRE(seconds.size() == dofs.size());
+    double sum = 0.0;
+    for (const double s : seconds) {
+        CHECK(s > 0.0);
+        sum += s;
+    }
+    CHECK(sum <= wall);
+    return checked;
 }
 
 template <int B>

@@ -3279,6 +3279,7 @@ public:
         }
         z.resize(r.size());
         thrust::copy(thrust::device, r.begin(), r.end(), m_fine.r.begin());
+        ++m_cycles;
         cycle_fine();
         thrust::copy(thrust::device, m_fine.z.begin(), m_fine.z.end(), z.begin());
     }
@@ -3306,6 +3307,22 @@ public:
     /// (MultilevelOptions::keep_across_patterns) instead of a build.
     int pattern_keeps() const { return m_pattern_keeps; }
     double refresh_seconds() const { return m_refresh_seconds; }
+    /// Cycles so far (apply() calls), and the seconds they spent on each
+    /// level, finest first, as level_dofs() counts the levels: a level's
+    /// smoothing, its residual and the transfers to and from the next coarser
+    /// level, exclusive of the visits below it; the coarsest level's direct
+    /// solve. Where a cycle's time goes, level by level (the benchmarks'
+    /// level_cycle_ms). Over every hierarchy so far (a rebuild with fewer
+    /// levels leaves the deeper entries as they were). The host clock around
+    /// each visit: on a GPU each Thrust call there waits for its kernel.
+    long cycles() const { return m_cycles; }
+    std::vector<double> level_cycle_seconds() const
+    {
+        std::vector<double> exclusive(m_visit_seconds.size());
+        for (std::size_t l = 0; l < exclusive.size(); ++l)
+            exclusive[l] = m_visit_seconds[l] - (l + 1 < m_visit_seconds.size() ? m_visit_seconds[l + 1] : 0.0);
+        return exclusive;
+    }
     /// Over the refreshes by rows so far (MultilevelOptions::refresh_tolerance),
     /// the share of the first coarse level's rows they recomputed; −1 before
     /// the first.
@@ -4397,6 +4414,7 @@ private:
                     std::size_t coarse)
     {
         using namespace multilevel_detail;
+        const VisitClock clock(m_visit_seconds, coarse);
         const int degree = m_options.smoother_degree;
         const T ratio = static_cast<T>(m_options.smoother_ratio);
         const auto smooth = [&](bool zero_start) {
@@ -4436,6 +4454,7 @@ private:
             thrust::device_vector<T>& next_z = last ? m_coarsest_solution : next.smoother.z;
             restrict_to(coarse, s.residual, next_r);
             if (last) {
+                const VisitClock coarsest(m_visit_seconds, coarse + 1);
                 spmv(m_coarsest_inverse, next_r, next_z);
             } else {
                 cycle<1>(next.matrix, next.free_dofs, next.smoother, coarse + 1);
@@ -4535,10 +4554,32 @@ private:
                                                                raw_pointer(r), raw_pointer(z), raw_pointer(residual)});
     }
 
+    /// Adds the seconds of one visit of level `level` to seconds[level]
+    /// (inclusive of the levels below it) when it goes out of scope.
+    class VisitClock {
+    public:
+        VisitClock(std::vector<double>& seconds, std::size_t level) : m_seconds(seconds), m_level(level)
+        {
+            if (m_seconds.size() <= level) m_seconds.resize(level + 1, 0.0);
+        }
+        VisitClock(const VisitClock&) = delete;
+        VisitClock& operator=(const VisitClock&) = delete;
+        ~VisitClock()
+        {
+            m_seconds[m_level] += std::chrono::duration<double>(std::chrono::steady_clock::now() - m_start).count();
+        }
+
+    private:
+        std::vector<double>& m_seconds;
+        std::size_t m_level;
+        std::chrono::steady_clock::time_point m_start = std::chrono::steady_clock::now();
+    };
+
     void cycle_fine()
     {
         if (m_coarse.empty()) {
             // One level: the coarsest inverse is the finest matrix's.
+            const VisitClock only(m_visit_seconds, 0);
             spmv(m_coarsest_inverse, m_fine.r, m_fine.z);
             return;
         }
@@ -4574,6 +4615,8 @@ private:
     int m_pattern_keeps = 0;
     bool m_kept_pattern = false;  ///< the coarse levels were kept across a pattern or filter change
     double m_refresh_seconds = 0.0;
+    long m_cycles = 0;                    ///< apply() calls (cycles())
+    std::vector<double> m_visit_seconds;  ///< per level, inclusive of the levels below (level_cycle_seconds())
     double m_last_refresh_seconds = -1.0;
     double m_rows_reached = 0.0;      ///< refreshed_row_share(): rows the refreshes by rows recomputed
     double m_rows_refreshable = 0.0;  ///< and the rows of the first coarse level at each of them
