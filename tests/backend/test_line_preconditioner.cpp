@@ -176,6 +176,17 @@ SparseMatrix filtered_matrix(const SparseMatrix& a, const Eigen::VectorXd& filte
     return filtered;
 }
 
+/// Pᵀ X P of a level above X, dense, with the identity on the coarse DoFs
+/// it leaves inactive (a zero diagonal), as the refreshes form each level.
+Eigen::MatrixXd galerkin_level(const SparseMatrix& p, const SparseMatrix& above)
+{
+    Eigen::MatrixXd level = Eigen::MatrixXd(SparseMatrix(p.transpose() * above * p));
+    for (Eigen::Index i = 0; i < level.rows(); ++i) {
+        if (level(i, i) == 0.0) level(i, i) = 1.0;
+    }
+    return level;
+}
+
 /// The LDLT solution of the prefiltered system (S A S + (I − S)) x = S b.
 Eigen::VectorXd filtered_solution(const YarnProblem& problem, const Eigen::VectorXd& filter)
 {
@@ -1310,11 +1321,8 @@ TEST_CASE(
         SparseMatrix p = prolongators[static_cast<std::size_t>(l - 1)];
         CHECK(Eigen::MatrixXd(m.level_prolongator(l)) == Eigen::MatrixXd(p));
         if (l == 1) p = now_filter.asDiagonal() * p;
-        Eigen::MatrixXd expected_level = Eigen::MatrixXd(SparseMatrix(p.transpose() * above * p));
+        const Eigen::MatrixXd expected_level = galerkin_level(p, above);
         const Eigen::MatrixXd refreshed = Eigen::MatrixXd(m.level_matrix(l));
-        for (Eigen::Index i = 0; i < expected_level.rows(); ++i) {
-            if (expected_level(i, i) == 0.0) expected_level(i, i) = 1.0;
-        }
         const double largest = expected_level.cwiseAbs().maxCoeff();
         CHECK((refreshed - expected_level).cwiseAbs().maxCoeff() <= 1e-12 * largest);
         CHECK(refreshed == refreshed.transpose());
@@ -1462,10 +1470,7 @@ TEST_CASE(
     for (int l = 1; l < loose.levels(); ++l) {
         INFO("level " << l);
         const SparseMatrix& p = prolongators[static_cast<std::size_t>(l - 1)];
-        Eigen::MatrixXd exact_level = Eigen::MatrixXd(SparseMatrix(p.transpose() * above * p));
-        for (Eigen::Index i = 0; i < exact_level.rows(); ++i) {
-            if (exact_level(i, i) == 0.0) exact_level(i, i) = 1.0;
-        }
+        const Eigen::MatrixXd exact_level = galerkin_level(p, above);
         const Eigen::MatrixXd refreshed = Eigen::MatrixXd(loose.level_matrix(static_cast<std::size_t>(l)));
         const double difference = (refreshed - exact_level).cwiseAbs().maxCoeff();
         if (l == 1) CHECK(difference > 0.0);  // the kept rows' drift is there
@@ -1480,10 +1485,7 @@ TEST_CASE(
     for (int l = 1; l < joined.levels(); ++l) {
         INFO("joined 2 x 2, level " << l);
         const SparseMatrix& p = joined_prolongators[static_cast<std::size_t>(l - 1)];
-        Eigen::MatrixXd exact_level = Eigen::MatrixXd(SparseMatrix(p.transpose() * above * p));
-        for (Eigen::Index i = 0; i < exact_level.rows(); ++i) {
-            if (exact_level(i, i) == 0.0) exact_level(i, i) = 1.0;
-        }
+        const Eigen::MatrixXd exact_level = galerkin_level(p, above);
         const Eigen::MatrixXd refreshed = Eigen::MatrixXd(joined.level_matrix(static_cast<std::size_t>(l)));
         CHECK((refreshed - exact_level).cwiseAbs().maxCoeff() <= 1e-12 * exact_level.cwiseAbs().maxCoeff());
         above = refreshed.sparseView();
