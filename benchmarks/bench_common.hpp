@@ -280,29 +280,34 @@ inline void add_matrix_precision_option(CLI::App& app, std::string& precision)
 /// The words of the multilevel hierarchy's renewal rules that both
 /// benchmarks take (scene keys solver.multilevel_refresh,
 /// solver.multilevel_refresh_tolerance, solver.multilevel_rebuild,
-/// solver.multilevel_pattern_change, solver.multilevel_renew_modes).
+/// solver.multilevel_pattern_change, solver.multilevel_renew_modes,
+/// solver.multilevel_line_factor_tolerance).
 struct MultilevelRenewal {
     std::string refresh = "on-growth";
     double refresh_tolerance = MultilevelOptions{}.refresh_tolerance;
     std::string rebuild = "rent-or-buy";
     std::string pattern_change = "rebuild";
     std::string renew_modes = "on";
+    double line_factor_tolerance = MultilevelOptions{}.line_factor_tolerance;
 
     /// The JSON fields of these words, each after ",\n  ": multilevel_refresh,
     /// multilevel_refresh_tolerance, multilevel_rebuild,
-    /// multilevel_pattern_change, multilevel_renew_modes.
+    /// multilevel_pattern_change, multilevel_renew_modes,
+    /// multilevel_line_factor_tolerance.
     std::string json_fields() const
     {
         std::ostringstream out;
         out << ",\n  \"multilevel_refresh\": \"" << refresh
             << "\",\n  \"multilevel_refresh_tolerance\": " << refresh_tolerance << ",\n  \"multilevel_rebuild\": \""
             << rebuild << "\",\n  \"multilevel_pattern_change\": \"" << pattern_change
-            << "\",\n  \"multilevel_renew_modes\": \"" << renew_modes << "\"";
+            << "\",\n  \"multilevel_renew_modes\": \"" << renew_modes
+            << "\",\n  \"multilevel_line_factor_tolerance\": " << line_factor_tolerance;
         return out.str();
     }
 
     /// --multilevel-refresh, --multilevel-refresh-tolerance, --multilevel-rebuild,
-    /// --multilevel-pattern-change, --multilevel-renew-modes.
+    /// --multilevel-pattern-change, --multilevel-renew-modes,
+    /// --multilevel-line-factor-tolerance.
     void add_options(CLI::App& app)
     {
         app.add_option("--multilevel-renew-modes", renew_modes,
@@ -331,6 +336,12 @@ struct MultilevelRenewal {
                        "or nothing but a new finest-level smoother until the iterations grow (keep)")
             ->check(CLI::IsMember(solver_words::multilevel_pattern_change()))
             ->type_name("WORD");
+        app.add_option("--multilevel-line-factor-tolerance", line_factor_tolerance,
+                       "which of the finest level's yarn lines a prepare factors again: those with a row in which "
+                       "an entry moved by more than this times its diagonal's scale since the row was last taken "
+                       "(0 or negative: every line)")
+            ->check(CLI::Number)
+            ->type_name("TAU");
     }
 
     /// The rules set in `options`.
@@ -341,6 +352,7 @@ struct MultilevelRenewal {
         options.timed_rebuild = multilevel_timed_rebuild_named(rebuild);
         options.keep_across_patterns = multilevel_keep_across_patterns_named(pattern_change);
         options.renew_modes = renew_modes == "on";
+        options.line_factor_tolerance = line_factor_tolerance;
     }
 };
 
@@ -407,7 +419,10 @@ struct LevelCycles {
 /// (of them those made ahead of the solves, refreshes_ahead()) and their mean
 /// time (the whole run), the refreshes by rows done again with every row
 /// (by_rows_retries()), the share of the first coarse level's rows the
-/// refreshes by rows recomputed (refreshed_row_share(), −1: none), levels,
+/// refreshes by rows recomputed (refreshed_row_share(), −1: none), the share
+/// of the finest level's yarn lines the prepares factored
+/// (line_refactor_share(), −1: none; the whole run) and the solves redone
+/// after kept line factors failed (line_factor_fallbacks()), levels,
 /// DoFs per level, operator complexity; the cycles of the timed steps
 /// (`cycles`, the preconditioner's applications) and their mean ms per cycle
 /// on each level, finest first, exclusive of the levels below
@@ -429,6 +444,8 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
         << ", \"refreshes_ahead\": " << m.refreshes_ahead()
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
         << ", \"refresh_retries\": " << m.by_rows_retries() << ", \"refreshed_row_share\": " << m.refreshed_row_share()
+        << ", \"line_refactor_share\": " << m.line_refactor_share()
+        << ", \"line_factor_fallbacks\": " << m.line_factor_fallbacks()
         << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();
     for (std::size_t l = 0; l < dofs.size(); ++l) out << (l ? ", " : "") << dofs[l];

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <iostream>
+#include <limits>
 #include <numeric>
 #include <set>
 #include <string>
@@ -276,6 +277,8 @@ PcgResult<double> solve_to_solution(const YarnProblem& problem, const thrust::de
     thrust::device_vector<double> x(static_cast<std::size_t>(expected.size()), 0.0);
     const PcgResult<double> result =
         weft::solve_filtered_pcg(problem.a, to_device(problem.system.b), free_dofs, x, workspace, pcg);
+    INFO("PCG " << weft::to_string(result.status) << " after " << result.iterations << " iterations, relative residual "
+                << result.relative_residual);
     REQUIRE(result.converged);
     CHECK(relative_error(to_eigen_vector(x), expected) <= 1e-6);
     return result;
@@ -1494,6 +1497,156 @@ TEST_CASE(
     CHECK(retried_levels >= 3);
     CHECK(check_symmetric_positive(joined, filter, rng, 2, 1e-7) == 2);
     solve_to_solution(now, free_dofs, loose, filtered_solution(now, filter));
+}
+
+TEST_CASE(
+    "multilevel: the finest yarn lines are factored again only where a row moved beyond line_factor_tolerance: the "
+    "same bits as every line factored where only those rows changed, near it and SPD with a drift below it, every "
+    "line for a new filter, and every line after a solve that kept lines failed",
+    "[backend][multilevel][line_preconditioner][squares][line_factors]")
+{
+    Random rng(83);
+    const WovenSystem woven = woven_system(24);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    weft::MultilevelOptions every_line = square_options(), by_rows_options = square_options();
+    REQUIRE(by_rows_options.line_factor_tolerance == 1e-3);  // the default
+    // Every coarse row recomputed at every refresh: the coarse levels are
+    // those of the current values whatever came before.
+    by_rows_options.refresh_tolerance = -1.0;
+    every_line = by_rows_options;
+    every_line.line_factor_tolerance = -1.0;
+    weft::MultilevelOptions loose_options = by_rows_options;
+    loose_options.line_factor_tolerance = 0.1;
+    weft::MultilevelPreconditioner<double, 5> all(every_line), by_rows(by_rows_options), loose(loose_options);
+    const std::vector<weft::MultilevelPreconditioner<double, 5>*> three = {&all, &by_rows, &loose};
+    for (auto* m : three) {
+        CHECK(m->line_refactor_share() == -1.0);
+        m->set_lines(&lines);
+        REQUIRE(m->prepare(problem.a, free_dofs, state));
+        CHECK(m->line_refactor_share() == 1.0);  // the build factors every line
+        CHECK_FALSE(m->kept_line_factors());
+    }
+    // z = M x of `m` and `all` for random x filtered by `f`: the number of
+    // the same bits, and the largest relative difference.
+    const auto same_bits = [&](weft::MultilevelPreconditioner<double, 5>& m, const Eigen::VectorXd& f,
+                               double& largest_difference) {
+        int same = 0;
+        largest_difference = 0.0;
+        for (int trial = 0; trial < 3; ++trial) {
+            const Eigen::VectorXd x = f.cwiseProduct(random_vector(rng, f.size()));
+            thrust::device_vector<double> z_rows, z_all;
+            m.apply(to_device(x), z_rows);
+            all.apply(to_device(x), z_all);
+            const Eigen::VectorXd rows = to_eigen_vector(z_rows), every = to_eigen_vector(z_all);
+            REQUIRE(every.norm() > 0.0);
+            largest_difference = std::max(largest_difference, (rows - every).norm() / every.norm());
+            if (rows == every) ++same;
+        }
+        return same;
+    };
+    const auto prepare_all = [&](const YarnProblem& now, const thrust::device_vector<std::uint8_t>& dofs) {
+        for (auto* m : three) {
+            REQUIRE(m->prepare(now.a, dofs, state));
+            CHECK(m->builds() == 1);
+        }
+        CHECK(all.line_refactor_share() == 1.0);
+        CHECK_FALSE(all.kept_line_factors());
+    };
+    double difference = 0.0;
+    // The share of the lines the n-th prepare of by_rows factored, from the mean over n.
+    double shares_before = 1.0;
+    const auto last_share = [&](int n) {
+        const double last = n * by_rows.line_refactor_share() - shares_before;
+        shares_before += last;
+        return last;
+    };
+
+    // One patch's rows and columns rescaled by factors of 0.5-2, every other
+    // entry kept bit for bit: the lines through the moved rows are factored
+    // again, the others keep the same factors, so the same bits.
+    const YarnProblem moved = rescaled_on(problem, patch_nodes(problem, 2, 2, 3, 4), 0.0, rng);
+    prepare_all(moved, free_dofs);
+    const double first = last_share(2);
+    CHECK(first > 0.0);
+    CHECK(first < 0.6);
+    CHECK(by_rows.kept_line_factors());
+    CHECK(same_bits(by_rows, filter, difference) == 3);
+    CHECK(same_bits(loose, filter, difference) == 3);
+    // The same values again: no line is factored.
+    prepare_all(moved, free_dofs);
+    CHECK(last_share(3) == Approx(0.0).margin(1e-12));
+    CHECK(same_bits(by_rows, filter, difference) == 3);
+
+    // Every entry drifts by up to about 4e-4 of itself, below the tolerance
+    // on its diagonal's scale, and another patch moves: only the lines
+    // through that patch's rows are factored again, the others keep the
+    // factors of the values before the drift. The V-cycle moves by less than
+    // the tolerance, stays symmetric positive definite, and PCG with it
+    // finds the solution.
+    const std::size_t first_weft = problem.model.yarns.size() / 2;
+    const std::vector<Index> second_patch = patch_nodes(problem, first_weft + 10, 2, 12, 4);
+    const YarnProblem drifted = rescaled_on(moved, second_patch, 2e-4, rng);
+    for (auto* m : {&all, &by_rows}) REQUIRE(m->prepare(drifted.a, free_dofs, state));
+    const double third = last_share(4);
+    CHECK(third > 0.0);
+    CHECK(third < 0.6);
+    CHECK(same_bits(by_rows, filter, difference) == 0);
+    CHECK(difference > 0.0);
+    CHECK(difference < 1e-3);
+    CHECK(check_symmetric_positive(by_rows, filter, rng, 2) == 2);
+    solve_to_solution(drifted, free_dofs, by_rows, filtered_solution(drifted, filter));
+    CHECK(by_rows.line_factor_fallbacks() == 0);
+
+    // A hundred times that drift (entries moved by up to 4e-2 of themselves)
+    // with a hundred times the tolerance: the kept lines of this stiff patch
+    // leave an indefinite V-cycle, and PCG fails (from about 1e-2 on here). After
+    // factor_kept_lines() it is every line's V-cycle, with the same bits,
+    // PCG finds the solution, and every later prepare factors every line.
+    const YarnProblem far = rescaled_on(moved, second_patch, 2e-2, rng);
+    for (auto* m : {&all, &loose}) REQUIRE(m->prepare(far.a, free_dofs, state));
+    REQUIRE(loose.kept_line_factors());
+    {
+        const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(loose, 1e-10, 5000);
+        PcgWorkspace<double, 5> workspace;
+        thrust::device_vector<double> x(static_cast<std::size_t>(filter.size()), 0.0);
+        const PcgResult<double> failed =
+            weft::solve_filtered_pcg(far.a, to_device(far.system.b), free_dofs, x, workspace, pcg);
+        CHECK_FALSE(failed.converged);
+    }
+    CHECK(loose.factor_kept_lines());
+    CHECK(loose.line_factor_fallbacks() == 1);
+    CHECK_FALSE(loose.kept_line_factors());
+    CHECK_FALSE(loose.factor_kept_lines());  // nothing kept: nothing to do
+    CHECK(same_bits(loose, filter, difference) == 3);
+    solve_to_solution(far, free_dofs, loose, filtered_solution(far, filter));
+    const double loose_before = loose.line_refactor_share();
+    REQUIRE(loose.prepare(drifted.a, free_dofs, state));
+    CHECK_FALSE(loose.kept_line_factors());
+    CHECK(5 * loose.line_refactor_share() - 4 * loose_before == Approx(1.0));
+
+    // A node pinned (a new filter on the same pattern): every line is
+    // factored again, and by_rows gives every line's bits.
+    REQUIRE(all.prepare(drifted.a, free_dofs, state));  // all back on the values by_rows has
+    const Index pinned = problem.model.yarns[4][6];
+    std::vector<std::uint8_t> pinned_dofs = weft::to_host(free_dofs);
+    Eigen::VectorXd pinned_filter = filter;
+    for (int k = 0; k < 5; ++k) {
+        REQUIRE(pinned_dofs[static_cast<std::size_t>(5 * pinned + k)] != 0);
+        pinned_dofs[static_cast<std::size_t>(5 * pinned + k)] = 0;
+        pinned_filter(5 * pinned + k) = 0.0;
+    }
+    const thrust::device_vector<std::uint8_t> pinned_free = to_device(pinned_dofs);
+    for (auto* m : {&all, &by_rows}) REQUIRE(m->prepare(drifted.a, pinned_free, state));
+    CHECK(last_share(5) == Approx(1.0));
+    CHECK_FALSE(by_rows.kept_line_factors());
+    CHECK(same_bits(by_rows, pinned_filter, difference) == 3);
+
+    // A tolerance that is not finite is refused, naming the field.
+    weft::MultilevelOptions bad = square_options();
+    bad.line_factor_tolerance = std::numeric_limits<double>::quiet_NaN();
+    weft::MultilevelPreconditioner<double, 5> refused(bad);
+    refused.set_lines(&lines);
+    CHECK_THROWS_WITH(refused.prepare(problem.a, free_dofs, state), Catch::Contains("line_factor_tolerance"));
 }
 
 TEST_CASE(

@@ -462,6 +462,23 @@ TEST_CASE("scene: solver.multilevel_refresh_tolerance is read, 0.01 by default, 
                       Catch::Contains("solver.multilevel_refresh_tolerance") && Catch::Contains("expected a number"));
 }
 
+TEST_CASE("scene: solver.multilevel_line_factor_tolerance is read, 0.001 by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_line_factor_tolerance == 0.001);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.line_factor_tolerance == 0.001);
+    CHECK(weft::MultilevelOptions{}.line_factor_tolerance == 0.001);
+    for (const double tau : {0.0, 0.05, -1.0}) {  // 0 or negative: every line at every prepare
+        j["solver"]["multilevel_line_factor_tolerance"] = tau;
+        CHECK(weft::parse_scene(j).solver.multilevel_line_factor_tolerance == tau);
+        CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.line_factor_tolerance == tau);
+    }
+    j["solver"]["multilevel_line_factor_tolerance"] = "0.001";
+    CHECK_THROWS_WITH(weft::parse_scene(j), Catch::Contains("solver.multilevel_line_factor_tolerance") &&
+                                                Catch::Contains("expected a number"));
+}
+
 TEST_CASE("scene: solver.multilevel_renew_modes is read, true by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {
@@ -1193,16 +1210,16 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 188 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 189 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 188);
+    REQUIRE(checked == 189);
     // The linear-solve keys (weft-run --other-linear-solver) are solver keys.
     const weft::scene_keys::Keys& solver = weft::scene_keys::solver();
     for (const std::string& key : weft::scene_keys::solver_linear()) {
         INFO("solver_linear() key " << key);
         CHECK(std::find(solver.begin(), solver.end(), key) != solver.end());
     }
-    REQUIRE(weft::scene_keys::solver_linear().size() == 15);
+    REQUIRE(weft::scene_keys::solver_linear().size() == 16);
     // docs/scenes.md ("Checkpoints") names them: the keys in backquotes, and
     // "every `multilevel_*` key", which must then be every multilevel key.
     const std::size_t from = docs.find("**Another linear solve from the same state");

@@ -1817,7 +1817,18 @@ private:
         }
         options.custom = &m_multilevel;
         const auto start = std::chrono::steady_clock::now();
-        const PcgResult<T> result = solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
+        // Kept finest line factors (MultilevelOptions::line_factor_tolerance)
+        // that left the V-cycle indefinite or too weak: every line factored,
+        // and the solve redone from the same start.
+        const bool kept = m_multilevel.kept_line_factors();
+        if (kept) m_pcg_start = x;
+        PcgResult<T> result = solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
+        if (!result.converged && kept && m_multilevel.factor_kept_lines()) {
+            const int failed_iterations = result.iterations;
+            thrust::copy(thrust::device, m_pcg_start.begin(), m_pcg_start.end(), x.begin());
+            result = solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
+            result.iterations += failed_iterations;
+        }
         m_multilevel.record_solve(result.converged, result.iterations,
                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         return result;
@@ -1906,6 +1917,7 @@ private:
     BsrMatrix<T, B> m_matrix;
     thrust::device_vector<T> m_rhs, m_force;
     thrust::device_vector<T> m_dv, m_zero, m_mass_velocity, m_q_start, m_v_start, m_v_base;
+    thrust::device_vector<T> m_pcg_start;         ///< run_pcg's start, kept for a redone solve
     thrust::device_vector<T> m_q_step, m_v_step;  ///< state at the start of step(), restored if it fails
     thrust::device_vector<T> m_guess, m_product, m_residual, m_correction;
     T m_guess_step = T(0);                ///< step size of m_guess; 0: no guess yet

@@ -254,6 +254,33 @@
 /// counts the rows recomputed; benchmarks/RESULTS.md "Refresh by rows" has
 /// the measurements.
 ///
+/// Line factors by rows (MultilevelOptions::line_factor_tolerance, default
+/// 1e-3). With yarn-line smoothing a prepare() factored every yarn line of
+/// the finest level for the current matrix, although between two steps most
+/// rows of A barely move on their diagonal's scale. It now factors
+/// again only the lines with a node whose row of A has an entry that moved
+/// by more than τ sqrt(|A_rr| |A_cc|) since that row was last taken
+/// (TakeMovedRow on a float copy of A's values; factor_fine_lines); the
+/// other lines keep their factors. A kept line's factors are then those of
+/// an Ã_l within 2τ of A_l on the diagonal's scale (τ since its rows were
+/// last taken, τ between that and the values the line was factored from),
+/// while the sweeps' residuals read A itself. The backward sweep stays the
+/// adjoint of the forward one, so the V-cycle stays symmetric; each line
+/// update z ← z + Ã_l⁻¹ S (r − A z)_l contracts in A's energy norm, and the
+/// V-cycle stays positive definite, while 2 Ã_l − A_l is positive definite:
+/// while the differences are small against the line's smallest eigenvalue
+/// on the diagonal's scale, which the mass term bounds from below and a
+/// stiff yarn makes small. (On the woven patch of
+/// test_line_preconditioner every entry moved by up to 1e-2 of itself left
+/// a V-cycle that PCG found indefinite; 1e-3 did not.) Hence the default
+/// 1e-3, and a fallback: a solve that fails with kept line factors
+/// (kept_line_factors()) is the caller's to redo after factor_kept_lines(),
+/// which factors every line and sets the tolerance aside for good; the
+/// steppers do this (line_factor_fallbacks()). A build, new coloured lines,
+/// a new filter or a failed factorization factors every line.
+/// line_refactor_share() counts the lines factored; benchmarks/RESULTS.md
+/// "Line factors by rows" has the measurements.
+///
 /// A new filter on the same pattern (EIL tags set or cleared, a pin) is
 /// taken by a refresh too, where refreshes are on: the V-cycle adds the
 /// coarse correction on the free DoFs only, so its first prolongator acts as
@@ -438,6 +465,16 @@ struct MultilevelOptions {
     /// recomputing every row); negative: every row at every refresh, without
     /// the copy of each square level's Â that the comparison keeps.
     double refresh_tolerance = 1e-2;
+    /// Which of the finest level's yarn lines a prepare() factors again
+    /// (yarn-line smoothing; scene key solver.multilevel_line_factor_tolerance,
+    /// default 1e-3):
+    /// only those with a node whose row of A has an entry that moved by more
+    /// than line_factor_tolerance · sqrt(|A_rr| |A_cc|) (its diagonal's scale)
+    /// since that row was last taken; the other lines keep their factors (see
+    /// "Line factors by rows" in the file comment). 0 or negative: every line
+    /// at every prepare(), without the float copy of A's values that the
+    /// comparison keeps.
+    double line_factor_tolerance = 1e-3;
     /// The finest level's products in the V-cycle (the smoother's residuals
     /// and the residual restricted to the coarse level) with a float copy of
     /// the matrix's values, and the yarn-line smoother's solves with float
@@ -583,6 +620,10 @@ inline void validate(const MultilevelOptions& o)
     if (!std::isfinite(o.refresh_tolerance)) {
         throw InvalidInput(
             detail::describe("MultilevelOptions refresh_tolerance", o.refresh_tolerance, "must be finite"));
+    }
+    if (!std::isfinite(o.line_factor_tolerance)) {
+        throw InvalidInput(
+            detail::describe("MultilevelOptions line_factor_tolerance", o.line_factor_tolerance, "must be finite"));
     }
 }
 
@@ -2562,11 +2603,12 @@ struct DiagonalScale {
 /// A refresh by rows (MultilevelOptions::refresh_tolerance): marks the row
 /// when one of its entries has moved by more than τ sqrt(|A_rr| |A_cc|)
 /// from its copy in `taken` (τ = 0: when one moved at all), and then copies
-/// the row's values into `taken`.
-template <typename T, int K>
+/// the row's values into `taken`. `taken` may be a float copy (TT = float,
+/// for the finest line factors by rows), where only τ > 0 is meaningful.
+template <typename T, int K, typename TT = T>
 struct TakeMovedRow {
     const BlockArrays<T> a;
-    T* const taken;        ///< the values as the rows were last taken
+    TT* const taken;       ///< the values as the rows were last taken
     const T* const scale;  ///< DiagonalScale
     const T tolerance;
     std::uint8_t* const moved;  ///< #rows
@@ -2582,15 +2624,30 @@ struct TakeMovedRow {
             for (int r = 0; r < K; ++r) {
                 const T row_scale = tolerance * tolerance * scale[static_cast<std::size_t>(row) * K + r];
                 for (int c = 0; c < K; ++c) {
-                    const T d = a.values[at + r * K + c] - taken[at + r * K + c];
+                    const T d = a.values[at + r * K + c] - static_cast<T>(taken[at + r * K + c]);
                     move = move || (d != T(0) && !(d * d < row_scale * column_scale[c]));  // NaN moves
                 }
             }
         }
         moved[row] = move ? 1 : 0;
         if (move) {
-            for (std::size_t v = begin; v < end; ++v) taken[v] = a.values[v];
+            for (std::size_t v = begin; v < end; ++v) taken[v] = static_cast<TT>(a.values[v]);
         }
+    }
+};
+
+/// 1 for a line with a marked node (the lines factor_lines factors again
+/// with those marks).
+struct LineMarked {
+    const Index* const line_ptr;
+    const Index* const line_nodes;
+    const std::uint8_t* const marked;  ///< #nodes
+
+    WEFT_HD int operator()(Index line) const
+    {
+        for (Index e = line_ptr[line]; e < line_ptr[line + 1]; ++e)
+            if (marked[line_nodes[e]] != 0) return 1;
+        return 0;
     }
 };
 
@@ -3327,6 +3384,45 @@ public:
     /// the share of the first coarse level's rows they recomputed; −1 before
     /// the first.
     double refreshed_row_share() const { return m_rows_refreshable > 0.0 ? m_rows_reached / m_rows_refreshable : -1.0; }
+    /// Whether the last prepare() kept the factors of some finest yarn line
+    /// (MultilevelOptions::line_factor_tolerance): those of values within
+    /// the tolerance of the current ones.
+    bool kept_line_factors() const { return m_ready && m_fine_kept; }
+    /// After a solve that failed with kept line factors (kept_line_factors()):
+    /// every finest yarn line factored for the matrix of the last prepare(),
+    /// and from then on at every prepare() (the tolerance is set aside for
+    /// good), so that the caller can solve again with the same hierarchy. A
+    /// kept line's factors are of values near the current ones, which keeps
+    /// the V-cycle positive definite only while the difference is small
+    /// against the line's smallest eigenvalue: a stiff, ill-conditioned line
+    /// may need less than the tolerance allowed. Counted by
+    /// line_factor_fallbacks().
+    /// @return false where nothing was kept or a line is not positive definite
+    bool factor_kept_lines()
+    {
+        if (!kept_line_factors() || m_matrix == nullptr || m_free == nullptr) return false;
+        m_keep_no_line_factors = true;
+        m_line_factor_fallbacks += 1;
+        m_fine_kept = false;
+        m_fine_factored = false;
+        m_fine_taken.clear();
+        m_fine_taken.shrink_to_fit();
+        if (factor_lines(*m_matrix, *m_free, m_colored_lines, m_line_factors) > 0) {
+            m_ready = false;
+            return false;
+        }
+        if (single_precision()) m_line_factors.round_to_float();
+        return true;
+    }
+    /// Solves redone by factor_kept_lines() (0 or 1: it sets the tolerance aside).
+    int line_factor_fallbacks() const { return m_line_factor_fallbacks; }
+    /// Over the prepares so far with yarn-line smoothing, the share of the
+    /// finest level's lines factored (MultilevelOptions::line_factor_tolerance:
+    /// 1 where every prepare factors every line); −1 before the first.
+    double line_refactor_share() const
+    {
+        return m_fine_lines_seen > 0.0 ? m_fine_lines_factored / m_fine_lines_seen : -1.0;
+    }
     /// The last refresh's seconds (< 0 before the first).
     double last_refresh_seconds() const { return m_last_refresh_seconds; }
     /// Seconds spent in builds so far (host setup and uploads).
@@ -4291,11 +4387,61 @@ private:
             m_colored_line_nodes = m_lines->host_line_nodes();
             m_colored = true;
         }
-        if (factor_lines(a, free_dofs, m_colored_lines, m_line_factors) > 0) return false;
+        if (!factor_fine_lines(a, free_dofs, recolor)) return false;
         if (single_precision()) m_line_factors.round_to_float();
         if (order_rows(a, m_colored_lines, m_line_factors, single_precision() ? &m_values_single : nullptr,
                        m_ordered_pattern))
             m_ordered_pattern = true;
+        return true;
+    }
+
+    /// The finest level's line factors for `a` (see "Line factors by rows"
+    /// in the file comment): every line after a build, a recolouring, a new
+    /// filter or a failed factorization, or where line_factor_tolerance is
+    /// not positive; otherwise only the lines with a node whose row moved
+    /// beyond the tolerance since it was last taken. false where a line's
+    /// pivot is not positive definite (the next call factors every line).
+    bool factor_fine_lines(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs, bool recolor)
+    {
+        using namespace multilevel_detail;
+        const double tolerance = m_options.line_factor_tolerance;
+        const Index lines = m_colored_lines.line_count();
+        const bool by_rows = tolerance > 0.0 && !m_keep_no_line_factors && !recolor && m_fine_factored &&
+                             m_fine_taken.size() == a.values().size() && m_fine_free.size() == free_dofs.size() &&
+                             thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_fine_free.begin());
+        m_fine_factored = false;
+        m_fine_kept = false;
+        m_fine_lines_seen += static_cast<double>(lines);
+        if (!by_rows) {
+            m_fine_lines_factored += static_cast<double>(lines);
+            if (factor_lines(a, free_dofs, m_colored_lines, m_line_factors) > 0) return false;
+            if (tolerance > 0.0 && !m_keep_no_line_factors) {
+                bsr_detail::round_to_float(a.values(), m_fine_taken);
+                m_fine_free = free_dofs;
+                m_fine_factored = true;
+            } else {
+                m_fine_taken.clear();
+                m_fine_taken.shrink_to_fit();
+            }
+            return true;
+        }
+        const Index rows = a.block_rows();
+        m_fine_scale.resize(static_cast<std::size_t>(rows) * B);
+        m_fine_moved.resize(static_cast<std::size_t>(rows));
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
+                         DiagonalScale<T, B>{arrays_of(a), raw_pointer(m_fine_scale)});
+        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
+                         TakeMovedRow<T, B, float>{arrays_of(a), raw_pointer(m_fine_taken), raw_pointer(m_fine_scale),
+                                                   static_cast<T>(tolerance), raw_pointer(m_fine_moved)});
+        const Index marked = thrust::transform_reduce(
+            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(lines),
+            LineMarked{raw_pointer(m_colored_lines.line_ptr()), raw_pointer(m_colored_lines.line_nodes()),
+                       raw_pointer(m_fine_moved)},
+            Index(0), thrust::plus<Index>{});
+        m_fine_lines_factored += static_cast<double>(marked);
+        if (marked > 0 && factor_lines(a, free_dofs, m_colored_lines, m_line_factors, &m_fine_moved) > 0) return false;
+        m_fine_factored = true;
+        m_fine_kept = marked < lines;
         return true;
     }
 
@@ -4620,6 +4766,17 @@ private:
     double m_last_refresh_seconds = -1.0;
     double m_rows_reached = 0.0;      ///< refreshed_row_share(): rows the refreshes by rows recomputed
     double m_rows_refreshable = 0.0;  ///< and the rows of the first coarse level at each of them
+    // The finest level's line factors by rows (factor_fine_lines).
+    thrust::device_vector<float> m_fine_taken;         ///< A's values as each row was last taken
+    thrust::device_vector<std::uint8_t> m_fine_free;   ///< the filter the line factors are of
+    thrust::device_vector<T> m_fine_scale;             ///< DiagonalScale of the current A
+    thrust::device_vector<std::uint8_t> m_fine_moved;  ///< #nodes: rows that moved, whose lines are factored
+    bool m_fine_factored = false;                      ///< the factors and m_fine_taken are of one another
+    bool m_fine_kept = false;                          ///< kept_line_factors()
+    bool m_keep_no_line_factors = false;               ///< set by factor_kept_lines(): every line at every prepare
+    int m_line_factor_fallbacks = 0;                   ///< line_factor_fallbacks()
+    double m_fine_lines_factored = 0.0;                ///< line_refactor_share(): lines factored by the prepares
+    double m_fine_lines_seen = 0.0;                    ///< and the lines at each of them
     int m_builds = 0;
     int m_pattern_builds = 0;
     int m_failure_builds = 0;

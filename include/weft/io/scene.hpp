@@ -62,6 +62,11 @@
 ///                              recomputes the rows in which an entry moved by
 ///                              more than this times its diagonal's scale
 ///                              (0: every row that changed; negative: every row)
+///   multilevel_line_factor_tolerance number 0.001; a prepare factors again
+///                              the finest yarn lines with a row in which an
+///                              entry moved by more than this times its
+///                              diagonal's scale since the row was last taken
+///                              (0 or negative: every line)
 ///   multilevel_renew_modes bool true; the hierarchy's age first renews the
 ///                              squares' modes and prolongators on the kept
 ///                              patterns instead of a build ("squares" only)

@@ -39,6 +39,8 @@ struct SolverDescription {
     std::string multilevel_cycle = "v";            ///< "v" | "w" (MultilevelCycle)
     std::string multilevel_refresh = "on-growth";  ///< "off" | "on-growth" | "every-prepare" (MultilevelRefresh)
     double multilevel_refresh_tolerance = 1e-2;  ///< rows a refresh takes again (MultilevelOptions::refresh_tolerance)
+    double multilevel_line_factor_tolerance =
+        1e-3;  ///< finest yarn lines factored again (MultilevelOptions::line_factor_tolerance)
     bool multilevel_renew_modes = true;  ///< the age renews the squares' modes first (MultilevelOptions::renew_modes)
     std::string multilevel_pattern_change =
         "rebuild";                                   ///< "rebuild" | "keep" (MultilevelOptions::keep_across_patterns)

@@ -72,6 +72,10 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     // recomputes every row at every refresh.
     s.multilevel_refresh_tolerance =
         o.get_or("multilevel_refresh_tolerance", read_number, s.multilevel_refresh_tolerance);
+    // Any finite number (MultilevelOptions::line_factor_tolerance): 0 or
+    // negative factors every finest yarn line at every prepare.
+    s.multilevel_line_factor_tolerance =
+        o.get_or("multilevel_line_factor_tolerance", read_number, s.multilevel_line_factor_tolerance);
     s.multilevel_renew_modes = o.get_or("multilevel_renew_modes", read_bool, s.multilevel_renew_modes);
     s.multilevel_rebuild = o.get_or(
         "multilevel_rebuild",
