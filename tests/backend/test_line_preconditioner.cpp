@@ -1605,15 +1605,22 @@ TEST_CASE(
     const YarnProblem far = rescaled_on(moved, second_patch, 2e-2, rng);
     for (auto* m : {&all, &loose}) REQUIRE(m->prepare(far.a, free_dofs, state));
     REQUIRE(loose.kept_line_factors());
-    {
-        const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(loose, 1e-10, 5000);
-        PcgWorkspace<double, 5> workspace;
-        thrust::device_vector<double> x(static_cast<std::size_t>(filter.size()), 0.0);
-        const PcgResult<double> failed =
-            weft::solve_filtered_pcg(far.a, to_device(far.system.b), free_dofs, x, workspace, pcg);
-        CHECK_FALSE(failed.converged);
-    }
-    CHECK(loose.factor_kept_lines());
+    const PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(loose, 1e-10, 5000);
+    PcgWorkspace<double, 5> workspace;
+    const thrust::device_vector<double> far_b = to_device(far.system.b);
+    thrust::device_vector<double> x(static_cast<std::size_t>(filter.size()), 0.0);
+    const PcgResult<double> failed = weft::solve_filtered_pcg(far.a, far_b, free_dofs, x, workspace, pcg);
+    CHECK_FALSE(failed.converged);
+    CHECK(loose.kept_line_factors());
+    // The steppers' solve: the same failure, then every line factored and
+    // the solve redone from the same start (here 0).
+    thrust::fill(x.begin(), x.end(), 0.0);
+    thrust::device_vector<double> start;
+    const PcgResult<double> redone =
+        weft::solve_filtered_pcg_multilevel(far.a, far_b, free_dofs, x, workspace, pcg, loose, start);
+    CHECK(redone.converged);
+    CHECK(redone.iterations > failed.iterations);  // the failed solve's iterations included
+    CHECK(relative_error(to_eigen_vector(x), filtered_solution(far, filter)) <= 1e-6);
     CHECK(loose.line_factor_fallbacks() == 1);
     CHECK_FALSE(loose.kept_line_factors());
     CHECK_FALSE(loose.factor_kept_lines());  // nothing kept: nothing to do

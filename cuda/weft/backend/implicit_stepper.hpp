@@ -1815,20 +1815,11 @@ private:
             failed.status = PcgStatus::indefinite_preconditioner;
             return failed;
         }
-        options.custom = &m_multilevel;
         const auto start = std::chrono::steady_clock::now();
-        // Kept finest line factors (MultilevelOptions::line_factor_tolerance)
-        // that left the V-cycle indefinite or too weak: every line factored,
-        // and the solve redone from the same start.
-        const bool kept = m_multilevel.kept_line_factors();
-        if (kept) m_pcg_start = x;
-        PcgResult<T> result = solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
-        if (!result.converged && kept && m_multilevel.factor_kept_lines()) {
-            const int failed_iterations = result.iterations;
-            thrust::copy(thrust::device, m_pcg_start.begin(), m_pcg_start.end(), x.begin());
-            result = solve_filtered_pcg(m_matrix, rhs, m_free, x, m_workspace, options);
-            result.iterations += failed_iterations;
-        }
+        // A solve that failed with kept finest line factors
+        // (MultilevelOptions::line_factor_tolerance) is redone with every line factored.
+        const PcgResult<T> result =
+            solve_filtered_pcg_multilevel(m_matrix, rhs, m_free, x, m_workspace, options, m_multilevel, m_pcg_start);
         m_multilevel.record_solve(result.converged, result.iterations,
                                   std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
         return result;

@@ -275,8 +275,9 @@
 /// a V-cycle that PCG found indefinite; 1e-3 did not.) Hence the default
 /// 1e-3, and a fallback: a solve that fails with kept line factors
 /// (kept_line_factors()) is the caller's to redo after factor_kept_lines(),
-/// which factors every line and sets the tolerance aside for good; the
-/// steppers do this (line_factor_fallbacks()). A build, new coloured lines,
+/// which factors every line and sets the tolerance aside for good;
+/// solve_filtered_pcg_multilevel, the steppers' solve, does this
+/// (line_factor_fallbacks()). A build, new coloured lines,
 /// a new filter or a failed factorization factors every line.
 /// line_refactor_share() counts the lines factored; benchmarks/RESULTS.md
 /// "Line factors by rows" has the measurements.
@@ -4818,5 +4819,34 @@ private:
     int m_probe_interval = min_probe_interval;
     int m_ahead_refreshes = 0;
 };
+
+/// Filtered PCG (solve_filtered_pcg) preconditioned by `m`, prepared for
+/// `a` and `free_dofs`; a solve that fails with kept finest line factors
+/// (MultilevelPreconditioner::kept_line_factors()) is redone from the same
+/// start after every line is factored (factor_kept_lines()), and its
+/// iterations are added to the failed solve's. The steppers solve this way.
+/// @param[in,out] x        the start; on exit the solution (or the last iterate)
+/// @param[in,out] start    a copy of the start, kept for a redone solve (resized)
+/// @param[in]     options  PCG options; `custom` is set to &m
+/// @return the (redone) solve's result
+template <typename T, int B>
+PcgResult<T> solve_filtered_pcg_multilevel(const BsrMatrix<T, B>& a, const thrust::device_vector<T>& b,
+                                           const thrust::device_vector<std::uint8_t>& free_dofs,
+                                           thrust::device_vector<T>& x, PcgWorkspace<T, B>& workspace,
+                                           PcgOptions<T> options, MultilevelPreconditioner<T, B>& m,
+                                           thrust::device_vector<T>& start)
+{
+    options.custom = &m;
+    const bool kept = m.kept_line_factors();
+    if (kept) start = x;
+    PcgResult<T> result = solve_filtered_pcg(a, b, free_dofs, x, workspace, options);
+    if (!result.converged && kept && m.factor_kept_lines()) {
+        const int failed_iterations = result.iterations;
+        thrust::copy(thrust::device, start.begin(), start.end(), x.begin());
+        result = solve_filtered_pcg(a, b, free_dofs, x, workspace, options);
+        result.iterations += failed_iterations;
+    }
+    return result;
+}
 
 }  // namespace weft
