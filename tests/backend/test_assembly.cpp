@@ -187,7 +187,8 @@ int check_entry_and_block_gathers(Random& rng, int nx, int ny)
                           weft::assembly_detail::GatherEntry<double, S>{ptr, src, values});
         thrust::for_each(
             thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(blocks),
-            weft::assembly_detail::GatherBlock<double, S>{ptr, src, values, thrust::raw_pointer_cast(by_block.data())});
+            weft::assembly_detail::GatherBlock<double, S>{ptr, src, values, thrust::raw_pointer_cast(by_block.data()),
+                                                          static_cast<Index>(sources.size())});
         const std::vector<double> a = weft::to_host(by_entry);
         const std::vector<double> b = weft::to_host(by_block);
         REQUIRE(a.size() == entries);

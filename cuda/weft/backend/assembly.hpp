@@ -78,12 +78,27 @@ struct GatherBlock {
     const Index* const sources;     ///< contribution indices, grouped by output block
     const T* const buffer;          ///< #contributions · Stride
     T* const output;                ///< #outputs · Stride
+    const Index source_count;       ///< size of sources
+
+    /// Contributions read ahead of the sum (prefetched on the host). The
+    /// contributions lie in the elements' order, scattered relative to the
+    /// output blocks: without it each one waits for memory, and the gather
+    /// ran at an eighth of the machine's bandwidth, the same on one thread as
+    /// on two (benchmarks/RESULTS.md, "The gather's contributions read ahead").
+    static constexpr Index read_ahead = 8;
 
     WEFT_HD void operator()(Index block) const
     {
         T sum[Stride];
         for (int o = 0; o < Stride; ++o) sum[o] = T(0);
         for (Index c = source_ptr[block]; c < source_ptr[block + 1]; ++c) {
+#if !defined(__CUDA_ARCH__) && (defined(__GNUC__) || defined(__clang__))
+            if (c + read_ahead < source_count) {
+                const char* ahead =
+                    reinterpret_cast<const char*>(buffer + static_cast<std::size_t>(sources[c + read_ahead]) * Stride);
+                for (std::size_t byte = 0; byte < Stride * sizeof(T); byte += 64) __builtin_prefetch(ahead + byte);
+            }
+#endif
             const T* contribution = buffer + static_cast<std::size_t>(sources[c]) * Stride;
             for (int o = 0; o < Stride; ++o) sum[o] += contribution[o];
         }
@@ -109,7 +124,8 @@ void gather(Index blocks, const thrust::device_vector<Index>& source_ptr, const 
                           GatherEntry<T, Stride>{ptr, src, values});
     } else {
         thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(blocks),
-                         GatherBlock<T, Stride>{ptr, src, values, thrust::raw_pointer_cast(output.data())});
+                         GatherBlock<T, Stride>{ptr, src, values, thrust::raw_pointer_cast(output.data()),
+                                                static_cast<Index>(sources.size())});
     }
 }
 
