@@ -2898,7 +2898,8 @@ struct CoarseLevel {
     thrust::device_vector<Index> block_mirror;
     /// A refresh by rows (MultilevelOptions::refresh_tolerance >= 0): the
     /// values of Â (the level above's) as each row was last taken, their
-    /// diagonal's scale, the rows of Â taken by the last refresh, and this
+    /// diagonal's scale (not the first coarse level's: the finest level's
+    /// is fine_scale()), the rows of Â taken by the last refresh, and this
     /// level's rows it recomputed (`reached`) or changed by a mirror too.
     thrust::device_vector<T> taken, scale;
     thrust::device_vector<std::uint8_t> moved, reached, changed;
@@ -3405,9 +3406,7 @@ public:
         m_keep_no_line_factors = true;
         m_line_factor_fallbacks += 1;
         m_fine_kept = false;
-        m_fine_factored = false;
-        m_fine_taken.clear();
-        m_fine_taken.shrink_to_fit();
+        forget_fine_taken(true);
         if (factor_lines(*m_matrix, *m_free, m_colored_lines, m_line_factors) > 0) {
             m_ready = false;
             return false;
@@ -4260,23 +4259,25 @@ private:
     {
         using namespace multilevel_detail;
         CoarseLevel<T>& level = m_coarse[l];
-        const auto take = [&](const auto& above) {
+        const auto take = [&](const auto& above, const T* scale) {
             constexpr int K = std::decay_t<decltype(above)>::block_size;
             const Index rows = above.block_rows();
-            level.scale.resize(static_cast<std::size_t>(rows) * K);
             level.moved.resize(static_cast<std::size_t>(rows));
             thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
                              thrust::counting_iterator<Index>(rows),
-                             DiagonalScale<T, K>{arrays_of(above), raw_pointer(level.scale)});
-            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
-                             thrust::counting_iterator<Index>(rows),
-                             TakeMovedRow<T, K>{arrays_of(above), raw_pointer(level.taken), raw_pointer(level.scale),
+                             TakeMovedRow<T, K>{arrays_of(above), raw_pointer(level.taken), scale,
                                                 static_cast<T>(m_options.refresh_tolerance), raw_pointer(level.moved)});
         };
         if (l == 0) {
-            take(a);
+            take(a, fine_scale(a));  // shared with the finest line factors by rows
         } else {
-            take(m_coarse[l - 1].blocked);
+            const auto& above = m_coarse[l - 1].blocked;
+            constexpr int K = std::decay_t<decltype(above)>::block_size;
+            level.scale.resize(static_cast<std::size_t>(above.block_rows()) * K);
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(above.block_rows()),
+                             DiagonalScale<T, K>{arrays_of(above), raw_pointer(level.scale)});
+            take(above, raw_pointer(level.scale));
         }
         const Index rows = level.blocked.block_rows();
         level.reached.resize(static_cast<std::size_t>(rows));
@@ -4367,6 +4368,7 @@ private:
     /// and their factors. false where a block or a line is not positive definite.
     bool prepare_fine(const BsrMatrix<T, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs)
     {
+        m_fine_scale_current = false;  // a new A
         if (single_precision()) bsr_detail::round_to_float(a.values(), m_values_single);
         if (!line_smoothing()) {
             if (m_fine.invert(a, free_dofs) > 0) return false;
@@ -4407,32 +4409,28 @@ private:
         using namespace multilevel_detail;
         const double tolerance = m_options.line_factor_tolerance;
         const Index lines = m_colored_lines.line_count();
-        const bool by_rows = tolerance > 0.0 && !m_keep_no_line_factors && !recolor && m_fine_factored &&
-                             m_fine_taken.size() == a.values().size() && m_fine_free.size() == free_dofs.size() &&
+        // m_fine_taken is kept only while the factors are of it (fine_factors_kept()).
+        const bool keeping = tolerance > 0.0 && !m_keep_no_line_factors;
+        const bool by_rows = keeping && !recolor && fine_factors_kept() && m_fine_taken.size() == a.values().size() &&
+                             m_fine_free.size() == free_dofs.size() &&
                              thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_fine_free.begin());
-        m_fine_factored = false;
         m_fine_kept = false;
         m_fine_lines_seen += static_cast<double>(lines);
         if (!by_rows) {
             m_fine_lines_factored += static_cast<double>(lines);
-            if (factor_lines(a, free_dofs, m_colored_lines, m_line_factors) > 0) return false;
-            if (tolerance > 0.0 && !m_keep_no_line_factors) {
+            const bool factored = factor_lines(a, free_dofs, m_colored_lines, m_line_factors) == 0;
+            if (factored && keeping) {
                 bsr_detail::round_to_float(a.values(), m_fine_taken);
                 m_fine_free = free_dofs;
-                m_fine_factored = true;
             } else {
-                m_fine_taken.clear();
-                m_fine_taken.shrink_to_fit();
+                forget_fine_taken(!keeping);
             }
-            return true;
+            return factored;
         }
         const Index rows = a.block_rows();
-        m_fine_scale.resize(static_cast<std::size_t>(rows) * B);
         m_fine_moved.resize(static_cast<std::size_t>(rows));
         thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
-                         DiagonalScale<T, B>{arrays_of(a), raw_pointer(m_fine_scale)});
-        thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(rows),
-                         TakeMovedRow<T, B, float>{arrays_of(a), raw_pointer(m_fine_taken), raw_pointer(m_fine_scale),
+                         TakeMovedRow<T, B, float>{arrays_of(a), raw_pointer(m_fine_taken), fine_scale(a),
                                                    static_cast<T>(tolerance), raw_pointer(m_fine_moved)});
         const Index marked = thrust::transform_reduce(
             thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(lines),
@@ -4440,10 +4438,40 @@ private:
                        raw_pointer(m_fine_moved)},
             Index(0), thrust::plus<Index>{});
         m_fine_lines_factored += static_cast<double>(marked);
-        if (marked > 0 && factor_lines(a, free_dofs, m_colored_lines, m_line_factors, &m_fine_moved) > 0) return false;
-        m_fine_factored = true;
+        if (marked > 0 && factor_lines(a, free_dofs, m_colored_lines, m_line_factors, &m_fine_moved) > 0) {
+            forget_fine_taken(false);
+            return false;
+        }
         m_fine_kept = marked < lines;
         return true;
+    }
+
+    /// Whether the finest line factors are of m_fine_taken (the values each
+    /// row was last taken at), so that the next prepare may factor by rows.
+    bool fine_factors_kept() const { return !m_fine_taken.empty(); }
+    /// No row taken: the next prepare factors every line. `release`: the
+    /// copy's memory too (where no prepare will keep one).
+    void forget_fine_taken(bool release)
+    {
+        m_fine_taken.clear();
+        if (release) m_fine_taken.shrink_to_fit();
+    }
+
+    /// DiagonalScale of the finest matrix `a` of this prepare, computed once
+    /// for the line factors by rows and the first coarse level's refresh by
+    /// rows (prepare_fine marks it stale at each prepare).
+    const T* fine_scale(const BsrMatrix<T, B>& a)
+    {
+        using namespace multilevel_detail;
+        if (!m_fine_scale_current) {
+            const Index rows = a.block_rows();
+            m_fine_scale.resize(static_cast<std::size_t>(rows) * B);
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(0),
+                             thrust::counting_iterator<Index>(rows),
+                             DiagonalScale<T, B>{arrays_of(a), raw_pointer(m_fine_scale)});
+            m_fine_scale_current = true;
+        }
+        return raw_pointer(m_fine_scale);
     }
 
     /// After a level's factor_lines (the finest level's at each prepare, a
@@ -4772,7 +4800,7 @@ private:
     thrust::device_vector<std::uint8_t> m_fine_free;   ///< the filter the line factors are of
     thrust::device_vector<T> m_fine_scale;             ///< DiagonalScale of the current A
     thrust::device_vector<std::uint8_t> m_fine_moved;  ///< #nodes: rows that moved, whose lines are factored
-    bool m_fine_factored = false;                      ///< the factors and m_fine_taken are of one another
+    bool m_fine_scale_current = false;                 ///< m_fine_scale is of this prepare's A (fine_scale())
     bool m_fine_kept = false;                          ///< kept_line_factors()
     bool m_keep_no_line_factors = false;               ///< set by factor_kept_lines(): every line at every prepare
     int m_line_factor_fallbacks = 0;                   ///< line_factor_fallbacks()
