@@ -119,6 +119,37 @@ TEST_CASE("broad phase: touching boxes, boxes on cell boundaries and negative co
     CHECK(broad_phase(std::vector<Aabb<double>>(1, boxes[0]), 1.0).empty());
 }
 
+TEST_CASE("broad phase: the collision finders' cell is at least the boxes' mean largest side", "[backend][broad-phase]")
+{
+    // Largest sides 1, 3 and 2 (on different axes): mean 2.
+    const std::vector<Aabb<double>> boxes{Aabb<double>{{0, 0, 0}, {1, 0.5, 0}}, Aabb<double>{{0, 0, 0}, {0, 3, 1}},
+                                          Aabb<double>{{-1, 0, 0}, {0, 0, 1}}, Aabb<double>{{5, 5, 5}, {5, 5, 7}}};
+    const thrust::device_vector<Aabb<double>> device(boxes.begin(), boxes.end());
+    CHECK(weft::grid_cell_for<double>(device, 0.5) == Approx(1.75).epsilon(1e-15));  // (1 + 3 + 1 + 2) / 4
+    CHECK(weft::grid_cell_for<double>(device, 2.5) == 2.5);
+    CHECK(weft::grid_cell_for<double>(thrust::device_vector<Aabb<double>>{}, 0.25) == 0.25);
+    // A box that is not finite: the broad phase still names it (not the cell size).
+    for (const double bad_value : {std::nan(""), std::numeric_limits<double>::infinity()}) {
+        std::vector<Aabb<double>> bad = boxes;
+        bad[2].hi[1] = bad_value;
+        const thrust::device_vector<Aabb<double>> bad_device(bad.begin(), bad.end());
+        const double cell = weft::grid_cell_for<double>(bad_device, 0.5);
+        CHECK(std::isfinite(cell));
+        CHECK_THROWS_WITH(weft::find_overlapping_pairs<double>(bad_device, cell), Catch::Contains("box 2"));
+    }
+    // The pairs do not depend on the cell: boxes far larger than a cell and the chosen one agree with brute force.
+    Random rng(13);
+    const std::vector<Aabb<double>> grown = soup(rng, 400, 2, 0.05, 1.0, 0.2);
+    const thrust::device_vector<Aabb<double>> grown_device(grown.begin(), grown.end());
+    const double cell = weft::grid_cell_for<double>(grown_device, 0.02);
+    CHECK(cell > 0.4);
+    weft::BroadPhaseStats small, chosen;
+    const auto expected = brute_force(grown);
+    CHECK(broad_phase(grown, 0.02, &small) == expected);
+    CHECK(broad_phase(grown, cell, &chosen) == expected);
+    CHECK(chosen.candidates < small.candidates);  // each pair tested in fewer cells
+}
+
 TEST_CASE("broad phase: bad input is refused, naming it", "[backend][broad-phase][errors]")
 {
     const std::vector<Aabb<double>> ok{Aabb<double>{{0, 0, 0}, {1, 1, 1}}, Aabb<double>{{0, 0, 0}, {1, 1, 1}}};

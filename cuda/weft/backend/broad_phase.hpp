@@ -143,17 +143,35 @@ struct WriteCells {
     }
 };
 
+/// A box's lower cell, ⌊lo/c⌋ on each axis (within ±2²⁰: ExtremeCell).
+struct LowerCell {
+    int at[3];
+};
+
+template <typename T>
+struct LowerCellOf {
+    const Aabb<T>* boxes;
+    T inverse_cell;
+    WEFT_HD LowerCell operator()(int i) const
+    {
+        const CellRange<T> r = cell_range(boxes[i], inverse_cell);
+        return LowerCell{{static_cast<int>(r.lo[0]), static_cast<int>(r.lo[1]), static_cast<int>(r.lo[2])}};
+    }
+};
+
 /// Whether boxes a and b overlap and this cell holds their intersection's
 /// lower corner: each overlapping pair is then reported by exactly one cell.
+/// The corner's cell is the larger of the two boxes' lower cells on each
+/// axis (⌊max(x, y)/c⌋ = max(⌊x/c⌋, ⌊y/c⌋): rounding and ⌊·⌋ are monotone),
+/// so no floor is taken per pair.
 template <typename T>
-WEFT_HD inline bool reported_here(const Aabb<T>& a, const Aabb<T>& b, std::uint64_t key, T inverse_cell)
+WEFT_HD inline bool reported_here(const Aabb<T>& a, const Aabb<T>& b, const LowerCell& la, const LowerCell& lb,
+                                  std::uint64_t key)
 {
-    using std::floor;
-    std::int64_t corner[3];
+    int corner[3];
     for (int k = 0; k < 3; ++k) {
         if (a.hi[k] < b.lo[k] || b.hi[k] < a.lo[k]) return false;
-        const T lo = a.lo[k] > b.lo[k] ? a.lo[k] : b.lo[k];
-        corner[k] = static_cast<std::int64_t>(floor(lo * inverse_cell));
+        corner[k] = la.at[k] > lb.at[k] ? la.at[k] : lb.at[k];
     }
     return cell_key(corner[0], corner[1], corner[2]) == key;
 }
@@ -162,11 +180,11 @@ WEFT_HD inline bool reported_here(const Aabb<T>& a, const Aabb<T>& b, std::uint6
 template <typename T>
 struct CellRuns {
     const Aabb<T>* boxes;
+    const LowerCell* lower;  ///< per box
     const std::uint64_t* keys;
     const int* owners;
     const std::int64_t* run_first;
     const std::int64_t* run_length;
-    T inverse_cell;
 
     /// Calls emit(a, b) for every pair run r reports (a < b: owners ascend
     /// within a run), in order, and returns how many.
@@ -174,14 +192,19 @@ struct CellRuns {
     WEFT_HD std::int64_t for_each_pair(std::int64_t r, Emit& emit) const
     {
         const std::int64_t first = run_first[r], n = run_length[r];
+        const std::uint64_t key = keys[first];
         std::int64_t count = 0;
-        for (std::int64_t i = 0; i < n; ++i)
+        for (std::int64_t i = 0; i < n; ++i) {
+            const int a = owners[first + i];
+            const Aabb<T> box = boxes[a];
+            const LowerCell low = lower[a];
             for (std::int64_t j = i + 1; j < n; ++j) {
-                const int a = owners[first + i], b = owners[first + j];
-                if (!reported_here(boxes[a], boxes[b], keys[first], inverse_cell)) continue;
+                const int b = owners[first + j];
+                if (!reported_here(box, boxes[b], low, lower[b], key)) continue;
                 emit(a, b);
                 ++count;
             }
+        }
         return count;
     }
 };
@@ -280,6 +303,47 @@ struct RunStart {
 
 }  // namespace broad_phase_detail
 
+namespace broad_phase_detail {
+
+/// The largest side of box i.
+template <typename T>
+struct LargestSide {
+    const Aabb<T>* boxes;
+    WEFT_HD T operator()(int i) const
+    {
+        T side = T(0);
+        for (int k = 0; k < 3; ++k) {
+            const T d = boxes[i].hi[k] - boxes[i].lo[k];
+            side = d > side ? d : side;
+        }
+        return side;
+    }
+};
+
+}  // namespace broad_phase_detail
+
+/// The grid cell for `boxes`: `cell`, or the boxes' mean largest side
+/// where that is larger. A cell smaller than the boxes reports each
+/// overlapping pair from every cell the two share: boxes grown by a reach
+/// beyond their primitives' size (the stacked layers' offsets) covered 25
+/// cells each at two segment lengths, and the broad phase took 2.5 times as
+/// long as with cells of about the boxes' size (benchmarks/RESULTS.md,
+/// "The broad phase's cell at least the boxes' size"). The pairs found do
+/// not depend on the cell.
+template <typename T>
+T grid_cell_for(const thrust::device_vector<Aabb<T>>& boxes, T cell)
+{
+    const int n = static_cast<int>(boxes.size());
+    if (n == 0) return cell;
+    const auto first = thrust::counting_iterator<int>(0);
+    const T mean =
+        thrust::transform_reduce(thrust::device, first, first + n,
+                                 broad_phase_detail::LargestSide<T>{raw_pointer(boxes)}, T(0), thrust::plus<T>()) /
+        static_cast<T>(n);
+    // A box that is not finite leaves `cell`, so that find_overlapping_pairs names the box.
+    return std::isfinite(static_cast<double>(mean)) && mean > cell ? mean : cell;
+}
+
 /// Counters of the last `find_overlapping_pairs` (for benchmarks and tests).
 struct BroadPhaseStats {
     std::int64_t cell_entries = 0;  ///< (cell, box) entries written
@@ -358,8 +422,14 @@ thrust::device_vector<CandidatePair> find_overlapping_pairs(const thrust::device
                       RunLength{raw_pointer(run_first), runs, static_cast<std::int64_t>(entries)});
     local.candidates = thrust::transform_reduce(thrust::device, run_length.begin(), run_length.end(), PairsOfRun(),
                                                 std::int64_t(0), thrust::plus<std::int64_t>());
-    const CellRuns<T> cell_runs{
-        box, raw_pointer(keys), raw_pointer(owners), raw_pointer(run_first), raw_pointer(run_length), inverse_cell};
+    thrust::device_vector<LowerCell> lower(static_cast<std::size_t>(n));
+    thrust::transform(thrust::device, first, first + n, lower.begin(), LowerCellOf<T>{box, inverse_cell});
+    const CellRuns<T> cell_runs{box,
+                                raw_pointer(lower),
+                                raw_pointer(keys),
+                                raw_pointer(owners),
+                                raw_pointer(run_first),
+                                raw_pointer(run_length)};
     thrust::device_vector<std::int64_t> pair_offsets(static_cast<std::size_t>(runs) + 1, 0);
     thrust::transform(thrust::device, run, run + runs, pair_offsets.begin(), RunPairs<T>{cell_runs});
     thrust::exclusive_scan(thrust::device, pair_offsets.begin(), pair_offsets.end(), pair_offsets.begin());

@@ -438,9 +438,8 @@ T contact_onset_bound(const thrust::device_vector<T>& q, const thrust::device_ve
 /// The pairs of edges (2 node indices each), not `excluded`, that may come
 /// closer than `reach` within τ (`motion`): their boxes swept over τ v and
 /// grown by half the reach overlap in the sorted-grid broad phase (cell
-/// size `cell`), and their distance is below reach + τ × the largest
-/// relative speed of their nodes. Sorted by (a, b). Triangle cloth's
-/// edge–edge pairs and yarn segment pairs.
+/// size `cell`, or the boxes' mean size where larger: grid_cell_for), and their distance is below reach + τ × the
+/// largest relative speed of their nodes. Sorted by (a, b). Triangle cloth's edge–edge pairs and yarn segment pairs.
 template <typename T, class Exclusion>
 thrust::device_vector<CandidatePair> near_edge_pairs(const cloth_collision_detail::Motion<T>& motion,
                                                      const thrust::device_vector<int>& edges, T reach, T cell,
@@ -454,7 +453,8 @@ thrust::device_vector<CandidatePair> near_edge_pairs(const cloth_collision_detai
     thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(count));
     const auto first = thrust::counting_iterator<int>(0);
     thrust::transform(thrust::device, first, first + count, boxes.begin(), EdgeBox<T>{motion, e, reach / T(2)});
-    const thrust::device_vector<CandidatePair> candidates = find_overlapping_pairs<T>(boxes, cell);
+    const thrust::device_vector<CandidatePair> candidates =
+        find_overlapping_pairs<T>(boxes, grid_cell_for(boxes, cell));
     out.resize(candidates.size());
     const auto end = thrust::copy_if(thrust::device, candidates.begin(), candidates.end(), out.begin(),
                                      NearEdgeEdge<T, Exclusion>{motion, e, reach, excluded});
@@ -578,7 +578,7 @@ public:
         thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(m_vertices + faces));
         thrust::transform(thrust::device, first, first + m_vertices + faces, boxes.begin(),
                           VertexTriangleBox<T>{motion, tri, m_vertices, reach});
-        const thrust::device_vector<CandidatePair> vf = find_overlapping_pairs<T>(boxes, m_cell);
+        const thrust::device_vector<CandidatePair> vf = find_overlapping_pairs<T>(boxes, grid_cell_for(boxes, m_cell));
         const thrust::device_vector<CandidatePair> ee =
             near_edge_pairs<T>(motion, m_edges, reach, m_cell, SharedNode{});
         thrust::device_vector<CandidatePair> near(vf.size() + ee.size());
