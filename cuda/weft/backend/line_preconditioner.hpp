@@ -1108,13 +1108,26 @@ void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors
         const bool partial =
             changed_nodes != nullptr && pattern_kept && ordered.size() == static_cast<std::size_t>(blocks) * (B * B);
         ordered.resize(static_cast<std::size_t>(blocks) * (B * B));
-        thrust::for_each(
-            thrust::device, thrust::counting_iterator<Index>(0), thrust::counting_iterator<Index>(entries),
-            line_detail::CopyOrderedRow<B, TA>{
-                a.view().row_ptr, a.view().col_idx, values, nodes, thrust::raw_pointer_cast(row_ptr.data()),
-                pattern_kept ? nullptr : thrust::raw_pointer_cast(factors.ordered_col_idx.data()),
-                thrust::raw_pointer_cast(ordered.data()),
-                partial ? thrust::raw_pointer_cast(changed_nodes->data()) : nullptr});
+        const line_detail::CopyOrderedRow<B, TA> copy_row{
+            a.view().row_ptr,
+            a.view().col_idx,
+            values,
+            nodes,
+            thrust::raw_pointer_cast(row_ptr.data()),
+            pattern_kept ? nullptr : thrust::raw_pointer_cast(factors.ordered_col_idx.data()),
+            thrust::raw_pointer_cast(ordered.data()),
+            partial ? thrust::raw_pointer_cast(changed_nodes->data()) : nullptr};
+        // Over the copied families' entries only: the others hold no row,
+        // and a pass over every entry shares the entries, not the rows
+        // copied, among the threads.
+        const std::vector<Index>& line_ptr = lines.host_line_ptr();
+        for (int f = 0; f < lines.sweep_family_count(); ++f) {
+            if (!lines.family_across_memory(f)) continue;
+            const Index first = line_ptr[static_cast<std::size_t>(lines.family_first_line(f))];
+            const Index last = line_ptr[static_cast<std::size_t>(lines.family_first_line(f + 1))];
+            thrust::for_each(thrust::device, thrust::counting_iterator<Index>(first),
+                             thrust::counting_iterator<Index>(last), copy_row);
+        }
     };
     if (single_values != nullptr) {
         copy(a.view_with(*single_values).values, factors.ordered_values_single, factors.ordered_values);
