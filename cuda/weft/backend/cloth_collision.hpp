@@ -171,17 +171,24 @@ struct SharedNode {
     }
 };
 
-/// An edge pair, not excluded, that may come within the reach over τ.
-template <typename T, class Exclusion = SharedNode>
+/// Excludes no pair of edges by their indices (near_edge_pairs' default).
+struct NoPairExclusion {
+    WEFT_HD bool operator()(const CandidatePair&) const { return false; }
+};
+
+/// An edge pair, not excluded (by its nodes, then by the pair of edges),
+/// that may come within the reach over τ.
+template <typename T, class Exclusion = SharedNode, class PairExclusion = NoPairExclusion>
 struct NearEdgeEdge {
     Motion<T> motion;
     const int* edges;
     T reach;
     Exclusion excluded;
+    PairExclusion pair_excluded;
     WEFT_HD bool operator()(const CandidatePair& p) const
     {
         const int a0 = edges[2 * p.a], a1 = edges[2 * p.a + 1], b0 = edges[2 * p.b], b1 = edges[2 * p.b + 1];
-        if (excluded(a0, a1, b0, b1)) return false;
+        if (excluded(a0, a1, b0, b1) || pair_excluded(p)) return false;
         const int nodes[4] = {a0, a1, b0, b1};
         const T* q = motion.q;
         const int n = motion.stride;
@@ -435,15 +442,20 @@ T contact_onset_bound(const thrust::device_vector<T>& q, const thrust::device_ve
     return thrust::transform_reduce(thrust::device, pairs.begin(), pairs.end(), bound, T(1), thrust::minimum<T>());
 }
 
-/// The pairs of edges (2 node indices each), not `excluded`, that may come
+/// The pairs of edges (2 node indices each), not excluded, that may come
 /// closer than `reach` within τ (`motion`): their boxes swept over τ v and
 /// grown by half the reach overlap in the sorted-grid broad phase (cell
-/// size `cell`, or the boxes' mean size where larger: grid_cell_for), and their distance is below reach + τ × the
-/// largest relative speed of their nodes. Sorted by (a, b). Triangle cloth's edge–edge pairs and yarn segment pairs.
-template <typename T, class Exclusion>
+/// size `cell`, or the boxes' mean size where larger: grid_cell_for), and
+/// their distance is below reach + τ × the largest relative speed of their
+/// nodes. Sorted by (a, b). Triangle cloth's edge–edge pairs and yarn
+/// segment pairs. `excluded` takes a pair's four nodes, `pair_excluded` the
+/// pair of edge indices; both are tested before the distance, in the one
+/// pass that filters the broad phase's pairs.
+template <typename T, class Exclusion, class PairExclusion = cloth_collision_detail::NoPairExclusion>
 thrust::device_vector<CandidatePair> near_edge_pairs(const cloth_collision_detail::Motion<T>& motion,
                                                      const thrust::device_vector<int>& edges, T reach, T cell,
-                                                     const Exclusion& excluded)
+                                                     const Exclusion& excluded,
+                                                     const PairExclusion& pair_excluded = PairExclusion{})
 {
     using namespace cloth_collision_detail;
     const int count = static_cast<int>(edges.size() / 2);
@@ -456,8 +468,9 @@ thrust::device_vector<CandidatePair> near_edge_pairs(const cloth_collision_detai
     const thrust::device_vector<CandidatePair> candidates =
         find_overlapping_pairs<T>(boxes, grid_cell_for(boxes, cell));
     out.resize(candidates.size());
-    const auto end = thrust::copy_if(thrust::device, candidates.begin(), candidates.end(), out.begin(),
-                                     NearEdgeEdge<T, Exclusion>{motion, e, reach, excluded});
+    const auto end =
+        thrust::copy_if(thrust::device, candidates.begin(), candidates.end(), out.begin(),
+                        NearEdgeEdge<T, Exclusion, PairExclusion>{motion, e, reach, excluded, pair_excluded});
     out.resize(static_cast<std::size_t>(end - out.begin()));
     return out;
 }

@@ -199,6 +199,25 @@ struct JoinedLayers {
     }
 };
 
+/// The yarn finder's exclusions of a pair of segments, each where it
+/// applies: layers joined at a segment's end (JoinedLayers), fabric
+/// segments excluded (FabricExcluded) and segments close along their yarns
+/// (CloseAlongYarns). Each tests the pair alone, so one pass applies them
+/// all, in any order; the cheapest go first.
+template <typename T>
+struct SegmentPairExcluded {
+    bool fabric;
+    FabricExcluded fabric_excluded;
+    bool along;
+    CloseAlongYarns<T> close_along;
+    bool stacked;
+    JoinedLayers joined;
+    WEFT_HD bool operator()(const CandidatePair& p) const
+    {
+        return (stacked && joined(p)) || (fabric && fabric_excluded(p)) || (along && close_along(p));
+    }
+};
+
 /// A node's unit normal to its fabric, t_u × t_v with t_u and t_v the sums
 /// of its u- and v-chords (each from the node earlier in arc length to the
 /// later one: the segments ending at the node, and where the node is EIL on
@@ -506,23 +525,21 @@ public:
         const cloth_collision_detail::Motion<T> motion{raw_pointer(q), raw_pointer(v), tau, yarn_node_dofs};
         // Between stacked layers the broad phase reaches as far as the
         // largest offset further; the offset pairs are then tested again.
+        // The pair exclusions are tested in near_edge_pairs' own pass,
+        // before the distance.
+        const yarn_collision_detail::SegmentPairExcluded<T> pair_excluded{
+            m_has_parents,
+            yarn_collision_detail::FabricExcluded{raw_pointer(m_parent_edges), exclusion()},
+            m_thickness > T(0) && !m_segment_yarn.empty(),
+            yarn_collision_detail::CloseAlongYarns<T>{
+                raw_pointer(q), raw_pointer(m_edges), raw_pointer(m_segment_coordinate), raw_pointer(m_segment_yarn),
+                raw_pointer(m_junction_u), raw_pointer(m_junction_v), raw_pointer(m_junction_node),
+                static_cast<int>(m_junction_node.size()), m_thickness},
+            !m_segment_stack.empty(),
+            yarn_collision_detail::JoinedLayers{raw_pointer(m_segment_stack), raw_pointer(m_segment_level),
+                                                raw_pointer(m_segment_joined)}};
         thrust::device_vector<CandidatePair> near =
-            near_edge_pairs<T>(motion, m_edges, reach + m_largest_offset, m_cell, exclusion());
-        if (m_has_parents) {
-            const auto end =
-                thrust::remove_if(thrust::device, near.begin(), near.end(),
-                                  yarn_collision_detail::FabricExcluded{raw_pointer(m_parent_edges), exclusion()});
-            near.resize(static_cast<std::size_t>(end - near.begin()));
-        }
-        if (m_thickness > T(0) && !m_segment_yarn.empty()) {
-            const auto end = thrust::remove_if(
-                thrust::device, near.begin(), near.end(),
-                yarn_collision_detail::CloseAlongYarns<T>{
-                    raw_pointer(q), raw_pointer(m_edges), raw_pointer(m_segment_coordinate),
-                    raw_pointer(m_segment_yarn), raw_pointer(m_junction_u), raw_pointer(m_junction_v),
-                    raw_pointer(m_junction_node), static_cast<int>(m_junction_node.size()), m_thickness});
-            near.resize(static_cast<std::size_t>(end - near.begin()));
-        }
+            near_edge_pairs<T>(motion, m_edges, reach + m_largest_offset, m_cell, exclusion(), pair_excluded);
         thrust::device_vector<ClothContactElement<T>> out(near.size());
         if (m_segment_stack.empty()) {
             thrust::transform(
@@ -532,14 +549,9 @@ public:
             return out;
         }
         // Stacked layers: no pair between two layers that a contact at one
-        // of its segments' ends joins; the others between levels with their
-        // offsets, and only those within reach once offset.
-        const auto joined_end = thrust::remove_if(
-            thrust::device, near.begin(), near.end(),
-            yarn_collision_detail::JoinedLayers{raw_pointer(m_segment_stack), raw_pointer(m_segment_level),
-                                                raw_pointer(m_segment_joined)});
-        near.resize(static_cast<std::size_t>(joined_end - near.begin()));
-        out.resize(near.size());
+        // of its segments' ends joins (JoinedLayers, above); the others
+        // between levels with their offsets, and only those within reach
+        // once offset.
         m_normals.resize(3 * static_cast<std::size_t>(m_nodes));
         const auto first = thrust::counting_iterator<int>(0);
         thrust::for_each(
