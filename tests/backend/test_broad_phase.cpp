@@ -150,6 +150,38 @@ TEST_CASE("broad phase: the collision finders' cell is at least the boxes' mean 
     CHECK(chosen.candidates < small.candidates);  // each pair tested in fewer cells
 }
 
+TEST_CASE("broad phase: the pairs in the grid's order, sorted by sort_pairs, are find_overlapping_pairs'",
+          "[backend][broad-phase]")
+{
+    Random rng(14);
+    const std::vector<Aabb<double>> boxes = soup(rng, 500, 3, 0.05, 1.0, 0.01);
+    const thrust::device_vector<Aabb<double>> device(boxes.begin(), boxes.end());
+    const auto as_pairs = [](const thrust::device_vector<CandidatePair>& found) {
+        std::vector<std::pair<int, int>> pairs;
+        for (const CandidatePair& p : weft::to_host(found)) pairs.emplace_back(p.a, p.b);
+        return pairs;
+    };
+    const auto expected = brute_force(boxes);
+    REQUIRE(expected.size() > 50);
+    int checked = 0;
+    for (const double cell : {0.03, 0.2}) {
+        INFO("cell " << cell);
+        thrust::device_vector<CandidatePair> grid = weft::overlapping_pairs_in_grid_order<double>(device, cell);
+        std::vector<std::pair<int, int>> in_grid_order = as_pairs(grid);
+        CHECK(!std::is_sorted(in_grid_order.begin(), in_grid_order.end()));  // cells first, then indices
+        for (const auto& [a, b] : in_grid_order) CHECK(a < b);
+        weft::sort_pairs(grid, static_cast<int>(boxes.size()));
+        CHECK(as_pairs(grid) == expected);
+        std::sort(in_grid_order.begin(), in_grid_order.end());
+        CHECK(in_grid_order == expected);  // each pair once
+        ++checked;
+    }
+    REQUIRE(checked == 2);
+    thrust::device_vector<CandidatePair> none;
+    weft::sort_pairs(none, 3);
+    CHECK(none.empty());
+}
+
 TEST_CASE("broad phase: bad input is refused, naming it", "[backend][broad-phase][errors]")
 {
     const std::vector<Aabb<double>> ok{Aabb<double>{{0, 0, 0}, {1, 1, 1}}, Aabb<double>{{0, 0, 0}, {1, 1, 1}}};

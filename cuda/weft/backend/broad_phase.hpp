@@ -249,6 +249,14 @@ struct WriteRunPairs {
     }
 };
 
+struct PackedPair {
+    std::uint64_t box_count;
+    WEFT_HD std::uint64_t operator()(const CandidatePair& p) const
+    {
+        return static_cast<std::uint64_t>(p.a) * box_count + static_cast<std::uint64_t>(p.b);
+    }
+};
+
 struct UnpackPair {
     std::uint64_t box_count;
     WEFT_HD CandidatePair operator()(std::uint64_t key) const
@@ -352,18 +360,18 @@ struct BroadPhaseStats {
     std::int64_t pairs = 0;       ///< overlapping pairs returned
 };
 
-/// Every pair (a < b) of boxes that overlap, sorted by (a, b), from a grid
-/// of cell size `cell`. The cell size trades entries (small cells: a box
-/// covers many) against candidates (large cells: many boxes share one);
-/// about the primitives' size is the usual choice.
+/// Every pair (a < b) of boxes that overlap, in the grid's order (by cell,
+/// then by a and b within the cell: the same on any thread count), from a
+/// grid of cell size `cell`; find_overlapping_pairs sorts them. Callers
+/// that filter the pairs sort only what they keep (sort_pairs).
 /// @throws InvalidInput for a cell size that is not positive and finite, a
 ///         box that is not finite or inverted (naming its index), boxes
 ///         beyond ±2²⁰ cells of the origin, or more than `max_entries` cell
 ///         entries (a cell size far below the boxes' size).
 template <typename T>
-thrust::device_vector<CandidatePair> find_overlapping_pairs(const thrust::device_vector<Aabb<T>>& boxes, T cell,
-                                                            BroadPhaseStats* stats = nullptr,
-                                                            std::int64_t max_entries = std::int64_t(1) << 31)
+thrust::device_vector<CandidatePair> overlapping_pairs_in_grid_order(const thrust::device_vector<Aabb<T>>& boxes,
+                                                                     T cell, BroadPhaseStats* stats = nullptr,
+                                                                     std::int64_t max_entries = std::int64_t(1) << 31)
 {
     using namespace broad_phase_detail;
     if (!(cell > T(0)) || !std::isfinite(static_cast<double>(cell)))
@@ -438,11 +446,37 @@ thrust::device_vector<CandidatePair> find_overlapping_pairs(const thrust::device
     const auto count = static_cast<std::uint64_t>(n);
     thrust::for_each(thrust::device, run, run + runs,
                      WriteRunPairs<T>{cell_runs, raw_pointer(pair_offsets), count, raw_pointer(packed)});
-    thrust::sort(thrust::device, packed.begin(), packed.end());  // a radix sort on the packed keys
     pairs.resize(static_cast<std::size_t>(found));
     thrust::transform(thrust::device, packed.begin(), packed.end(), pairs.begin(), UnpackPair{count});
     local.pairs = static_cast<std::int64_t>(pairs.size());
     if (stats) *stats = local;
+    return pairs;
+}
+
+/// Sorts pairs of indices below `box_count` by (a, b): a radix sort of
+/// the pairs packed as a · box_count + b.
+inline void sort_pairs(thrust::device_vector<CandidatePair>& pairs, int box_count)
+{
+    using namespace broad_phase_detail;
+    thrust::device_vector<std::uint64_t> packed(pairs.size());
+    const auto count = static_cast<std::uint64_t>(box_count);
+    thrust::transform(thrust::device, pairs.begin(), pairs.end(), packed.begin(), PackedPair{count});
+    thrust::sort(thrust::device, packed.begin(), packed.end());
+    thrust::transform(thrust::device, packed.begin(), packed.end(), pairs.begin(), UnpackPair{count});
+}
+
+/// Every pair (a < b) of boxes that overlap, sorted by (a, b), from a grid
+/// of cell size `cell`. The cell size trades entries (small cells: a box
+/// covers many) against candidates (large cells: many boxes share one);
+/// about the primitives' size is the usual choice.
+/// @throws as overlapping_pairs_in_grid_order
+template <typename T>
+thrust::device_vector<CandidatePair> find_overlapping_pairs(const thrust::device_vector<Aabb<T>>& boxes, T cell,
+                                                            BroadPhaseStats* stats = nullptr,
+                                                            std::int64_t max_entries = std::int64_t(1) << 31)
+{
+    thrust::device_vector<CandidatePair> pairs = overlapping_pairs_in_grid_order(boxes, cell, stats, max_entries);
+    sort_pairs(pairs, static_cast<int>(boxes.size()));
     return pairs;
 }
 

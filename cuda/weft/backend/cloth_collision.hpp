@@ -465,13 +465,15 @@ thrust::device_vector<CandidatePair> near_edge_pairs(const cloth_collision_detai
     thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(count));
     const auto first = thrust::counting_iterator<int>(0);
     thrust::transform(thrust::device, first, first + count, boxes.begin(), EdgeBox<T>{motion, e, reach / T(2)});
+    // Filtered in the grid's order; only what is kept is sorted.
     const thrust::device_vector<CandidatePair> candidates =
-        find_overlapping_pairs<T>(boxes, grid_cell_for(boxes, cell));
+        overlapping_pairs_in_grid_order<T>(boxes, grid_cell_for(boxes, cell));
     out.resize(candidates.size());
     const auto end =
         thrust::copy_if(thrust::device, candidates.begin(), candidates.end(), out.begin(),
                         NearEdgeEdge<T, Exclusion, PairExclusion>{motion, e, reach, excluded, pair_excluded});
     out.resize(static_cast<std::size_t>(end - out.begin()));
+    sort_pairs(out, count);
     return out;
 }
 
@@ -591,17 +593,21 @@ public:
         thrust::device_vector<Aabb<T>> boxes(static_cast<std::size_t>(m_vertices + faces));
         thrust::transform(thrust::device, first, first + m_vertices + faces, boxes.begin(),
                           VertexTriangleBox<T>{motion, tri, m_vertices, reach});
-        const thrust::device_vector<CandidatePair> vf = find_overlapping_pairs<T>(boxes, grid_cell_for(boxes, m_cell));
+        // Filtered in the grid's order; only what is kept is sorted.
+        const thrust::device_vector<CandidatePair> vf =
+            overlapping_pairs_in_grid_order<T>(boxes, grid_cell_for(boxes, m_cell));
         const thrust::device_vector<CandidatePair> ee =
             near_edge_pairs<T>(motion, m_edges, reach, m_cell, SharedNode{});
-        thrust::device_vector<CandidatePair> near(vf.size() + ee.size());
-        const auto vf_end = thrust::copy_if(thrust::device, vf.begin(), vf.end(), near.begin(),
-                                            NearVertexTriangle<T>{motion, tri, m_vertices, reach});
-        const auto ee_end = thrust::copy(thrust::device, ee.begin(), ee.end(), vf_end);
-        const std::size_t vf_count = static_cast<std::size_t>(vf_end - near.begin());
-        out.resize(static_cast<std::size_t>(ee_end - near.begin()));
-        thrust::transform(thrust::device, near.begin(), vf_end, out.begin(), VertexTriangleElement<T>{tri, m_vertices});
-        thrust::transform(thrust::device, vf_end, ee_end, out.begin() + static_cast<std::ptrdiff_t>(vf_count),
+        thrust::device_vector<CandidatePair> near(vf.size());
+        near.resize(static_cast<std::size_t>(thrust::copy_if(thrust::device, vf.begin(), vf.end(), near.begin(),
+                                                             NearVertexTriangle<T>{motion, tri, m_vertices, reach}) -
+                                             near.begin()));
+        sort_pairs(near, m_vertices + faces);
+        const auto vf_count = static_cast<std::ptrdiff_t>(near.size());
+        out.resize(near.size() + ee.size());
+        thrust::transform(thrust::device, near.begin(), near.end(), out.begin(),
+                          VertexTriangleElement<T>{tri, m_vertices});
+        thrust::transform(thrust::device, ee.begin(), ee.end(), out.begin() + vf_count,
                           EdgeEdgeElement<T>{edges, raw_pointer(m_edge_length_squared)});
         return out;
     }
