@@ -309,10 +309,6 @@ struct RunStart {
     WEFT_HD std::int64_t operator()(std::int64_t i) const { return i == 0 || keys[i] != keys[i - 1] ? 1 : 0; }
 };
 
-}  // namespace broad_phase_detail
-
-namespace broad_phase_detail {
-
 /// The largest side of box i.
 template <typename T>
 struct LargestSide {

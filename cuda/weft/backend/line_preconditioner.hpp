@@ -834,6 +834,20 @@ struct CopyOrderedRow {
     }
 };
 
+/// Calls visit(first, last) with the line-entry range of each sweep family
+/// that runs across the node order (LineSet::family_across_memory): the
+/// entries whose rows order_line_rows copies.
+template <class Visit>
+void for_each_copied_family(const LineSet& lines, Visit&& visit)
+{
+    const std::vector<Index>& line_ptr = lines.host_line_ptr();
+    for (int f = 0; f < lines.sweep_family_count(); ++f) {
+        if (!lines.family_across_memory(f)) continue;
+        visit(line_ptr[static_cast<std::size_t>(lines.family_first_line(f))],
+              line_ptr[static_cast<std::size_t>(lines.family_first_line(f + 1))]);
+    }
+}
+
 template <typename T, int B>
 void require_line_sizes(const char* caller, const LineSet& lines, const LineFactors<T, B>& factors,
                         const thrust::device_vector<T>& r, const thrust::device_vector<T>& z)
@@ -1080,15 +1094,11 @@ void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors
     if (!pattern_kept || row_ptr.size() != static_cast<std::size_t>(entries) + 1) {
         row_ptr.resize(static_cast<std::size_t>(entries) + 1);
         thrust::fill(thrust::device, row_ptr.begin(), row_ptr.end(), Index(0));
-        const std::vector<Index>& line_ptr = lines.host_line_ptr();
-        for (int f = 0; f < lines.sweep_family_count(); ++f) {
-            if (!lines.family_across_memory(f)) continue;
-            const Index first = line_ptr[static_cast<std::size_t>(lines.family_first_line(f))];
-            const Index last = line_ptr[static_cast<std::size_t>(lines.family_first_line(f + 1))];
+        line_detail::for_each_copied_family(lines, [&](Index first, Index last) {
             thrust::transform(thrust::device, thrust::counting_iterator<Index>(first),
                               thrust::counting_iterator<Index>(last), row_ptr.begin() + first,
                               line_detail::OrderedRowLength{a.view().row_ptr, nodes});
-        }
+        });
         thrust::exclusive_scan(thrust::device, row_ptr.begin(), row_ptr.end(), row_ptr.begin());
         factors.ordered_col_idx.resize(static_cast<std::size_t>(row_ptr.back()));
         pattern_kept = false;
@@ -1120,14 +1130,10 @@ void order_line_rows(const BsrMatrix<T, B>& a, const LineSet& lines, LineFactors
         // Over the copied families' entries only: the others hold no row,
         // and a pass over every entry shares the entries, not the rows
         // copied, among the threads.
-        const std::vector<Index>& line_ptr = lines.host_line_ptr();
-        for (int f = 0; f < lines.sweep_family_count(); ++f) {
-            if (!lines.family_across_memory(f)) continue;
-            const Index first = line_ptr[static_cast<std::size_t>(lines.family_first_line(f))];
-            const Index last = line_ptr[static_cast<std::size_t>(lines.family_first_line(f + 1))];
+        line_detail::for_each_copied_family(lines, [&](Index first, Index last) {
             thrust::for_each(thrust::device, thrust::counting_iterator<Index>(first),
                              thrust::counting_iterator<Index>(last), copy_row);
-        }
+        });
     };
     if (single_values != nullptr) {
         copy(a.view_with(*single_values).values, factors.ordered_values_single, factors.ordered_values);
