@@ -4409,9 +4409,10 @@ private:
         using namespace multilevel_detail;
         const double tolerance = m_options.line_factor_tolerance;
         const Index lines = m_colored_lines.line_count();
-        // m_fine_taken is kept only while the factors are of it (fine_factors_kept()).
+        // m_fine_taken is kept only while the factors are of it (forget_fine_taken
+        // on every failure): a copy of A's size means factors to keep by rows.
         const bool keeping = tolerance > 0.0 && !m_keep_no_line_factors;
-        const bool by_rows = keeping && !recolor && fine_factors_kept() && m_fine_taken.size() == a.values().size() &&
+        const bool by_rows = keeping && !recolor && m_fine_taken.size() == a.values().size() &&
                              m_fine_free.size() == free_dofs.size() &&
                              thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_fine_free.begin());
         m_fine_kept = false;
@@ -4446,9 +4447,6 @@ private:
         return true;
     }
 
-    /// Whether the finest line factors are of m_fine_taken (the values each
-    /// row was last taken at), so that the next prepare may factor by rows.
-    bool fine_factors_kept() const { return !m_fine_taken.empty(); }
     /// No row taken: the next prepare factors every line. `release`: the
     /// copy's memory too (where no prepare will keep one).
     void forget_fine_taken(bool release)
