@@ -567,6 +567,10 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             summary.ok = false;
             std::ostringstream os;
             os << "step " << step << " (t = " << time << " s) failed: " << r.message;
+            // The last attempt's reason; where the first attempt failed for
+            // another, that one is why the step was halved at all.
+            if (!r.first_failure.empty() && r.message.compare(0, r.first_failure.size(), r.first_failure) != 0)
+                os << "; first halved because: " << r.first_failure;
             summary.error = os.str();
             break;
         }

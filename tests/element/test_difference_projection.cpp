@@ -72,6 +72,115 @@ TEST_CASE("difference projection: a compressed segment's stretch Hessian", "[ele
     REQUIRE(checks == 350);
 }
 
+TEST_CASE("difference projection: the segment's closed form given its direction", "[element][projection]")
+{
+    weft_test::Random rng(14);
+    int closed_forms = 0, indefinite = 0, checks = 0;
+    const auto check_against_reference = [&](const Mat8& hessian, const Eigen::Vector3d& direction) {
+        const Mat8 p = weft::project_segment_hessian<double>(hessian, direction);
+        const Mat8 pa = weft::project_segment_hessian<double>(hessian, direction, true);
+        const double scale = hessian.norm();
+        CHECK((p - reference_projection<8>(hessian)).norm() <= 1e-9 * scale);
+        CHECK((pa - reference_projection<8>(hessian, true)).norm() <= 1e-9 * scale);
+        CHECK((p - weft::project_segment_hessian<double>(hessian)).norm() <= 1e-9 * scale);
+        CHECK(min_eigenvalue<8>(p) >= -1e-10 * scale);
+        checks += 4;
+    };
+
+    SECTION("stretch and its damping stiffness of random segments, stretched and compressed, clamped and not")
+    {
+        const weft::QuadraticDensity<double, 1> elastic{500.0};
+        const weft::QuadraticDensity<double, 1> damping{3.0};
+        for (int trial = 0; trial < 200; ++trial) {
+            Eigen::Matrix<double, 8, 1> q, v;
+            const Eigen::Vector3d x0 = rng.vector<3>(-1, 1);
+            const double s0 = rng.uniform(-1, 1), ds = rng.uniform(0.5, 1.5);
+            const Eigen::Vector3d dx = rng.unit_vector() * ds * rng.uniform(0.4, 1.6);
+            q << x0, s0, x0 + dx, s0 + ds;
+            v = rng.vector<8>(-20, 20);
+            const auto e = weft::stretch_strain<double>(q, v);
+            const weft::StressClamp clamp = trial % 2 == 0 ? weft::StressClamp::on : weft::StressClamp::off;
+            const Mat8 hessian = -weft::elastic_force_jacobian(e, elastic) -
+                                 weft::dissipative_force_jacobian(e, damping, weft::DiffWrt::positions, clamp);
+            Eigen::Matrix4d negative;
+            if (weft::detail::segment_negative_part<double>(Eigen::Matrix4d(hessian.block<4, 4>(4, 4)), dx, negative))
+                ++closed_forms;
+            if (min_eigenvalue<8>(hessian) < -1e-9 * hessian.norm()) ++indefinite;
+            check_against_reference(hessian, dx);
+        }
+        CHECK(closed_forms == 200);
+        CHECK(indefinite > 50);
+        REQUIRE(checks == 800);
+    }
+
+    SECTION("every sign of c and of the 2 × 2 block's eigenvalues, repeated and zero ones")
+    {
+        const double values[] = {-3.0, -1e-3, 0.0, 1e-3, 2.0};
+        for (double c : values) {
+            for (double upper : values) {
+                for (double lower : values) {
+                    if (lower > upper) continue;
+                    const Eigen::Vector3d t = rng.unit_vector();
+                    const double angle = rng.uniform(0, 3.14159);
+                    const Eigen::Vector2d u(std::cos(angle), std::sin(angle));
+                    const Eigen::Vector2d w(-u(1), u(0));
+                    const Eigen::Matrix2d block = upper * u * u.transpose() + lower * w * w.transpose();
+                    Eigen::Matrix4d h = Eigen::Matrix4d::Zero();
+                    h.block<3, 3>(0, 0) =
+                        c * (Eigen::Matrix3d::Identity() - t * t.transpose()) + block(0, 0) * t * t.transpose();
+                    h.block<3, 1>(0, 3) = block(0, 1) * t;
+                    h.block<1, 3>(3, 0) = block(1, 0) * t.transpose();
+                    h(3, 3) = block(1, 1);
+                    Mat8 hessian = Mat8::Zero();
+                    hessian.block<4, 4>(0, 0) = h;
+                    hessian.block<4, 4>(4, 4) = h;
+                    hessian.block<4, 4>(0, 4) = -h;
+                    hessian.block<4, 4>(4, 0) = -h;
+                    if (hessian.norm() == 0.0) {
+                        CHECK(weft::project_segment_hessian<double>(hessian, t) == Mat8::Zero());
+                        ++checks;
+                        continue;
+                    }
+                    Eigen::Matrix4d negative;
+                    REQUIRE(weft::detail::segment_negative_part<double>(h, t, negative));
+                    // The direction's length does not matter.
+                    check_against_reference(hessian, 2.5 * t);
+                }
+            }
+        }
+        REQUIRE(checks == 1 + 74 * 4);  // 5 × 15 cases, one of them zero
+    }
+
+    SECTION("a matrix not of the segment's form, or no direction, takes the general projection")
+    {
+        for (int trial = 0; trial < 20; ++trial) {
+            const Eigen::Matrix<double, 16, 1> entries = rng.vector<16>(-1, 1);
+            const Eigen::Matrix4d random = Eigen::Map<const Eigen::Matrix4d>(entries.data());
+            const Eigen::Matrix4d h = random + random.transpose();
+            Mat8 hessian;
+            hessian << h, -h, -h, h;
+            const Eigen::Vector3d t = rng.unit_vector();
+            Eigen::Matrix4d negative;
+            CHECK_FALSE(weft::detail::segment_negative_part<double>(h, t, negative));
+            CHECK(weft::project_segment_hessian<double>(hessian, t) == weft::project_segment_hessian<double>(hessian));
+            // A real segment's Hessian with the wrong direction, and with none (zero length).
+            Eigen::Matrix<double, 8, 1> q;
+            q << 0, 0, 0, 0, rng.unit_vector() * 0.7, 1.0;
+            const auto e = weft::stretch_strain<double>(q, Eigen::Matrix<double, 8, 1>::Zero());
+            const Mat8 stretch = -weft::elastic_force_jacobian(e, weft::QuadraticDensity<double, 1>{10.0});
+            const Eigen::Vector3d across = q.segment<3>(4).cross(rng.unit_vector());
+            CHECK_FALSE(weft::detail::segment_negative_part<double>(Eigen::Matrix4d(stretch.block<4, 4>(4, 4)), across,
+                                                                    negative));
+            CHECK_FALSE(weft::detail::segment_negative_part<double>(Eigen::Matrix4d(stretch.block<4, 4>(4, 4)),
+                                                                    Eigen::Vector3d::Zero(), negative));
+            CHECK(weft::project_segment_hessian<double>(stretch, Eigen::Vector3d::Zero()) ==
+                  weft::project_segment_hessian<double>(stretch));
+            checks += 5;
+        }
+        REQUIRE(checks == 100);
+    }
+}
+
 TEST_CASE("difference projection: the shear Hessian at a crossing", "[element][projection]")
 {
     weft_test::Random rng(5);

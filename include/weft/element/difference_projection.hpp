@@ -30,13 +30,97 @@ namespace weft {
 template <typename T>
 WEFT_HD inline Mat<T, 8, 8> project_segment_hessian(const Mat<T, 8, 8>& hessian, bool absolute = false)
 {
-    const Mat<T, 4, 4> h = project_to_psd<T, 4>(Mat<T, 4, 4>(hessian.template block<4, 4>(4, 4)), absolute);
-    Mat<T, 8, 8> out;
-    out.template block<4, 4>(0, 0) = h;
-    out.template block<4, 4>(4, 4) = h;
-    out.template block<4, 4>(0, 4) = -h;
-    out.template block<4, 4>(4, 0) = -h;
-    return out;
+    return detail::segment_difference_hessian<T>(
+        project_to_psd<T, 4>(Mat<T, 4, 4>(hessian.template block<4, 4>(4, 4)), absolute));
+}
+
+namespace detail {
+
+/// The negative part Σ_{λ<0} λ u uᵀ of a symmetric 4×4 H in (Δx, Δs) that
+/// has the stretch segment's form
+///   H = c (I − t tᵀ) ⊕ [[a, b], [b, d]] on the basis ((t, 0), (0, 1)),
+/// t the unit segment direction: every term of the stretch energy's Hessian
+/// and of the symmetric damping stiffness (2018 Eq. 9) is built from ∇ε,
+/// ∇Ω and Hε of 2017 Eq. 12–13, and those read Δx only through |Δx| and
+/// t (Hε's Δx block is (I − t tᵀ)/(|Δx| Δs)). So c, with multiplicity two,
+/// and the two eigenvalues of the 2×2 block are H's spectrum, in closed
+/// form. Returns false, leaving `negative` unset, where H departs from that
+/// form by more than 1e-9 of its largest entry (or t is zero): the caller
+/// then takes the general eigen-solver.
+template <typename T>
+WEFT_HD inline bool segment_negative_part(const Mat<T, 4, 4>& h, const Vec3<T>& direction, Mat<T, 4, 4>& negative)
+{
+    using std::abs;
+    using std::sqrt;
+    const T norm = direction.norm();
+    if (!(norm > T(0))) return false;
+    const Vec3<T> t = direction / norm;
+    const Mat3<T> hxx = h.template block<3, 3>(0, 0);
+    const Vec3<T> hxs = h.template block<3, 1>(0, 3);
+    const T a = t.dot(hxx * t);
+    const T b = t.dot(hxs);
+    const T d = h(3, 3);
+    const T c = T(0.5) * (hxx.trace() - a);
+    // H less its model, entry by entry, against its largest entry.
+    T largest = T(0), misfit = T(0);
+    for (int i = 0; i < 4; ++i) {
+        for (int j = 0; j < 4; ++j) {
+            T model;
+            if (i < 3 && j < 3) {
+                model = (a - c) * t(i) * t(j) + (i == j ? c : T(0));
+            } else if (i < 3) {
+                model = b * t(i);
+            } else if (j < 3) {
+                model = b * t(j);
+            } else {
+                model = d;
+            }
+            largest = abs(h(i, j)) > largest ? abs(h(i, j)) : largest;
+            misfit = abs(h(i, j) - model) > misfit ? abs(h(i, j) - model) : misfit;
+        }
+    }
+    if (!(misfit <= T(1e-9) * largest)) return false;
+    negative.setZero();
+    if (c < T(0)) negative.template block<3, 3>(0, 0) = c * (Mat3<T>::Identity() - t * t.transpose());
+    // The 2×2 block [[a, b], [b, d]]: eigenvalues mean ± radius. Where only
+    // the lower is negative, its eigenprojector is (M − λ₊ I)/(λ₋ − λ₊), whose
+    // error times |λ₋| ≤ 2 radius stays at rounding (as in clamp_symmetric_2x2).
+    const T mean = T(0.5) * (a + d);
+    const T radius = psd_detail::scaled_hypot(T(0.5) * (a - d), b);
+    const T upper = mean + radius;
+    const T lower = mean - radius;
+    Mat<T, 2, 2> part = Mat<T, 2, 2>::Zero();
+    if (upper < T(0)) {
+        part << a, b, b, d;  // both negative: the whole block
+    } else if (lower < T(0)) {
+        const T scale = lower / (lower - upper);
+        part << scale * (a - upper), scale * b, scale * b, scale * (d - upper);
+    }
+    // Back from the basis ((t, 0), (0, 1)).
+    negative.template block<3, 3>(0, 0) += part(0, 0) * t * t.transpose();
+    negative.template block<3, 1>(0, 3) = part(0, 1) * t;
+    negative.template block<1, 3>(3, 0) = part(1, 0) * t.transpose();
+    negative(3, 3) = part(1, 1);
+    return true;
+}
+
+}  // namespace detail
+
+/// project_segment_hessian for the stretch segment's ∇²V, given the
+/// segment's direction Δx/|Δx|: its 4×4 H_d has the form of
+/// detail::segment_negative_part, so the negative eigenpairs are found in
+/// closed form, without the iterative eigen-solver; where H_d has not that
+/// form the general projection is taken. Either way a PSD H_d comes back
+/// unchanged and the result is the same closest PSD matrix up to rounding.
+template <typename T>
+WEFT_HD inline Mat<T, 8, 8> project_segment_hessian(const Mat<T, 8, 8>& hessian, const Vec3<T>& direction,
+                                                    bool absolute = false)
+{
+    const Mat<T, 4, 4> block = hessian.template block<4, 4>(4, 4);
+    const Mat<T, 4, 4> h = T(0.5) * (block + block.transpose());
+    Mat<T, 4, 4> negative;
+    if (!detail::segment_negative_part<T>(h, direction, negative)) return project_segment_hessian<T>(hessian, absolute);
+    return detail::segment_difference_hessian<T>(Mat<T, 4, 4>(h - (absolute ? T(2) : T(1)) * negative));
 }
 
 /// Projects ∇²V of a 12-DoF three-node element [x₀, s₀, x₁, s₁, x₂, s₂] whose

@@ -123,7 +123,8 @@ WEFT_HD inline void evaluate_yarn_segment(const T* q, const T* v, const YarnSegm
     Mat<T, 8, 8> df_dq = exact_stiffness(mat, newton)
                              ? Mat<T, 8, 8>(-hessian)
                              : Mat<T, 8, 8>(-project_segment_hessian<T>(
-                                   hessian, yarn_projection(mat, newton) == PsdProjection::absolute));
+                                   hessian, Vec3<T>(ql.template segment<3>(4) - ql.template segment<3>(0)),
+                                   yarn_projection(mat, newton) == PsdProjection::absolute));
     if (!strain_rate && mat.damping == DampingModel::rayleigh && mat.rayleigh_beta > T(0)) {
         // df_dq is the projected elastic stiffness here.
         energy.dissipation = add_rayleigh_damping<T, 8>(df_dq, mat.rayleigh_beta, vl, force, df_dv);

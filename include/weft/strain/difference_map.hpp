@@ -3,12 +3,26 @@
 /// Stencils whose strain depends on two differences of 3-vectors a and b of
 /// a 12-vector q (bending: a = x₀ − x_prev, b = x_next − x₀; the crossing's
 /// shear: a = x₁ − x₀, b = x₂ − x₀): P = ∂(a, b)/∂q is made of ±I blocks,
-/// so Pᵀg and PᵀhP are sums of signed 3-blocks.
+/// so Pᵀg and PᵀhP are sums of signed 3-blocks; and the segment's
+/// [[H, −H], [−H, H]] of its difference (Δx, Δs).
 
 #include <weft/core/types.hpp>
 
 namespace weft {
 namespace detail {
+
+/// The segment's two-node form: for f of the 4 differences (Δx, Δs) of an
+/// 8-vector [x₀, s₀, x₁, s₁], H_q f = [[H, −H], [−H, H]] with H = H_{(Δx,Δs)} f.
+template <typename T>
+WEFT_HD inline Mat<T, 8, 8> segment_difference_hessian(const Mat<T, 4, 4>& h)
+{
+    Mat<T, 8, 8> out;
+    out.template block<4, 4>(0, 0) = h;
+    out.template block<4, 4>(4, 4) = h;
+    out.template block<4, 4>(0, 4) = -h;
+    out.template block<4, 4>(4, 0) = -h;
+    return out;
+}
 
 /// Where a stencil's two differences of 3-vectors come from in its 12-vector
 /// q: a = q[a_plus..+3] − q[a_minus..+3], b = q[b_plus..+3] − q[b_minus..+3].

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include <weft/core/math.hpp>
+#include <weft/strain/difference_map.hpp>
 #include <weft/strain/strain_eval.hpp>
 
 namespace weft {
@@ -74,10 +75,7 @@ WEFT_HD inline StretchEval<T> stretch_strain(const Vec<T, 8>& q, const Vec<T, 8>
     h_local.template block<1, 3>(3, 0) = (-dir / (ds * ds)).transpose();
     h_local(3, 3) = T(2) * len / (ds * ds * ds);
     // H_q = Pᵀ H_local P with P = [−I, I] per local variable.
-    e.hessian[0].template block<4, 4>(0, 0) = h_local;
-    e.hessian[0].template block<4, 4>(4, 4) = h_local;
-    e.hessian[0].template block<4, 4>(0, 4) = -h_local;
-    e.hessian[0].template block<4, 4>(4, 0) = -h_local;
+    e.hessian[0] = detail::segment_difference_hessian<T>(h_local);
 
     // Ω = Δs: ∇Ω = [0, −1, 0, 1], HΩ = 0.
     e.size = ds;
