@@ -5,6 +5,8 @@
 // and on the bending element's clamped dissipative stiffness.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+
 #include <Eigen/Core>
 
 #include <weft/element/bending_element.hpp>
@@ -175,9 +177,14 @@ TEST_CASE("difference projection: the segment's closed form given its direction"
                                                                     Eigen::Vector3d::Zero(), negative));
             CHECK(weft::project_segment_hessian<double>(stretch, Eigen::Vector3d::Zero()) ==
                   weft::project_segment_hessian<double>(stretch));
-            checks += 5;
+            // An entry that is not finite is left to the general solver too.
+            Eigen::Matrix4d broken = stretch.block<4, 4>(4, 4);
+            broken(trial % 4, (trial / 4) % 4) = trial % 2 == 0 ? std::nan("") : HUGE_VAL;
+            CHECK_FALSE(
+                weft::detail::segment_negative_part<double>(broken, Eigen::Vector3d(q.segment<3>(4)), negative));
+            checks += 6;
         }
-        REQUIRE(checks == 100);
+        REQUIRE(checks == 120);
     }
 }
 

@@ -45,13 +45,12 @@ namespace detail {
 /// t (Hε's Δx block is (I − t tᵀ)/(|Δx| Δs)). So c, with multiplicity two,
 /// and the two eigenvalues of the 2×2 block are H's spectrum, in closed
 /// form. Returns false, leaving `negative` unset, where H departs from that
-/// form by more than 1e-9 of its largest entry (or t is zero): the caller
-/// then takes the general eigen-solver.
+/// form by more than 1e-9 of its largest entry, or t is zero, or an entry is
+/// not finite: the caller then takes the general eigen-solver.
 template <typename T>
 WEFT_HD inline bool segment_negative_part(const Mat<T, 4, 4>& h, const Vec3<T>& direction, Mat<T, 4, 4>& negative)
 {
     using std::abs;
-    using std::sqrt;
     const T norm = direction.norm();
     if (!(norm > T(0))) return false;
     const Vec3<T> t = direction / norm;
@@ -63,6 +62,7 @@ WEFT_HD inline bool segment_negative_part(const Mat<T, 4, 4>& h, const Vec3<T>& 
     const T c = T(0.5) * (hxx.trace() - a);
     // H less its model, entry by entry, against its largest entry.
     T largest = T(0), misfit = T(0);
+    bool finite = true;
     for (int i = 0; i < 4; ++i) {
         for (int j = 0; j < 4; ++j) {
             T model;
@@ -75,11 +75,12 @@ WEFT_HD inline bool segment_negative_part(const Mat<T, 4, 4>& h, const Vec3<T>& 
             } else {
                 model = d;
             }
+            finite = finite && h(i, j) - h(i, j) == T(0);  // false for NaN and ±inf
             largest = abs(h(i, j)) > largest ? abs(h(i, j)) : largest;
             misfit = abs(h(i, j) - model) > misfit ? abs(h(i, j) - model) : misfit;
         }
     }
-    if (!(misfit <= T(1e-9) * largest)) return false;
+    if (!finite || !(misfit <= T(1e-9) * largest)) return false;  // not finite: the general solver's handling
     negative.setZero();
     if (c < T(0)) negative.template block<3, 3>(0, 0) = c * (Mat3<T>::Identity() - t * t.transpose());
     // The 2×2 block [[a, b], [b, d]]: eigenvalues mean ± radius. Where only
