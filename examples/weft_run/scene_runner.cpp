@@ -6,6 +6,7 @@
 #include "frame_output.hpp"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <csignal>
 #include <cstdint>
@@ -35,6 +36,18 @@
 namespace weft::examples {
 
 namespace runner_detail {
+
+/// A failed attempt's reason without its figures: the message up to its
+/// first " (", digits taken out. Two attempts that failed for one reason
+/// with other figures ("Newton did not converge in 8 iterations (…)")
+/// have one kind.
+inline std::string failure_kind(const std::string& message)
+{
+    std::string kind;
+    for (const char c : message.substr(0, message.find(" (")))
+        if (!std::isdigit(static_cast<unsigned char>(c))) kind += c;
+    return kind;
+}
 
 /// EIL count of a step report (yarn steppers); 0 for models without EIL.
 inline int eil_nodes_of(const YarnStepReport& r)
@@ -568,9 +581,9 @@ RunSummary run_loop(const SceneDescription& scene, const RunArguments& args, Ste
             std::ostringstream os;
             os << "step " << step << " (t = " << time << " s) failed: " << r.message;
             // The last attempt's reason; where the first attempt failed for
-            // another, that one is why the step was halved at all.
-            if (!r.first_failure.empty() && r.message.compare(0, r.first_failure.size(), r.first_failure) != 0)
-                os << "; first halved because: " << r.first_failure;
+            // another, that one is why the step was retried or halved at all.
+            if (!r.first_failure.empty() && failure_kind(r.first_failure) != failure_kind(r.message))
+                os << "; its first attempt failed because: " << r.first_failure;
             summary.error = os.str();
             break;
         }

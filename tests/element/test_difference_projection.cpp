@@ -177,14 +177,21 @@ TEST_CASE("difference projection: the segment's closed form given its direction"
                                                                     Eigen::Vector3d::Zero(), negative));
             CHECK(weft::project_segment_hessian<double>(stretch, Eigen::Vector3d::Zero()) ==
                   weft::project_segment_hessian<double>(stretch));
-            // An entry that is not finite is left to the general solver too.
+            // An entry or a direction that is not finite is left to the general solver too.
+            const double bad = rng.uniform(0, 1) < 0.5 ? std::nan("") : -HUGE_VAL;
             Eigen::Matrix4d broken = stretch.block<4, 4>(4, 4);
-            broken(trial % 4, (trial / 4) % 4) = trial % 2 == 0 ? std::nan("") : HUGE_VAL;
+            broken(trial % 4, (trial / 4) % 4) = bad;
             CHECK_FALSE(
                 weft::detail::segment_negative_part<double>(broken, Eigen::Vector3d(q.segment<3>(4)), negative));
-            checks += 6;
+            Eigen::Vector3d bad_direction = q.segment<3>(4);
+            bad_direction(trial % 3) = bad;
+            CHECK_FALSE(weft::detail::segment_negative_part<double>(Eigen::Matrix4d(stretch.block<4, 4>(4, 4)),
+                                                                    bad_direction, negative));
+            CHECK(weft::project_segment_hessian<double>(stretch, bad_direction) ==
+                  weft::project_segment_hessian<double>(stretch));
+            checks += 8;
         }
-        REQUIRE(checks == 120);
+        REQUIRE(checks == 160);
     }
 }
 

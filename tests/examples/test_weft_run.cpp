@@ -955,9 +955,9 @@ TEST_CASE("weft-run: in tablecloth.json contacts slide past crossings with EIL n
     CHECK(steps_with_eil >= 10);
     // The same scene with EIL off: the first contact that reaches a crossing
     // inverts its segment (t = 0.044 s), and the step fails with that reason,
-    // as its last attempt's or as the one it was first halved for (at the
-    // last halvings the collapsing segment's mass may first make the
-    // preconditioner indefinite).
+    // as its last attempt's or as its first attempt's (at the last halvings
+    // the collapsing segment's mass may first make the preconditioner
+    // indefinite).
     std::string scene = tablecloth_one_step();
     const std::string on = "\"eil\": {\"enabled\": true}";
     REQUIRE(scene.find(on) != std::string::npos);

@@ -17,6 +17,8 @@
 /// h² k / m ≈ 10⁹ one such direction makes A = M − h D − h² K indefinite, so
 /// CG breaks down. The projection changes the Jacobian, never the force.
 
+#include <limits>
+
 #include <weft/core/psd.hpp>
 #include <weft/strain/difference_map.hpp>
 
@@ -45,14 +47,15 @@ namespace detail {
 /// t (Hε's Δx block is (I − t tᵀ)/(|Δx| Δs)). So c, with multiplicity two,
 /// and the two eigenvalues of the 2×2 block are H's spectrum, in closed
 /// form. Returns false, leaving `negative` unset, where H departs from that
-/// form by more than 1e-9 of its largest entry, or t is zero, or an entry is
-/// not finite: the caller then takes the general eigen-solver.
+/// form by more than 1e-9 of its largest entry (64 ulps in float), or t is
+/// zero or not finite, or an entry is not finite: the caller then takes the
+/// general eigen-solver.
 template <typename T>
 WEFT_HD inline bool segment_negative_part(const Mat<T, 4, 4>& h, const Vec3<T>& direction, Mat<T, 4, 4>& negative)
 {
     using std::abs;
     const T norm = direction.norm();
-    if (!(norm > T(0))) return false;
+    if (!(norm > T(0)) || !(norm - norm == T(0))) return false;  // zero, NaN or ±inf
     const Vec3<T> t = direction / norm;
     const Mat3<T> hxx = h.template block<3, 3>(0, 0);
     const Vec3<T> hxs = h.template block<3, 1>(0, 3);
@@ -80,14 +83,17 @@ WEFT_HD inline bool segment_negative_part(const Mat<T, 4, 4>& h, const Vec3<T>& 
             misfit = abs(h(i, j) - model) > misfit ? abs(h(i, j) - model) : misfit;
         }
     }
-    if (!finite || !(misfit <= T(1e-9) * largest)) return false;  // not finite: the general solver's handling
+    // 1e-9 in double; in float, 64 ulps (its rounding is about 1e-7).
+    const T epsilon = std::numeric_limits<T>::epsilon();
+    const T tolerance = T(64) * epsilon > T(1e-9) ? T(64) * epsilon : T(1e-9);
+    if (!finite || !(misfit <= tolerance * largest)) return false;  // not finite: the general solver's handling
     negative.setZero();
     if (c < T(0)) negative.template block<3, 3>(0, 0) = c * (Mat3<T>::Identity() - t * t.transpose());
     // The 2×2 block [[a, b], [b, d]]: eigenvalues mean ± radius. Where only
     // the lower is negative, its eigenprojector is (M − λ₊ I)/(λ₋ − λ₊), whose
     // error times |λ₋| ≤ 2 radius stays at rounding (as in clamp_symmetric_2x2).
     const T mean = T(0.5) * (a + d);
-    const T radius = psd_detail::scaled_hypot(T(0.5) * (a - d), b);
+    const T radius = psd_detail::scaled_hypot(T(0.5) * a - T(0.5) * d, b);
     const T upper = mean + radius;
     const T lower = mean - radius;
     Mat<T, 2, 2> part = Mat<T, 2, 2>::Zero();
