@@ -133,11 +133,7 @@ TEST_CASE("difference projection: the segment's closed form given its direction"
                     h.block<3, 1>(0, 3) = block(0, 1) * t;
                     h.block<1, 3>(3, 0) = block(1, 0) * t.transpose();
                     h(3, 3) = block(1, 1);
-                    Mat8 hessian = Mat8::Zero();
-                    hessian.block<4, 4>(0, 0) = h;
-                    hessian.block<4, 4>(4, 4) = h;
-                    hessian.block<4, 4>(0, 4) = -h;
-                    hessian.block<4, 4>(4, 0) = -h;
+                    const Mat8 hessian = weft::detail::segment_difference_hessian<double>(h);
                     if (hessian.norm() == 0.0) {
                         CHECK(weft::project_segment_hessian<double>(hessian, t) == Mat8::Zero());
                         ++checks;
