@@ -192,11 +192,25 @@ int check_pcg_solution(Random& rng)
     REQUIRE(multilevel.converged);
     INFO("block-Jacobi " << jacobi.iterations << " iterations, multilevel " << multilevel.iterations);
     CHECK(multilevel.iterations < jacobi.iterations);
+    // One cycle for z₀ and one after each iteration but the converged last,
+    // whose z PCG would not read.
+    CHECK(m.cycles() == multilevel.iterations);
 
     const Eigen::VectorXd solution = to_eigen_vector(x_multilevel);
     CHECK(relative_error(pf * solution, expected) <= 1e-8);
     CHECK(relative_error(solution, to_eigen_vector(x_jacobi)) <= 1e-8);
     CHECK((pc * solution - pc * prescribed).lpNorm<Eigen::Infinity>() == 0.0);
+
+    // A tolerance that the starting residual meets: x₀ is the answer, and no
+    // cycle runs.
+    const long cycles_before = m.cycles();
+    options.tolerance = 2.0;
+    thrust::device_vector<double> x_start = to_device(prescribed);
+    const PcgResult<double> at_once =
+        weft::solve_filtered_pcg(problem.a, to_device(b), free_dofs, x_start, workspace, options);
+    CHECK(at_once.converged);
+    CHECK(at_once.iterations == 0);
+    CHECK(m.cycles() == cycles_before);
     return 1;
 }
 
