@@ -680,10 +680,9 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     // rᵀz is then 0, so callers test convergence before rᵀz's sign.
     const auto update = [&](T alpha) {
         if (line_preconditioner || custom) {
-            thrust::for_each(
-                thrust::device, node_first, node_last,
-                pcg_detail::UpdateIterate<T, B>{alpha, cells(p), cells(q), cells(x), cells(r),
-                                                cells(workspace.node_sums_second)});
+            thrust::for_each(thrust::device, node_first, node_last,
+                             pcg_detail::UpdateIterate<T, B>{alpha, cells(p), cells(q), cells(x), cells(r),
+                                                             cells(workspace.node_sums_second)});
             const T r_dot_r = fixed_order_reduce(workspace.node_sums_second.begin(), workspace.node_sums_second.size(),
                                                  T(0), thrust::plus<T>{});
             if (sqrt(r_dot_r) <= stop_norm) return SumPair<T>{T(0), r_dot_r};
