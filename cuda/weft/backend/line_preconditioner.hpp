@@ -734,7 +734,10 @@ struct SolveLine {
             const T* r = input + static_cast<std::size_t>(line_nodes[e]) * B;
             T g[B];
             for (int i = 0; i < B; ++i) g[i] = r[i];
-            for (int d = 1; d <= band && e - d >= first; ++d) {
+            // Farthest entry first: g_{i−1}, the one the entry before has
+            // just formed, enters last, so the chain from entry to entry is
+            // one block product long, not `band` of them.
+            for (int d = band < e - first ? band : static_cast<int>(e - first); d >= 1; --d) {
                 const TF* w = couplings + (static_cast<std::size_t>(e - d) * stride + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
                     for (int p = 0; p < B; ++p) g[i] -= static_cast<T>(w[p * B + i]) * previous[d - 1][p];
@@ -754,7 +757,7 @@ struct SolveLine {
             const T* h = scratch + static_cast<std::size_t>(e) * B;
             T y[B];
             for (int i = 0; i < B; ++i) y[i] = h[i];
-            for (int d = 1; d <= band && e + d < last; ++d) {
+            for (int d = band < last - 1 - e ? band : static_cast<int>(last - 1 - e); d >= 1; --d) {  // as above
                 const TF* w = couplings + (static_cast<std::size_t>(e) * stride + (d - 1)) * (B * B);
                 for (int i = 0; i < B; ++i) {
                     for (int p = 0; p < B; ++p) y[i] -= static_cast<T>(w[i * B + p]) * previous[d - 1][p];
