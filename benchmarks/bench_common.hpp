@@ -281,7 +281,7 @@ inline void add_matrix_precision_option(CLI::App& app, std::string& precision)
 /// benchmarks take (scene keys solver.multilevel_refresh,
 /// solver.multilevel_refresh_tolerance, solver.multilevel_rebuild,
 /// solver.multilevel_pattern_change, solver.multilevel_renew_modes,
-/// solver.multilevel_line_factor_tolerance).
+/// solver.multilevel_line_factor_tolerance, solver.multilevel_exact_ritz_bound).
 struct MultilevelRenewal {
     std::string refresh = "on-growth";
     double refresh_tolerance = MultilevelOptions{}.refresh_tolerance;
@@ -289,11 +289,12 @@ struct MultilevelRenewal {
     std::string pattern_change = "rebuild";
     std::string renew_modes = "on";
     double line_factor_tolerance = MultilevelOptions{}.line_factor_tolerance;
+    double exact_ritz_bound = MultilevelOptions{}.exact_ritz_bound;
 
     /// The JSON fields of these words, each after ",\n  ": multilevel_refresh,
     /// multilevel_refresh_tolerance, multilevel_rebuild,
     /// multilevel_pattern_change, multilevel_renew_modes,
-    /// multilevel_line_factor_tolerance.
+    /// multilevel_line_factor_tolerance, multilevel_exact_ritz_bound.
     std::string json_fields() const
     {
         std::ostringstream out;
@@ -301,13 +302,14 @@ struct MultilevelRenewal {
             << "\",\n  \"multilevel_refresh_tolerance\": " << refresh_tolerance << ",\n  \"multilevel_rebuild\": \""
             << rebuild << "\",\n  \"multilevel_pattern_change\": \"" << pattern_change
             << "\",\n  \"multilevel_renew_modes\": \"" << renew_modes
-            << "\",\n  \"multilevel_line_factor_tolerance\": " << line_factor_tolerance;
+            << "\",\n  \"multilevel_line_factor_tolerance\": " << line_factor_tolerance
+            << ",\n  \"multilevel_exact_ritz_bound\": " << exact_ritz_bound;
         return out.str();
     }
 
     /// --multilevel-refresh, --multilevel-refresh-tolerance, --multilevel-rebuild,
     /// --multilevel-pattern-change, --multilevel-renew-modes,
-    /// --multilevel-line-factor-tolerance.
+    /// --multilevel-line-factor-tolerance, --multilevel-exact-ritz-bound.
     void add_options(CLI::App& app)
     {
         app.add_option("--multilevel-renew-modes", renew_modes,
@@ -342,6 +344,12 @@ struct MultilevelRenewal {
                        "(0 or negative: every line)")
             ->check(CLI::Number)
             ->type_name("TAU");
+        app.add_option("--multilevel-exact-ritz-bound", exact_ritz_bound,
+                       "a solve whose largest Ritz value (PCG's estimate of the preconditioned operator's largest "
+                       "eigenvalue, at most 1 for a V-cycle of current values) exceeds this makes the next prepare "
+                       "refresh every coarse row and factor every finest line (0 or negative: never)")
+            ->check(CLI::Number)
+            ->type_name("BOUND");
     }
 
     /// The rules set in `options`.
@@ -353,6 +361,7 @@ struct MultilevelRenewal {
         options.keep_across_patterns = multilevel_keep_across_patterns_named(pattern_change);
         options.renew_modes = renew_modes == "on";
         options.line_factor_tolerance = line_factor_tolerance;
+        options.exact_ritz_bound = exact_ritz_bound;
     }
 };
 
@@ -422,7 +431,9 @@ struct LevelCycles {
 /// refreshes by rows recomputed (refreshed_row_share(), −1: none), the share
 /// of the finest level's yarn lines the prepares factored
 /// (line_refactor_share(), −1: none; the whole run) and the solves redone
-/// after kept line factors failed (line_factor_fallbacks()), levels,
+/// after kept line factors failed (line_factor_fallbacks()), the prepares
+/// that took every row after a solve's Ritz value passed exact_ritz_bound
+/// (exact_retakes()), levels,
 /// DoFs per level, operator complexity; the cycles of the timed steps
 /// (`cycles`, the preconditioner's applications) and their mean ms per cycle
 /// on each level, finest first, exclusive of the levels below
@@ -445,7 +456,7 @@ std::string multilevel_fields(const Stepper& stepper, PcgPreconditioner precondi
         << ", \"refresh_ms\": " << (m.refreshes() > 0 ? 1e3 * m.refresh_seconds() / m.refreshes() : 0.0)
         << ", \"refresh_retries\": " << m.by_rows_retries() << ", \"refreshed_row_share\": " << m.refreshed_row_share()
         << ", \"line_refactor_share\": " << m.line_refactor_share()
-        << ", \"line_factor_fallbacks\": " << m.line_factor_fallbacks()
+        << ", \"line_factor_fallbacks\": " << m.line_factor_fallbacks() << ", \"exact_retakes\": " << m.exact_retakes()
         << ", \"levels\": " << stepper.multilevel().levels() << ", \"level_dofs\": [";
     const std::vector<Index> dofs = stepper.multilevel().level_dofs();
     for (std::size_t l = 0; l < dofs.size(); ++l) out << (l ? ", " : "") << dofs[l];

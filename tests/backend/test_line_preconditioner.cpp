@@ -1518,6 +1518,99 @@ TEST_CASE(
 }
 
 TEST_CASE(
+    "multilevel: a solve whose largest Ritz value exceeds exact_ritz_bound makes the next prepare take every row: "
+    "the exact Galerkin levels of the current values and every line factored; not below the bound, not after an "
+    "exact prepare, not when the bound is off",
+    "[backend][multilevel][line_preconditioner][squares][exact_retakes]")
+{
+    Random rng(97);
+    const WovenSystem woven = woven_system(24);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    // Refreshes on growth only: a prepare of new values keeps the coarse
+    // values of the build's, and the finest lines keep their factors where
+    // no row moved beyond line_factor_tolerance (the default 1e-3).
+    weft::MultilevelOptions options = square_options();
+    options.refresh = weft::MultilevelRefresh::on_growth;
+    REQUIRE(options.line_factor_tolerance == 1e-3);
+    REQUIRE(options.exact_ritz_bound == 2.0);  // the default
+    weft::MultilevelOptions off_options = options;
+    off_options.exact_ritz_bound = 0.0;
+    weft::MultilevelPreconditioner<double, 5> m(options), off(off_options);
+    for (auto* p : {&m, &off}) {
+        p->set_lines(&lines);
+        REQUIRE(p->prepare(problem.a, free_dofs, state));
+    }
+    std::vector<SparseMatrix> prolongators;
+    for (int l = 1; l < m.levels(); ++l)
+        prolongators.push_back(SparseMatrix(m.level_prolongator(static_cast<std::size_t>(l))));
+    // Every entry drifts by up to 1e-4 of itself, one patch moves by factors of 0.5–2.
+    const YarnProblem now = rescaled_on(problem, patch_nodes(problem, 2, 3, 4, 5), 1e-4, rng);
+    // The largest distance of level l from the Galerkin product of the
+    // current values through the levels above, over that product's largest entry.
+    const auto level_error = [&](weft::MultilevelPreconditioner<double, 5>& p, int l) {
+        SparseMatrix above = filtered_matrix(now.system.a, filter);
+        double error = 0.0;
+        for (int k = 1; k <= l; ++k) {
+            const Eigen::MatrixXd exact_level = galerkin_level(prolongators[static_cast<std::size_t>(k - 1)], above);
+            const Eigen::MatrixXd level = Eigen::MatrixXd(p.level_matrix(static_cast<std::size_t>(k)));
+            error = (level - exact_level).cwiseAbs().maxCoeff() / exact_level.cwiseAbs().maxCoeff();
+            above = level.sparseView();
+        }
+        return error;
+    };
+    // The same iterations at every solve, untimed: no refresh for growth.
+    const auto solve_then_prepare = [&](double ritz_max) {
+        for (auto* p : {&m, &off}) {
+            p->record_spectrum(ritz_max);
+            p->record_solve(true, 5);
+            REQUIRE(p->prepare(now.a, free_dofs, state));
+        }
+    };
+    // After the build (exact): no retake, whatever the Ritz value. The
+    // coarse values stay the build's, lines keep their factors.
+    solve_then_prepare(50.0);
+    CHECK(m.exact_retakes() == 0);
+    CHECK(m.refreshes() == 0);
+    CHECK(m.kept_line_factors());
+    const double stale = level_error(m, 1);
+    CHECK(stale > 1e-3);
+    // Below the bound: nothing taken again.
+    solve_then_prepare(1.9);
+    CHECK(m.exact_retakes() == 0);
+    CHECK(level_error(m, 1) == stale);
+    // Above it: every row and every line, the exact levels of the current values.
+    solve_then_prepare(2.5);
+    CHECK(m.exact_retakes() == 1);
+    CHECK(m.refreshes() == 1);
+    CHECK(m.builds() == 1);
+    CHECK_FALSE(m.kept_line_factors());
+    int exact_levels = 0;
+    for (int l = 1; l < m.levels(); ++l) {
+        INFO("level " << l);
+        CHECK(level_error(m, l) <= 1e-12);
+        ++exact_levels;
+    }
+    CHECK(exact_levels >= 2);
+    CHECK(check_symmetric_positive(m, filter, rng, 2, 1e-7) == 2);
+    // After that exact prepare no second retake, however large the value.
+    solve_then_prepare(1e6);
+    CHECK(m.exact_retakes() == 1);
+    CHECK(m.refreshes() == 1);
+    // The bound off: never.
+    CHECK(off.exact_retakes() == 0);
+    CHECK(off.refreshes() == 0);
+    CHECK(level_error(off, 1) == stale);
+    solve_to_solution(now, free_dofs, m, filtered_solution(now, filter));
+
+    // A bound that is not finite is refused, naming the field.
+    weft::MultilevelOptions bad = options;
+    bad.exact_ritz_bound = std::numeric_limits<double>::infinity();
+    weft::MultilevelPreconditioner<double, 5> refused(bad);
+    refused.set_lines(&lines);
+    CHECK_THROWS_WITH(refused.prepare(problem.a, free_dofs, state), Catch::Contains("exact_ritz_bound"));
+}
+
+TEST_CASE(
     "multilevel: the finest yarn lines are factored again only where a row moved beyond line_factor_tolerance: the "
     "same bits as every line factored where only those rows changed, near it and SPD with a drift below it, every "
     "line for a new filter, and every line after a solve that kept lines failed",

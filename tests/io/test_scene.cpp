@@ -479,6 +479,23 @@ TEST_CASE("scene: solver.multilevel_line_factor_tolerance is read, 0.001 by defa
                                                 Catch::Contains("expected a number"));
 }
 
+TEST_CASE("scene: solver.multilevel_exact_ritz_bound is read, 2 by default, into the multilevel options",
+          "[io][scene][preconditioner]")
+{
+    json j = minimal();
+    CHECK(weft::parse_scene(j).solver.multilevel_exact_ritz_bound == 2.0);
+    CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.exact_ritz_bound == 2.0);
+    CHECK(weft::MultilevelOptions{}.exact_ritz_bound == 2.0);
+    for (const double bound : {0.0, 1.5, -1.0}) {  // 0 or negative: never
+        j["solver"]["multilevel_exact_ritz_bound"] = bound;
+        CHECK(weft::parse_scene(j).solver.multilevel_exact_ritz_bound == bound);
+        CHECK(weft::stepper_options<double>(weft::parse_scene(j)).multilevel.exact_ritz_bound == bound);
+    }
+    j["solver"]["multilevel_exact_ritz_bound"] = "2";
+    CHECK_THROWS_WITH(weft::parse_scene(j),
+                      Catch::Contains("solver.multilevel_exact_ritz_bound") && Catch::Contains("expected a number"));
+}
+
 TEST_CASE("scene: solver.multilevel_renew_modes is read, true by default, into the multilevel options",
           "[io][scene][preconditioner]")
 {
@@ -1210,16 +1227,16 @@ TEST_CASE("scene schema: every key the parser accepts is documented in docs/", "
             ++checked;
         }
     }
-    // 28 objects, 189 keys (with repeats across objects, e.g. "type").
+    // 28 objects, 190 keys (with repeats across objects, e.g. "type").
     REQUIRE(weft::scene_schema().size() == 28);
-    REQUIRE(checked == 189);
+    REQUIRE(checked == 190);
     // The linear-solve keys (weft-run --other-linear-solver) are solver keys.
     const weft::scene_keys::Keys& solver = weft::scene_keys::solver();
     for (const std::string& key : weft::scene_keys::solver_linear()) {
         INFO("solver_linear() key " << key);
         CHECK(std::find(solver.begin(), solver.end(), key) != solver.end());
     }
-    REQUIRE(weft::scene_keys::solver_linear().size() == 16);
+    REQUIRE(weft::scene_keys::solver_linear().size() == 17);
     // docs/scenes.md ("Checkpoints") names them: the keys in backquotes, and
     // "every `multilevel_*` key", which must then be every multilevel key.
     const std::size_t from = docs.find("**Another linear solve from the same state");

@@ -282,6 +282,28 @@
 /// line_refactor_share() counts the lines factored; benchmarks/RESULTS.md
 /// "Line factors by rows" has the measurements.
 ///
+/// Exact retakes (MultilevelOptions::exact_ritz_bound, default 2). With
+/// current values the cycle's error propagation
+/// E = (I − Sᵀ A)(I − P M_c⁻¹ Pᵀ A)(I − S A) is positive semidefinite in A's
+/// inner product: the line sweeps contract in A's energy norm, the forward
+/// and backward sweeps are adjoint, and each coarse level is the Galerkin
+/// product under a cycle with the same property, down to the exact coarsest
+/// solve. So M⁻¹ A = I − E has its eigenvalues in (0, 1]. Rows kept from
+/// older matrices break that: the near-null modes' energy is a cancellation
+/// of stiff terms far below the diagonal's scale that the tolerances
+/// compare with, and a mix of rows from different matrices can leave a
+/// coarse direction with far too little energy, which the cycle then
+/// over-corrects. On a 400² patch hanging from one edge PCG's Ritz values
+/// reached 933 (2.7e8 with a refresh at every prepare) and 21.6 iterations
+/// per step, against 1.42 and 16.1 with every row refreshed
+/// (benchmarks/RESULTS.md, "Exact retakes"). PCG's Lanczos matrix gives the
+/// largest Ritz value of each solve at the cost of two scalars per
+/// iteration (solve_filtered_pcg_multilevel asks for it and hands it over
+/// by record_spectrum()); one above the bound, after a prepare that kept
+/// rows or line factors of older matrices, makes the next prepare refresh
+/// every coarse row and factor every finest line, and that solve is not
+/// charged to the hierarchy's drift or age. exact_retakes() counts them.
+///
 /// A new filter on the same pattern (EIL tags set or cleared, a pin) is
 /// taken by a refresh too, where refreshes are on: the V-cycle adds the
 /// coarse correction on the free DoFs only, so its first prolongator acts as
@@ -476,6 +498,14 @@ struct MultilevelOptions {
     /// at every prepare(), without the float copy of A's values that the
     /// comparison keeps.
     double line_factor_tolerance = 1e-3;
+    /// A solve whose largest Ritz value (PCG's Lanczos estimate from inside
+    /// of λ_max(M⁻¹ S A S), see pcg.hpp) exceeds this bound makes the next
+    /// prepare() take every row: every coarse row refreshed from the current
+    /// matrix and every finest yarn line factored (see "Exact retakes" in
+    /// the file comment; exact_retakes() counts them). 0 or negative: off,
+    /// and solve_filtered_pcg_multilevel estimates no spectrum for it. Scene
+    /// key solver.multilevel_exact_ritz_bound.
+    double exact_ritz_bound = 2.0;
     /// The finest level's products in the V-cycle (the smoother's residuals
     /// and the residual restricted to the coarse level) with a float copy of
     /// the matrix's values, and the yarn-line smoother's solves with float
@@ -625,6 +655,10 @@ inline void validate(const MultilevelOptions& o)
     if (!std::isfinite(o.line_factor_tolerance)) {
         throw InvalidInput(
             detail::describe("MultilevelOptions line_factor_tolerance", o.line_factor_tolerance, "must be finite"));
+    }
+    if (!std::isfinite(o.exact_ritz_bound)) {
+        throw InvalidInput(
+            detail::describe("MultilevelOptions exact_ritz_bound", o.exact_ritz_bound, "must be finite"));
     }
 }
 
@@ -3020,6 +3054,7 @@ public:
         }
         m_matrix = &a;
         m_free = &free_dofs;
+        m_exact_components = false;
         const bool same_structure =
             m_built && m_pattern_free.size() == dofs && has_pattern(a, m_pattern_rows, m_pattern_cols);
         const bool same_filter =
@@ -3049,15 +3084,20 @@ public:
         // Refreshing ahead (see refreshes_ahead()): every prepare but a probe's.
         const bool ahead = refreshing_ahead() && !m_probe_next;
         m_probe_next = false;
-        const bool refresh =
-            reuse && !m_rebuild_requested && !m_kept_pattern &&
-            (new_filter || m_refresh_requested || ahead || m_options.refresh == MultilevelRefresh::every_prepare);
+        // A solve's Ritz value above exact_ritz_bound: every row taken again.
+        const bool exact = m_exact_requested;
+        m_exact_requested = false;
+        const bool refresh = reuse && !m_rebuild_requested && !m_kept_pattern &&
+                             (new_filter || m_refresh_requested || ahead || exact ||
+                              m_options.refresh == MultilevelRefresh::every_prepare);
         const bool asked = new_filter || m_refresh_requested;
         if (m_renew_requested && reuse && !m_rebuild_requested && !m_kept_pattern) {
             // The age asked for new modes: renewed, then every coarse row refreshed.
             m_renew_requested = false;
             const auto start = std::chrono::steady_clock::now();
+            m_factor_every_line = exact;
             const bool renewed = renew_tentatives(free_dofs, state) && refresh_values(a, free_dofs, true, true);
+            m_factor_every_line = false;
             m_last_renewal_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             m_renewal_seconds += m_last_renewal_seconds;
             if (renewed) {
@@ -3070,6 +3110,8 @@ public:
                 m_judging_aged_build = m_aged_before >= 0.0;
                 m_judging_renewal = m_judging_aged_build;
                 m_recent_fresh_count = 0;
+                m_exact_components = !m_fine_kept;
+                if (exact) m_exact_retakes += 1;
                 m_ready = true;
                 return true;
             }
@@ -3081,12 +3123,17 @@ public:
             m_aged_requested = true;
         }
         m_renew_requested = false;
-        if (refresh && !m_rebuild_requested && refresh_values(a, free_dofs, new_filter)) {
+        m_factor_every_line = exact;
+        const bool refreshed = refresh && !m_rebuild_requested && refresh_values(a, free_dofs, new_filter || exact);
+        m_factor_every_line = false;
+        if (refreshed) {
             if (new_filter) {
                 thrust::copy(thrust::device, free_dofs.begin(), free_dofs.end(), m_pattern_free.begin());
                 m_filter_refreshes += 1;
             }
-            if (ahead && !asked) m_ahead_refreshes += 1;
+            if (ahead && !asked && !exact) m_ahead_refreshes += 1;
+            m_exact_components = (new_filter || exact || m_options.refresh_tolerance < 0.0) && !m_fine_kept;
+            if (exact) m_exact_retakes += 1;
             m_ready = true;
             return true;
         }
@@ -3101,6 +3148,7 @@ public:
             m_last_build_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
             m_build_seconds += m_last_build_seconds;
             if (!built) return false;
+            m_exact_components = !m_fine_kept;
         } else if (!prepare_fine(a, free_dofs)) {
             return false;
         }
@@ -3117,6 +3165,8 @@ public:
     /// iteration growth alone decides.
     void record_solve(bool converged, int iterations, double seconds = -1.0)
     {
+        const double ritz_max = m_last_ritz_max;
+        m_last_ritz_max = 0.0;
         if (m_first_iterations < 0) m_first_iterations = iterations;
         const double limit = std::max(m_options.rebuild_growth * m_first_iterations, m_first_iterations + 5.0);
         if (m_checking_refresh) {
@@ -3135,6 +3185,16 @@ public:
             m_rebuild_requested = true;
             m_refresh_requested = false;
             m_renew_requested = false;
+            return;
+        }
+        // A Ritz value above the bound where the cycle had rows or line
+        // factors of older matrices: the next prepare takes every row, and
+        // this solve's iterations are not charged to the hierarchy's drift
+        // or age, which that retake does not judge ("Exact retakes" in the
+        // file comment).
+        if (m_options.exact_ritz_bound > 0.0 && ritz_max > m_options.exact_ritz_bound && !m_exact_components &&
+            m_options.refresh != MultilevelRefresh::off) {
+            m_exact_requested = true;
             return;
         }
         if (m_refresh_requested || m_renew_requested) return;
@@ -3362,6 +3422,13 @@ public:
     /// Refreshes by rows whose mix of old and new rows left a level not
     /// positive definite, done again with every row (refresh_values()).
     int by_rows_retries() const { return m_by_rows_retries; }
+    /// Prepares that took every row again because a solve's largest Ritz
+    /// value exceeded MultilevelOptions::exact_ritz_bound ("Exact retakes"
+    /// in the file comment).
+    int exact_retakes() const { return m_exact_retakes; }
+    /// The largest Ritz value of the solve about to be recorded (PcgResult::ritz_max
+    /// where PCG estimated it; 0 or less: none), read by the next record_solve().
+    void record_spectrum(double ritz_max) { m_last_ritz_max = ritz_max; }
     /// Prepares that kept the coarse levels across a new pattern or filter
     /// (MultilevelOptions::keep_across_patterns) instead of a build.
     int pattern_keeps() const { return m_pattern_keeps; }
@@ -4412,7 +4479,7 @@ private:
         // m_fine_taken is kept only while the factors are of it (forget_fine_taken
         // on every failure): a copy of A's size means factors to keep by rows.
         const bool keeping = tolerance > 0.0 && !m_keep_no_line_factors;
-        const bool by_rows = keeping && !recolor && m_fine_taken.size() == a.values().size() &&
+        const bool by_rows = keeping && !recolor && !m_factor_every_line && m_fine_taken.size() == a.values().size() &&
                              m_fine_free.size() == free_dofs.size() &&
                              thrust::equal(thrust::device, free_dofs.begin(), free_dofs.end(), m_fine_free.begin());
         m_fine_kept = false;
@@ -4786,6 +4853,12 @@ private:
     int m_filter_refreshes = 0;
     int m_by_rows_retries = 0;
     int m_pattern_keeps = 0;
+    // Exact retakes (MultilevelOptions::exact_ritz_bound).
+    bool m_exact_requested = false;    ///< the next prepare takes every row
+    bool m_exact_components = false;   ///< the last prepare left no row or line factor of an older matrix
+    bool m_factor_every_line = false;  ///< factor_fine_lines factors every line (an exact retake)
+    double m_last_ritz_max = 0.0;      ///< record_spectrum(): the last solve's, 0 when not estimated
+    int m_exact_retakes = 0;
     bool m_kept_pattern = false;  ///< the coarse levels were kept across a pattern or filter change
     double m_refresh_seconds = 0.0;
     long m_cycles = 0;                    ///< apply() calls (cycles())
@@ -4863,6 +4936,8 @@ PcgResult<T> solve_filtered_pcg_multilevel(const BsrMatrix<T, B>& a, const thrus
                                            thrust::device_vector<T>& start)
 {
     options.custom = &m;
+    const bool asked = options.estimate_spectrum;
+    options.estimate_spectrum = asked || m.options().exact_ritz_bound > 0.0;
     const bool kept = m.kept_line_factors();
     if (kept) start = x;
     PcgResult<T> result = solve_filtered_pcg(a, b, free_dofs, x, workspace, options);
@@ -4871,6 +4946,11 @@ PcgResult<T> solve_filtered_pcg_multilevel(const BsrMatrix<T, B>& a, const thrus
         thrust::copy(thrust::device, start.begin(), start.end(), x.begin());
         result = solve_filtered_pcg(a, b, free_dofs, x, workspace, options);
         result.iterations += failed_iterations;
+    }
+    m.record_spectrum(result.spectrum_estimated ? static_cast<double>(result.ritz_max) : 0.0);
+    if (!asked) {  // estimated for the exact retakes only: reported as not estimated
+        result.spectrum_estimated = false;
+        result.ritz_min = result.ritz_max = T(0);
     }
     return result;
 }

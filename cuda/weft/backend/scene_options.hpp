@@ -50,6 +50,7 @@ StepperOptions<T> stepper_options(const SceneDescription& scene)
     options.multilevel.refresh = multilevel_refresh_named(s.multilevel_refresh);
     options.multilevel.refresh_tolerance = s.multilevel_refresh_tolerance;
     options.multilevel.line_factor_tolerance = s.multilevel_line_factor_tolerance;
+    options.multilevel.exact_ritz_bound = s.multilevel_exact_ritz_bound;
     options.multilevel.renew_modes = s.multilevel_renew_modes;
     // "auto" (the default) by the scene's cloth: yarns or triangles.
     const bool yarns = !is_triangle_scene(scene);

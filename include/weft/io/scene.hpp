@@ -67,6 +67,10 @@
 ///                              entry moved by more than this times its
 ///                              diagonal's scale since the row was last taken
 ///                              (0 or negative: every line)
+///   multilevel_exact_ritz_bound number 2; a solve whose largest Ritz value
+///                              exceeds it makes the next prepare refresh every
+///                              coarse row and factor every finest line
+///                              (0 or negative: never)
 ///   multilevel_renew_modes bool true; the hierarchy's age first renews the
 ///                              squares' modes and prolongators on the kept
 ///                              patterns instead of a build ("squares" only)

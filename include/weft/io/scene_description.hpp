@@ -41,6 +41,8 @@ struct SolverDescription {
     double multilevel_refresh_tolerance = 1e-2;  ///< rows a refresh takes again (MultilevelOptions::refresh_tolerance)
     double multilevel_line_factor_tolerance =
         1e-3;  ///< finest yarn lines factored again (MultilevelOptions::line_factor_tolerance)
+    double multilevel_exact_ritz_bound =
+        2.0;  ///< a solve's Ritz value above it takes every row again (MultilevelOptions::exact_ritz_bound)
     bool multilevel_renew_modes = true;  ///< the age renews the squares' modes first (MultilevelOptions::renew_modes)
     std::string multilevel_pattern_change =
         "rebuild";                                   ///< "rebuild" | "keep" (MultilevelOptions::keep_across_patterns)

@@ -76,6 +76,9 @@ inline SolverDescription parse_solver(const json& j, const std::string& path, do
     // negative factors every finest yarn line at every prepare.
     s.multilevel_line_factor_tolerance =
         o.get_or("multilevel_line_factor_tolerance", read_number, s.multilevel_line_factor_tolerance);
+    // Any finite number (MultilevelOptions::exact_ritz_bound): 0 or negative
+    // turns the exact retakes off.
+    s.multilevel_exact_ritz_bound = o.get_or("multilevel_exact_ritz_bound", read_number, s.multilevel_exact_ritz_bound);
     s.multilevel_renew_modes = o.get_or("multilevel_renew_modes", read_bool, s.multilevel_renew_modes);
     s.multilevel_rebuild = o.get_or(
         "multilevel_rebuild",
