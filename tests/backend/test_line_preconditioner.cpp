@@ -1602,6 +1602,23 @@ TEST_CASE(
     CHECK(level_error(off, 1) == stale);
     solve_to_solution(now, free_dofs, m, filtered_solution(now, filter));
 
+    // The node coarse space recomputes every coarse row at every refresh:
+    // with every finest line factored too, a refresh leaves nothing of an
+    // older matrix, and no Ritz value asks for a retake.
+    weft::MultilevelOptions nodes_options = square_options();
+    nodes_options.coarse_space = weft::MultilevelCoarseSpace::nodes;
+    nodes_options.line_factor_tolerance = -1.0;
+    weft::MultilevelPreconditioner<double, 5> nodes(nodes_options);
+    nodes.set_lines(&lines);
+    REQUIRE(nodes.prepare(problem.a, free_dofs, state));
+    for (int k = 0; k < 2; ++k) {
+        nodes.record_spectrum(50.0);
+        nodes.record_solve(true, 5);
+        REQUIRE(nodes.prepare(now.a, free_dofs, state));
+    }
+    CHECK(nodes.refreshes() == 2);
+    CHECK(nodes.exact_retakes() == 0);
+
     // A bound that is not finite is refused, naming the field.
     weft::MultilevelOptions bad = options;
     bad.exact_ritz_bound = std::numeric_limits<double>::infinity();

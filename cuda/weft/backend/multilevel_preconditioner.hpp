@@ -3132,7 +3132,9 @@ public:
                 m_filter_refreshes += 1;
             }
             if (ahead && !asked && !exact) m_ahead_refreshes += 1;
-            m_exact_components = (new_filter || exact || m_options.refresh_tolerance < 0.0) && !m_fine_kept;
+            // Exact where no square level kept rows (refresh_values recomputed
+            // every row: a new filter, a retake, or no refresh by rows at all).
+            m_exact_components = (new_filter || exact || !refreshes_by_rows()) && !m_fine_kept;
             if (exact) m_exact_retakes += 1;
             m_ready = true;
             return true;
