@@ -491,6 +491,9 @@ VARIANTS = {
     "nodes, W-cycle, Chebyshev": ("nodes", False, "chebyshev", {"gamma": 2}),
     "nodes+shear (K = 9), W-cycle, lines of aggregates": ("nodes+shear", False, "lines", {"gamma": 2}),
     "nodes, W-cycle, lines of aggregates": ("nodes", False, "lines", {"gamma": 2}),
+    "nodes+shear+inplane (K = 11), two-level": ("nodes+shear+inplane", True, None, {}),
+    "nodes+shear+inplane (K = 11), V-cycle, lines of aggregates": ("nodes+shear+inplane", False, "lines", {}),
+    "nodes+shear+quad (K = 12), two-level": ("nodes+shear+quad", True, None, {}),
 }
 SPACES = {
     "nodes": lambda q, n, f: node_aggregates(q, n, f),
@@ -498,6 +501,9 @@ SPACES = {
     "nodes+arc": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="arc"),
     "nodes+positions": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="positions"),
     "nodes+shear": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="shear"),
+    "nodes+shear+inplane": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="shear",
+                                                           inplane_quadratic=True),
+    "nodes+shear+quad": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="shear", quadratic=True),
     "nodes+shear 4": lambda q, n, f: node_aggregates(q, n, f, linear=True, sliding="shear", side=4),
     "nodes+linear 4": lambda q, n, f: node_aggregates(q, n, f, linear=True, side=4),
     "nodes+linear 5": lambda q, n, f: node_aggregates(q, n, f, linear=True, side=5),

@@ -7,6 +7,7 @@
 #include <numeric>
 #include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <Eigen/Dense>
@@ -208,6 +209,14 @@ struct WovenSystem {
     Eigen::VectorXd filter;
     Eigen::VectorXd expected;
 };
+
+/// Squares of `side` crossings along `count` lines, as the square coarse
+/// spaces place them: a remainder of fewer than half a side joins the last
+/// full square.
+Index squares_along(Index count, int side)
+{
+    return std::max<Index>(1, count / side + (2 * (count % side) >= side ? 1 : 0));
+}
 
 WovenSystem woven_system(int n)
 {
@@ -888,7 +897,7 @@ TEST_CASE(
                                          lines.host_line_ptr()[static_cast<std::size_t>(l)];
                     expected_dofs += 2 * ((length + options.yarn_run - 1) / options.yarn_run);
                 }
-                expected_dofs += 6 * ((n + 3) / 4) * ((n - 4 + 3) / 4);
+                expected_dofs += 6 * squares_along(n, 4) * squares_along(n - 4, 4);
                 CHECK(m.level_dofs()[1] == expected_dofs);
             }
             checked += check_symmetric_positive(m, filter, rng, 4);
@@ -905,16 +914,18 @@ TEST_CASE(
 TEST_CASE("multilevel: the square coarse space's aggregates carry the rigid-body, arc-length and in-plane shear modes",
           "[backend][multilevel][line_preconditioner][squares]")
 {
-    // A woven patch hanging in a plane: 20 u-yarns of 24 crossings (family 0), 24 v-yarns of 20 (family 1).
-    const YarnProblem problem = yarn_problem(24, 20);
-    const LineSet lines = weft::yarn_line_set(problem.model);
-    REQUIRE(lines.family_count() == 2);
-    REQUIRE(lines.uncovered_node_count() == 0);
-    const std::vector<double> state(problem.model.q.begin(), problem.model.q.end());
-    for (const int side : {3, 4}) {  // the default, and squares that couple only to their neighbours
+    // Woven patches hanging in a plane: ny u-yarns of nx crossings (family 0), nx v-yarns of ny (family 1).
+    // 22 x 19 leaves one line over at a side of 3 and 17 x 21 one at 4: it joins the last full square.
+    for (const auto& [nx, ny, side] : {std::tuple{24, 20, 3}, std::tuple{24, 20, 4}, std::tuple{22, 19, 3},
+                                       std::tuple{17, 21, 4}, std::tuple{23, 22, 4}}) {
+        const YarnProblem problem = yarn_problem(nx, ny);
+        const LineSet lines = weft::yarn_line_set(problem.model);
+        REQUIRE(lines.family_count() == 2);
+        REQUIRE(lines.uncovered_node_count() == 0);
+        const std::vector<double> state(problem.model.q.begin(), problem.model.q.end());
         const auto aggregates = weft::multilevel_detail::square_aggregates(lines, state, problem.free_dofs, side);
-        // Squares across the 20 u-yarns and along the 24 v-yarns: ⌈20 / side⌉ × ⌈24 / side⌉.
-        const Index rows = (20 + side - 1) / side, columns = (24 + side - 1) / side;
+        // Squares across the u-yarns and along the v-yarns.
+        const Index rows = squares_along(ny, side), columns = squares_along(nx, side);
         CHECK(aggregates.size() == static_cast<std::size_t>(rows * columns));
         const auto position = [&](Index node) {
             return Eigen::Vector3d(state[5 * node], state[5 * node + 1], state[5 * node + 2]);
@@ -936,12 +947,15 @@ TEST_CASE("multilevel: the square coarse space's aggregates carry the rigid-body
             CHECK(g.family == 2);
             REQUIRE(g.near_null.cols() == weft::multilevel_detail::square_modes);
             REQUIRE(g.dofs.size() % 5 == 0);
-            CHECK(g.dofs.size() <= static_cast<std::size_t>(5 * side * side));
+            const Index widest = side + (side - 1) / 2;  // a full square and the joined remainder
+            CHECK(g.dofs.size() <= static_cast<std::size_t>(5 * widest * widest));
+            CHECK(g.dofs.size() >= static_cast<std::size_t>(5 * ((side + 1) / 2) * ((side + 1) / 2)));
             for (std::size_t k = 0; k < g.dofs.size(); k += 5) {
                 const Index node = g.dofs[k] / 5;
                 in_square[static_cast<std::size_t>(node)] += 1;
-                CHECK(node / 24 / side == g.key[0]);  // node j·24 + i: u-yarn j, v-yarn i
-                CHECK(node % 24 / side == g.key[1]);
+                // node j·nx + i: u-yarn j, v-yarn i; a last square of fewer than side / 2 lines joined
+                CHECK(std::min(node / nx / side, rows - 1) == g.key[0]);
+                CHECK(std::min(node % nx / side, columns - 1) == g.key[1]);
                 const Eigen::Vector3d d = position(node) - center;
                 Eigen::Matrix<double, 5, 9> expected = Eigen::Matrix<double, 5, 9>::Zero();
                 expected.block<3, 3>(0, 0).setIdentity();
@@ -961,7 +975,7 @@ TEST_CASE("multilevel: the square coarse space's aggregates carry the rigid-body
                 ++checked;
             }
         }
-        CHECK(checked == 24 * 20);
+        CHECK(checked == nx * ny);
         CHECK(constrained > 0);  // the pinned nodes' rows are zero
         for (const int count : in_square) CHECK(count == 1);
         // The lines of the squares: `rows` rows of `columns` squares, `columns` columns of `rows`.
@@ -1004,7 +1018,7 @@ TEST_CASE(
                 REQUIRE(m.prepare(problem.a, free_dofs, state));
                 REQUIRE(m.levels() >= 3);
                 if (squares) {
-                    const Index across = (n + 2) / 3, along = (n - 4 + 2) / 3;
+                    const Index across = squares_along(n, 3), along = squares_along(n - 4, 3);
                     CHECK(m.level_dofs()[1] == 9 * across * along);
                     for (std::size_t level = 1; level < static_cast<std::size_t>(m.levels()); ++level) {
                         const bool coarsest = level + 1 == static_cast<std::size_t>(m.levels());
@@ -1075,7 +1089,7 @@ TEST_CASE(
         m.set_lines(&lines);
         REQUIRE(m.prepare(problem.a, free_dofs, state));
         REQUIRE(m.levels() >= 3);
-        const Index across = (n + side - 1) / side, along = (n - 4 + side - 1) / side;
+        const Index across = squares_along(n, side), along = squares_along(n - 4, side);
         CHECK(m.level_dofs()[1] == 9 * across * along);
         CHECK(m.level_smoothed_by_lines(1));
         const auto blocked = m.level_blocked_matrix(1);
@@ -1166,7 +1180,7 @@ TEST_CASE(
     const int n = 40;
     const WovenSystem woven = woven_system(n);
     const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
-    const Index across = (n + 2) / 3, along = (n - 4 + 2) / 3;  // the first coarse level's squares
+    const Index across = squares_along(n, 3), along = squares_along(n - 4, 3);  // the first coarse level's squares
     int levels[2] = {0, 0}, square_levels_checked = 0, pairs = 0;
     for (const int join : {2, 3}) {
         weft::MultilevelOptions options = square_options();

@@ -78,7 +78,9 @@
 /// Square coarse space (MultilevelOptions::coarse_space = squares, with the
 /// LineSet given by set_lines(); 5-DoF yarn nodes). The first coarse level
 /// takes squares of `square_side` × `square_side` crossings from the lines
-/// (the node on line a of family 0 and line b of family 1 at (a, b)), with
+/// (the node on line a of family 0 and line b of family 1 at (a, b); lines
+/// left over at a side, fewer than half a side, join the last full square:
+/// LinePlaces::cell), with
 /// nine modes each: the six rigid-body modes, the two arc lengths, and the
 /// in-plane shear t_a v + t_b u (square_aggregates). The yarn-line smoother
 /// leaves each yarn family sliding along itself by an amount that varies
@@ -1012,17 +1014,22 @@ struct LinePlaces {
     static constexpr int bs = 5;
     std::vector<std::vector<std::pair<Index, Index>>> place;
     std::vector<std::vector<Vector3>> tangent;
+    std::vector<Index> line_count;                ///< lines of each family
+    std::vector<std::vector<Index>> line_length;  ///< [f][node]: nodes on the node's line of family f
     const std::vector<T>* state = nullptr;
 
     LinePlaces(const LineSet& lines, const std::vector<T>& values)
         : place(2, std::vector<std::pair<Index, Index>>(static_cast<std::size_t>(lines.node_count()),
                                                         {Index(-1), Index(-1)})),
           tangent(2, std::vector<Vector3>(static_cast<std::size_t>(lines.node_count()), Vector3::Zero())),
+          line_count(2, 0),
+          line_length(2, std::vector<Index>(static_cast<std::size_t>(lines.node_count()), 0)),
           state(&values)
     {
         const std::vector<Index>& line_ptr = lines.host_line_ptr();
         const std::vector<Index>& line_nodes = lines.host_line_nodes();
         for (int f = 0; f < families(lines); ++f) {
+            line_count[static_cast<std::size_t>(f)] = lines.family_first_line(f + 1) - lines.family_first_line(f);
             for (Index l = lines.family_first_line(f); l < lines.family_first_line(f + 1); ++l) {
                 const Index first = line_ptr[static_cast<std::size_t>(l)];
                 const Index length = line_ptr[static_cast<std::size_t>(l) + 1] - first;
@@ -1030,6 +1037,7 @@ struct LinePlaces {
                 for (Index i = 0; i < length; ++i) {
                     const Index node = node_at(i);
                     place[f][static_cast<std::size_t>(node)] = {l - lines.family_first_line(f), i};
+                    line_length[f][static_cast<std::size_t>(node)] = length;
                     const Vector3 chord =
                         position(node_at(std::min(i + 1, length - 1))) - position(node_at(std::max(i - 1, Index(0))));
                     const T norm = chord.norm();
@@ -1051,17 +1059,29 @@ struct LinePlaces {
     {
         const auto& p0 = place[0][static_cast<std::size_t>(node)];
         const auto& p1 = place[1][static_cast<std::size_t>(node)];
-        std::pair<Index, Index> at;
+        const std::size_t n = static_cast<std::size_t>(node);
         if (p0.first >= 0 && p1.first >= 0) {
-            at = {p0.first, p1.first};
+            return {cell(p0.first, line_count[0], side), cell(p1.first, line_count[1], side)};
         } else if (p0.first >= 0) {
-            at = p0;
+            return {cell(p0.first, line_count[0], side), cell(p0.second, line_length[0][n], side)};
         } else if (p1.first >= 0) {
-            at = {p1.second, p1.first};
-        } else {
-            return {Index(-1), Index(-1)};
+            return {cell(p1.second, line_length[1][n], side), cell(p1.first, line_count[1], side)};
         }
-        return {at.first / side, at.second / side};
+        return {Index(-1), Index(-1)};
+    }
+
+    /// The square along one side that the index-th of `count` lines (or
+    /// nodes) falls in: index / side, except that a remainder of fewer than
+    /// half a side joins the last full square. A square one crossing wide
+    /// holds collinear nodes, whose rotations and shear are dependent or
+    /// nearly so; on a 400² patch with squares of 3 its edge left the
+    /// V-cycle's slowest mode (benchmarks/RESULTS.md, "Squares at the edges").
+    static Index cell(Index index, Index count, int side)
+    {
+        const Index full = count / side;
+        const Index remainder = count % side;
+        const Index at = index / side;
+        return full > 0 && 2 * remainder < side && at >= full ? full - 1 : at;
     }
 };
 
