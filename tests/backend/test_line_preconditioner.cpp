@@ -1616,6 +1616,70 @@ TEST_CASE(
     CHECK(level_error(off, 1) == stale);
     solve_to_solution(now, free_dofs, m, filtered_solution(now, filter));
 
+    // Within the steppers' solve (solve_filtered_pcg_multilevel): the coarse
+    // values of the build on a matrix 4 times as stiff overshoot the coarse
+    // correction up to 4 times. PCG stops at the first Lanczos diagonal
+    // entry above the bound, the hierarchy takes every row then and there,
+    // and the solve starts again from the same start: the solution, with a
+    // few more iterations than a fresh hierarchy of that matrix takes.
+    YarnProblem stiffer = problem;
+    stiffer.system.a = 4.0 * problem.system.a;
+    stiffer.a = weft::to_bsr<5>(stiffer.system.a);
+    const Eigen::VectorXd stiffer_solution = filtered_solution(stiffer, filter);
+    const thrust::device_vector<double> stiffer_b = to_device(stiffer.system.b);
+    weft::MultilevelPreconditioner<double, 5> within(options), fresh(options);
+    within.set_lines(&lines);
+    fresh.set_lines(&lines);
+    REQUIRE(within.prepare(problem.a, free_dofs, state));
+    CHECK_FALSE(within.retakable());  // a build: nothing older
+    within.record_solve(true, 5);
+    REQUIRE(within.prepare(stiffer.a, free_dofs, state));
+    REQUIRE(fresh.prepare(stiffer.a, free_dofs, state));
+    CHECK(within.retakable());  // the build's coarse values kept
+    CHECK(within.refreshes() == 0);
+    PcgOptions<double> pcg = weft_backend_test::multilevel_pcg(within, 1e-8, 500);
+    PcgWorkspace<double, 5> workspace;
+    // Plain PCG with that stop: it stops within the first iterations, at the last iterate.
+    pcg.ritz_stop = 2.0;
+    thrust::device_vector<double> x(static_cast<std::size_t>(filter.size()), 0.0);
+    const PcgResult<double> stopped = weft::solve_filtered_pcg(stiffer.a, stiffer_b, free_dofs, x, workspace, pcg);
+    CHECK(stopped.status == PcgStatus::ritz_above_bound);
+    CHECK_FALSE(stopped.converged);
+    CHECK(stopped.iterations <= 3);
+    CHECK(within.exact_retakes() == 0);  // plain PCG retakes nothing
+    pcg.ritz_stop = 0.0;
+    thrust::fill(x.begin(), x.end(), 0.0);
+    thrust::device_vector<double> start;
+    const PcgResult<double> retaken =
+        weft::solve_filtered_pcg_multilevel(stiffer.a, stiffer_b, free_dofs, x, workspace, pcg, within, start);
+    CHECK(retaken.converged);
+    CHECK(within.exact_retakes() == 1);
+    CHECK(within.refreshes() == 1);
+    CHECK(within.builds() == 1);
+    CHECK_FALSE(within.retakable());
+    CHECK(relative_error(to_eigen_vector(x), stiffer_solution) <= 1e-6);
+    thrust::fill(x.begin(), x.end(), 0.0);
+    const PcgResult<double> fresh_result =
+        weft::solve_filtered_pcg_multilevel(stiffer.a, stiffer_b, free_dofs, x, workspace, pcg, fresh, start);
+    REQUIRE(fresh_result.converged);
+    CHECK(fresh.exact_retakes() == 0);
+    // The stopped iterations (none or a few: the first diagonal entry may show it) included.
+    CHECK(retaken.iterations >= fresh_result.iterations);
+    CHECK(retaken.iterations <= fresh_result.iterations + 3);
+    // The bound off: no stop, the stale cycle runs to the end (and is told so after).
+    weft::MultilevelPreconditioner<double, 5> unbounded(off_options);
+    unbounded.set_lines(&lines);
+    REQUIRE(unbounded.prepare(problem.a, free_dofs, state));
+    unbounded.record_solve(true, 5);
+    REQUIRE(unbounded.prepare(stiffer.a, free_dofs, state));
+    CHECK_FALSE(unbounded.retakable());
+    thrust::fill(x.begin(), x.end(), 0.0);
+    const PcgResult<double> stale_result =
+        weft::solve_filtered_pcg_multilevel(stiffer.a, stiffer_b, free_dofs, x, workspace, pcg, unbounded, start);
+    CHECK(stale_result.converged);
+    CHECK(stale_result.iterations > retaken.iterations);
+    CHECK(unbounded.exact_retakes() == 0);
+
     // The node coarse space recomputes every coarse row at every refresh:
     // with every finest line factored too, a refresh leaves nothing of an
     // older matrix, and no Ritz value asks for a retake.
@@ -1659,6 +1723,10 @@ TEST_CASE(
     every_line.line_factor_tolerance = -1.0;
     weft::MultilevelOptions loose_options = by_rows_options;
     loose_options.line_factor_tolerance = 0.1;
+    // No exact retakes: the solve below that kept lines fails for the
+    // fallback to redo it (a retake within the solve would stop it first;
+    // "[exact_retakes]" checks that).
+    loose_options.exact_ritz_bound = 0.0;
     weft::MultilevelPreconditioner<double, 5> all(every_line), by_rows(by_rows_options), loose(loose_options);
     const std::vector<weft::MultilevelPreconditioner<double, 5>*> three = {&all, &by_rows, &loose};
     for (auto* m : three) {

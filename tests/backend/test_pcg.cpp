@@ -387,6 +387,38 @@ int check_ritz_values(Random& rng, PcgPreconditioner preconditioner)
     // Three Lanczos steps do not yet reach the ends of 120-odd eigenvalues.
     CHECK((early.ritz_min > lowest * (1 + 1e-3) || early.ritz_max < highest * (1 - 1e-3)));
     ++checked;
+
+    // PcgOptions::ritz_stop: each Lanczos diagonal entry is a Rayleigh
+    // quotient, so a bound below the spectrum stops before the first update
+    // (x as it came) and one above it never stops (the same bits).
+    options.ritz_stop = 0.5 * lowest;
+    const PcgResult<double> at_once = solve(false, 2000, x);
+    CHECK(at_once.status == PcgStatus::ritz_above_bound);
+    CHECK_FALSE(at_once.converged);
+    CHECK(at_once.iterations == 0);
+    CHECK(to_eigen_vector(x).isZero(0.0));
+    options.ritz_stop = highest * (1 + 1e-9);
+    const PcgResult<double> never = solve(false, 2000, x);
+    CHECK(never.converged);
+    CHECK(never.iterations == plain.iterations);
+    CHECK(to_eigen_vector(x) == to_eigen_vector(x_plain));
+    // A bound inside the spectrum: where it stops, x is the iterate of the
+    // same solve cut at that many iterations.
+    options.ritz_stop = 0.5 * (lowest + highest);
+    const PcgResult<double> inside = solve(true, 2000, x);
+    if (inside.status == PcgStatus::ritz_above_bound) {
+        CHECK_FALSE(inside.spectrum_estimated);  // a stopped solve gives no estimate
+        options.ritz_stop = 0.0;
+        thrust::device_vector<double> x_cut;
+        const PcgResult<double> cut = solve(false, inside.iterations, x_cut);
+        CHECK(to_eigen_vector(x) == to_eigen_vector(x_cut));
+        CHECK(cut.iterations == inside.iterations);
+    } else {
+        CHECK(inside.converged);
+        CHECK(to_eigen_vector(x) == to_eigen_vector(x_plain));
+    }
+    options.ritz_stop = 0.0;
+    checked += 2;
     return checked;
 }
 
@@ -464,7 +496,7 @@ TEST_CASE("pcg: the Ritz values reach the ends of the preconditioned spectrum an
         checked += check_ritz_values<3>(rng, preconditioner);
         checked += check_ritz_values<5>(rng, preconditioner);
     }
-    REQUIRE(checked == 8);
+    REQUIRE(checked == 16);
 }
 
 TEST_CASE("pcg: stopping at max_iterations is reported as not converged", "[backend][pcg][status]")
@@ -664,6 +696,11 @@ TEST_CASE("pcg: size mismatches and invalid options are rejected", "[backend][pc
     options.tolerance = 1e-8;
     options.max_iterations = -1;
     CHECK_THROWS_AS(weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options), weft::InvalidInput);
+    options.max_iterations = 100;
+    options.ritz_stop = std::nan("");
+    CHECK_THROWS_WITH(weft::solve_filtered_pcg(problem.a, b, free_dofs, x, workspace, options),
+                      Catch::Contains("ritz_stop") && Catch::Contains("NaN"));
+    options.ritz_stop = 0.0;
     const BsrMatrix<double, 3> rectangular(1, 2, {0, 1}, {1});
     thrust::device_vector<double> b3(3, 1.0);
     thrust::device_vector<double> x3(3, 0.0);

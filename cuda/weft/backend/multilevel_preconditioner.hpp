@@ -305,6 +305,16 @@
 /// rows or line factors of older matrices, makes the next prepare refresh
 /// every coarse row and factor every finest line, and that solve is not
 /// charged to the hierarchy's drift or age. exact_retakes() counts them.
+/// That retake comes after the solve that shows the mix, which still pays
+/// for it (on the hanging patch one such solve cost about 50 iterations).
+/// So solve_filtered_pcg_multilevel also stops PCG at the first diagonal
+/// entry of its Lanczos matrix above the bound (PcgOptions::ritz_stop: each
+/// is a Rayleigh quotient of M⁻¹ S A S, so one above the bound proves an
+/// eigenvalue above it), where the cycle kept rows or line factors
+/// (retakable()); retake_exact() then takes every row at once and the
+/// solve starts again from the same start. The stop sees the mix within
+/// the first iterations where its outlying eigenvalue is well represented
+/// in the right-hand side; the Ritz value at the solve's end catches the rest.
 ///
 /// A new filter on the same pattern (EIL tags set or cleared, a pin) is
 /// taken by a refresh too, where refreshes are on: the V-cycle adds the
@@ -504,7 +514,9 @@ struct MultilevelOptions {
     /// of λ_max(M⁻¹ S A S), see pcg.hpp) exceeds this bound makes the next
     /// prepare() take every row: every coarse row refreshed from the current
     /// matrix and every finest yarn line factored (see "Exact retakes" in
-    /// the file comment; exact_retakes() counts them). 0 or negative: off,
+    /// the file comment; exact_retakes() counts them); in
+    /// solve_filtered_pcg_multilevel a Lanczos diagonal entry above it
+    /// stops the solve, which is retaken so at once. 0 or negative: off,
     /// and solve_filtered_pcg_multilevel estimates no spectrum for it. Scene
     /// key solver.multilevel_exact_ritz_bound.
     double exact_ritz_bound = 2.0;
@@ -3046,7 +3058,9 @@ public:
     /// hierarchy where needed (see the file comment), refresh the finest
     /// level's block inverses. `state` holds B values per node, positions first
     /// (the rigid-body modes rotate about them). The matrix and filter are
-    /// referenced until the next prepare() and must stay alive and unchanged.
+    /// referenced until the next prepare() and must stay alive and unchanged;
+    /// so must the state while a solve with this prepare() runs
+    /// (retake_exact() reads it).
     /// @return false when the hierarchy cannot be built (a diagonal block or the
     ///         coarsest matrix is not positive definite): the matrix is not SPD
     /// @throws InvalidInput on size mismatches
@@ -3074,6 +3088,7 @@ public:
         }
         m_matrix = &a;
         m_free = &free_dofs;
+        m_state = &state;
         m_exact_components = false;
         const bool same_structure =
             m_built && m_pattern_free.size() == dofs && has_pattern(a, m_pattern_rows, m_pattern_cols);
@@ -3502,6 +3517,27 @@ public:
         }
         if (single_precision()) m_line_factors.round_to_float();
         return true;
+    }
+    /// Whether a solve with the last prepare()'s cycle may be retaken exactly
+    /// (retake_exact()): exact_ritz_bound on, refreshes on, and coarse rows or
+    /// finest line factors kept from older matrices.
+    bool retakable() const
+    {
+        return m_ready && m_options.exact_ritz_bound > 0.0 && m_options.refresh != MultilevelRefresh::off &&
+               !m_exact_components && !m_kept_pattern && m_state != nullptr;
+    }
+    /// The exact retake within a solve ("Exact retakes" in the file comment):
+    /// prepare() again for the matrix, filter and state of the last one, with
+    /// every coarse row refreshed and every finest line factored. For a solve
+    /// whose Lanczos matrix showed an entry above exact_ritz_bound
+    /// (PcgOptions::ritz_stop; solve_filtered_pcg_multilevel redoes it).
+    /// Counted by exact_retakes() and refreshes().
+    /// @return false where retakable() is false or the hierarchy cannot be made (as prepare())
+    bool retake_exact()
+    {
+        if (!retakable()) return false;
+        m_exact_requested = true;
+        return prepare(*m_matrix, *m_free, *m_state);
     }
     /// Solves redone by factor_kept_lines() (0 or 1: it sets the tolerance aside).
     int line_factor_fallbacks() const { return m_line_factor_fallbacks; }
@@ -4851,6 +4887,7 @@ private:
     MultilevelOptions m_options;
     const BsrMatrix<T, B>* m_matrix = nullptr;
     const thrust::device_vector<std::uint8_t>* m_free = nullptr;
+    const thrust::device_vector<T>* m_state = nullptr;  ///< the last prepare()'s state (retake_exact())
     multilevel_detail::Smoother<T, B> m_fine;
     const LineSet* m_lines = nullptr;  ///< set_lines(): the yarns, for MultilevelSmoother::yarn_lines
     LineSet m_colored_lines;           ///< m_lines coloured for the matrix's pattern (colored_line_set)
@@ -4961,9 +4998,23 @@ PcgResult<T> solve_filtered_pcg_multilevel(const BsrMatrix<T, B>& a, const thrus
     const bool asked = options.estimate_spectrum;
     options.estimate_spectrum = asked || m.options().exact_ritz_bound > 0.0;
     const bool kept = m.kept_line_factors();
-    if (kept) start = x;
+    // A cycle with rows or line factors of older matrices stops at the first
+    // Lanczos diagonal entry above the bound and is retaken at once.
+    const bool retakable = m.retakable();
+    if (retakable) options.ritz_stop = static_cast<T>(m.options().exact_ritz_bound);
+    if (kept || retakable) start = x;
     PcgResult<T> result = solve_filtered_pcg(a, b, free_dofs, x, workspace, options);
-    if (!result.converged && kept && m.factor_kept_lines()) {
+    options.ritz_stop = T(0);
+    if (result.status == PcgStatus::ritz_above_bound) {
+        const int stopped_iterations = result.iterations;
+        thrust::copy(thrust::device, start.begin(), start.end(), x.begin());
+        if (!m.retake_exact()) {
+            result.status = PcgStatus::indefinite_preconditioner;
+            return result;
+        }
+        result = solve_filtered_pcg(a, b, free_dofs, x, workspace, options);
+        result.iterations += stopped_iterations;
+    } else if (!result.converged && kept && m.factor_kept_lines()) {
         const int failed_iterations = result.iterations;
         thrust::copy(thrust::device, start.begin(), start.end(), x.begin());
         result = solve_filtered_pcg(a, b, free_dofs, x, workspace, options);

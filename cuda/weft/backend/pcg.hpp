@@ -116,7 +116,8 @@ enum class PcgStatus {
     max_iterations_reached,     ///< stopped by the iteration limit
     indefinite_matrix,          ///< pᵀ S A S p ≤ 0 for a search direction p
     indefinite_preconditioner,  ///< a filtered diagonal or line pivot block, or rᵀ M⁻¹ r, is not positive
-    non_finite                  ///< NaN or infinity in the residual or a curvature
+    non_finite,                 ///< NaN or infinity in the residual or a curvature
+    ritz_above_bound            ///< a Lanczos diagonal entry above PcgOptions::ritz_stop (x: the last iterate)
 };
 
 /// Human-readable name of a status, for messages and logs.
@@ -133,6 +134,8 @@ inline const char* to_string(PcgStatus status)
             return "indefinite_preconditioner";
         case PcgStatus::non_finite:
             return "non_finite";
+        case PcgStatus::ritz_above_bound:
+            return "ritz_above_bound";
     }
     return "unknown";
 }
@@ -165,6 +168,16 @@ struct PcgOptions {
     /// comment). Costs two host scalars per iteration and a bisection on a
     /// tridiagonal matrix of the iteration count's order at the end.
     bool estimate_spectrum = false;
+    /// Stop as soon as a diagonal entry of the Lanczos matrix (see the file
+    /// comment) exceeds this, with status ritz_above_bound and x the last
+    /// iterate; 0 or negative: never. Each diagonal entry is a Rayleigh
+    /// quotient of M⁻¹ S A S, so the operator then has an eigenvalue above
+    /// the bound: a preconditioner whose eigenvalues should lie in (0, 1]
+    /// (a V-cycle of current values) shows that it is not what it should be
+    /// within the first iterations, where the solve's end would show it
+    /// only after them (solve_filtered_pcg_multilevel). One host division
+    /// per iteration.
+    T ritz_stop = T(0);
 };
 
 template <typename T>
@@ -590,6 +603,8 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     if (x.size() != dofs)
         throw InvalidInput(detail::describe("solve_filtered_pcg x.size()", x.size(), size_requirement.c_str()));
     require_non_negative("PcgOptions tolerance", options.tolerance);
+    if (std::isnan(static_cast<double>(options.ritz_stop)))
+        throw InvalidInput(detail::describe("PcgOptions ritz_stop", options.ritz_stop, "must not be NaN"));
     if (options.max_iterations < 0) {
         throw InvalidInput(detail::describe("PcgOptions max_iterations", options.max_iterations, "must be >= 0"));
     }
@@ -743,6 +758,7 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
     };
     auto& p_next = workspace.next_direction;
     p_next.resize(dofs);
+    T last_alpha = T(1);  ///< α of the last iteration (the Lanczos diagonal of PcgOptions::ritz_stop)
     for (int iteration = 0; iteration < options.max_iterations; ++iteration) {
         // p ← z + β p, q = S A p and pᵀ S A S p in one pass over A (or its
         // float copy): the product reads z + β p where it needs p and stores
@@ -783,6 +799,12 @@ PcgResult<T> solve_filtered_pcg(const BsrMatrix<T, B>& a, const thrust::device_v
         }
         const T alpha = r_dot_z / curvature;
         if (options.estimate_spectrum) lanczos_alpha.push_back(alpha);
+        // (T_k)_jj = 1/α_j + β_{j−1}/α_{j−1}: the new α is not applied yet, so x is the last iterate.
+        if (options.ritz_stop > T(0) &&
+            T(1) / alpha + (pending_beta < T(0) ? T(0) : pending_beta / last_alpha) > options.ritz_stop) {
+            return finish(PcgStatus::ritz_above_bound, iteration, residual_norm / initial_norm);
+        }
+        last_alpha = alpha;
         sums = update(alpha);
         residual_norm = sqrt(sums.second);
         const T relative = residual_norm / initial_norm;

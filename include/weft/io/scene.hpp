@@ -69,7 +69,9 @@
 ///                              (0 or negative: every line)
 ///   multilevel_exact_ritz_bound number 2; a solve whose largest Ritz value
 ///                              exceeds it makes the next prepare refresh every
-///                              coarse row and factor every finest line
+///                              coarse row and factor every finest line; a
+///                              Lanczos diagonal entry above it stops the
+///                              solve and retakes it so at once
 ///                              (0 or negative: never)
 ///   multilevel_renew_modes bool true; the hierarchy's age first renews the
 ///                              squares' modes and prolongators on the kept
