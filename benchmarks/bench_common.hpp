@@ -4,6 +4,7 @@
 /// parsing. Parse errors are weft::InvalidInput, which main() prints.
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -22,6 +23,7 @@
 #include <weft/backend/direct_solver.hpp>
 #include <weft/backend/multilevel_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
+#include <weft/backend/slowest_mode.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
 #include <weft/core/solver_words.hpp>
@@ -247,6 +249,90 @@ void write_system(const std::string& prefix, const BsrMatrix<T, B>& a, const thr
     write_npy(prefix + "_rhs.npy", to_host(rhs));
     write_npy(prefix + "_free.npy", free);
     write_npy(prefix + "_positions.npy", to_host(positions), static_cast<std::size_t>(B));
+}
+
+/// --slowest-mode: the slowest mode (slowest_mode.hpp) of a multilevel
+/// hierarchy built afresh, with `options`, for the last timed system (every
+/// coarse row and line factor of its values: the design's own bound, without
+/// the hierarchy's age), written to `path` as CSV with the columns node, px,
+/// py, pz (the node's position), one column per DoF of the mode (d0 … d{B−1},
+/// positions first; with ‖x‖_A = 1), amplitude (the node's Euclidean norm of
+/// them). Returns the JSON fields slowest_mode_eigenvalue (λ_min of M⁻¹ A),
+/// slowest_mode_iterations, slowest_mode_converged, slowest_mode_change,
+/// slowest_mode_ms and slowest_mode_peak_position (the position of the node
+/// of the largest amplitude).
+/// @param lines  the yarns' lines (set_lines) or nullptr
+template <int B>
+std::string slowest_mode_fields(const BsrMatrix<double, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+                                const thrust::device_vector<double>& state, const MultilevelOptions& options,
+                                const LineSet* lines, const std::string& path, int max_iterations)
+{
+    MultilevelPreconditioner<double, B> fresh(options);
+    if (lines != nullptr) fresh.set_lines(lines);
+    if (!fresh.prepare(a, free_dofs, state)) {
+        throw std::runtime_error("--slowest-mode: no hierarchy for the last system (not positive definite)");
+    }
+    SlowestModeOptions<double> mode_options;
+    mode_options.max_iterations = max_iterations;
+    const auto start = std::chrono::steady_clock::now();
+    const SlowestMode<double> mode = slowest_mode(a, free_dofs, fresh, mode_options);
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const std::vector<double> x = to_host(mode.vector);
+    const std::vector<double> q = to_host(state);
+    std::ofstream out(path);
+    if (!out) throw std::runtime_error("--slowest-mode: cannot write " + path);
+    out << "node,px,py,pz";
+    for (int c = 0; c < B; ++c) out << ",d" << c;
+    out << ",amplitude\n";
+    out.precision(9);
+    std::size_t peak = 0;
+    double peak_amplitude = -1.0;
+    const std::size_t nodes = x.size() / B;
+    for (std::size_t i = 0; i < nodes; ++i) {
+        double squares = 0.0;
+        out << i << "," << q[B * i] << "," << q[B * i + 1] << "," << q[B * i + 2];
+        for (std::size_t c = 0; c < static_cast<std::size_t>(B); ++c) {
+            out << "," << x[B * i + c];
+            squares += x[B * i + c] * x[B * i + c];
+        }
+        const double amplitude = std::sqrt(squares);
+        out << "," << amplitude << "\n";
+        if (amplitude > peak_amplitude) {
+            peak_amplitude = amplitude;
+            peak = i;
+        }
+    }
+    if (!out) throw std::runtime_error("--slowest-mode: writing " + path + " failed");
+    std::ostringstream fields;
+    fields << ", \"slowest_mode_eigenvalue\": " << mode.eigenvalue
+           << ", \"slowest_mode_iterations\": " << mode.iterations
+           << ", \"slowest_mode_converged\": " << (mode.converged ? "true" : "false")
+           << ", \"slowest_mode_change\": " << mode.change << ", \"slowest_mode_ms\": " << ms
+           << ", \"slowest_mode_peak_position\": [" << q[B * peak] << ", " << q[B * peak + 1] << ", " << q[B * peak + 2]
+           << "]";
+    return fields.str();
+}
+
+/// Refuses --slowest-mode DIR (non-empty `dir`) with a preconditioner other than multilevel.
+inline void require_multilevel_for_slowest_mode(const std::string& dir, const std::string& preconditioner)
+{
+    if (!dir.empty() && preconditioner != "multilevel") {
+        throw InvalidInput("invalid --slowest-mode: needs --preconditioner multilevel, not '" + preconditioner + "'");
+    }
+}
+
+/// The --slowest-mode DIR and --slowest-mode-iterations N options.
+inline void add_slowest_mode_options(CLI::App& app, std::string& dir, int& iterations)
+{
+    app.add_option("--slowest-mode", dir,
+                   "with --preconditioner multilevel: after each size's timed steps, the slowest mode of a "
+                   "hierarchy built afresh for the last system (power iteration on I - M^-1 A), written to "
+                   "DIR/slowest_mode_N.csv, and its eigenvalue and place in the JSON (slowest_mode_*)")
+        ->check(CLI::ExistingDirectory)
+        ->type_name("DIR");
+    app.add_option("--slowest-mode-iterations", iterations, "power iterations of --slowest-mode at most")
+        ->check(CLI::Range(1, 1 << 30))
+        ->type_name("N");
 }
 
 /// Milliseconds elapsed since `start` on the steady clock.

@@ -17,6 +17,7 @@
 //                  [--multilevel-refresh-tolerance TAU]
 //                  [--multilevel-rebuild rent-or-buy|growth]
 //                  [--bending dihedral|plate] [--estimate-spectrum]
+//                  [--slowest-mode DIR] [--slowest-mode-iterations N]
 //
 // --sizes gives N for N × N vertices. Prints one JSON object on stdout, or
 // with --table one Markdown row per size (the columns of benchmarks/RESULTS.md).
@@ -29,7 +30,11 @@
 // the GPU reports
 // the device memory in use after the timed steps. Where the build links
 // CHOLMOD, each timed step's system is also factorized by it (bench_common.hpp,
-// CholmodBaseline; JSON only): --no-cholmod skips it.
+// CholmodBaseline; JSON only): --no-cholmod skips it. With --preconditioner
+// multilevel, --slowest-mode DIR adds the slowest mode of a hierarchy built
+// afresh for each size's last timed system (JSON only; slowest_mode_fields in
+// bench_common.hpp, the mode in DIR/slowest_mode_N.csv), after the size's
+// peak RSS is read.
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -63,6 +68,8 @@ struct Options {
     weft::bench::MultilevelRenewal renewal;
     std::string matrix_precision = "double";
     bool estimate_spectrum = false;
+    std::string slowest_mode;  ///< a folder for each size's slowest mode; empty: none
+    int slowest_mode_iterations = 200;
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
 };
@@ -93,12 +100,14 @@ Options parse(int argc, char** argv)
     o.renewal.add_options(app);
     weft::bench::add_matrix_precision_option(app, o.matrix_precision);
     weft::bench::add_spectrum_option(app, o.estimate_spectrum);
+    weft::bench::add_slowest_mode_options(app, o.slowest_mode, o.slowest_mode_iterations);
     app.add_flag("--table", o.table, "a Markdown table instead of JSON");
     app.add_flag("--no-cholmod{false}", o.cholmod, "skip the CHOLMOD baseline (on where SuiteSparse is found)");
     o.command = weft::examples::parse_command_line(app, argc, argv);
     if (o.command == weft::examples::CommandLine::help) o.help = app.help();
     o.sizes = weft::bench::parse_sizes(sizes);
     if (o.sizes.empty()) throw weft::InvalidInput("invalid --sizes: need at least one size");
+    weft::bench::require_multilevel_for_slowest_mode(o.slowest_mode, o.preconditioner);
     return o;
 }
 
@@ -138,9 +147,10 @@ struct SizeResult {
     double peak_rss_mb = 0;
     long matrix_blocks = 0;
     weft::bench::SpmvTiming spmv;
-    std::string cholmod_fields;     ///< the CHOLMOD baseline's JSON fields, or empty
-    std::string multilevel_fields;  ///< the multilevel hierarchy's JSON fields, or empty
-    std::string spectrum_fields;    ///< the spectrum estimate's JSON fields, or empty
+    std::string cholmod_fields;       ///< the CHOLMOD baseline's JSON fields, or empty
+    std::string multilevel_fields;    ///< the multilevel hierarchy's JSON fields, or empty
+    std::string spectrum_fields;      ///< the spectrum estimate's JSON fields, or empty
+    std::string slowest_mode_fields;  ///< --slowest-mode's JSON fields, or empty
     double device_memory_mb = -1;
 };
 
@@ -221,6 +231,11 @@ SizeResult run_size(int n, const Options& opt)
     r.device_memory_mb = weft::bench::device_memory_in_use_mb();
     r.matrix_blocks = static_cast<long>(stepper.matrix().col_idx().size());
     if (opt.spmv_repeats > 0) r.spmv = weft::bench::time_spmv(stepper.matrix(), opt.spmv_repeats);
+    if (!opt.slowest_mode.empty()) {
+        r.slowest_mode_fields = weft::bench::slowest_mode_fields(
+            stepper.matrix(), stepper.free_dofs(), stepper.positions(), stepper.multilevel().options(), nullptr,
+            opt.slowest_mode + "/slowest_mode_" + std::to_string(n) + ".csv", opt.slowest_mode_iterations);
+    }
     return r;
 }
 
@@ -271,7 +286,7 @@ int main(int argc, char** argv)
                 if (opt.spmv_repeats > 0)
                     out << ", \"spmv_ms\": " << r.spmv.ms << ", \"spmv_gb_per_s\": " << r.spmv.gb_per_s;
                 out << ", \"device_memory_mb\": " << r.device_memory_mb << ", \"peak_rss_mb\": " << r.peak_rss_mb
-                    << "}";
+                    << r.slowest_mode_fields << "}";
             }
             first = false;
             std::cerr << "bench_triangle: n = " << n << " done (" << r.ms_per_step << " ms/step, " << r.pcg_iterations

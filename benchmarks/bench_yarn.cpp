@@ -14,6 +14,7 @@
 //              [--multilevel-square-side N] [--no-line-ordered-rows]
 //              [--spmv-repeats R] [--pcg-max-iterations N] [--no-cholmod]
 //              [--write-system DIR] [--estimate-spectrum]
+//              [--slowest-mode DIR] [--slowest-mode-iterations N]
 //
 // Prints one JSON object on stdout. Threads: OMP_NUM_THREADS (Eigen uses the
 // same count through Eigen::setNbThreads). The program runs itself again
@@ -33,7 +34,12 @@
 // bench_common.hpp), for studying preconditioners outside weft. With
 // --preconditioner multilevel each size adds the hierarchy's fields
 // (multilevel_fields in bench_common.hpp), among them the timed steps'
-// cycles and their ms per cycle on each level (`level_cycle_ms`).
+// cycles and their ms per cycle on each level (`level_cycle_ms`), and
+// --slowest-mode DIR the slowest mode of a hierarchy built afresh for each
+// size's last timed system (slowest_mode_fields in bench_common.hpp): its
+// eigenvalue in the JSON, the mode in DIR/slowest_mode_N.csv. It runs after
+// the size's memory fields are read; its hierarchy can raise the peak RSS
+// reported for the sizes after it.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -78,6 +84,8 @@ struct Options {
     int pcg_max_iterations = 0;  ///< 0: the scene's solver.pcg_max_iterations
     std::string write_system;    ///< a folder for each size's last timed system; empty: none
     bool estimate_spectrum = false;
+    std::string slowest_mode;  ///< a folder for each size's slowest mode; empty: none
+    int slowest_mode_iterations = 200;
     weft::examples::CommandLine command = weft::examples::CommandLine::run;
     std::string help;  ///< --help's text
 };
@@ -142,9 +150,11 @@ Options parse(int argc, char** argv)
         ->check(CLI::ExistingDirectory)
         ->type_name("DIR");
     weft::bench::add_spectrum_option(app, o.estimate_spectrum);
+    weft::bench::add_slowest_mode_options(app, o.slowest_mode, o.slowest_mode_iterations);
     o.command = weft::examples::parse_command_line(app, argc, argv);
     if (o.command == weft::examples::CommandLine::help) o.help = app.help();
     o.sizes = weft::bench::parse_sizes(sizes);
+    weft::bench::require_multilevel_for_slowest_mode(o.slowest_mode, o.preconditioner);
     // "auto" for the sphere drop's yarns, named by the design it stands for.
     o.multilevel_smoother = weft::solver_words::multilevel_smoother()[static_cast<std::size_t>(
         weft::multilevel_smoother_named(o.multilevel_smoother, true))];
@@ -308,7 +318,14 @@ int main(int argc, char** argv)
                        << ", \"spmv_gb_per_s\": " << t.gb_per_s;
             }
             record << ", \"device_memory_mb\": " << weft::bench::device_memory_in_use_mb()
-                   << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb() << "}";
+                   << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb();
+            if (!opt.slowest_mode.empty()) {
+                record << weft::bench::slowest_mode_fields(
+                    stepper.matrix(), stepper.free_dofs(), stepper.positions(), stepper.multilevel().options(),
+                    &stepper.lines(), opt.slowest_mode + "/slowest_mode_" + std::to_string(n) + ".csv",
+                    opt.slowest_mode_iterations);
+            }
+            record << "}";
             json << (first ? "\n    " : ",\n    ") << record.str();
             first = false;
             std::cerr << "bench_yarn: " << record.str() << "\n";  // each size as soon as it is done

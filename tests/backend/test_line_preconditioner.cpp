@@ -17,11 +17,13 @@
 #include <weft/backend/line_preconditioner.hpp>
 #include <weft/backend/multilevel_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
+#include <weft/backend/slowest_mode.hpp>
 #include <weft/model/woven.hpp>
 #include <weft/solver/eigen_yarn_system.hpp>
 
 #include "backend/block_system.hpp"
 #include "support/random.hpp"
+#include "support/symmetric_eigen.hpp"
 #include "support/threads.hpp"
 
 using weft::BsrMatrix;
@@ -2696,4 +2698,72 @@ TEST_CASE(
     REQUIRE(plain.prepare(problem.a, free_dofs, state));
     CHECK_FALSE(plain.modes_renewable());
     CHECK_FALSE(plain.renewal_next());
+}
+
+TEST_CASE(
+    "multilevel: the V-cycle of current values has M⁻¹ A's eigenvalues in (0, 1], and slowest_mode finds the "
+    "smallest with its eigenvector",
+    "[backend][multilevel][line_preconditioner][squares][slowest_mode]")
+{
+    const WovenSystem woven = woven_system(12);
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    weft::MultilevelPreconditioner<double, 5> m(square_options());
+    m.set_lines(&lines);
+    REQUIRE(m.prepare(problem.a, free_dofs, state));
+    REQUIRE(m.levels() >= 3);
+    // M⁻¹ as a dense matrix on the free DoFs, column by column, and the
+    // spectrum of M⁻¹ A_f as that of Lᵀ M⁻¹ L (A_f = L Lᵀ).
+    std::vector<Eigen::Index> free_index;
+    for (Eigen::Index i = 0; i < filter.size(); ++i)
+        if (filter(i) != 0.0) free_index.push_back(i);
+    const auto k = static_cast<Eigen::Index>(free_index.size());
+    const Eigen::MatrixXd full(problem.system.a);
+    Eigen::MatrixXd a(k, k), p(k, k);
+    for (Eigen::Index c = 0; c < k; ++c) {
+        Eigen::VectorXd unit = Eigen::VectorXd::Zero(filter.size());
+        unit(free_index[static_cast<std::size_t>(c)]) = 1.0;
+        thrust::device_vector<double> column;
+        m.apply(to_device(unit), column);
+        const Eigen::VectorXd host = to_eigen_vector(column);
+        for (Eigen::Index r = 0; r < k; ++r) {
+            p(r, c) = host(free_index[static_cast<std::size_t>(r)]);
+            a(r, c) = full(free_index[static_cast<std::size_t>(r)], free_index[static_cast<std::size_t>(c)]);
+        }
+    }
+    const Eigen::LLT<Eigen::MatrixXd> llt(a);
+    REQUIRE(llt.info() == Eigen::Success);
+    const Eigen::MatrixXd l = llt.matrixL();
+    const Eigen::MatrixXd symmetric_p = 0.5 * (p + p.transpose());
+    // To rounding: the stiff yarns make A's and M⁻¹'s entries span about ten orders.
+    CHECK((p - p.transpose()).norm() <= 1e-8 * p.norm());
+    const Eigen::VectorXd spectrum = weft_test::symmetric_eigenvalues(Eigen::MatrixXd(l.transpose() * symmetric_p * l));
+    const double lowest = spectrum(0), highest = spectrum(k - 1);
+    INFO(k << " free DoFs, " << m.levels() << " levels: M⁻¹ A in [" << lowest << ", " << highest << "]");
+    CHECK(lowest > 0.0);
+    CHECK(highest <= 1.0 + 1e-4);
+    CHECK(highest >= 1.0 - 1e-4);  // the smoother's exact directions (a line's own modes)
+    REQUIRE(lowest < 0.9);         // a slowest mode to find
+    // σ = 1, the V-cycle's own error propagation I − M⁻¹ A.
+    weft::SlowestModeOptions<double> options;
+    options.max_iterations_top = 0;
+    options.max_iterations = 5000;
+    options.tolerance = 1e-13;
+    const weft::SlowestMode<double> mode = weft::slowest_mode(problem.a, free_dofs, m, options);
+    INFO("slowest_mode: " << mode.eigenvalue << " after " << mode.iterations << " iterations");
+    CHECK(mode.converged);
+    CHECK(mode.eigenvalue >= lowest * (1 - 1e-10));
+    CHECK(mode.eigenvalue <= lowest * (1 + 1e-7));
+    Eigen::VectorXd x(k);
+    const Eigen::VectorXd vector = to_eigen_vector(mode.vector);
+    for (Eigen::Index r = 0; r < k; ++r) x(r) = vector(free_index[static_cast<std::size_t>(r)]);
+    CHECK((vector - filter.cwiseProduct(vector)).lpNorm<Eigen::Infinity>() == 0.0);
+    CHECK(std::abs(x.dot(a * x) - 1.0) <= 1e-10);
+    CHECK((p * (a * x) - mode.eigenvalue * x).norm() <= 1e-4 * x.norm());
+    // The default options estimate the top (1) first: the same eigenvalue.
+    options.max_iterations_top = 20;
+    const weft::SlowestMode<double> estimated = weft::slowest_mode(problem.a, free_dofs, m, options);
+    CHECK(estimated.converged);
+    CHECK(estimated.top <= highest * (1 + 1e-12));
+    CHECK(estimated.top >= 0.9);
+    CHECK(std::abs(estimated.eigenvalue - mode.eigenvalue) <= 1e-7 * lowest);
 }

@@ -4,16 +4,21 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include <Eigen/Cholesky>
 #include <Eigen/Core>
 #include <Eigen/SparseCholesky>
 
+#include <thrust/functional.h>
+#include <thrust/transform.h>
+
 #include <weft/backend/assembly.hpp>
 #include <weft/backend/device.hpp>
 #include <weft/backend/direct_solver.hpp>
 #include <weft/backend/pcg.hpp>
+#include <weft/backend/slowest_mode.hpp>
 
 #include "backend/block_system.hpp"
 #include "support/random.hpp"
@@ -497,6 +502,152 @@ TEST_CASE("pcg: the Ritz values reach the ends of the preconditioned spectrum an
         checked += check_ritz_values<5>(rng, preconditioner);
     }
     REQUIRE(checked == 16);
+}
+
+namespace {
+
+/// z = P r with a dense host matrix P: a preconditioner whose M⁻¹ the test knows.
+class DenseOperator final : public weft::PreconditionerOperator<double> {
+public:
+    explicit DenseOperator(Eigen::MatrixXd p) : m_p(std::move(p)) {}
+    void apply(const thrust::device_vector<double>& r, thrust::device_vector<double>& z) override
+    {
+        z = to_device(Eigen::VectorXd(m_p * to_eigen_vector(r)));
+        ++applications;
+    }
+    int applications = 0;
+
+private:
+    Eigen::MatrixXd m_p;
+};
+
+/// slowest_mode on a random grid system with a random filter, M⁻¹ the
+/// identity or block Jacobi on the free DoFs: the smallest eigenvalue of
+/// M⁻¹ Â from a dense eigen-solver, from above, and its eigenvector, zero on
+/// the constrained DoFs and of unit energy. Returns the checks run.
+template <int B>
+int check_slowest_mode(Random& rng, bool block_jacobi)
+{
+    const GridProblem<B> problem = grid_problem<B>(rng, 6, 5);
+    const std::vector<std::uint8_t> free_host = random_filter<B>(rng, problem.nodes, 0.2);
+    const Eigen::VectorXd spectrum = preconditioned_eigenvalues<B>(problem.reference, free_host, block_jacobi);
+    const double lowest = spectrum(0), highest = spectrum(spectrum.size() - 1);
+    const SparseMatrix pf = selection(free_host);
+    const Eigen::MatrixXd a = Eigen::MatrixXd(SparseMatrix(pf * problem.reference * pf.transpose()));
+    Eigen::MatrixXd p = Eigen::MatrixXd::Identity(a.rows(), a.cols());
+    if (block_jacobi) {
+        std::vector<std::size_t> node_of;
+        for (std::size_t i = 0; i < free_host.size(); ++i)
+            if (free_host[i]) node_of.push_back(i / B);
+        Eigen::MatrixXd blocks = Eigen::MatrixXd::Zero(a.rows(), a.cols());
+        for (Eigen::Index i = 0; i < a.rows(); ++i)
+            for (Eigen::Index j = 0; j < a.cols(); ++j)
+                if (node_of[static_cast<std::size_t>(i)] == node_of[static_cast<std::size_t>(j)])
+                    blocks(i, j) = a(i, j);
+        p = blocks.inverse();
+    }
+    DenseOperator m(Eigen::MatrixXd(pf.transpose() * p * pf));
+    weft::SlowestModeOptions<double> options;
+    options.max_iterations = 20000;
+    options.tolerance = 1e-14;
+    const weft::SlowestMode<double> mode = weft::slowest_mode(problem.a, to_device(free_host), m, options);
+    INFO("B = " << B << (block_jacobi ? ", block Jacobi" : ", identity") << ": spectrum [" << lowest << ", " << highest
+                << "], estimate " << mode.eigenvalue << " after " << mode.iterations << " iterations, top "
+                << mode.top);
+    CHECK(mode.converged);
+    CHECK(mode.change <= options.tolerance);
+    CHECK(mode.eigenvalue >= lowest * (1 - 1e-12));
+    CHECK(mode.eigenvalue <= lowest * (1 + 1e-8));
+    CHECK(mode.top <= highest * (1 + 1e-12));
+    CHECK(mode.top >= 0.5 * highest);
+    CHECK(m.applications == options.max_iterations_top + mode.iterations);
+    const Eigen::VectorXd x = to_eigen_vector(mode.vector);
+    int constrained = 0;
+    for (std::size_t i = 0; i < free_host.size(); ++i) {
+        if (free_host[i]) continue;
+        CHECK(x(static_cast<Eigen::Index>(i)) == 0.0);
+        ++constrained;
+    }
+    CHECK(constrained >= B);
+    const Eigen::VectorXd xf = pf * x;
+    CHECK(std::abs(xf.dot(a * xf) - 1.0) <= 1e-12);
+    const Eigen::VectorXd residual = p * (a * xf) - mode.eigenvalue * xf;
+    CHECK(residual.norm() <= 1e-4 * highest * xf.norm());
+    return 1;
+}
+
+}  // namespace
+
+TEST_CASE("slowest_mode: the smallest eigenvalue of M⁻¹ S A S and its eigenvector, against a dense eigen-solver",
+          "[backend][pcg][slowest_mode]")
+{
+    Random rng(101);
+    int checked = 0;
+    for (const bool block_jacobi : {false, true}) {
+        checked += check_slowest_mode<3>(rng, block_jacobi);
+        checked += check_slowest_mode<5>(rng, block_jacobi);
+    }
+    REQUIRE(checked == 4);
+
+    const GridProblem<3> problem = grid_problem<3>(rng, 4, 3);
+    const Eigen::MatrixXd dense = Eigen::MatrixXd(problem.reference);
+    const std::vector<std::uint8_t> all_free(static_cast<std::size_t>(3 * problem.nodes), 1);
+    // M⁻¹ = A⁻¹ / 2: every eigenvalue 1/2, found at the first quotient; with
+    // σ = 1 (no estimate of the top) the second iteration confirms it.
+    DenseOperator half(0.5 * dense.inverse());
+    weft::SlowestModeOptions<double> options;
+    options.max_iterations_top = 0;
+    const weft::SlowestMode<double> flat = weft::slowest_mode(problem.a, to_device(all_free), half, options);
+    CHECK(flat.converged);
+    CHECK(flat.iterations == 2);
+    CHECK(flat.top == 1.0);
+    CHECK(std::abs(flat.eigenvalue - 0.5) <= 1e-12);
+    CHECK(half.applications == 2);
+    // One free DoF: the quotient is P_ii A_ii at once.
+    std::vector<std::uint8_t> one_free(all_free.size(), 0);
+    one_free[4] = 1;
+    DenseOperator identity(Eigen::MatrixXd::Identity(dense.rows(), dense.cols()));
+    const weft::SlowestMode<double> single = weft::slowest_mode(problem.a, to_device(one_free), identity);
+    CHECK(single.converged);
+    CHECK(std::abs(single.eigenvalue - dense(4, 4)) <= 1e-12 * dense(4, 4));
+    const Eigen::VectorXd single_vector = to_eigen_vector(single.vector);
+    CHECK(single_vector.cwiseAbs().maxCoeff() == std::abs(single_vector(4)));
+    CHECK(std::abs(single_vector(4) * single_vector(4) * dense(4, 4) - 1.0) <= 1e-12);
+    // The iteration limit: reported as not converged.
+    options = {};
+    options.max_iterations = 1;
+    const weft::SlowestMode<double> cut = weft::slowest_mode(problem.a, to_device(all_free), identity, options);
+    CHECK_FALSE(cut.converged);
+    CHECK(cut.iterations == 1);
+
+    // Bad input names the field and the value.
+    const thrust::device_vector<std::uint8_t> free_dofs = to_device(all_free);
+    const auto throws_with = [&](const weft::SlowestModeOptions<double>& bad, const char* field) {
+        CHECK_THROWS_WITH(weft::slowest_mode(problem.a, free_dofs, identity, bad), Catch::Contains(field));
+    };
+    options = {};
+    options.max_iterations = 0;
+    throws_with(options, "max_iterations");
+    options = {};
+    options.tolerance = -1.0;
+    throws_with(options, "tolerance");
+    options = {};
+    options.max_iterations_top = -1;
+    throws_with(options, "max_iterations_top");
+    options = {};
+    options.top_margin = 0.5;
+    throws_with(options, "top_margin");
+    CHECK_THROWS_WITH(weft::slowest_mode(problem.a, to_device(std::vector<std::uint8_t>(3, 1)), identity),
+                      Catch::Contains("free_dofs.size()") && Catch::Contains("36"));
+    CHECK_THROWS_WITH(weft::slowest_mode(problem.a, to_device(std::vector<std::uint8_t>(all_free.size(), 0)), identity),
+                      Catch::Contains("no DoF is free"));
+    // A matrix that is not positive definite, and a preconditioner that is not.
+    weft::BsrMatrix<double, 3> negative = problem.a;
+    thrust::transform(negative.values().begin(), negative.values().end(), negative.values().begin(),
+                      thrust::negate<double>{});
+    CHECK_THROWS_WITH(weft::slowest_mode(negative, free_dofs, identity), Catch::Contains("A not SPD"));
+    DenseOperator flipped(-Eigen::MatrixXd::Identity(dense.rows(), dense.cols()));
+    CHECK_THROWS_WITH(weft::slowest_mode(problem.a, free_dofs, flipped), Catch::Contains("M⁻¹ not SPD"));
 }
 
 TEST_CASE("pcg: stopping at max_iterations is reported as not converged", "[backend][pcg][status]")

@@ -4,8 +4,13 @@
 # with each other, the matrix is symmetric with positive diagonal blocks on
 # the free DoFs, the right-hand side is finite and zero nowhere it should not
 # be, the free DoFs are the sphere drop's (every DoF but the arc lengths at
-# the yarns' ends), and the positions are the patch's n × n crossings. A
-# folder that does not exist is refused, naming the option.
+# the yarns' ends), and the positions are the patch's n × n crossings. The
+# same run's `--slowest-mode DIR` (with the multilevel preconditioner) writes
+# each size's slowest mode: zero on the constrained DoFs, of unit energy in
+# the written matrix, the node positions of the written system, its
+# eigenvalue in (0, 1] and its peak where the JSON says. A folder that does
+# not exist is refused, naming the option, and so is --slowest-mode without
+# the multilevel preconditioner.
 #
 #   bench_write_system.sh BENCH_YARN WORK_DIR
 #
@@ -21,12 +26,16 @@ fi
 rm -rf "$work"
 mkdir -p "$work"
 OMP_NUM_THREADS=1 "$bench" --sizes 6,9 --steps 1 --warmup 2 --no-eigen --no-cholmod --spmv-repeats 0 \
-  --write-system "$work" > "$work/out.json" 2> "$work/err.txt" || { cat "$work/err.txt"; echo "FAILED: bench_yarn"; exit 1; }
+ --preconditioner multilevel \
+  --write-system "$work" --slowest-mode "$work" > "$work/out.json" 2> "$work/err.txt" || { cat "$work/err.txt"; echo "FAILED: bench_yarn"; exit 1; }
 "$python" - "$work" <<'PY' || exit 1
+import csv
+import json
 import sys
 import numpy as np
 
 checks = 0
+results = {r["n"]: r for r in json.load(open(f"{sys.argv[1]}/out.json"))["results"]}
 def check(ok, what):
     global checks
     checks += 1
@@ -62,10 +71,30 @@ for n in (6, 9):
     grid = q[:, :2].reshape(n, n, 2)
     check(np.allclose(np.diff(grid[:, :, 0], axis=1), np.diff(grid[:, :, 0], axis=1)[0, 0], atol=1e-6)
           and np.allclose(grid[:, 0, 1], grid[:, -1, 1], atol=1e-6), f"n = {n}: positions are not the n x n crossings")
-print(f"bench_yarn --write-system: {checks} checks passed")
+    rows = list(csv.reader(open(f"{sys.argv[1]}/slowest_mode_{n}.csv")))
+    check(rows[0] == ["node", "px", "py", "pz", "d0", "d1", "d2", "d3", "d4", "amplitude"], f"n = {n}: {rows[0]}")
+    table = np.array(rows[1:], dtype=float)
+    check(table.shape == (nodes, 10) and (table[:, 0] == np.arange(nodes)).all(), f"n = {n}: mode rows")
+    check(np.allclose(table[:, 1:4], q[:, :3], rtol=1e-7, atol=1e-9), f"n = {n}: mode positions")
+    x = table[:, 4:9].ravel()
+    check(np.allclose(table[:, 9], np.linalg.norm(table[:, 4:9], axis=1), rtol=1e-7), f"n = {n}: amplitudes")
+    check((x[~f] == 0).all(), f"n = {n}: the mode moves constrained DoFs")
+    check(abs(x @ (a @ x) - 1) <= 1e-6, f"n = {n}: the mode's energy {x @ (a @ x)} is not 1")
+    r = results[n]
+    lam = r["slowest_mode_eigenvalue"]
+    check(0 < lam <= 1 + 1e-6 and r["slowest_mode_iterations"] >= 1, f"n = {n}: eigenvalue {lam}")
+    peak = int(np.argmax(table[:, 9]))
+    check(np.allclose(r["slowest_mode_peak_position"], q[peak, :3], rtol=1e-5, atol=1e-9), f"n = {n}: the peak")
+print(f"bench_yarn --write-system, --slowest-mode: {checks} checks passed")
 PY
 if "$bench" --sizes 6 --steps 1 --no-eigen --no-cholmod --write-system "$work/absent" > /dev/null 2> "$work/err.txt"; then
   echo "FAILED: --write-system accepted a folder that does not exist"; exit 1
 fi
 grep -q -- "--write-system" "$work/err.txt" || { cat "$work/err.txt"; echo "FAILED: the refusal does not name --write-system"; exit 1; }
 echo "bench_yarn --write-system: a missing folder is refused"
+if "$bench" --sizes 6 --steps 1 --no-eigen --no-cholmod --slowest-mode "$work" > /dev/null 2> "$work/err.txt"; then
+  echo "FAILED: --slowest-mode ran without the multilevel preconditioner"; exit 1
+fi
+grep -q -- "--slowest-mode: needs --preconditioner multilevel" "$work/err.txt" ||
+  { cat "$work/err.txt"; echo "FAILED: the refusal does not name --slowest-mode"; exit 1; }
+echo "bench_yarn --slowest-mode: refused without the multilevel preconditioner"

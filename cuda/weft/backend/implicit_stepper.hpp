@@ -730,6 +730,10 @@ public:
     const thrust::device_vector<T>& force() const { return m_force; }
     const thrust::device_vector<T>& positions() const { return m_q; }
     const thrust::device_vector<T>& velocities() const { return m_v; }
+    /// The current filter (1 = free, 0 = constrained, one per DoF): the
+    /// model's, with the yarn steppers' EIL tags and detached contacts; that
+    /// of matrix() and rhs() after a step.
+    const thrust::device_vector<std::uint8_t>& free_dofs() const { return m_free; }
     const AssemblyMap<B>& assembly_map() const { return m_map; }
     /// How often the direct solver (StepperOptions::linear == cholmod) ran its
     /// symbolic analysis: once per distinct matrix pattern.

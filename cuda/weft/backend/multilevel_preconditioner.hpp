@@ -3229,8 +3229,7 @@ public:
         // this solve's iterations are not charged to the hierarchy's drift
         // or age, which that retake does not judge ("Exact retakes" in the
         // file comment).
-        if (m_options.exact_ritz_bound > 0.0 && ritz_max > m_options.exact_ritz_bound && !m_exact_components &&
-            m_options.refresh != MultilevelRefresh::off) {
+        if (holds_older_components() && ritz_max > m_options.exact_ritz_bound) {
             m_exact_requested = true;
             return;
         }
@@ -3520,12 +3519,9 @@ public:
     }
     /// Whether a solve with the last prepare()'s cycle may be retaken exactly
     /// (retake_exact()): exact_ritz_bound on, refreshes on, and coarse rows or
-    /// finest line factors kept from older matrices.
-    bool retakable() const
-    {
-        return m_ready && m_options.exact_ritz_bound > 0.0 && m_options.refresh != MultilevelRefresh::off &&
-               !m_exact_components && !m_kept_pattern && m_state != nullptr;
-    }
+    /// finest line factors kept from older matrices, the coarse levels not
+    /// kept across a new pattern (their retake waits for the next prepare()).
+    bool retakable() const { return m_ready && holds_older_components() && !m_kept_pattern; }
     /// The exact retake within a solve ("Exact retakes" in the file comment):
     /// prepare() again for the matrix, filter and state of the last one, with
     /// every coarse row refreshed and every finest line factored. For a solve
@@ -3641,6 +3637,16 @@ public:
     }
 
 private:
+    /// Whether exact retakes are on (exact_ritz_bound and refreshes) and the
+    /// last prepare() left coarse rows or finest line factors of older
+    /// matrices: the after-solve retake's test (record_solve()) and, for a
+    /// prepare that did not keep the coarse levels across a pattern, the
+    /// within-solve one (retakable()).
+    bool holds_older_components() const
+    {
+        return m_options.exact_ritz_bound > 0.0 && m_options.refresh != MultilevelRefresh::off && !m_exact_components;
+    }
+
     /// A fresh solve's iterations into the ring of the last ones; the
     /// aged_judged_solves-th since an aged build judges that build.
     void record_fresh(int iterations)

@@ -524,6 +524,10 @@ public:
     std::vector<T> layer_normal_forces() const { return to_host(m_normal_force); }
     std::vector<T> layer_exchange_forces() const { return to_host(m_exchange_force); }
     const YarnModel<T>& topology() const { return m_tracker.topology(); }
+    /// The warp and weft yarns as node chains (of the current topology), as
+    /// the yarn-line preconditioners and the multilevel yarn-line smoother
+    /// read them.
+    const LineSet& lines() const { return m_lines; }
     /// The safety distance and contact-spring stiffness in use (0 with EIL off).
     T eil_safety_distance() const { return m_tracker.safety_distance(); }
     T eil_contact_stiffness() const { return m_tracker.contact_stiffness(); }
