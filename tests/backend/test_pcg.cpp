@@ -313,6 +313,21 @@ TEST_CASE("pcg: block-Jacobi converges in fewer iterations than no preconditione
 
 namespace {
 
+/// The node-diagonal blocks of `a`, the matrix of the free DoFs of
+/// `free_host` (B DoFs per node): block Jacobi's M on the free DoFs.
+template <int B>
+Eigen::MatrixXd node_blocks(const Eigen::MatrixXd& a, const std::vector<std::uint8_t>& free_host)
+{
+    std::vector<std::size_t> node_of;
+    for (std::size_t i = 0; i < free_host.size(); ++i)
+        if (free_host[i]) node_of.push_back(i / B);
+    Eigen::MatrixXd blocks = Eigen::MatrixXd::Zero(a.rows(), a.cols());
+    for (Eigen::Index i = 0; i < a.rows(); ++i)
+        for (Eigen::Index j = 0; j < a.cols(); ++j)
+            if (node_of[static_cast<std::size_t>(i)] == node_of[static_cast<std::size_t>(j)]) blocks(i, j) = a(i, j);
+    return blocks;
+}
+
 /// The eigenvalues, ascending, of M⁻¹ Â on the free DoFs: Â = A's free rows
 /// and columns, M = the free part of each node's diagonal block (block
 /// Jacobi) or the identity (no preconditioner), as C = L⁻¹ Â L⁻ᵀ with M = L Lᵀ.
@@ -323,14 +338,7 @@ Eigen::VectorXd preconditioned_eigenvalues(const SparseMatrix& reference, const 
     const SparseMatrix pf = selection(free_host);
     const Eigen::MatrixXd a = Eigen::MatrixXd(SparseMatrix(pf * reference * pf.transpose()));
     if (!block_jacobi) return weft_test::symmetric_eigenvalues(a);
-    std::vector<std::size_t> node_of;
-    for (std::size_t i = 0; i < free_host.size(); ++i)
-        if (free_host[i]) node_of.push_back(i / B);
-    Eigen::MatrixXd m = Eigen::MatrixXd::Zero(a.rows(), a.cols());
-    for (Eigen::Index i = 0; i < a.rows(); ++i)
-        for (Eigen::Index j = 0; j < a.cols(); ++j)
-            if (node_of[static_cast<std::size_t>(i)] == node_of[static_cast<std::size_t>(j)]) m(i, j) = a(i, j);
-    const Eigen::LLT<Eigen::MatrixXd> llt(m);
+    const Eigen::LLT<Eigen::MatrixXd> llt(node_blocks<B>(a, free_host));
     REQUIRE(llt.info() == Eigen::Success);
     const Eigen::MatrixXd l = llt.matrixL();
     const Eigen::MatrixXd left = l.triangularView<Eigen::Lower>().solve(a);  // L⁻¹ Â
@@ -535,17 +543,7 @@ int check_slowest_mode(Random& rng, bool block_jacobi)
     const SparseMatrix pf = selection(free_host);
     const Eigen::MatrixXd a = Eigen::MatrixXd(SparseMatrix(pf * problem.reference * pf.transpose()));
     Eigen::MatrixXd p = Eigen::MatrixXd::Identity(a.rows(), a.cols());
-    if (block_jacobi) {
-        std::vector<std::size_t> node_of;
-        for (std::size_t i = 0; i < free_host.size(); ++i)
-            if (free_host[i]) node_of.push_back(i / B);
-        Eigen::MatrixXd blocks = Eigen::MatrixXd::Zero(a.rows(), a.cols());
-        for (Eigen::Index i = 0; i < a.rows(); ++i)
-            for (Eigen::Index j = 0; j < a.cols(); ++j)
-                if (node_of[static_cast<std::size_t>(i)] == node_of[static_cast<std::size_t>(j)])
-                    blocks(i, j) = a(i, j);
-        p = blocks.inverse();
-    }
+    if (block_jacobi) p = node_blocks<B>(a, free_host).inverse();
     DenseOperator m(Eigen::MatrixXd(pf.transpose() * p * pf));
     weft::SlowestModeOptions<double> options;
     options.max_iterations = 20000;
