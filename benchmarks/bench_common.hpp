@@ -251,6 +251,12 @@ void write_system(const std::string& prefix, const BsrMatrix<T, B>& a, const thr
     write_npy(prefix + "_positions.npy", to_host(positions), static_cast<std::size_t>(B));
 }
 
+/// Milliseconds elapsed since `start` on the steady clock.
+inline double elapsed_ms(std::chrono::steady_clock::time_point start)
+{
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+}
+
 /// --slowest-mode: the slowest mode (slowest_mode.hpp) of a multilevel
 /// hierarchy built afresh, with `options`, for the last timed system (every
 /// coarse row and line factor of its values: the design's own bound, without
@@ -276,7 +282,7 @@ std::string slowest_mode_fields(const BsrMatrix<double, B>& a, const thrust::dev
     mode_options.max_iterations = max_iterations;
     const auto start = std::chrono::steady_clock::now();
     const SlowestMode<double> mode = slowest_mode(a, free_dofs, fresh, mode_options);
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    const double ms = elapsed_ms(start);
     const std::vector<double> x = to_host(mode.vector);
     const std::vector<double> q = to_host(state);
     std::ofstream out(path);
@@ -333,12 +339,6 @@ inline void add_slowest_mode_options(CLI::App& app, std::string& dir, int& itera
     app.add_option("--slowest-mode-iterations", iterations, "power iterations of --slowest-mode at most")
         ->check(CLI::Range(1, 1 << 30))
         ->type_name("N");
-}
-
-/// Milliseconds elapsed since `start` on the steady clock.
-inline double elapsed_ms(std::chrono::steady_clock::time_point start)
-{
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
 /// The options every benchmark takes: --sizes (into `sizes`, parsed by
