@@ -141,23 +141,22 @@ struct SingleThread {
 template <int B>
 class CholmodBaseline {
 public:
-    explicit CholmodBaseline(const std::vector<unsigned char>& free_dof)
-        : m_free(free_dof.begin(), free_dof.end()), m_x(free_dof.size(), 0.0)
-    {
-    }
-
-    void solve(const BsrMatrix<double, B>& a, const thrust::device_vector<double>& rhs)
+    /// `free`: the stepper's current filter (free_dofs()), which EIL tags
+    /// and contacts may change from step to step.
+    void solve(const BsrMatrix<double, B>& a, const thrust::device_vector<double>& rhs,
+               const thrust::device_vector<std::uint8_t>& free)
     {
         SingleThread single;
         (void)single;
+        m_x.resize(rhs.size());
         if (m_solver.analyses() == 0) {  // the analysis alone: a first solve, timed apart
             const auto t0 = std::chrono::steady_clock::now();
-            m_solver.solve(a, rhs, m_free, m_x);
+            m_solver.solve(a, rhs, free, m_x);
             m_analysis_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         }
         thrust::fill(m_x.begin(), m_x.end(), 0.0);
         const auto t0 = std::chrono::steady_clock::now();
-        const PcgResult<double> r = m_solver.solve(a, rhs, m_free, m_x);
+        const PcgResult<double> r = m_solver.solve(a, rhs, free, m_x);
         m_total_ms += std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
         if (!r.converged) throw std::runtime_error(std::string("CHOLMOD baseline failed: ") + to_string(r.status));
         m_worst_residual = std::max(m_worst_residual, double(r.relative_residual));
@@ -176,7 +175,6 @@ public:
     }
 
 private:
-    thrust::device_vector<std::uint8_t> m_free;
     thrust::device_vector<double> m_x;
     CholmodSolver<double, B> m_solver;
     double m_analysis_ms = 0, m_total_ms = 0, m_worst_residual = 0;

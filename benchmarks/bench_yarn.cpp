@@ -261,7 +261,7 @@ int main(int argc, char** argv)
             double total = 0, assembly = 0, solve = 0, eigen_ms = 0;
             long pcg_iterations = 0, eigen_iterations = 0, substeps = 0, multilevel_builds = 0, newton_iterations = 0;
             double eigen_worst_error = 0;
-            weft::bench::CholmodBaseline<5> cholmod(built.model.free_dof);
+            weft::bench::CholmodBaseline<5> cholmod;
             std::string first_failure;  ///< why the first halved timed step was halved
             weft::bench::SpectrumEstimate spectrum;
             const weft::bench::LevelCycles cycles_before = weft::bench::LevelCycles::of(stepper);
@@ -278,17 +278,17 @@ int main(int argc, char** argv)
                 spectrum.add(r);
                 if (!r.first_failure.empty() && first_failure.empty()) first_failure = r.first_failure;
                 if (opt.eigen) {
-                    const EigenSolve e = eigen_solve(stepper.matrix(), stepper.rhs(), built.model.free_dof,
-                                                     options.pcg.tolerance, 100000);
+                    const EigenSolve e = eigen_solve(stepper.matrix(), stepper.rhs(),
+                                                     weft::to_host(stepper.free_dofs()), options.pcg.tolerance, 100000);
                     eigen_ms += e.ms;
                     eigen_iterations += e.iterations;
                     eigen_worst_error = std::max(eigen_worst_error, e.error);
                 }
-                if (opt.cholmod) cholmod.solve(stepper.matrix(), stepper.rhs());
+                if (opt.cholmod) cholmod.solve(stepper.matrix(), stepper.rhs(), stepper.free_dofs());
             }
             if (!opt.write_system.empty()) {
                 weft::bench::write_system(opt.write_system + "/yarn_" + std::to_string(n), stepper.matrix(),
-                                          stepper.rhs(), built.model.free_dof, stepper.positions());
+                                          stepper.rhs(), weft::to_host(stepper.free_dofs()), stepper.positions());
             }
             const double steps = opt.steps;
             std::ostringstream record;

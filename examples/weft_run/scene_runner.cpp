@@ -150,12 +150,20 @@ const char* intersection_kind()
                                                         : "triangle pair(s) intersect";
 }
 
+/// The stepper's current yarn lists for the frames, or null where the
+/// stepper keeps none (EIL tracking off: topology() is then empty, and the
+/// scene's yarns, which the frames were made with, never change).
+inline const YarnModel<double>* tracked_topology(const YarnStepper<double>& stepper)
+{
+    return stepper.topology().yarns.empty() ? nullptr : &stepper.topology();
+}
+
 /// After a step that removed or made contacts, frames draw the stepper's new yarn lists.
 inline void follow_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper,
                             const YarnStepReport& r)
 {
     if (frames && r.detached_contacts + r.pulled_contacts + r.created_contacts > 0)
-        frames->set_yarns(stepper.topology());
+        if (const YarnModel<double>* topology = tracked_topology(stepper)) frames->set_yarns(*topology);
 }
 template <class Frames, class Stepper, class Report>
 void follow_topology(const Frames&, const Stepper&, const Report&)
@@ -432,7 +440,8 @@ void summary_fields(Archive&& a, RunSummary& s)
 /// After a resume, frames draw the topology the stepper runs on.
 inline void resume_topology(const std::unique_ptr<FrameOutput>& frames, const YarnStepper<double>& stepper)
 {
-    if (frames) frames->set_yarns(stepper.topology());
+    if (!frames) return;
+    if (const YarnModel<double>* topology = tracked_topology(stepper)) frames->set_yarns(*topology);
 }
 template <class Frames, class Stepper>
 void resume_topology(const Frames&, const Stepper&)
