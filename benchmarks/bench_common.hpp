@@ -255,34 +255,11 @@ inline double elapsed_ms(std::chrono::steady_clock::time_point start)
     return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
 }
 
-/// --slowest-mode: the slowest mode (slowest_mode.hpp) of a multilevel
-/// hierarchy built afresh, with `options`, for the last timed system (every
-/// coarse row and line factor of its values: the design's own bound, without
-/// the hierarchy's age), written to `path` as CSV with the columns node, px,
-/// py, pz (the node's position), one column per DoF of the mode (d0 … d{B−1},
-/// positions first; with ‖x‖_A = 1), amplitude (the node's Euclidean norm of
-/// them). Returns the JSON fields slowest_mode_eigenvalue (λ_min of M⁻¹ A),
-/// slowest_mode_iterations, slowest_mode_converged, slowest_mode_change,
-/// slowest_mode_ms and slowest_mode_peak_position (the position of the node
-/// of the largest amplitude).
-/// @param lines  the yarns' lines (set_lines) or nullptr
+/// Writes a mode `x` (B DoFs per node) at the nodes' positions `q` as the
+/// CSV of --slowest-mode; returns the node of the largest amplitude.
 template <int B>
-std::string slowest_mode_fields(const BsrMatrix<double, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
-                                const thrust::device_vector<double>& state, const MultilevelOptions& options,
-                                const LineSet* lines, const std::string& path, int max_iterations)
+std::size_t write_mode_csv(const std::string& path, const std::vector<double>& x, const std::vector<double>& q)
 {
-    MultilevelPreconditioner<double, B> fresh(options);
-    if (lines != nullptr) fresh.set_lines(lines);
-    if (!fresh.prepare(a, free_dofs, state)) {
-        throw std::runtime_error("--slowest-mode: no hierarchy for the last system (not positive definite)");
-    }
-    SlowestModeOptions<double> mode_options;
-    mode_options.max_iterations = max_iterations;
-    const auto start = std::chrono::steady_clock::now();
-    const SlowestMode<double> mode = slowest_mode(a, free_dofs, fresh, mode_options);
-    const double ms = elapsed_ms(start);
-    const std::vector<double> x = to_host(mode.vector);
-    const std::vector<double> q = to_host(state);
     std::ofstream out(path);
     if (!out) throw std::runtime_error("--slowest-mode: cannot write " + path);
     out << "node,px,py,pz";
@@ -307,6 +284,42 @@ std::string slowest_mode_fields(const BsrMatrix<double, B>& a, const thrust::dev
         }
     }
     if (!out) throw std::runtime_error("--slowest-mode: writing " + path + " failed");
+    return peak;
+}
+
+/// --slowest-mode: the slowest mode (slowest_mode.hpp) of a multilevel
+/// hierarchy built afresh, with `options`, for the last timed system (every
+/// coarse row and line factor of its values: the design's own bound, without
+/// the hierarchy's age), written to `path` (`prefix`.csv) as CSV with the
+/// columns node, px, py, pz (the node's position), one column per DoF of the
+/// mode (d0 … d{B−1}, positions first; with ‖x‖_A = 1), amplitude (the node's
+/// Euclidean norm of them). Then the slowest mode of each cycled coarse
+/// level's own cycle (MultilevelPreconditioner::level_slowest_modes),
+/// prolonged to the nodes, to `prefix`_level`L`.csv in the same columns.
+/// Returns the JSON fields slowest_mode_eigenvalue (λ_min of M⁻¹ A),
+/// slowest_mode_iterations, slowest_mode_converged, slowest_mode_change,
+/// slowest_mode_ms, slowest_mode_peak_position (the position of the node of
+/// the largest amplitude), and per cycled coarse level, first coarse level
+/// first: slowest_mode_level_eigenvalues, slowest_mode_level_iterations,
+/// slowest_mode_level_converged, with slowest_mode_level_ms for them all.
+/// @param lines  the yarns' lines (set_lines) or nullptr
+template <int B>
+std::string slowest_mode_fields(const BsrMatrix<double, B>& a, const thrust::device_vector<std::uint8_t>& free_dofs,
+                                const thrust::device_vector<double>& state, const MultilevelOptions& options,
+                                const LineSet* lines, const std::string& prefix, int max_iterations)
+{
+    MultilevelPreconditioner<double, B> fresh(options);
+    if (lines != nullptr) fresh.set_lines(lines);
+    if (!fresh.prepare(a, free_dofs, state)) {
+        throw std::runtime_error("--slowest-mode: no hierarchy for the last system (not positive definite)");
+    }
+    SlowestModeOptions<double> mode_options;
+    mode_options.max_iterations = max_iterations;
+    const auto start = std::chrono::steady_clock::now();
+    const SlowestMode<double> mode = slowest_mode(a, free_dofs, fresh, mode_options);
+    const double ms = elapsed_ms(start);
+    const std::vector<double> q = to_host(state);
+    const std::size_t peak = write_mode_csv<B>(prefix + ".csv", to_host(mode.vector), q);
     std::ostringstream fields;
     fields << ", \"slowest_mode_eigenvalue\": " << mode.eigenvalue
            << ", \"slowest_mode_iterations\": " << mode.iterations
@@ -314,6 +327,24 @@ std::string slowest_mode_fields(const BsrMatrix<double, B>& a, const thrust::dev
            << ", \"slowest_mode_change\": " << mode.change << ", \"slowest_mode_ms\": " << ms
            << ", \"slowest_mode_peak_position\": [" << q[B * peak] << ", " << q[B * peak + 1] << ", " << q[B * peak + 2]
            << "]";
+    // Each cycled coarse level's own cycle on its matrix: where the finest cycle loses.
+    const auto levels_start = std::chrono::steady_clock::now();
+    const std::vector<SlowestMode<double>> levels = fresh.level_slowest_modes(mode_options);
+    const double levels_ms = elapsed_ms(levels_start);
+    for (std::size_t l = 0; l < levels.size(); ++l) {
+        write_mode_csv<B>(prefix + "_level" + std::to_string(l + 1) + ".csv",
+                          to_host(fresh.prolonged(l + 1, levels[l].vector)), q);
+    }
+    const auto list = [&](const char* key, auto value) {
+        fields << ", \"" << key << "\": [";
+        for (std::size_t l = 0; l < levels.size(); ++l) fields << (l > 0 ? ", " : "") << value(levels[l]);
+        fields << "]";
+    };
+    list("slowest_mode_level_eigenvalues", [](const SlowestMode<double>& m) { return m.eigenvalue; });
+    list("slowest_mode_level_iterations", [](const SlowestMode<double>& m) { return m.iterations; });
+    list("slowest_mode_level_converged",
+         [](const SlowestMode<double>& m) { return std::string(m.converged ? "true" : "false"); });
+    fields << ", \"slowest_mode_level_ms\": " << levels_ms;
     return fields.str();
 }
 
@@ -331,7 +362,9 @@ inline void add_slowest_mode_options(CLI::App& app, std::string& dir, int& itera
     app.add_option("--slowest-mode", dir,
                    "with --preconditioner multilevel: after each size's timed steps, the slowest mode of a "
                    "hierarchy built afresh for the last system (power iteration on I - M^-1 A), written to "
-                   "DIR/slowest_mode_N.csv, and its eigenvalue and place in the JSON (slowest_mode_*)")
+                   "DIR/slowest_mode_N.csv, and its eigenvalue and place in the JSON (slowest_mode_*); then each "
+                   "cycled coarse level's own cycle, its mode on the nodes in DIR/slowest_mode_N_levelL.csv "
+                   "(slowest_mode_level_*)")
         ->check(CLI::ExistingDirectory)
         ->type_name("DIR");
     app.add_option("--slowest-mode-iterations", iterations, "power iterations of --slowest-mode at most")

@@ -33,7 +33,8 @@
 // CholmodBaseline; JSON only): --no-cholmod skips it. With --preconditioner
 // multilevel, --slowest-mode DIR adds the slowest mode of a hierarchy built
 // afresh for each size's last timed system (JSON only; slowest_mode_fields in
-// bench_common.hpp, the mode in DIR/slowest_mode_N.csv), after the size's
+// bench_common.hpp, the mode in DIR/slowest_mode_N.csv, each cycled coarse
+// level's in DIR/slowest_mode_N_levelL.csv), after the size's
 // peak RSS is read.
 #include <algorithm>
 #include <chrono>
@@ -234,7 +235,7 @@ SizeResult run_size(int n, const Options& opt)
     if (!opt.slowest_mode.empty()) {
         r.slowest_mode_fields = weft::bench::slowest_mode_fields(
             stepper.matrix(), stepper.free_dofs(), stepper.positions(), stepper.multilevel().options(), nullptr,
-            opt.slowest_mode + "/slowest_mode_" + std::to_string(n) + ".csv", opt.slowest_mode_iterations);
+            opt.slowest_mode + "/slowest_mode_" + std::to_string(n), opt.slowest_mode_iterations);
     }
     return r;
 }

@@ -37,7 +37,9 @@
 // cycles and their ms per cycle on each level (`level_cycle_ms`), and
 // --slowest-mode DIR the slowest mode of a hierarchy built afresh for each
 // size's last timed system (slowest_mode_fields in bench_common.hpp): its
-// eigenvalue in the JSON, the mode in DIR/slowest_mode_N.csv. It runs after
+// eigenvalue in the JSON, the mode in DIR/slowest_mode_N.csv, and the
+// slowest mode of each cycled coarse level's own cycle (JSON
+// slowest_mode_level_*, DIR/slowest_mode_N_levelL.csv). It runs after
 // the size's memory fields are read; its hierarchy can raise the peak RSS
 // reported for the sizes after it.
 #include <algorithm>
@@ -320,10 +322,10 @@ int main(int argc, char** argv)
             record << ", \"device_memory_mb\": " << weft::bench::device_memory_in_use_mb()
                    << ", \"peak_rss_mb\": " << weft::bench::peak_rss_mb();
             if (!opt.slowest_mode.empty()) {
-                record << weft::bench::slowest_mode_fields(
-                    stepper.matrix(), stepper.free_dofs(), stepper.positions(), stepper.multilevel().options(),
-                    &stepper.lines(), opt.slowest_mode + "/slowest_mode_" + std::to_string(n) + ".csv",
-                    opt.slowest_mode_iterations);
+                record << weft::bench::slowest_mode_fields(stepper.matrix(), stepper.free_dofs(), stepper.positions(),
+                                                           stepper.multilevel().options(), &stepper.lines(),
+                                                           opt.slowest_mode + "/slowest_mode_" + std::to_string(n),
+                                                           opt.slowest_mode_iterations);
             }
             record << "}";
             json << (first ? "\n    " : ",\n    ") << record.str();

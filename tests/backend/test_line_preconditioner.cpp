@@ -2767,3 +2767,98 @@ TEST_CASE(
     CHECK(estimated.top >= 0.9);
     CHECK(std::abs(estimated.eigenvalue - mode.eigenvalue) <= 1e-7 * lowest);
 }
+
+TEST_CASE(
+    "multilevel: each coarse level's own cycle is symmetric positive definite with eigenvalues in (0, 1], "
+    "level_slowest_modes finds the smallest, and prolonged() is P_1 ⋯ P_L x",
+    "[backend][multilevel][line_preconditioner][squares][slowest_mode]")
+{
+    const WovenSystem woven = woven_system(24);  // four levels: two of them cycled
+    const auto& [problem, lines, free_dofs, state, filter, expected] = woven;
+    weft::MultilevelPreconditioner<double, 5> early(square_options());
+    CHECK_THROWS_AS(early.level_slowest_modes(), weft::InvalidInput);
+    int levels_checked = 0;
+    for (const weft::MultilevelCycle cycle : {weft::MultilevelCycle::v, weft::MultilevelCycle::w}) {
+        weft::MultilevelPreconditioner<double, 5> m(square_options(cycle));
+        m.set_lines(&lines);
+        REQUIRE(m.prepare(problem.a, free_dofs, state));
+        REQUIRE(m.levels() >= 4);
+        const std::size_t cycled = static_cast<std::size_t>(m.levels() - 2);
+        weft::SlowestModeOptions<double> options;
+        options.max_iterations_top = 0;  // σ = 1: each level's cycle has eigenvalues in (0, 1]
+        options.max_iterations = 5000;
+        options.tolerance = 1e-9;
+        const std::vector<weft::SlowestMode<double>> modes = m.level_slowest_modes(options);
+        REQUIRE(modes.size() == cycled);
+        for (std::size_t level = 1; level <= cycled; ++level) {
+            const Eigen::MatrixXd full(m.level_matrix(level));
+            const std::vector<std::uint8_t> level_free = m.level_free_dofs(level);
+            REQUIRE(level_free.size() == static_cast<std::size_t>(full.rows()));
+            std::vector<Eigen::Index> free_index;
+            for (std::size_t i = 0; i < level_free.size(); ++i)
+                if (level_free[i]) free_index.push_back(static_cast<Eigen::Index>(i));
+            const auto k = static_cast<Eigen::Index>(free_index.size());
+            REQUIRE(k > 0);
+            Eigen::MatrixXd a(k, k), p(k, k);
+            for (Eigen::Index c = 0; c < k; ++c) {
+                Eigen::VectorXd unit = Eigen::VectorXd::Zero(full.rows());
+                unit(free_index[static_cast<std::size_t>(c)]) = 1.0;
+                thrust::device_vector<double> column;
+                m.apply_level(level, to_device(unit), column);
+                const Eigen::VectorXd host = to_eigen_vector(column);
+                for (std::size_t i = 0; i < level_free.size(); ++i)
+                    if (!level_free[i]) REQUIRE(host(static_cast<Eigen::Index>(i)) == 0.0);
+                for (Eigen::Index r = 0; r < k; ++r) {
+                    p(r, c) = host(free_index[static_cast<std::size_t>(r)]);
+                    a(r, c) = full(free_index[static_cast<std::size_t>(r)], free_index[static_cast<std::size_t>(c)]);
+                }
+            }
+            const Eigen::LLT<Eigen::MatrixXd> llt(a);
+            REQUIRE(llt.info() == Eigen::Success);
+            const Eigen::MatrixXd l = llt.matrixL();
+            CHECK((p - p.transpose()).norm() <= 1e-8 * p.norm());
+            const Eigen::MatrixXd symmetric_p = 0.5 * (p + p.transpose());
+            const Eigen::VectorXd spectrum =
+                weft_test::symmetric_eigenvalues(Eigen::MatrixXd(l.transpose() * symmetric_p * l));
+            const double lowest = spectrum(0), highest = spectrum(k - 1);
+            const weft::SlowestMode<double>& mode = modes[level - 1];
+            INFO((cycle == weft::MultilevelCycle::v ? "V" : "W")
+                 << "-cycle, level " << level << " of " << m.levels() << ", " << k << " free DoFs: M⁻¹ A in [" << lowest
+                 << ", " << highest << "]; level_slowest_modes " << mode.eigenvalue << " after " << mode.iterations
+                 << " iterations");
+            CHECK(lowest > 0.0);
+            CHECK(highest <= 1.0 + 1e-4);
+            CHECK(mode.converged);
+            // To rounding: the dense spectrum of an operator whose entries span about ten orders.
+            CHECK(mode.eigenvalue >= lowest * (1 - 1e-8));
+            CHECK(mode.eigenvalue <= lowest * (1 + 1e-6));
+            const Eigen::VectorXd vector = to_eigen_vector(mode.vector);
+            REQUIRE(vector.size() == full.rows());
+            Eigen::VectorXd x(k);
+            for (Eigen::Index r = 0; r < k; ++r) x(r) = vector(free_index[static_cast<std::size_t>(r)]);
+            for (std::size_t i = 0; i < level_free.size(); ++i)
+                if (!level_free[i]) REQUIRE(vector(static_cast<Eigen::Index>(i)) == 0.0);
+            CHECK(std::abs(x.dot(a * x) - 1.0) <= 1e-7);
+            // The mode on the nodes: P_1 ⋯ P_level x, zero on constrained DoFs.
+            Eigen::VectorXd on_nodes = vector;
+            for (std::size_t above = level; above >= 1; --above)
+                on_nodes = Eigen::VectorXd(m.level_prolongator(above) * on_nodes);
+            on_nodes = filter.cwiseProduct(on_nodes);
+            const Eigen::VectorXd prolonged = to_eigen_vector(m.prolonged(level, mode.vector));
+            REQUIRE(prolonged.size() == on_nodes.size());
+            CHECK((prolonged - on_nodes).norm() <= 1e-12 * on_nodes.norm());
+            CHECK(on_nodes.norm() > 0.0);
+            ++levels_checked;
+        }
+        // Bad input names the field.
+        const thrust::device_vector<double> one(static_cast<std::size_t>(m.level_dofs()[1]), 1.0);
+        thrust::device_vector<double> out;
+        CHECK_THROWS_WITH(m.apply_level(0, one, out), Catch::Contains("apply_level level"));
+        CHECK_THROWS_WITH(m.apply_level(cycled + 1, one, out), Catch::Contains("apply_level level"));
+        CHECK_THROWS_WITH(m.apply_level(1, thrust::device_vector<double>(3, 1.0), out),
+                          Catch::Contains("apply_level r.size()"));
+        CHECK_THROWS_WITH(m.prolonged(1, thrust::device_vector<double>(3, 1.0)), Catch::Contains("prolonged x.size()"));
+        CHECK_THROWS_AS(m.prolonged(cycled + 2, one), weft::InvalidInput);
+    }
+    CHECK(levels_checked >= 4);
+}

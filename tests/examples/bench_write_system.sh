@@ -8,7 +8,8 @@
 # same run's `--slowest-mode DIR` (with the multilevel preconditioner) writes
 # each size's slowest mode: zero on the constrained DoFs, of unit energy in
 # the written matrix, the node positions of the written system, its
-# eigenvalue in (0, 1] and its peak where the JSON says. A folder that does
+# eigenvalue in (0, 1] and its peak where the JSON says; and each cycled
+# coarse level's slowest mode (a 24 x 24 patch has one). A folder that does
 # not exist is refused, naming the option, and so is --slowest-mode without
 # the multilevel preconditioner.
 #
@@ -28,6 +29,9 @@ mkdir -p "$work"
 OMP_NUM_THREADS=1 "$bench" --sizes 6,9 --steps 1 --warmup 2 --no-eigen --no-cholmod --spmv-repeats 0 \
  --preconditioner multilevel \
   --write-system "$work" --slowest-mode "$work" > "$work/out.json" 2> "$work/err.txt" || { cat "$work/err.txt"; echo "FAILED: bench_yarn"; exit 1; }
+OMP_NUM_THREADS=1 "$bench" --sizes 24 --steps 1 --warmup 2 --no-eigen --no-cholmod --spmv-repeats 0 \
+  --preconditioner multilevel --slowest-mode "$work" > "$work/out24.json" 2> "$work/err.txt" ||
+  { cat "$work/err.txt"; echo "FAILED: bench_yarn --sizes 24"; exit 1; }
 "$python" - "$work" <<'PY' || exit 1
 import csv
 import json
@@ -35,7 +39,8 @@ import sys
 import numpy as np
 
 checks = 0
-results = {r["n"]: r for r in json.load(open(f"{sys.argv[1]}/out.json"))["results"]}
+results = {r["n"]: r for name in ("out.json", "out24.json")
+           for r in json.load(open(f"{sys.argv[1]}/{name}"))["results"]}
 def check(ok, what):
     global checks
     checks += 1
@@ -85,7 +90,31 @@ for n in (6, 9):
     check(0 < lam <= 1 + 1e-6 and r["slowest_mode_iterations"] >= 1, f"n = {n}: eigenvalue {lam}")
     peak = int(np.argmax(table[:, 9]))
     check(np.allclose(r["slowest_mode_peak_position"], q[peak, :3], rtol=1e-5, atol=1e-9), f"n = {n}: the peak")
-print(f"bench_yarn --write-system, --slowest-mode: {checks} checks passed")
+# Each cycled coarse level's slowest mode (levels 1 to levels - 2), on the
+# nodes: one list entry and one CSV per level, eigenvalues in (0, 1], zero on
+# the constrained DoFs; the 24 x 24 patch has at least one such level.
+cycled = 0
+for n in (6, 9, 24):
+    r = results[n]
+    nodes = n * n
+    levels = r["levels"]
+    eigenvalues = r["slowest_mode_level_eigenvalues"]
+    check(len(eigenvalues) == max(levels - 2, 0) == len(r["slowest_mode_level_iterations"])
+          == len(r["slowest_mode_level_converged"]), f"n = {n}: {levels} levels, {len(eigenvalues)} level modes")
+    expected = np.ones((n, n, 5), dtype=bool)
+    expected[:, [0, -1], 3] = False
+    expected[[0, -1], :, 4] = False
+    for level, lam in enumerate(eigenvalues, start=1):
+        check(0 < lam <= 1 + 1e-6, f"n = {n}: level {level}'s eigenvalue {lam}")
+        rows = list(csv.reader(open(f"{sys.argv[1]}/slowest_mode_{n}_level{level}.csv")))
+        check(rows[0] == ["node", "px", "py", "pz", "d0", "d1", "d2", "d3", "d4", "amplitude"], f"n = {n}: {rows[0]}")
+        table = np.array(rows[1:], dtype=float)
+        check(table.shape == (nodes, 10) and np.isfinite(table).all(), f"n = {n}: level {level}'s mode rows")
+        x = table[:, 4:9].ravel()
+        check((x[~expected.ravel()] == 0).all() and np.abs(x).max() > 0, f"n = {n}: level {level}'s mode")
+        cycled += 1
+check(cycled >= 1, "no cycled coarse level")
+print(f"bench_yarn --write-system, --slowest-mode: {checks} checks passed ({cycled} coarse levels' modes)")
 PY
 if "$bench" --sizes 6 --steps 1 --no-eigen --no-cholmod --write-system "$work/absent" > /dev/null 2> "$work/err.txt"; then
   echo "FAILED: --write-system accepted a folder that does not exist"; exit 1

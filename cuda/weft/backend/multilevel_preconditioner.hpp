@@ -371,6 +371,7 @@
 #include <weft/backend/device.hpp>
 #include <weft/backend/line_preconditioner.hpp>
 #include <weft/backend/pcg.hpp>
+#include <weft/backend/slowest_mode.hpp>
 #include <weft/backend/vector_ops.hpp>
 #include <weft/core/config.hpp>
 #include <weft/core/error.hpp>
@@ -3578,6 +3579,81 @@ public:
         }
         return multilevel_detail::to_host_csr(coarse_level(level).matrix);
     }
+    /// z = the cycle of coarse level `level` applied to r, on that level's
+    /// DoFs: the V- or W-cycle that the finest level's cycle runs from there
+    /// down, the preconditioner of that level's matrix (level_matrix). Levels
+    /// 1 to levels() − 2; the coarsest is inverted, not cycled. Not counted
+    /// in cycles() or level_cycle_seconds(). For inspection:
+    /// level_slowest_modes(), and the tests that each level's cycle is
+    /// symmetric positive definite.
+    /// @throws InvalidInput before a successful prepare(), for a level out of
+    ///         range, or for r of another size than the level's DoFs
+    void apply_level(std::size_t level, const thrust::device_vector<T>& r, thrust::device_vector<T>& z)
+    {
+        if (!m_ready || level < 1 || level + 1 > m_coarse.size()) {
+            throw InvalidInput(detail::describe(
+                "MultilevelPreconditioner::apply_level level", level,
+                ("must be a cycled coarse level, 1 to " + std::to_string(m_coarse.empty() ? 0 : m_coarse.size() - 1) +
+                 ", of a prepared hierarchy")
+                    .c_str()));
+        }
+        auto& self = m_coarse[level - 1];
+        if (r.size() != static_cast<std::size_t>(self.dofs)) {
+            throw InvalidInput(detail::describe("MultilevelPreconditioner::apply_level r.size()", r.size(),
+                                                ("must equal the level's DoFs " + std::to_string(self.dofs)).c_str()));
+        }
+        const std::vector<double> visits = m_visit_seconds;
+        thrust::copy(thrust::device, r.begin(), r.end(), self.smoother.r.begin());
+        cycle<1>(self.matrix, self.free_dofs, self.smoother, level);
+        m_visit_seconds = visits;
+        z.resize(r.size());
+        thrust::copy(thrust::device, self.smoother.z.begin(), self.smoother.z.end(), z.begin());
+    }
+    /// Coarse level `level`'s filter: 1 on its DoFs with a positive diagonal.
+    std::vector<std::uint8_t> level_free_dofs(std::size_t level) const
+    {
+        return to_host(coarse_level(level).free_dofs);
+    }
+    /// x of coarse level `level` prolonged to the finest DoFs, P_1 ⋯ P_level x
+    /// (zero on the finest level's constrained DoFs): a coarse level's mode
+    /// seen on the nodes.
+    thrust::device_vector<T> prolonged(std::size_t level, const thrust::device_vector<T>& x)
+    {
+        if (x.size() != static_cast<std::size_t>(coarse_level(level).dofs)) {
+            throw InvalidInput(detail::describe(
+                "MultilevelPreconditioner::prolonged x.size()", x.size(),
+                ("must equal level " + std::to_string(level) + "'s DoFs " + std::to_string(coarse_level(level).dofs))
+                    .c_str()));
+        }
+        thrust::device_vector<T> current = x, above;
+        for (std::size_t k = level; k >= 1; --k) {
+            const Index rows = k == 1 ? m_matrix->rows() : m_coarse[k - 2].dofs;
+            above.assign(static_cast<std::size_t>(rows), T(0));
+            add_prolonged(k - 1, current, above, k == 1 ? raw_pointer(*m_free) : nullptr);
+            current.swap(above);
+        }
+        return current;
+    }
+    /// The slowest mode of each cycled coarse level (apply_level), levels 1
+    /// to levels() − 2: slowest_mode on the level's matrix (its copy in
+    /// blocks on a square level) and filter with that level's cycle as M.
+    /// The finest cycle's λ_min is at most about the smallest of these where
+    /// a level's mode is near the range of the prolongators above it; a level
+    /// as low as the finest cycle's says that its loss lies at or below that
+    /// level (bench_yarn --slowest-mode, benchmarks/RESULTS.md).
+    /// @throws InvalidInput before a successful prepare(), or as slowest_mode
+    std::vector<SlowestMode<T>> level_slowest_modes(const SlowestModeOptions<T>& options = {})
+    {
+        if (!m_ready) throw InvalidInput("MultilevelPreconditioner::level_slowest_modes called before prepare()");
+        std::vector<SlowestMode<T>> modes;
+        for (std::size_t level = 1; level + 1 <= m_coarse.size(); ++level) {
+            LevelCycle cycle(*this, level);
+            const auto& self = m_coarse[level - 1];
+            modes.push_back(self.by_lines ? slowest_mode(self.blocked, self.free_dofs, cycle, options)
+                                          : slowest_mode(self.matrix, self.free_dofs, cycle, options));
+        }
+        return modes;
+    }
     /// Whether coarse level `level` keeps its matrix as scalars beside its
     /// blocks: every level but the square levels more than one above the
     /// coarsest (CoarseLevel::matrix).
@@ -4889,6 +4965,20 @@ private:
         }
         cycle<B>(*m_matrix, *m_free, m_fine, 0);
     }
+
+    /// apply_level(level) as a PreconditionerOperator (level_slowest_modes).
+    class LevelCycle : public PreconditionerOperator<T> {
+    public:
+        LevelCycle(MultilevelPreconditioner& owner, std::size_t level) : m_owner(owner), m_level(level) {}
+        void apply(const thrust::device_vector<T>& r, thrust::device_vector<T>& z) override
+        {
+            m_owner.apply_level(m_level, r, z);
+        }
+
+    private:
+        MultilevelPreconditioner& m_owner;
+        std::size_t m_level;
+    };
 
     MultilevelOptions m_options;
     const BsrMatrix<T, B>* m_matrix = nullptr;
