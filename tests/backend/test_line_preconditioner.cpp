@@ -2700,6 +2700,37 @@ TEST_CASE(
     CHECK_FALSE(plain.renewal_next());
 }
 
+/// A preconditioner applied to the unit vectors of the DoFs `free_index`
+/// (`apply`: a device vector of full.rows() entries to M⁻¹ of it on the host)
+/// as a dense matrix p on those DoFs, `full` restricted to them as a, and the
+/// spectrum of M⁻¹ A there, ascending, as that of Lᵀ sym(p) L (a = L Lᵀ).
+struct RestrictedOperator {
+    Eigen::MatrixXd a, p;
+    Eigen::VectorXd spectrum;
+};
+template <class Apply>
+RestrictedOperator restricted_operator(const Eigen::MatrixXd& full, const std::vector<Eigen::Index>& free_index,
+                                       Apply apply)
+{
+    const auto k = static_cast<Eigen::Index>(free_index.size());
+    RestrictedOperator o{Eigen::MatrixXd(k, k), Eigen::MatrixXd(k, k), {}};
+    for (Eigen::Index c = 0; c < k; ++c) {
+        Eigen::VectorXd unit = Eigen::VectorXd::Zero(full.rows());
+        unit(free_index[static_cast<std::size_t>(c)]) = 1.0;
+        const Eigen::VectorXd host = apply(to_device(unit));
+        for (Eigen::Index r = 0; r < k; ++r) {
+            o.p(r, c) = host(free_index[static_cast<std::size_t>(r)]);
+            o.a(r, c) = full(free_index[static_cast<std::size_t>(r)], free_index[static_cast<std::size_t>(c)]);
+        }
+    }
+    const Eigen::LLT<Eigen::MatrixXd> llt(o.a);
+    REQUIRE(llt.info() == Eigen::Success);
+    const Eigen::MatrixXd l = llt.matrixL();
+    const Eigen::MatrixXd symmetric_p = 0.5 * (o.p + o.p.transpose());
+    o.spectrum = weft_test::symmetric_eigenvalues(Eigen::MatrixXd(l.transpose() * symmetric_p * l));
+    return o;
+}
+
 TEST_CASE(
     "multilevel: the V-cycle of current values has M⁻¹ A's eigenvalues in (0, 1], and slowest_mode finds the "
     "smallest with its eigenvector",
@@ -2717,26 +2748,16 @@ TEST_CASE(
     for (Eigen::Index i = 0; i < filter.size(); ++i)
         if (filter(i) != 0.0) free_index.push_back(i);
     const auto k = static_cast<Eigen::Index>(free_index.size());
-    const Eigen::MatrixXd full(problem.system.a);
-    Eigen::MatrixXd a(k, k), p(k, k);
-    for (Eigen::Index c = 0; c < k; ++c) {
-        Eigen::VectorXd unit = Eigen::VectorXd::Zero(filter.size());
-        unit(free_index[static_cast<std::size_t>(c)]) = 1.0;
-        thrust::device_vector<double> column;
-        m.apply(to_device(unit), column);
-        const Eigen::VectorXd host = to_eigen_vector(column);
-        for (Eigen::Index r = 0; r < k; ++r) {
-            p(r, c) = host(free_index[static_cast<std::size_t>(r)]);
-            a(r, c) = full(free_index[static_cast<std::size_t>(r)], free_index[static_cast<std::size_t>(c)]);
-        }
-    }
-    const Eigen::LLT<Eigen::MatrixXd> llt(a);
-    REQUIRE(llt.info() == Eigen::Success);
-    const Eigen::MatrixXd l = llt.matrixL();
-    const Eigen::MatrixXd symmetric_p = 0.5 * (p + p.transpose());
+    const RestrictedOperator o =
+        restricted_operator(Eigen::MatrixXd(problem.system.a), free_index, [&](const thrust::device_vector<double>& r) {
+            thrust::device_vector<double> column;
+            m.apply(r, column);
+            return to_eigen_vector(column);
+        });
+    const Eigen::MatrixXd &a = o.a, &p = o.p;
+    const Eigen::VectorXd& spectrum = o.spectrum;
     // To rounding: the stiff yarns make A's and M⁻¹'s entries span about ten orders.
     CHECK((p - p.transpose()).norm() <= 1e-8 * p.norm());
-    const Eigen::VectorXd spectrum = weft_test::symmetric_eigenvalues(Eigen::MatrixXd(l.transpose() * symmetric_p * l));
     const double lowest = spectrum(0), highest = spectrum(k - 1);
     INFO(k << " free DoFs, " << m.levels() << " levels: M⁻¹ A in [" << lowest << ", " << highest << "]");
     CHECK(lowest > 0.0);
@@ -2799,27 +2820,18 @@ TEST_CASE(
                 if (level_free[i]) free_index.push_back(static_cast<Eigen::Index>(i));
             const auto k = static_cast<Eigen::Index>(free_index.size());
             REQUIRE(k > 0);
-            Eigen::MatrixXd a(k, k), p(k, k);
-            for (Eigen::Index c = 0; c < k; ++c) {
-                Eigen::VectorXd unit = Eigen::VectorXd::Zero(full.rows());
-                unit(free_index[static_cast<std::size_t>(c)]) = 1.0;
-                thrust::device_vector<double> column;
-                m.apply_level(level, to_device(unit), column);
-                const Eigen::VectorXd host = to_eigen_vector(column);
-                for (std::size_t i = 0; i < level_free.size(); ++i)
-                    if (!level_free[i]) REQUIRE(host(static_cast<Eigen::Index>(i)) == 0.0);
-                for (Eigen::Index r = 0; r < k; ++r) {
-                    p(r, c) = host(free_index[static_cast<std::size_t>(r)]);
-                    a(r, c) = full(free_index[static_cast<std::size_t>(r)], free_index[static_cast<std::size_t>(c)]);
-                }
-            }
-            const Eigen::LLT<Eigen::MatrixXd> llt(a);
-            REQUIRE(llt.info() == Eigen::Success);
-            const Eigen::MatrixXd l = llt.matrixL();
+            const RestrictedOperator o =
+                restricted_operator(full, free_index, [&](const thrust::device_vector<double>& r) {
+                    thrust::device_vector<double> column;
+                    m.apply_level(level, r, column);
+                    const Eigen::VectorXd host = to_eigen_vector(column);
+                    for (std::size_t i = 0; i < level_free.size(); ++i)
+                        if (!level_free[i]) REQUIRE(host(static_cast<Eigen::Index>(i)) == 0.0);
+                    return host;
+                });
+            const Eigen::MatrixXd &a = o.a, &p = o.p;
+            const Eigen::VectorXd& spectrum = o.spectrum;
             CHECK((p - p.transpose()).norm() <= 1e-8 * p.norm());
-            const Eigen::MatrixXd symmetric_p = 0.5 * (p + p.transpose());
-            const Eigen::VectorXd spectrum =
-                weft_test::symmetric_eigenvalues(Eigen::MatrixXd(l.transpose() * symmetric_p * l));
             const double lowest = spectrum(0), highest = spectrum(k - 1);
             const weft::SlowestMode<double>& mode = modes[level - 1];
             INFO((cycle == weft::MultilevelCycle::v ? "V" : "W")

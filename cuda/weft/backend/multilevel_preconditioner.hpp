@@ -3603,6 +3603,7 @@ public:
                                                 ("must equal the level's DoFs " + std::to_string(self.dofs)).c_str()));
         }
         const std::vector<double> visits = m_visit_seconds;
+        self.smoother.r.resize(r.size());
         thrust::copy(thrust::device, r.begin(), r.end(), self.smoother.r.begin());
         cycle<1>(self.matrix, self.free_dofs, self.smoother, level);
         m_visit_seconds = visits;
